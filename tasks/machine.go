@@ -1,0 +1,264 @@
+package tasks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskhook/taskhook/events"
+)
+
+// CommandKind names a change an executor, agent or human asks for.
+type CommandKind string
+
+const (
+	CmdProgress     CommandKind = "progress"
+	CmdMessage      CommandKind = "message"
+	CmdRequireInput CommandKind = "require_input"
+	CmdRespond      CommandKind = "respond"
+	CmdComplete     CommandKind = "complete"
+	CmdFail         CommandKind = "fail"
+	CmdCancel       CommandKind = "cancel"
+)
+
+// Command is one requested change. Only the fields of its kind are read.
+// Request ids are filled in before Apply (Apply does no I/O, random included).
+type Command struct {
+	Kind          CommandKind
+	StatusMessage *string         // progress
+	Progress      json.RawMessage // progress
+	Text          string          // message
+	Data          json.RawMessage // message
+	Requests      []InputRequest  // require_input
+	Responses     []InputResponse // respond
+	Result        json.RawMessage // complete
+	Error         *TaskError      // fail
+	Reason        string          // cancel
+}
+
+// Domain errors. The handlers map each to its status code and error code.
+var (
+	ErrNotFound         = errors.New("not found")
+	ErrTerminal         = errors.New("task is terminal")
+	ErrNotInputRequired = errors.New("task is not waiting for input")
+	ErrUnknownRequest   = errors.New("unknown input request")
+	ErrInputConflict    = errors.New("request already answered differently")
+)
+
+// ValidationError is a request that can never succeed as sent (400).
+type ValidationError struct {
+	Field   string
+	Message string
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Emitted is an event a change produces, before it gets its log id.
+type Emitted struct {
+	Type string
+	Data map[string]any
+}
+
+// Change is what Apply decided. When Changed is false the task is returned as
+// it was and nothing is written.
+type Change struct {
+	Task    Task
+	Events  []Emitted
+	Changed bool
+}
+
+// Apply is the state machine: it decides what cmd does to task at now. It has
+// no I/O. An error leaves the task as it is.
+func Apply(task Task, cmd Command, now time.Time) (Change, error) {
+	if task.Status.Terminal() {
+		if cmd.Kind == CmdCancel {
+			return Change{Task: task}, nil // cancelling a finished task is a read
+		}
+		return Change{}, fmt.Errorf("%w: task %s is %s", ErrTerminal, task.TaskID, task.Status)
+	}
+	next := task.clone()
+	var emitted []Emitted
+	switch cmd.Kind {
+	case CmdProgress:
+		if cmd.StatusMessage == nil && cmd.Progress == nil {
+			return Change{}, invalid("statusMessage", "statusMessage or progress is required")
+		}
+		if cmd.StatusMessage != nil {
+			next.StatusMessage = *cmd.StatusMessage
+		}
+		if cmd.Progress != nil {
+			next.Progress = cmd.Progress
+		}
+		emitted = []Emitted{{Type: events.TaskProgress, Data: map[string]any{}}}
+	case CmdMessage:
+		if cmd.Text == "" {
+			return Change{}, invalid("text", "is required")
+		}
+		data := map[string]any{"text": cmd.Text}
+		if cmd.Data != nil {
+			data["data"] = cmd.Data
+		}
+		emitted = []Emitted{{Type: events.TaskMessage, Data: data}}
+	case CmdRequireInput:
+		if err := checkNewRequests(task, cmd.Requests); err != nil {
+			return Change{}, err
+		}
+		next.Status = InputRequired
+		next.InputRequests = append(next.InputRequests, cmd.Requests...)
+		emitted = []Emitted{
+			{Type: events.TaskStatus, Data: map[string]any{}},
+			{Type: events.InputRequested, Data: map[string]any{"requests": cmd.Requests}},
+		}
+	case CmdRespond:
+		recorded, err := judgeResponses(task, cmd.Responses)
+		if err != nil {
+			return Change{}, err
+		}
+		if len(recorded) == 0 {
+			return Change{Task: task}, nil // only answers already recorded: a safe retry
+		}
+		next.InputResponses = append(next.InputResponses, recorded...)
+		next.InputRequests = withoutAnswered(next.InputRequests, recorded)
+		emitted = []Emitted{{Type: events.InputResolved, Data: map[string]any{"responses": recorded}}}
+		if len(next.InputRequests) == 0 {
+			next.Status = Working
+			next.InputRequests = nil
+			emitted = append(emitted, Emitted{Type: events.TaskStatus, Data: map[string]any{}})
+		}
+	case CmdComplete:
+		next.Status = Completed
+		next.Result = cmd.Result
+		emitted = terminal(&next)
+	case CmdFail:
+		if cmd.Error == nil || cmd.Error.Message == "" {
+			return Change{}, invalid("error.message", "is required")
+		}
+		next.Status = Failed
+		next.Error = cmd.Error
+		next.StatusMessage = cmd.Error.Message
+		emitted = terminal(&next)
+	case CmdCancel:
+		next.Status = Cancelled
+		next.CancelReason = cmd.Reason
+		if cmd.Reason != "" {
+			next.StatusMessage = cmd.Reason
+		}
+		emitted = terminal(&next)
+	default:
+		return Change{}, invalid("command", "unknown command %q", cmd.Kind)
+	}
+	next.Revision = task.Revision + 1
+	next.LastUpdatedAt = events.At(now)
+	for i := range emitted {
+		if isTaskEvent(emitted[i].Type) {
+			emitted[i].Data["task"] = &next
+		}
+	}
+	return Change{Task: next, Events: emitted, Changed: true}, nil
+}
+
+func terminal(t *Task) []Emitted {
+	t.InputRequests = nil
+	return []Emitted{{Type: events.TaskTerminal, Data: map[string]any{}}}
+}
+
+func isTaskEvent(typ string) bool { return len(typ) > 5 && typ[:5] == "task." }
+
+// clone copies the slices Apply may extend, so the caller's task is never changed.
+func (t Task) clone() Task {
+	c := t
+	c.InputRequests = append([]InputRequest(nil), t.InputRequests...)
+	c.InputResponses = append([]InputResponse(nil), t.InputResponses...)
+	return c
+}
+
+// checkNewRequests validates a require_input batch against the task's history:
+// request ids are unique over the task's life.
+func checkNewRequests(task Task, reqs []InputRequest) error {
+	if len(reqs) == 0 || len(reqs) > MaxRequestsPerCall {
+		return invalid("requests", "must hold 1 to %d requests", MaxRequestsPerCall)
+	}
+	used := make(map[string]bool, len(task.InputRequests)+len(task.InputResponses)+len(reqs))
+	for _, r := range task.InputRequests {
+		used[r.RequestID] = true
+	}
+	for _, r := range task.InputResponses {
+		used[r.RequestID] = true
+	}
+	for i, r := range reqs {
+		field := fmt.Sprintf("requests[%d]", i)
+		if r.RequestID == "" {
+			return invalid(field+".requestId", "is required")
+		}
+		if used[r.RequestID] {
+			return invalid(field+".requestId", "%q is already used by this task", r.RequestID)
+		}
+		used[r.RequestID] = true
+		if err := r.validate(field); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// judgeResponses checks a batch of answers, all or nothing, and returns the
+// ones to record (answers already recorded are dropped as no-ops).
+func judgeResponses(task Task, resps []InputResponse) ([]InputResponse, error) {
+	if len(resps) == 0 {
+		return nil, invalid("responses", "must hold at least one response")
+	}
+	answered := make(map[string]InputResponse, len(task.InputResponses))
+	for _, r := range task.InputResponses {
+		answered[r.RequestID] = r
+	}
+	open := make(map[string]InputRequest, len(task.InputRequests))
+	for _, r := range task.InputRequests {
+		open[r.RequestID] = r
+	}
+	seen := make(map[string]bool, len(resps))
+	var record []InputResponse
+	for i, r := range resps {
+		field := fmt.Sprintf("responses[%d]", i)
+		if seen[r.RequestID] {
+			return nil, invalid(field+".requestId", "%q is answered twice in one batch", r.RequestID)
+		}
+		seen[r.RequestID] = true
+		if prev, ok := answered[r.RequestID]; ok {
+			if !prev.sameAnswer(r) {
+				return nil, fmt.Errorf("%w: request %s", ErrInputConflict, r.RequestID)
+			}
+			continue
+		}
+		req, ok := open[r.RequestID]
+		if !ok {
+			if task.Status == InputRequired {
+				return nil, fmt.Errorf("%w: %q", ErrUnknownRequest, r.RequestID)
+			}
+			return nil, fmt.Errorf("%w: task %s is %s", ErrNotInputRequired, task.TaskID, task.Status)
+		}
+		if err := req.accepts(r, field); err != nil {
+			return nil, err
+		}
+		record = append(record, r)
+	}
+	return record, nil
+}
+
+func withoutAnswered(open []InputRequest, answered []InputResponse) []InputRequest {
+	done := make(map[string]bool, len(answered))
+	for _, r := range answered {
+		done[r.RequestID] = true
+	}
+	var left []InputRequest
+	for _, r := range open {
+		if !done[r.RequestID] {
+			left = append(left, r)
+		}
+	}
+	return left
+}

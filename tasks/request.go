@@ -1,0 +1,134 @@
+package tasks
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Limits on input requests.
+const (
+	MaxRequestsPerCall = 64
+	maxOptions         = 25
+	maxPromptBytes     = 4000
+	maxLabelBytes      = 200
+	maxAnswerBytes     = 8000
+)
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// PrepareRequests fills what the server chooses for a new batch: request ids
+// the caller left out (from newID) and the default display and options.
+func PrepareRequests(reqs []InputRequest, newID func() string) []InputRequest {
+	out := make([]InputRequest, len(reqs))
+	for i, r := range reqs {
+		if r.RequestID == "" {
+			r.RequestID = newID()
+		}
+		if r.Kind == "" {
+			r.Kind = KindAsk
+		}
+		if r.Display == "" {
+			switch {
+			case len(r.Options) > 0:
+				r.Display = DisplaySelect
+			case r.AllowFreeform:
+				r.Display = DisplayText
+			case r.Kind == KindAsk:
+				r.Display = DisplayConfirmation
+			}
+		}
+		if r.Display == DisplayConfirmation && len(r.Options) == 0 {
+			r.Options = []Option{
+				{ID: "yes", Label: "Yes", Style: "primary"},
+				{ID: "no", Label: "No", Style: "default"},
+			}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+func (r InputRequest) validate(field string) error {
+	if !idPattern.MatchString(r.RequestID) {
+		return invalid(field+".requestId", "must be 1 to 64 of A-Z a-z 0-9 _ . : -")
+	}
+	switch r.Kind {
+	case KindAsk:
+	case KindAuthorization:
+		if r.Connection == "" {
+			return invalid(field+".connection", "is required for an authorization request")
+		}
+	default:
+		return invalid(field+".kind", "must be %q or %q", KindAsk, KindAuthorization)
+	}
+	if r.Prompt == "" || len(r.Prompt) > maxPromptBytes {
+		return invalid(field+".prompt", "is required, at most %d bytes", maxPromptBytes)
+	}
+	switch r.Display {
+	case "", DisplayConfirmation, DisplaySelect, DisplayText:
+	default:
+		return invalid(field+".display", "must be confirmation, select or text")
+	}
+	if len(r.Options) > maxOptions {
+		return invalid(field+".options", "at most %d options", maxOptions)
+	}
+	ids := make(map[string]bool, len(r.Options))
+	for j, o := range r.Options {
+		of := fmt.Sprintf("%s.options[%d]", field, j)
+		if !idPattern.MatchString(o.ID) {
+			return invalid(of+".id", "must be 1 to 64 of A-Z a-z 0-9 _ . : -")
+		}
+		if ids[o.ID] {
+			return invalid(of+".id", "%q is used twice", o.ID)
+		}
+		ids[o.ID] = true
+		if o.Label == "" || len(o.Label) > maxLabelBytes {
+			return invalid(of+".label", "is required, at most %d bytes", maxLabelBytes)
+		}
+		switch o.Style {
+		case "", "primary", "danger", "default":
+		default:
+			return invalid(of+".style", "must be primary, danger or default")
+		}
+	}
+	if r.Kind == KindAsk && len(r.Options) == 0 && !r.freeform() {
+		return invalid(field+".options", "a question needs options, allowFreeform or display text")
+	}
+	if r.ExpiresAt != "" {
+		if _, err := time.Parse(time.RFC3339Nano, r.ExpiresAt); err != nil {
+			return invalid(field+".expiresAt", "must be an RFC 3339 time")
+		}
+	}
+	return nil
+}
+
+func (r InputRequest) freeform() bool { return r.AllowFreeform || r.Display == DisplayText }
+
+// accepts checks one answer against the open request it answers.
+func (r InputRequest) accepts(resp InputResponse, field string) error {
+	if resp.OptionID == "" && resp.Text == "" {
+		return invalid(field, "optionId or text is required")
+	}
+	if resp.OptionID != "" && !r.hasOption(resp.OptionID) {
+		return invalid(field+".optionId", "%q is not an option of request %s", resp.OptionID, r.RequestID)
+	}
+	if resp.Text != "" {
+		if !r.freeform() {
+			return invalid(field+".text", "request %s takes no free text", r.RequestID)
+		}
+		if len(resp.Text) > maxAnswerBytes {
+			return invalid(field+".text", "at most %d bytes", maxAnswerBytes)
+		}
+	}
+	return nil
+}
+
+func (r InputRequest) hasOption(id string) bool {
+	for _, o := range r.Options {
+		if o.ID == id {
+			return true
+		}
+	}
+	return false
+}
