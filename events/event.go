@@ -27,7 +27,7 @@ const (
 // increases strictly within a log. An event appended to a task log and to its
 // session log gets the same id in both.
 type Event struct {
-	ID        string          `json:"id"`
+	ID        string          `json:"id,omitempty"`
 	Type      string          `json:"type"`
 	At        Time            `json:"at"`
 	SessionID string          `json:"sessionId"`

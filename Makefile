@@ -1,0 +1,66 @@
+# Developer and CI entry points. The logic lives in scripts/; `make help` lists
+# the targets.
+#
+#   make test                 Redis up (standalone + 3-node cluster), go test -race, short fuzz pass
+#   make test PKG=./tasks     the same for some packages only (the fuzz pass still covers all)
+#   make bench BENCH=Apply    benchmarks against the test Redis, also saved to .tmp/bench.txt
+#   make run ARGS='-h'        the server, with the embedded store unless TASKHOOK_REDIS_URL is set
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO           ?= go
+PKG          ?= ./...
+BENCH        ?= .
+FUZZTIME     ?= 5s
+TEST_TIMEOUT ?= 12m
+ARGS         ?=
+BIN          ?= bin/taskhook
+
+TEST_ENV := scripts/test-env.sh
+
+export GO FUZZTIME
+
+.PHONY: help build run test test-go fuzz bench fmt fmt-check vet services-up services-down clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## static binary in bin/taskhook
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/server
+
+run: ## build and start the server (flags in ARGS=...)
+	$(GO) run ./cmd/server $(ARGS)
+
+test: ## start Redis, run every test with -race, then fuzz each target for FUZZTIME
+	$(TEST_ENV) exec -- $(MAKE) --no-print-directory test-go fuzz
+
+test-go: ## go test -race on PKG (needs the environment of scripts/test-env.sh)
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKG)
+
+fuzz: ## run each fuzz target for FUZZTIME (needs the environment of scripts/test-env.sh)
+	scripts/fuzz.sh
+
+bench: ## benchmarks (BENCH=regex, PKG=./...) against the test Redis; output also in .tmp/bench.txt
+	@mkdir -p .tmp
+	$(TEST_ENV) exec -- $(GO) test -run='^$$' -bench='$(BENCH)' -benchmem -count=1 $(PKG) | tee .tmp/bench.txt
+
+fmt: ## gofmt the module
+	$(GO) fmt ./...
+
+fmt-check: ## fail when a file is not gofmt-ed
+	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); \
+	if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
+
+vet: ## go vet
+	$(GO) vet ./...
+
+services-up: ## start the test Redis for interactive work (export what scripts/test-env.sh env prints)
+	$(TEST_ENV) up >/dev/null
+
+services-down: ## stop what services-up started (and leftovers of killed runs)
+	$(TEST_ENV) down
+
+clean: services-down ## stop the test Redis, remove bin/ and .tmp/
+	rm -rf bin .tmp

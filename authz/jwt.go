@@ -1,0 +1,289 @@
+package authz
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// ErrInvalidToken is wrapped by every error Verify returns. The text after it
+// is a short reason that is safe to show a client.
+var ErrInvalidToken = errors.New("invalid token")
+
+// rejection is a Verify failure. Its reason is one of the fixed strings
+// below, never anything taken from the token, so it cannot leak token or key
+// material into a response or a log line.
+type rejection string
+
+func (r rejection) Error() string { return ErrInvalidToken.Error() + ": " + string(r) }
+func (r rejection) Unwrap() error { return ErrInvalidToken }
+
+const (
+	errMissingToken    rejection = "missing token"
+	errTokenTooLarge   rejection = "token too large"
+	errMalformed       rejection = "malformed token"
+	errAlgorithm       rejection = "algorithm not allowed"
+	errCriticalHeader  rejection = "unsupported critical header"
+	errUnknownKID      rejection = "unknown key id"
+	errSignature       rejection = "signature invalid"
+	errExpired         rejection = "token expired"
+	errNotYetValid     rejection = "token not yet valid"
+	errIssuedInFuture  rejection = "token issued in the future"
+	errMissingExp      rejection = "missing exp claim"
+	errMissingSub      rejection = "missing sub claim"
+	errMissingAudience rejection = "missing aud claim"
+	errAudience        rejection = "audience mismatch"
+	errMissingIssuer   rejection = "missing iss claim"
+	errIssuer          rejection = "issuer mismatch"
+	errTokenRejected   rejection = "token rejected"
+)
+
+const (
+	defaultLeeway = 30 * time.Second
+	// RFC 7518 section 3.2: an HS256 key must be at least as long as the hash.
+	minHMACSecretLength = 32
+)
+
+// maxTokenLength bounds the work one request can make Verify do. Real tokens
+// are well under 4 KiB; proxies commonly cap a header line at 8 KiB.
+const maxTokenLength = 8 << 10
+
+const (
+	algHS256 = "HS256"
+	algRS256 = "RS256"
+	algES256 = "ES256"
+	algEdDSA = "EdDSA"
+)
+
+// VerifierConfig says which keys and claims a Verifier accepts. The zero
+// value of each field means its default; at least one key source is needed.
+type VerifierConfig struct {
+	HMACSecret []byte        // HS256 when non-empty; at least 32 bytes (RFC 7518 section 3.2)
+	JWKSFile   string        // path to a JWKS JSON file: RSA (RS256), EC P-256 (ES256), OKP Ed25519 (EdDSA) keys, selected by "kid" (a token without kid tries each key of the right type)
+	Audience   string        // when set, "aud" must contain it
+	Issuer     string        // when set, "iss" must equal it
+	Leeway     time.Duration // zero means 30s
+}
+
+// Verifier checks bearer JWTs. It is safe for concurrent use; all keys are
+// parsed once by NewVerifier.
+type Verifier struct {
+	hmacSecret []byte
+	keys       map[string]*keySet // JWKS keys by algorithm
+	issuer     string
+	parser     *jwt.Parser
+	now        func() time.Time // replaced by tests
+}
+
+// NewVerifier parses the configured keys and returns a Verifier. It fails when
+// no key is configured, or the JWKS file is unreadable or holds no usable key.
+func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
+	v := &Verifier{issuer: cfg.Issuer, now: time.Now}
+	var algs []string
+	if len(cfg.HMACSecret) > 0 {
+		if len(cfg.HMACSecret) < minHMACSecretLength {
+			return nil, fmt.Errorf("authz: HMAC secret must be at least %d bytes", minHMACSecretLength)
+		}
+		v.hmacSecret = append([]byte(nil), cfg.HMACSecret...)
+		algs = append(algs, algHS256)
+	}
+	if cfg.JWKSFile != "" {
+		keys, err := loadJWKS(cfg.JWKSFile)
+		if err != nil {
+			return nil, err
+		}
+		v.keys = keys
+		for _, alg := range []string{algRS256, algES256, algEdDSA} {
+			if keys[alg] != nil {
+				algs = append(algs, alg)
+			}
+		}
+	}
+	if len(algs) == 0 {
+		return nil, errors.New("authz: no JWT key configured: set an HMAC secret or a JWKS file")
+	}
+	leeway := cfg.Leeway
+	switch {
+	case leeway < 0:
+		return nil, errors.New("authz: JWT leeway must not be negative")
+	case leeway == 0:
+		leeway = defaultLeeway
+	}
+
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(algs),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(leeway),
+		// Strict base64 makes each signature have exactly one encoding.
+		jwt.WithStrictDecoding(),
+		jwt.WithTimeFunc(func() time.Time { return v.now() }),
+	}
+	if cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(cfg.Audience))
+	}
+	if cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
+	}
+	v.parser = jwt.NewParser(opts...)
+	return v, nil
+}
+
+// tokenClaims are the claims Verify reads.
+type tokenClaims struct {
+	jwt.RegisteredClaims
+	Scope string `json:"scope,omitempty"`
+}
+
+// Verify checks token and returns its principal. Every error wraps
+// ErrInvalidToken.
+func (v *Verifier) Verify(token string) (Principal, error) {
+	switch {
+	case token == "":
+		return Principal{}, errMissingToken
+	case len(token) > maxTokenLength:
+		return Principal{}, errTokenTooLarge
+	}
+	var claims tokenClaims
+	parsed, err := v.parser.ParseWithClaims(token, &claims, v.verificationKey)
+	if err != nil {
+		return Principal{}, v.reason(parsed, &claims, err)
+	}
+	if !parsed.Valid {
+		return Principal{}, errTokenRejected
+	}
+	if claims.Subject == "" {
+		return Principal{}, errMissingSub
+	}
+	id := claims.Subject
+	if v.issuer != "" {
+		// Two issuers may hand out the same sub; the prefix keeps them apart.
+		id = v.issuer + "#" + claims.Subject
+	}
+	return Principal{ID: id, Scopes: parseScopes(claims.Scope)}, nil
+}
+
+// parseScopes splits a space-separated scope claim; no scopes is nil.
+func parseScopes(scope string) []string {
+	scopes := strings.Fields(scope)
+	if len(scopes) == 0 {
+		return nil
+	}
+	return scopes
+}
+
+// verificationKey is the jwt.Keyfunc. The parser has already checked the
+// algorithm against the allowlist; the key is chosen by algorithm, so an HS256
+// token is only ever checked with the HMAC secret and never with a public key.
+func (v *Verifier) verificationKey(t *jwt.Token) (any, error) {
+	// RFC 7515 section 4.1.11: extensions we do not understand must be refused.
+	if _, ok := t.Header["crit"]; ok {
+		return nil, errCriticalHeader
+	}
+	alg := t.Method.Alg()
+	if alg == algHS256 {
+		if _, ok := t.Method.(*jwt.SigningMethodHMAC); !ok || v.hmacSecret == nil {
+			return nil, errAlgorithm
+		}
+		return v.hmacSecret, nil
+	}
+	set := v.keys[alg]
+	if set == nil {
+		return nil, errAlgorithm
+	}
+	rawKID, hasKID := t.Header["kid"]
+	if !hasKID {
+		return jwt.VerificationKeySet{Keys: set.all}, nil
+	}
+	kid, ok := rawKID.(string)
+	if !ok {
+		return nil, errUnknownKID
+	}
+	key, ok := set.byKID[kid]
+	if !ok {
+		return nil, errUnknownKID
+	}
+	return key, nil
+}
+
+// reason maps a parser error to a rejection. Structural problems come first,
+// then the signature, then the claims, so a client is never told about claims
+// of a token whose signature did not hold.
+func (v *Verifier) reason(t *jwt.Token, claims *tokenClaims, err error) rejection {
+	var r rejection
+	switch {
+	case errors.As(err, &r): // from verificationKey
+		return r
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return errMalformed
+	case t != nil && !v.algorithmAllowed(t.Header["alg"]):
+		return errAlgorithm
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return errSignature
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return errExpired
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return errNotYetValid
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return errIssuedInFuture
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && claims.ExpiresAt == nil:
+		return errMissingExp
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && len(claims.Audience) == 0:
+		return errMissingAudience
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && claims.Issuer == "":
+		return errMissingIssuer
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return errAudience
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return errIssuer
+	default:
+		return errTokenRejected
+	}
+}
+
+func (v *Verifier) algorithmAllowed(alg any) bool {
+	switch alg {
+	case algHS256:
+		return v.hmacSecret != nil
+	case algRS256, algES256, algEdDSA:
+		return v.keys[alg.(string)] != nil
+	default:
+		return false
+	}
+}
+
+// IssueDevToken returns an HS256 token for subject with the given scopes,
+// issued at now and valid for ttl. It is meant for local development and
+// tests; production tokens come from an identity provider.
+func IssueDevToken(secret []byte, subject string, scopes []string, ttl time.Duration, now time.Time) (string, error) {
+	switch {
+	case len(secret) < minHMACSecretLength:
+		return "", fmt.Errorf("authz: HMAC secret must be at least %d bytes", minHMACSecretLength)
+	case subject == "":
+		return "", errors.New("authz: dev token needs a subject")
+	case ttl <= 0:
+		return "", errors.New("authz: dev token needs a positive ttl")
+	}
+	for _, s := range scopes {
+		if s == "" || strings.ContainsFunc(s, unicode.IsSpace) {
+			return "", fmt.Errorf("authz: scope %q is empty or has a space", s)
+		}
+	}
+	claims := tokenClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   subject,
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+		},
+		Scope: strings.Join(scopes, " "),
+	}
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+	if err != nil {
+		return "", fmt.Errorf("authz: sign dev token: %w", err)
+	}
+	return token, nil
+}

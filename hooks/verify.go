@@ -1,0 +1,552 @@
+package hooks
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Verification schemes a hook can require of inbound requests.
+const (
+	SchemeStandardWebhooks = "standard-webhooks"
+	SchemeGitHub           = "github"
+	SchemeStripe           = "stripe"
+	SchemeSlack            = "slack"
+	SchemeHMACSHA256       = "hmac-sha256"
+)
+
+// Encodings of the signature in an hmac-sha256 header.
+const (
+	EncodingHex    = "hex"
+	EncodingBase64 = "base64"
+)
+
+// DefaultToleranceSeconds is how far a signed timestamp may be from the
+// server's clock, either way, when a Verify leaves Tolerance at zero.
+const DefaultToleranceSeconds = 300
+
+// Limits on what Check reads from a request. Real signature headers are far
+// smaller; the caps keep hostile input from costing more than a few
+// microseconds and keep hook configuration within sane sizes.
+const (
+	maxSignatureHeaderLen = 8 << 10 // one header holding one or more signatures
+	maxIDHeaderLen        = 1 << 10 // webhook-id
+	maxTimestampDigits    = 18      // unix seconds; also admits milliseconds, refused later as out of tolerance, and cannot overflow
+	maxSecretLen          = 1 << 10
+	maxHeaderNameLen      = 256
+)
+
+// Header names the fixed schemes read.
+const (
+	headerWebhookID        = "Webhook-Id"
+	headerWebhookTimestamp = "Webhook-Timestamp"
+	headerWebhookSignature = "Webhook-Signature"
+	headerGitHubSignature  = "X-Hub-Signature-256"
+	headerStripeSignature  = "Stripe-Signature"
+	headerSlackTimestamp   = "X-Slack-Request-Timestamp"
+	headerSlackSignature   = "X-Slack-Signature"
+)
+
+// ErrSignatureInvalid is wrapped by every error Check returns. The callback
+// route maps it to 401 signature_invalid and stores nothing.
+var ErrSignatureInvalid = errors.New("signature invalid")
+
+// Verify is a hook's inbound signature check, as given in
+// POST /v1/hooks {"verify": {...}}.
+//
+// Secret is a credential: responses and logs must not carry it. String and
+// LogValue leave it out, and Redacted returns a copy without it.
+type Verify struct {
+	// Scheme is one of the Scheme* constants.
+	Scheme string `json:"scheme"`
+	// Secret is, for standard-webhooks, "whsec_<base64>" (the prefix is
+	// optional) and, for the other schemes, the raw shared secret.
+	Secret string `json:"secret"`
+	// Header names the header holding the signature; hmac-sha256 only, and
+	// required for it.
+	Header string `json:"header,omitempty"`
+	// Encoding is "hex" (the default) or "base64"; hmac-sha256 only. An
+	// optional "sha256=" prefix in the header value is accepted either way.
+	Encoding string `json:"encoding,omitempty"`
+	// Tolerance is how many seconds a signed timestamp may differ from now,
+	// for standard-webhooks, stripe and slack; 0 means 300.
+	Tolerance int `json:"toleranceSeconds,omitempty"`
+}
+
+// VerifyError says which field of a Verify is wrong and why. Field is the JSON
+// name inside "verify". The message never contains the secret.
+type VerifyError struct {
+	Field  string
+	Reason string
+}
+
+func (e *VerifyError) Error() string {
+	return "verify." + e.Field + ": " + e.Reason
+}
+
+func invalidField(field, reason string) error {
+	return &VerifyError{Field: field, Reason: reason}
+}
+
+// Validate checks a Verify when a hook is created, so that a hook never exists
+// that could not verify anything. It returns a *VerifyError.
+func (v Verify) Validate() error {
+	switch v.Scheme {
+	case SchemeStandardWebhooks, SchemeGitHub, SchemeStripe, SchemeSlack, SchemeHMACSHA256:
+	case "":
+		return invalidField("scheme", "is required")
+	default:
+		return invalidField("scheme", fmt.Sprintf("%q is not one of standard-webhooks, github, stripe, slack, hmac-sha256", truncate(v.Scheme, 64)))
+	}
+
+	switch {
+	case v.Secret == "":
+		return invalidField("secret", "is required")
+	case len(v.Secret) > maxSecretLen:
+		return invalidField("secret", fmt.Sprintf("is longer than %d bytes", maxSecretLen))
+	}
+	if v.Scheme == SchemeStandardWebhooks {
+		if _, err := standardWebhooksKey(v.Secret); err != nil {
+			return invalidField("secret", "must be whsec_ followed by base64 (the whsec_ prefix is optional)")
+		}
+	}
+
+	if v.Scheme == SchemeHMACSHA256 {
+		switch {
+		case v.Header == "":
+			return invalidField("header", "is required for hmac-sha256")
+		case len(v.Header) > maxHeaderNameLen || !validHeaderName(v.Header):
+			return invalidField("header", "is not a valid HTTP header name")
+		}
+		switch v.Encoding {
+		case "", EncodingHex, EncodingBase64:
+		default:
+			return invalidField("encoding", fmt.Sprintf("%q is not hex or base64", truncate(v.Encoding, 64)))
+		}
+	} else {
+		// Fields a scheme ignores are rejected: a caller who sets them
+		// believes they do something.
+		if v.Header != "" {
+			return invalidField("header", "is only used by hmac-sha256")
+		}
+		if v.Encoding != "" {
+			return invalidField("encoding", "is only used by hmac-sha256")
+		}
+	}
+
+	switch {
+	case v.Tolerance < 0:
+		return invalidField("toleranceSeconds", "must not be negative")
+	case v.Tolerance > 0 && !v.hasTimestamp():
+		return invalidField("toleranceSeconds", "is only used by standard-webhooks, stripe and slack")
+	}
+	return nil
+}
+
+// Check verifies a request's signature over its raw body. It returns nil when
+// the signature is valid and otherwise an error wrapping ErrSignatureInvalid
+// whose text says why in a few words, never quoting the secret or a signature.
+// now is the server's clock, injected so that tests can pin it.
+func (v Verify) Check(h http.Header, body []byte, now time.Time) error {
+	switch v.Scheme {
+	case SchemeStandardWebhooks:
+		return v.checkStandardWebhooks(h, body, now)
+	case SchemeGitHub:
+		return v.checkGitHub(h, body)
+	case SchemeStripe:
+		return v.checkStripe(h, body, now)
+	case SchemeSlack:
+		return v.checkSlack(h, body, now)
+	case SchemeHMACSHA256:
+		return v.checkHMAC(h, body)
+	default:
+		// Validate keeps this from happening; fail closed if it does.
+		return invalid("unsupported verify scheme")
+	}
+}
+
+// Redacted returns v without its secret, for responses and logs.
+func (v Verify) Redacted() Verify {
+	v.Secret = ""
+	return v
+}
+
+// String describes v without its secret, so that %v never prints it.
+func (v Verify) String() string {
+	s := "Verify{scheme=" + v.Scheme
+	if v.Header != "" {
+		s += " header=" + v.Header
+	}
+	if v.Encoding != "" {
+		s += " encoding=" + v.Encoding
+	}
+	if v.Tolerance != 0 {
+		s += " toleranceSeconds=" + strconv.Itoa(v.Tolerance)
+	}
+	return s + "}"
+}
+
+// LogValue keeps the secret out of slog output.
+func (v Verify) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("scheme", v.Scheme),
+		slog.String("header", v.Header),
+		slog.String("encoding", v.Encoding),
+		slog.Int("toleranceSeconds", v.Tolerance),
+	)
+}
+
+var (
+	_ fmt.Stringer   = Verify{}
+	_ slog.LogValuer = Verify{}
+)
+
+// checkStandardWebhooks follows https://www.standardwebhooks.com: the content
+// signed is "id.timestamp.body" with the base64-decoded secret, and
+// webhook-signature lists space-separated "version,base64" entries, any v1
+// of which may match. Other versions (v1a is asymmetric) are ignored.
+func (v Verify) checkStandardWebhooks(h http.Header, body []byte, now time.Time) error {
+	key, err := standardWebhooksKey(v.Secret)
+	if err != nil {
+		return invalid("verify secret is not usable")
+	}
+	id := strings.TrimSpace(h.Get(headerWebhookID))
+	ts := strings.TrimSpace(h.Get(headerWebhookTimestamp))
+	sigs := h.Get(headerWebhookSignature)
+	switch {
+	case id == "":
+		return invalid("missing webhook-id header")
+	case ts == "":
+		return invalid("missing webhook-timestamp header")
+	case strings.TrimSpace(sigs) == "":
+		return invalid("missing webhook-signature header")
+	case len(id) > maxIDHeaderLen:
+		return invalid("webhook-id header too long")
+	case len(sigs) > maxSignatureHeaderLen:
+		return invalid("webhook-signature header too long")
+	}
+	unix, ok := parseUnix(ts)
+	if !ok {
+		return invalid("malformed webhook-timestamp header")
+	}
+	if !withinTolerance(unix, now, v.tolerance()) {
+		return invalid("timestamp outside tolerance")
+	}
+
+	mac := hmac.New(sha256.New, key)
+	writeAll(mac, []byte(id), []byte("."), []byte(ts), []byte("."), body)
+	want := mac.Sum(nil)
+
+	candidates := 0
+	matched := false
+	for entry := range strings.FieldsSeq(sigs) {
+		version, sig, ok := strings.Cut(entry, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		got, err := base64.StdEncoding.Strict().DecodeString(sig)
+		if err != nil || len(got) != sha256.Size {
+			continue
+		}
+		candidates++
+		// No early exit: every candidate costs the same whether or not an
+		// earlier one matched.
+		if hmac.Equal(got, want) {
+			matched = true
+		}
+	}
+	switch {
+	case matched:
+		return nil
+	case candidates == 0:
+		return invalid("no v1 signature in webhook-signature header")
+	default:
+		return invalid("no matching signature")
+	}
+}
+
+// standardWebhooksKey decodes a standard-webhooks secret: "whsec_" (optional)
+// then standard base64, padded or not.
+func standardWebhooksKey(secret string) ([]byte, error) {
+	s := strings.TrimPrefix(secret, "whsec_")
+	key, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		key, err = base64.RawStdEncoding.DecodeString(s)
+	}
+	if err != nil {
+		return nil, errors.New("secret is not base64")
+	}
+	if len(key) == 0 {
+		return nil, errors.New("secret is empty")
+	}
+	return key, nil
+}
+
+// checkGitHub follows GitHub's "Validating webhook deliveries":
+// X-Hub-Signature-256 is "sha256=" and the hex HMAC-SHA256 of the raw body.
+func (v Verify) checkGitHub(h http.Header, body []byte) error {
+	value := strings.TrimSpace(h.Get(headerGitHubSignature))
+	if value == "" {
+		return invalid("missing X-Hub-Signature-256 header")
+	}
+	if len(value) > maxSignatureHeaderLen {
+		return invalid("X-Hub-Signature-256 header too long")
+	}
+	hexSig, ok := strings.CutPrefix(value, "sha256=")
+	if !ok {
+		return invalid("malformed X-Hub-Signature-256 header")
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil || len(got) != sha256.Size {
+		return invalid("malformed X-Hub-Signature-256 header")
+	}
+	if !hmac.Equal(got, hmacSHA256([]byte(v.Secret), body)) {
+		return invalid("no matching signature")
+	}
+	return nil
+}
+
+// checkStripe follows Stripe's "Verify webhook signatures manually":
+// Stripe-Signature is comma-separated key=value pairs with one t (unix
+// seconds) and one or more v1 (hex HMAC-SHA256 of "t.body"); any v1 may
+// match, and v0 and unknown keys are ignored.
+func (v Verify) checkStripe(h http.Header, body []byte, now time.Time) error {
+	value := h.Get(headerStripeSignature)
+	if strings.TrimSpace(value) == "" {
+		return invalid("missing Stripe-Signature header")
+	}
+	if len(value) > maxSignatureHeaderLen {
+		return invalid("Stripe-Signature header too long")
+	}
+
+	var ts string
+	var sigs [][]byte
+	for pair := range strings.SplitSeq(value, ",") {
+		key, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok {
+			continue
+		}
+		switch key {
+		case "t":
+			if ts != "" {
+				// Two timestamps make it ambiguous which one was signed.
+				return invalid("malformed Stripe-Signature header")
+			}
+			if ts = val; ts == "" {
+				return invalid("malformed Stripe-Signature header")
+			}
+		case "v1":
+			sig, err := hex.DecodeString(val)
+			if err != nil || len(sig) != sha256.Size {
+				continue
+			}
+			sigs = append(sigs, sig)
+		}
+	}
+	if ts == "" {
+		return invalid("malformed Stripe-Signature header")
+	}
+	unix, ok := parseUnix(ts)
+	if !ok {
+		return invalid("malformed Stripe-Signature header")
+	}
+	if len(sigs) == 0 {
+		return invalid("no v1 signature in Stripe-Signature header")
+	}
+	if !withinTolerance(unix, now, v.tolerance()) {
+		return invalid("timestamp outside tolerance")
+	}
+
+	mac := hmac.New(sha256.New, []byte(v.Secret))
+	writeAll(mac, []byte(ts), []byte("."), body)
+	want := mac.Sum(nil)
+	matched := false
+	for _, sig := range sigs {
+		if hmac.Equal(sig, want) {
+			matched = true
+		}
+	}
+	if !matched {
+		return invalid("no matching signature")
+	}
+	return nil
+}
+
+// checkSlack follows Slack's "Verifying requests from Slack": X-Slack-Signature
+// is "v0=" and the hex HMAC-SHA256 of "v0:timestamp:body", where timestamp is
+// X-Slack-Request-Timestamp exactly as sent.
+func (v Verify) checkSlack(h http.Header, body []byte, now time.Time) error {
+	ts := strings.TrimSpace(h.Get(headerSlackTimestamp))
+	value := strings.TrimSpace(h.Get(headerSlackSignature))
+	switch {
+	case ts == "":
+		return invalid("missing X-Slack-Request-Timestamp header")
+	case value == "":
+		return invalid("missing X-Slack-Signature header")
+	case len(value) > maxSignatureHeaderLen:
+		return invalid("X-Slack-Signature header too long")
+	}
+	unix, ok := parseUnix(ts)
+	if !ok {
+		return invalid("malformed X-Slack-Request-Timestamp header")
+	}
+	hexSig, ok := strings.CutPrefix(value, "v0=")
+	if !ok {
+		return invalid("malformed X-Slack-Signature header")
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil || len(got) != sha256.Size {
+		return invalid("malformed X-Slack-Signature header")
+	}
+	if !withinTolerance(unix, now, v.tolerance()) {
+		return invalid("timestamp outside tolerance")
+	}
+
+	mac := hmac.New(sha256.New, []byte(v.Secret))
+	writeAll(mac, []byte("v0:"), []byte(ts), []byte(":"), body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return invalid("no matching signature")
+	}
+	return nil
+}
+
+// checkHMAC verifies the generic scheme: the configured header holds the hex
+// (or base64) HMAC-SHA256 of the raw body, optionally after "sha256=".
+func (v Verify) checkHMAC(h http.Header, body []byte) error {
+	if v.Header == "" || len(v.Header) > maxHeaderNameLen || !validHeaderName(v.Header) {
+		return invalid("verify header is not configured")
+	}
+	name := http.CanonicalHeaderKey(v.Header)
+	value := strings.TrimSpace(h.Get(name))
+	if value == "" {
+		return invalid("missing " + name + " header")
+	}
+	if len(value) > maxSignatureHeaderLen {
+		return invalid(name + " header too long")
+	}
+	if len(value) > len("sha256=") && strings.EqualFold(value[:len("sha256=")], "sha256=") {
+		value = value[len("sha256="):]
+	}
+
+	var got []byte
+	var err error
+	switch v.Encoding {
+	case "", EncodingHex:
+		got, err = hex.DecodeString(value)
+	case EncodingBase64:
+		got, err = decodeAnyBase64(value)
+	default:
+		return invalid("verify encoding is not configured")
+	}
+	if err != nil || len(got) != sha256.Size {
+		return invalid("malformed " + name + " header")
+	}
+	if !hmac.Equal(got, hmacSHA256([]byte(v.Secret), body)) {
+		return invalid("no matching signature")
+	}
+	return nil
+}
+
+// decodeAnyBase64 accepts standard or URL-safe base64, padded or not: senders
+// differ, and the decoded bytes are what gets compared. Strict decoding refuses
+// stray padding bits, so one MAC has one spelling per alphabet.
+func decodeAnyBase64(s string) ([]byte, error) {
+	var err error
+	for _, enc := range []*base64.Encoding{
+		base64.StdEncoding.Strict(), base64.RawStdEncoding.Strict(),
+		base64.URLEncoding.Strict(), base64.RawURLEncoding.Strict(),
+	} {
+		var b []byte
+		if b, err = enc.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	return nil, err
+}
+
+func (v Verify) tolerance() int64 {
+	if v.Tolerance <= 0 {
+		return DefaultToleranceSeconds
+	}
+	return int64(v.Tolerance)
+}
+
+func (v Verify) hasTimestamp() bool {
+	switch v.Scheme {
+	case SchemeStandardWebhooks, SchemeStripe, SchemeSlack:
+		return true
+	}
+	return false
+}
+
+// parseUnix reads unix seconds written as plain decimal digits. Signs, spaces
+// and exponents are refused because the same text is part of what was signed.
+func parseUnix(s string) (int64, bool) {
+	if s == "" || len(s) > maxTimestampDigits {
+		return 0, false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// withinTolerance reports whether unix is no more than tolerance seconds from
+// now, either way. The operands are small enough that nothing overflows.
+func withinTolerance(unix int64, now time.Time, tolerance int64) bool {
+	diff := now.Unix() - unix
+	return diff >= -tolerance && diff <= tolerance
+}
+
+func hmacSHA256(key, msg []byte) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write(msg)
+	return mac.Sum(nil)
+}
+
+func writeAll(h hash.Hash, parts ...[]byte) {
+	for _, p := range parts {
+		h.Write(p) // a hash.Hash never returns an error
+	}
+}
+
+func invalid(reason string) error {
+	return fmt.Errorf("%w: %s", ErrSignatureInvalid, reason)
+}
+
+// validHeaderName reports whether s is an RFC 9110 token, the grammar of a
+// header field name.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

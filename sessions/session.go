@@ -1,0 +1,182 @@
+// Package sessions holds sessions, an agent's conversation: the owner scope
+// of its tasks and the log of what the agent must hear about.
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/store"
+)
+
+// Statuses of a session.
+const (
+	Active    = "active"
+	Cancelled = "cancelled"
+)
+
+// Session is the record, as the API shows it.
+type Session struct {
+	SessionID     string          `json:"sessionId"`
+	Status        string          `json:"status"`
+	Owner         string          `json:"owner"`
+	CreatedAt     events.Time     `json:"createdAt"`
+	LastUpdatedAt events.Time     `json:"lastUpdatedAt"`
+	Metadata      json.RawMessage `json:"metadata"`
+	Notify        []any           `json:"notify"`
+}
+
+// CreateInput is the body of POST /v1/sessions.
+type CreateInput struct {
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Notify   []any           `json:"notify,omitempty"`
+}
+
+// Errors.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrIdempotency = errors.New("idempotency key reused with a different body")
+)
+
+// ValidationError is a body that can never succeed as sent.
+type ValidationError struct{ Field, Message string }
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
+
+// Config holds the session limits. Zero means the default.
+type Config struct {
+	TTL       time.Duration // a session lives this long after creation, longer while its tasks do; default 30 days
+	Retention time.Duration // how long its log keeps events; default 30 days
+}
+
+// Service creates and reads sessions.
+type Service struct {
+	cfg   Config
+	store *store.Store
+	fanin *store.FanIn
+	now   func() time.Time
+}
+
+// NewService wires the service.
+func NewService(cfg Config, s *store.Store, f *store.FanIn, now func() time.Time) *Service {
+	if cfg.TTL == 0 {
+		cfg.TTL = 30 * 24 * time.Hour
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 30 * 24 * time.Hour
+	}
+	return &Service{cfg: cfg, store: s, fanin: f, now: now}
+}
+
+// Create opens an active session owned by p. With an idempotency key the
+// partition follows the key, so a repeat finds its first response.
+func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) ([]byte, bool, error) {
+	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
+		return nil, false, &ValidationError{Field: "metadata", Message: "must be an object"}
+	}
+	if len(in.Notify) > 0 {
+		return nil, false, &ValidationError{Field: "notify", Message: "notification endpoints are not available in this version"}
+	}
+	part := store.PartitionFor(idem.Scope, s.store.Partitions)
+	if idem.Scope == "" {
+		part = store.PartitionFor(store.NewRequestID(), s.store.Partitions)
+	}
+	now := s.now()
+	ses := Session{
+		SessionID: store.NewID(store.SessionPrefix, part), Status: Active, Owner: p.ID,
+		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: in.Metadata, Notify: []any{},
+	}
+	if ses.Metadata == nil {
+		ses.Metadata = json.RawMessage("{}")
+	}
+	raw, err := json.Marshal(ses)
+	if err != nil {
+		return nil, false, err
+	}
+	ev, err := json.Marshal(events.Event{
+		Type: events.SessionCreated, At: events.At(now), SessionID: ses.SessionID,
+		Data: json.RawMessage(`{"session":` + string(raw) + `}`),
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	res, err := s.store.CreateSession(ctx, store.SessionCreate{
+		Partition: part, ID: ses.SessionID, Owner: p.ID, JSON: raw, Event: ev, Now: now,
+		ExpiresAt: now.Add(s.cfg.TTL), Retention: s.cfg.Retention, Idem: idem,
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	switch res.Outcome {
+	case store.OK:
+		return raw, false, nil
+	case store.Replayed:
+		return res.ReplayBody, true, nil
+	case store.IdemConflict:
+		return nil, false, ErrIdempotency
+	}
+	return nil, false, fmt.Errorf("create session: unexpected outcome %d", res.Outcome)
+}
+
+// Get reads a session its owner (or an admin) may see.
+func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Session, []byte, error) {
+	part, err := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
+	if err != nil {
+		return Session{}, nil, ErrNotFound
+	}
+	raw, err := s.store.GetJSON(ctx, s.store.Keys.Session(part, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Session{}, nil, ErrNotFound
+	}
+	if err != nil {
+		return Session{}, nil, err
+	}
+	var ses Session
+	if err := json.Unmarshal(raw, &ses); err != nil {
+		return Session{}, nil, fmt.Errorf("decode session: %w", err)
+	}
+	if !p.CanAccess(ses.Owner) {
+		return Session{}, nil, ErrNotFound
+	}
+	return ses, raw, nil
+}
+
+// List pages through the caller's sessions, newest first, optionally by status.
+func (s *Service) List(ctx context.Context, p authz.Principal, status string, after *store.Position, limit int) (store.Page, error) {
+	if status != "" && status != Active && status != Cancelled {
+		return store.Page{}, &ValidationError{Field: "status", Message: "must be active or cancelled"}
+	}
+	indexes := make([]string, s.store.Partitions)
+	for i := range indexes {
+		indexes[i] = s.store.Keys.OwnerSessions(i, p.ID)
+	}
+	record := func(id string) string {
+		part, _ := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
+		return s.store.Keys.Session(part, id)
+	}
+	keep := func(raw []byte) bool {
+		if status == "" {
+			return true
+		}
+		var ses struct{ Status string }
+		return json.Unmarshal(raw, &ses) == nil && ses.Status == status
+	}
+	return s.store.ListIndexed(ctx, indexes, record, after, limit, keep)
+}
+
+// Events reads the session's log after a cursor, waiting up to wait for an
+// event when there is none.
+func (s *Service) Events(ctx context.Context, p authz.Principal, id, after string, limit int, wait time.Duration) ([]store.LogEntry, error) {
+	w := s.fanin.Wait(store.WaitKey("s", id))
+	defer w.Stop()
+	if _, _, err := s.Get(ctx, p, id); err != nil {
+		return nil, err
+	}
+	part, _ := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
+	return s.fanin.ReadLog(ctx, w, s.store.Keys.SessionLog(part, id), after, limit, wait)
+}

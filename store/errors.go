@@ -1,0 +1,40 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrUnavailable is Redis being down, slow or busy: the caller gets a 503 with
+// Retry-After and may try again.
+var ErrUnavailable = errors.New("store unavailable")
+
+// ErrNotFound is a record that does not exist (or has expired).
+var ErrNotFound = errors.New("not found")
+
+// unavailable classifies a Redis error. A reply error that says the server is
+// loading, failing over or down is unavailability; so is any network error or
+// timeout. Any other reply error is a bug and stays as it is (a 500).
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		msg := rerr.Error()
+		for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY", "READONLY", "MOVED", "ASK"} {
+			if strings.HasPrefix(msg, p) {
+				return fmt.Errorf("%w: %s", ErrUnavailable, p)
+			}
+		}
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}

@@ -1,0 +1,61 @@
+-- prelude.lua is put in front of every script. It holds the helpers the
+-- scripts share; none of them writes before the caller's checks are done.
+
+-- idem_replay answers a repeated request: nil when there is no record (or no
+-- key was sent), {'replay', status, body} for the same body, {'idem_conflict'}
+-- for a different one.
+local function idem_replay(key, hash)
+  if hash == '' then return nil end
+  local rec = redis.call('HMGET', key, 'h', 's', 'b')
+  if not rec[1] then return nil end
+  if rec[1] ~= hash then return {'idem_conflict'} end
+  return {'replay', rec[2], rec[3]}
+end
+
+-- idem_store keeps the response of a request that carried an idempotency key.
+local function idem_store(key, hash, ttl, status, body)
+  if hash == '' then return end
+  redis.call('HSET', key, 'h', hash, 's', status, 'b', body)
+  redis.call('PEXPIRE', key, ttl)
+end
+
+-- next_id returns a stream id above the last id of every given log and not
+-- below now, so one event can carry the same id in a task log and its session
+-- log.
+local function next_id(now, logs)
+  local best_ms, best_seq = tonumber(now), 0
+  for _, key in ipairs(logs) do
+    local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
+    if last[1] then
+      local ms, seq = string.match(last[1][1], '^(%d+)-(%d+)$')
+      ms, seq = tonumber(ms), tonumber(seq)
+      if ms > best_ms or (ms == best_ms and seq >= best_seq) then
+        best_ms, best_seq = ms, seq + 1
+      end
+    end
+  end
+  return best_ms, best_seq
+end
+
+local function format_id(ms, seq)
+  return string.format('%d-%d', ms, seq)
+end
+
+-- extend_to makes each key live at least until at_ms (a key with no expiry
+-- yet, such as a new index, gets it).
+local function extend_to(at_ms, keys)
+  for _, key in ipairs(keys) do
+    local cur = redis.call('PEXPIRETIME', key)
+    if cur == -1 or (cur >= 0 and cur < tonumber(at_ms)) then
+      redis.call('PEXPIREAT', key, at_ms)
+    end
+  end
+end
+
+-- wake appends a hint to the partition's wake stream: every replica's fan-in
+-- reader wakes its local waiters on the task and session. It is capped by
+-- length because it is a hint only; a reader that falls behind re-checks.
+local function wake(key, kind, id, session, rev, snapshot)
+  redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', 'k', kind, 'i', id, 's', session, 'r', rev, 'j', snapshot)
+  redis.call('PEXPIRE', key, 86400000)
+end

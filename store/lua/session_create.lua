@@ -1,0 +1,22 @@
+-- session_create: a new active session and its session.created event.
+-- KEYS[1] session hash   KEYS[2] session log   KEYS[3] owner's session index
+-- KEYS[4] idempotency    KEYS[5] wake stream
+-- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[3] session id   ARGV[4] owner   ARGV[5] session json   ARGV[6] now ms
+-- ARGV[7] expire-at ms   ARGV[8] event json   ARGV[9] log min id
+-- Returns {'ok', eventId} | {'replay', status, body} | {'idem_conflict'} | {'exists'}
+local r = idem_replay(KEYS[4], ARGV[1])
+if r then return r end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
+
+redis.call('HSET', KEYS[1], 'json', ARGV[5], 'status', 'active', 'owner', ARGV[4])
+local ms, seq = next_id(ARGV[6], {KEYS[2]})
+local id = format_id(ms, seq)
+redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[9], id, 'e', ARGV[8])
+redis.call('ZADD', KEYS[3], ARGV[6], ARGV[3])
+redis.call('PEXPIREAT', KEYS[1], ARGV[7])
+redis.call('PEXPIREAT', KEYS[2], ARGV[7])
+extend_to(ARGV[7], {KEYS[3]})
+idem_store(KEYS[4], ARGV[1], ARGV[2], 201, ARGV[5])
+wake(KEYS[5], 's', ARGV[3], ARGV[3], 0, '')
+return {'ok', id}

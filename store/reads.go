@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// GetJSON reads the json field of a record hash (a task or a session).
+func (s *Store) GetJSON(ctx context.Context, key string) ([]byte, error) {
+	b, err := s.RDB.HGet(ctx, key, "json").Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return b, nil
+}
+
+// LogEntry is one event of a log, its JSON with the stream id as "id".
+type LogEntry struct {
+	ID   string
+	JSON []byte
+}
+
+// ReadLog returns up to limit events after the stream id after ("" or "0"
+// for the beginning), oldest first.
+func (s *Store) ReadLog(ctx context.Context, key, after string, limit int) ([]LogEntry, error) {
+	start := "-"
+	if after != "" && after != "0" {
+		next, err := nextStreamID(after)
+		if err != nil {
+			return nil, err
+		}
+		start = next
+	}
+	msgs, err := s.RDB.XRangeN(ctx, key, start, "+", int64(limit)).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make([]LogEntry, 0, len(msgs))
+	for _, m := range msgs {
+		e, _ := m.Values["e"].(string)
+		out = append(out, LogEntry{ID: m.ID, JSON: withID(m.ID, e)})
+	}
+	return out, nil
+}
+
+// ErrBadCursor is a cursor this service did not hand out.
+var ErrBadCursor = errors.New("malformed cursor")
+
+// nextStreamID is the smallest stream id after id.
+func nextStreamID(id string) (string, error) {
+	msPart, seqPart, ok := strings.Cut(id, "-")
+	if !ok {
+		seqPart = "0"
+		msPart = id
+	}
+	msv, err1 := strconv.ParseUint(msPart, 10, 64)
+	seq, err2 := strconv.ParseUint(seqPart, 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", ErrBadCursor
+	}
+	if !ok {
+		return strconv.FormatUint(msv+1, 10) + "-0", nil
+	}
+	return strconv.FormatUint(msv, 10) + "-" + strconv.FormatUint(seq+1, 10), nil
+}
+
+// ValidStreamID reports whether id reads as a stream id (ms or ms-seq).
+func ValidStreamID(id string) bool {
+	_, err := nextStreamID(id)
+	return err == nil
+}
+
+// withID puts "id" first into a stored event object.
+func withID(id, event string) []byte {
+	if len(event) < 2 || event[0] != '{' {
+		return []byte(event)
+	}
+	b := make([]byte, 0, len(event)+len(id)+8)
+	b = append(b, `{"id":"`...)
+	b = append(b, id...)
+	b = append(b, '"')
+	if event != "{}" {
+		b = append(b, ',')
+	}
+	return append(b, event[1:]...)
+}
+
+// Position is a place in a list ordered newest first: items strictly after
+// it (older, or as old with a smaller id) come next.
+type Position struct {
+	Score int64
+	ID    string
+}
+
+// Page is one page of a list.
+type Page struct {
+	Items [][]byte
+	Next  *Position
+}
+
+// ListIndexed pages through sorted-set indexes (one per partition, scored by
+// creation time) newest first, loads each record's json and keeps those keep
+// accepts. It reads in batches, so a filter that rejects most items costs
+// more reads but never returns a short page while items remain.
+func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(id string) string,
+	after *Position, limit int, keep func([]byte) bool) (Page, error) {
+	type item struct {
+		score int64
+		id    string
+	}
+	var page Page
+	pos := after
+	for round := 0; round < 20 && len(page.Items) < limit; round++ {
+		batch := limit - len(page.Items) + 8
+		max := "+inf"
+		if pos != nil {
+			max = strconv.FormatInt(pos.Score, 10)
+		}
+		pipe := s.RDB.Pipeline()
+		cmds := make([]*redis.ZSliceCmd, len(indexes))
+		for i, ix := range indexes {
+			cmds[i] = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
+				Key: ix, Start: max, Stop: "-inf", ByScore: true, Rev: true, Count: int64(batch + 64),
+			})
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return Page{}, unavailable(err)
+		}
+		var items []item
+		for _, c := range cmds {
+			for _, z := range c.Val() {
+				it := item{score: int64(z.Score), id: z.Member.(string)}
+				if pos != nil && (it.score > pos.Score || (it.score == pos.Score && it.id >= pos.ID)) {
+					continue
+				}
+				items = append(items, it)
+			}
+		}
+		if len(items) == 0 {
+			return page, nil
+		}
+		sort.Slice(items, func(i, j int) bool {
+			if items[i].score != items[j].score {
+				return items[i].score > items[j].score
+			}
+			return items[i].id > items[j].id
+		})
+		if len(items) > batch {
+			items = items[:batch]
+		}
+		pipe = s.RDB.Pipeline()
+		gets := make([]*redis.StringCmd, len(items))
+		for i, it := range items {
+			gets[i] = pipe.HGet(ctx, record(it.id), "json")
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return Page{}, unavailable(err)
+		}
+		for i, g := range gets {
+			pos = &Position{Score: items[i].score, ID: items[i].id}
+			b, err := g.Bytes()
+			if err != nil || !keep(b) { // an expired record leaves its index entry behind
+				continue
+			}
+			page.Items = append(page.Items, b)
+			if len(page.Items) == limit {
+				if i < len(gets)-1 || len(items) == batch {
+					page.Next = pos
+				}
+				return page, nil
+			}
+		}
+		if len(items) < batch {
+			return page, nil
+		}
+	}
+	page.Next = pos
+	return page, nil
+}

@@ -1,0 +1,238 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Outcome is what a write script answered.
+type Outcome int
+
+const (
+	OK               Outcome = iota // applied
+	Replayed                        // an idempotent repeat: ReplayStatus and ReplayBody hold the first response
+	IdemConflict                    // the idempotency key was used with another body
+	Conflict                        // the task moved on: Current holds it
+	Missing                         // the record does not exist
+	SessionMissing                  // the session does not exist for this principal
+	SessionNotActive                // the session is cancelled
+	Exists                          // the id is taken (never in practice: ids are random)
+)
+
+// Result is a write script's answer.
+type Result struct {
+	Outcome      Outcome
+	EventIDs     []string
+	Current      []byte
+	ReplayStatus int
+	ReplayBody   []byte
+}
+
+// Idempotency is the key a request carried, already scoped to its principal
+// and route, and the hash of its body. The zero value means no key.
+type Idempotency struct {
+	Scope    string
+	BodyHash string
+}
+
+// IdempotencyTTL is how long a response is kept for replay.
+const IdempotencyTTL = 24 * time.Hour
+
+// idemKey returns the key and hash ARGV for a script in partition p.
+func (s *Store) idemKey(p int, idem Idempotency) (string, string) {
+	if idem.Scope == "" {
+		return s.Keys.Idempotency(p, "-"), ""
+	}
+	return s.Keys.Idempotency(p, idem.Scope), idem.BodyHash
+}
+
+// wakeSnapshotMax is the largest snapshot a wake-up carries; a larger task is
+// re-read by whoever wakes.
+const wakeSnapshotMax = 16 << 10
+
+func wakeSnapshot(b []byte) string {
+	if len(b) > wakeSnapshotMax {
+		return ""
+	}
+	return string(b)
+}
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// logMinID is the oldest stream id a log keeps when it grows.
+func logMinID(now time.Time, retention time.Duration) string {
+	return strconv.FormatInt(now.Add(-retention).UnixMilli(), 10)
+}
+
+// SessionCreate is a new session to write.
+type SessionCreate struct {
+	Partition int
+	ID        string
+	Owner     string
+	JSON      []byte
+	Event     []byte
+	Now       time.Time
+	ExpiresAt time.Time
+	Retention time.Duration
+	Idem      Idempotency
+}
+
+// CreateSession writes a session and its session.created event in one script.
+func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, error) {
+	p := w.Partition
+	idemKey, idemHash := s.idemKey(p, w.Idem)
+	keys := []string{
+		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.OwnerSessions(p, w.Owner),
+		idemKey, s.Keys.Wake(p),
+	}
+	args := []any{
+		idemHash, IdempotencyTTL.Milliseconds(), w.ID, w.Owner, w.JSON, ms(w.Now),
+		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention),
+	}
+	return s.run(ctx, s.Scripts.SessionCreate, keys, args)
+}
+
+// TaskCreate is a new task to write.
+type TaskCreate struct {
+	Partition int
+	ID        string
+	SessionID string
+	Principal string
+	Admin     bool
+	JSON      []byte
+	Event     []byte
+	Now       time.Time
+	ExpiresAt time.Time
+	Retention time.Duration
+	Idem      Idempotency
+}
+
+// CreateTask writes the receipt: the task, its task.created event in both
+// logs and the indexes, in one script.
+func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
+	p := w.Partition
+	idemKey, idemHash := s.idemKey(p, w.Idem)
+	keys := []string{
+		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID),
+		s.Keys.SessionLog(p, w.SessionID), s.Keys.OwnerTasks(p, w.Principal),
+		s.Keys.SessionTasks(p, w.SessionID), idemKey, s.Keys.Wake(p),
+	}
+	admin := "0"
+	if w.Admin {
+		admin = "1"
+	}
+	args := []any{
+		idemHash, IdempotencyTTL.Milliseconds(), w.Principal, admin, w.ID, w.JSON, ms(w.Now),
+		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention), wakeSnapshot(w.JSON), w.SessionID,
+	}
+	return s.run(ctx, s.Scripts.TaskCreate, keys, args)
+}
+
+// TaskUpdate is one change to write, computed from ExpectRevision.
+type TaskUpdate struct {
+	Partition      int
+	ID             string
+	SessionID      string
+	ExpectRevision int64
+	Status         string
+	JSON           []byte
+	Events         [][]byte
+	Now            time.Time
+	Retention      time.Duration
+	Idem           Idempotency
+}
+
+// ApplyTask writes a change if the task is still at ExpectRevision.
+func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
+	p := w.Partition
+	idemKey, idemHash := s.idemKey(p, w.Idem)
+	keys := []string{
+		s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
+		idemKey, s.Keys.Wake(p),
+	}
+	args := make([]any, 0, 11+len(w.Events))
+	args = append(args, idemHash, IdempotencyTTL.Milliseconds(), w.ExpectRevision, w.Status, w.JSON,
+		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeSnapshot(w.JSON), 200)
+	for _, e := range w.Events {
+		args = append(args, e)
+	}
+	return s.run(ctx, s.Scripts.TaskApply, keys, args)
+}
+
+// Replay looks up a stored idempotent response without writing anything: for
+// requests that fail validation against the current state but may repeat one
+// that succeeded before.
+func (s *Store) Replay(ctx context.Context, p int, idem Idempotency) (Result, bool, error) {
+	if idem.Scope == "" {
+		return Result{}, false, nil
+	}
+	rec, err := s.RDB.HMGet(ctx, s.Keys.Idempotency(p, idem.Scope), "h", "s", "b").Result()
+	if err != nil {
+		return Result{}, false, unavailable(err)
+	}
+	h, ok := rec[0].(string)
+	if !ok {
+		return Result{}, false, nil
+	}
+	if h != idem.BodyHash {
+		return Result{Outcome: IdemConflict}, true, nil
+	}
+	status, _ := strconv.Atoi(fmt.Sprint(rec[1]))
+	body, _ := rec[2].(string)
+	return Result{Outcome: Replayed, ReplayStatus: status, ReplayBody: []byte(body)}, true, nil
+}
+
+func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args []any) (Result, error) {
+	reply, err := sc.Run(ctx, s.RDB, keys, args...).Slice()
+	if err != nil {
+		return Result{}, unavailable(err)
+	}
+	return parseResult(reply)
+}
+
+func parseResult(reply []any) (Result, error) {
+	if len(reply) == 0 {
+		return Result{}, fmt.Errorf("empty script reply")
+	}
+	str := func(i int) string {
+		if i < len(reply) {
+			if s, ok := reply[i].(string); ok {
+				return s
+			}
+		}
+		return ""
+	}
+	switch str(0) {
+	case "ok":
+		r := Result{Outcome: OK}
+		for i := 1; i < len(reply); i++ {
+			r.EventIDs = append(r.EventIDs, str(i))
+		}
+		return r, nil
+	case "replay":
+		status, _ := strconv.Atoi(str(1))
+		if status == 0 {
+			if n, ok := reply[1].(int64); ok {
+				status = int(n)
+			}
+		}
+		return Result{Outcome: Replayed, ReplayStatus: status, ReplayBody: []byte(str(2))}, nil
+	case "idem_conflict":
+		return Result{Outcome: IdemConflict}, nil
+	case "conflict":
+		return Result{Outcome: Conflict, Current: []byte(str(1))}, nil
+	case "not_found":
+		return Result{Outcome: Missing}, nil
+	case "session_not_found":
+		return Result{Outcome: SessionMissing}, nil
+	case "session_not_active":
+		return Result{Outcome: SessionNotActive}, nil
+	case "exists":
+		return Result{Outcome: Exists}, nil
+	}
+	return Result{}, fmt.Errorf("unexpected script reply %q", str(0))
+}

@@ -1,0 +1,808 @@
+package tasks_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/tasks"
+)
+
+// now has nanoseconds and a zone on purpose: lastUpdatedAt must come out as
+// UTC milliseconds.
+var now = time.Date(2025, time.March, 14, 15, 9, 26, 535_897_932, time.FixedZone("CET", 3600))
+
+var (
+	createdAt = events.At(time.Date(2025, time.March, 14, 9, 0, 0, 0, time.UTC))
+	updatedAt = events.At(time.Date(2025, time.March, 14, 14, 0, 0, 0, time.UTC))
+)
+
+// Requests and answers the fixtures share. "done1" and "done2" were answered
+// earlier in every fixture task; "pick", "name" and "note" are the open ones
+// of an input_required task; "go" is the one the require_input cells add.
+var (
+	done1 = tasks.InputResponse{RequestID: "done1", OptionID: "yes"}
+	done2 = tasks.InputResponse{RequestID: "done2", Text: "main"}
+)
+
+func yesNo() []tasks.Option {
+	return []tasks.Option{
+		{ID: "yes", Label: "Yes", Style: "primary"},
+		{ID: "no", Label: "No", Style: "default"},
+	}
+}
+
+// reqPick takes one of its options and no text.
+func reqPick() tasks.InputRequest {
+	return tasks.InputRequest{
+		RequestID: "pick", Kind: tasks.KindAsk, Prompt: "Which region?", Display: tasks.DisplaySelect,
+		Options: []tasks.Option{{ID: "eu", Label: "EU"}, {ID: "us", Label: "US"}},
+	}
+}
+
+// reqName takes text because its display is text.
+func reqName() tasks.InputRequest {
+	return tasks.InputRequest{RequestID: "name", Kind: tasks.KindAsk, Prompt: "Branch name?", Display: tasks.DisplayText}
+}
+
+// reqNote takes an option or text because it allows freeform.
+func reqNote() tasks.InputRequest {
+	return tasks.InputRequest{
+		RequestID: "note", Kind: tasks.KindAsk, Prompt: "Anything else?", Display: tasks.DisplaySelect,
+		Options: []tasks.Option{{ID: "nothing", Label: "Nothing"}}, AllowFreeform: true,
+	}
+}
+
+func reqConfirm(id string) tasks.InputRequest {
+	return tasks.InputRequest{
+		RequestID: id, Kind: tasks.KindAsk, Prompt: "Deploy now?", Display: tasks.DisplayConfirmation, Options: yesNo(),
+	}
+}
+
+func taskIn(status tasks.Status) tasks.Task {
+	ttl := int64(7 * 24 * time.Hour / time.Millisecond)
+	expires := events.At(createdAt.Add(7 * 24 * time.Hour))
+	return tasks.Task{
+		TaskID: "task_1", SessionID: "ses_1", Owner: "svc:runner", Requester: "user:alice",
+		Status: status, Revision: 7, Kind: "devbox", Label: "build",
+		Input:          json.RawMessage(`{"repo":"taskhook"}`),
+		Metadata:       json.RawMessage(`{"team":"infra"}`),
+		StatusMessage:  "cloning",
+		Progress:       json.RawMessage(`{"pct":10}`),
+		InputResponses: []tasks.InputResponse{done1, done2},
+		CreatedAt:      createdAt, LastUpdatedAt: updatedAt,
+		TTLMs: &ttl, ExpiresAt: &expires, PollIntervalMs: 2000,
+	}
+}
+
+func workingTask() tasks.Task { return taskIn(tasks.Working) }
+
+// waitingTask is input_required with the given open requests (pick and name
+// when none are given).
+func waitingTask(open ...tasks.InputRequest) tasks.Task {
+	if len(open) == 0 {
+		open = []tasks.InputRequest{reqPick(), reqName()}
+	}
+	t := taskIn(tasks.InputRequired)
+	t.InputRequests = open
+	return t
+}
+
+func completedTask() tasks.Task {
+	t := taskIn(tasks.Completed)
+	t.Result = json.RawMessage(`{"url":"https://example.test/devbox"}`)
+	return t
+}
+
+func failedTask() tasks.Task {
+	t := taskIn(tasks.Failed)
+	t.Error = &tasks.TaskError{Message: "quota exceeded"}
+	t.StatusMessage = "quota exceeded"
+	return t
+}
+
+func cancelledTask() tasks.Task {
+	t := taskIn(tasks.Cancelled)
+	t.CancelReason = "no longer needed"
+	t.StatusMessage = "no longer needed"
+	return t
+}
+
+func progressCmd() tasks.Command {
+	msg := "halfway"
+	return tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &msg, Progress: json.RawMessage(`{"pct":50}`)}
+}
+
+func messageCmd() tasks.Command {
+	return tasks.Command{Kind: tasks.CmdMessage, Text: "need a bigger disk", Data: json.RawMessage(`{"gb":100}`)}
+}
+
+func requireInputCmd(reqs ...tasks.InputRequest) tasks.Command {
+	if len(reqs) == 0 {
+		reqs = []tasks.InputRequest{reqConfirm("go")}
+	}
+	return tasks.Command{Kind: tasks.CmdRequireInput, Requests: reqs}
+}
+
+func respondCmd(resps ...tasks.InputResponse) tasks.Command {
+	return tasks.Command{Kind: tasks.CmdRespond, Responses: resps}
+}
+
+func completeCmd() tasks.Command {
+	return tasks.Command{Kind: tasks.CmdComplete, Result: json.RawMessage(`{"ok":true}`)}
+}
+
+func failCmd() tasks.Command {
+	return tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "disk full", Data: json.RawMessage(`{"free":0}`)}}
+}
+
+func cancelCmd() tasks.Command { return tasks.Command{Kind: tasks.CmdCancel, Reason: "superseded"} }
+
+// want is what one Apply must decide. Exactly one of err, invalid or status
+// is the outcome; events are the emitted types in order.
+type want struct {
+	err     error // a sentinel, matched with errors.Is
+	invalid bool  // a *tasks.ValidationError
+	status  tasks.Status
+	changed bool
+	events  []string
+	check   func(t *testing.T, before tasks.Task, got tasks.Change)
+}
+
+type applyCase struct {
+	name string
+	task tasks.Task
+	cmd  tasks.Command
+	want want
+}
+
+var sentinels = []error{tasks.ErrNotFound, tasks.ErrTerminal, tasks.ErrNotInputRequired, tasks.ErrUnknownRequest, tasks.ErrInputConflict}
+
+func refused(err error) want { return want{err: err} }
+
+var invalid = want{invalid: true}
+
+func unchanged(status tasks.Status) want { return want{status: status} }
+
+func runApply(t *testing.T, c applyCase) {
+	t.Helper()
+	before := deepCopy(c.task)
+	got, err := tasks.Apply(c.task, c.cmd, now)
+
+	if !reflect.DeepEqual(c.task, before) {
+		t.Errorf("Apply mutated its input task:\nbefore %+v\nafter  %+v", before, c.task)
+	}
+	checkError(t, err, c.want)
+	if err != nil {
+		if got.Changed || len(got.Events) > 0 {
+			t.Errorf("error %v came with Changed=%v and events %v", err, got.Changed, eventTypes(got.Events))
+		}
+		return
+	}
+
+	if got.Changed != c.want.changed {
+		t.Errorf("Changed = %v, want %v", got.Changed, c.want.changed)
+	}
+	if got.Task.Status != c.want.status {
+		t.Errorf("status = %q, want %q", got.Task.Status, c.want.status)
+	}
+	if types := eventTypes(got.Events); !slices.Equal(types, c.want.events) {
+		t.Errorf("events = %q, want %q", types, c.want.events)
+	}
+	if got.Changed {
+		if got.Task.Revision != before.Revision+1 {
+			t.Errorf("revision = %d, want %d", got.Task.Revision, before.Revision+1)
+		}
+		if want := events.At(now); got.Task.LastUpdatedAt != want {
+			t.Errorf("lastUpdatedAt = %v, want %v", got.Task.LastUpdatedAt, want)
+		}
+		if got.Task.CreatedAt != before.CreatedAt {
+			t.Errorf("createdAt = %v, want %v", got.Task.CreatedAt, before.CreatedAt)
+		}
+	} else if !reflect.DeepEqual(got.Task, before) {
+		t.Errorf("unchanged result differs from the task:\ngot  %+v\nwant %+v", got.Task, before)
+	}
+	for _, e := range got.Events {
+		if !strings.HasPrefix(e.Type, "task.") {
+			continue
+		}
+		snap := snapshotOf(t, e)
+		if snap.Revision != got.Task.Revision {
+			t.Errorf("%s: data.task revision = %d, want %d", e.Type, snap.Revision, got.Task.Revision)
+		}
+		if !reflect.DeepEqual(snap, got.Task) {
+			t.Errorf("%s: data.task is not the new task:\ngot  %+v\nwant %+v", e.Type, snap, got.Task)
+		}
+	}
+	if c.want.check != nil {
+		c.want.check(t, before, got)
+	}
+}
+
+func checkError(t *testing.T, err error, w want) {
+	t.Helper()
+	var ve *tasks.ValidationError
+	switch {
+	case w.err != nil:
+		if !errors.Is(err, w.err) {
+			t.Fatalf("err = %v, want %v", err, w.err)
+		}
+		if errors.As(err, &ve) {
+			t.Errorf("err = %v is also a ValidationError", err)
+		}
+	case w.invalid:
+		if !errors.As(err, &ve) {
+			t.Fatalf("err = %v, want a *tasks.ValidationError", err)
+		}
+	default:
+		if err != nil {
+			t.Fatalf("err = %v, want none", err)
+		}
+	}
+	for _, s := range sentinels {
+		if s != w.err && errors.Is(err, s) {
+			t.Errorf("err = %v also matches %v", err, s)
+		}
+	}
+}
+
+func snapshotOf(t *testing.T, e tasks.Emitted) tasks.Task {
+	t.Helper()
+	switch v := e.Data["task"].(type) {
+	case *tasks.Task:
+		return *v
+	case tasks.Task:
+		return v
+	}
+	t.Fatalf("%s: data.task is %T, want the task", e.Type, e.Data["task"])
+	return tasks.Task{}
+}
+
+func eventTypes(es []tasks.Emitted) []string {
+	var types []string
+	for _, e := range es {
+		types = append(types, e.Type)
+	}
+	return types
+}
+
+// deepCopy copies everything a Task reaches, so a later comparison shows any
+// write through a shared slice, map or pointer.
+func deepCopy(t tasks.Task) tasks.Task {
+	c := t
+	c.Input = bytes.Clone(t.Input)
+	c.Metadata = bytes.Clone(t.Metadata)
+	c.Progress = bytes.Clone(t.Progress)
+	c.Result = bytes.Clone(t.Result)
+	if t.InputRequests != nil {
+		c.InputRequests = make([]tasks.InputRequest, len(t.InputRequests))
+		for i, r := range t.InputRequests {
+			r.Options = slices.Clone(r.Options)
+			c.InputRequests[i] = r
+		}
+	}
+	c.InputResponses = slices.Clone(t.InputResponses)
+	if t.Error != nil {
+		e := *t.Error
+		e.Data = bytes.Clone(e.Data)
+		c.Error = &e
+	}
+	if t.TTLMs != nil {
+		v := *t.TTLMs
+		c.TTLMs = &v
+	}
+	if t.ExpiresAt != nil {
+		v := *t.ExpiresAt
+		c.ExpiresAt = &v
+	}
+	return c
+}
+
+// Checks the cells share.
+
+func jsonEqual(t *testing.T, field string, got, want json.RawMessage) {
+	t.Helper()
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s = %s, want %s", field, got, want)
+	}
+}
+
+func requestIDs(reqs []tasks.InputRequest) []string {
+	var ids []string
+	for _, r := range reqs {
+		ids = append(ids, r.RequestID)
+	}
+	return ids
+}
+
+func wantOpen(ids ...string) func(*testing.T, tasks.Task, tasks.Change) {
+	return func(t *testing.T, _ tasks.Task, got tasks.Change) {
+		t.Helper()
+		if open := requestIDs(got.Task.InputRequests); !slices.Equal(open, ids) {
+			t.Errorf("inputRequests = %q, want %q", open, ids)
+		}
+	}
+}
+
+func wantResponses(resps ...tasks.InputResponse) func(*testing.T, tasks.Task, tasks.Change) {
+	return func(t *testing.T, _ tasks.Task, got tasks.Change) {
+		t.Helper()
+		if !slices.Equal(got.Task.InputResponses, resps) {
+			t.Errorf("inputResponses = %+v, want %+v", got.Task.InputResponses, resps)
+		}
+	}
+}
+
+func all(checks ...func(*testing.T, tasks.Task, tasks.Change)) func(*testing.T, tasks.Task, tasks.Change) {
+	return func(t *testing.T, before tasks.Task, got tasks.Change) {
+		t.Helper()
+		for _, c := range checks {
+			c(t, before, got)
+		}
+	}
+}
+
+func checkProgress(t *testing.T, before tasks.Task, got tasks.Change) {
+	if got.Task.StatusMessage != "halfway" {
+		t.Errorf("statusMessage = %q, want %q", got.Task.StatusMessage, "halfway")
+	}
+	jsonEqual(t, "progress", got.Task.Progress, json.RawMessage(`{"pct":50}`))
+	if !slices.Equal(requestIDs(got.Task.InputRequests), requestIDs(before.InputRequests)) {
+		t.Errorf("inputRequests = %q, want %q", requestIDs(got.Task.InputRequests), requestIDs(before.InputRequests))
+	}
+}
+
+func checkMessage(t *testing.T, before tasks.Task, got tasks.Change) {
+	if got.Task.StatusMessage != before.StatusMessage {
+		t.Errorf("statusMessage = %q, want it kept as %q", got.Task.StatusMessage, before.StatusMessage)
+	}
+	jsonEqual(t, "progress", got.Task.Progress, before.Progress)
+	if len(got.Events) == 0 {
+		return
+	}
+	if text := got.Events[0].Data["text"]; text != "need a bigger disk" {
+		t.Errorf("task.message data.text = %v, want %q", text, "need a bigger disk")
+	}
+}
+
+// checkOutcome asserts the terminal fields: result only when completed, error
+// only when failed, cancelReason only when cancelled, and no open request.
+func checkOutcome(t *testing.T, before tasks.Task, got tasks.Change) {
+	task := got.Task
+	if len(task.InputRequests) != 0 {
+		t.Errorf("inputRequests = %q, want none once terminal", requestIDs(task.InputRequests))
+	}
+	if !slices.Equal(task.InputResponses, before.InputResponses) {
+		t.Errorf("inputResponses = %+v, want them kept as %+v", task.InputResponses, before.InputResponses)
+	}
+	switch task.Status {
+	case tasks.Completed:
+		jsonEqual(t, "result", task.Result, json.RawMessage(`{"ok":true}`))
+		if task.Error != nil || task.CancelReason != "" {
+			t.Errorf("completed task has error %+v, cancelReason %q", task.Error, task.CancelReason)
+		}
+	case tasks.Failed:
+		want := tasks.TaskError{Message: "disk full", Data: json.RawMessage(`{"free":0}`)}
+		if task.Error == nil || !reflect.DeepEqual(*task.Error, want) {
+			t.Errorf("error = %+v, want %+v", task.Error, want)
+		}
+		if task.StatusMessage != "disk full" {
+			t.Errorf("statusMessage = %q, want the error message", task.StatusMessage)
+		}
+		if task.Result != nil || task.CancelReason != "" {
+			t.Errorf("failed task has result %s, cancelReason %q", task.Result, task.CancelReason)
+		}
+	case tasks.Cancelled:
+		if task.CancelReason != "superseded" || task.StatusMessage != "superseded" {
+			t.Errorf("cancelReason, statusMessage = %q, %q, want the reason in both", task.CancelReason, task.StatusMessage)
+		}
+		if task.Result != nil || task.Error != nil {
+			t.Errorf("cancelled task has result %s, error %+v", task.Result, task.Error)
+		}
+	}
+}
+
+var (
+	allStatuses = []tasks.Status{tasks.Working, tasks.InputRequired, tasks.Completed, tasks.Failed, tasks.Cancelled}
+	allCommands = []tasks.CommandKind{
+		tasks.CmdProgress, tasks.CmdMessage, tasks.CmdRequireInput, tasks.CmdRespond,
+		tasks.CmdComplete, tasks.CmdFail, tasks.CmdCancel,
+	}
+)
+
+// TestApplyCells is the table of SPEC 3.2, one case per cell (and for respond
+// from a non-terminal status, one per outcome the cell names).
+func TestApplyCells(t *testing.T) {
+	t.Parallel()
+	terminalEvent := []string{events.TaskTerminal}
+	cases := []applyCase{
+		// working
+		{"working/progress", workingTask(), progressCmd(), want{
+			status: tasks.Working, changed: true, events: []string{events.TaskProgress}, check: checkProgress,
+		}},
+		{"working/message", workingTask(), messageCmd(), want{
+			status: tasks.Working, changed: true, events: []string{events.TaskMessage}, check: checkMessage,
+		}},
+		{"working/require_input", workingTask(), requireInputCmd(), want{
+			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			check: all(wantOpen("go"), wantResponses(done1, done2)),
+		}},
+		{"working/respond", workingTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}),
+			refused(tasks.ErrNotInputRequired)},
+		{"working/respond identical to a recorded answer", workingTask(), respondCmd(done1),
+			unchanged(tasks.Working)},
+		{"working/complete", workingTask(), completeCmd(), want{
+			status: tasks.Completed, changed: true, events: terminalEvent, check: checkOutcome,
+		}},
+		{"working/fail", workingTask(), failCmd(), want{
+			status: tasks.Failed, changed: true, events: terminalEvent, check: checkOutcome,
+		}},
+		{"working/cancel", workingTask(), cancelCmd(), want{
+			status: tasks.Cancelled, changed: true, events: terminalEvent, check: checkOutcome,
+		}},
+
+		// input_required
+		{"input_required/progress", waitingTask(), progressCmd(), want{
+			status: tasks.InputRequired, changed: true, events: []string{events.TaskProgress}, check: checkProgress,
+		}},
+		{"input_required/message", waitingTask(), messageCmd(), want{
+			status: tasks.InputRequired, changed: true, events: []string{events.TaskMessage},
+			check: all(checkMessage, wantOpen("pick", "name")),
+		}},
+		{"input_required/require_input", waitingTask(), requireInputCmd(), want{
+			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			check: all(wantOpen("pick", "name", "go"), wantResponses(done1, done2)),
+		}},
+		{"input_required/respond leaving a request open", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), want{
+				status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+				check: all(wantOpen("name"), wantResponses(done1, done2, tasks.InputResponse{RequestID: "pick", OptionID: "eu"})),
+			}},
+		{"input_required/respond answering the last open request", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}, tasks.InputResponse{RequestID: "name", Text: "feature/x"}), want{
+				status: tasks.Working, changed: true, events: []string{events.InputResolved, events.TaskStatus},
+				check: all(wantOpen(), wantResponses(done1, done2,
+					tasks.InputResponse{RequestID: "pick", OptionID: "eu"}, tasks.InputResponse{RequestID: "name", Text: "feature/x"})),
+			}},
+		{"input_required/complete", waitingTask(), completeCmd(), want{
+			status: tasks.Completed, changed: true, events: terminalEvent, check: checkOutcome,
+		}},
+		{"input_required/fail", waitingTask(), failCmd(), want{
+			status: tasks.Failed, changed: true, events: terminalEvent, check: checkOutcome,
+		}},
+		{"input_required/cancel", waitingTask(), cancelCmd(), want{
+			status: tasks.Cancelled, changed: true, events: terminalEvent, check: checkOutcome,
+		}},
+
+		// completed
+		{"completed/progress", completedTask(), progressCmd(), refused(tasks.ErrTerminal)},
+		{"completed/message", completedTask(), messageCmd(), refused(tasks.ErrTerminal)},
+		{"completed/require_input", completedTask(), requireInputCmd(), refused(tasks.ErrTerminal)},
+		{"completed/respond", completedTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrTerminal)},
+		{"completed/complete", completedTask(), completeCmd(), refused(tasks.ErrTerminal)},
+		{"completed/fail", completedTask(), failCmd(), refused(tasks.ErrTerminal)},
+		{"completed/cancel", completedTask(), cancelCmd(), unchanged(tasks.Completed)},
+
+		// failed
+		{"failed/progress", failedTask(), progressCmd(), refused(tasks.ErrTerminal)},
+		{"failed/message", failedTask(), messageCmd(), refused(tasks.ErrTerminal)},
+		{"failed/require_input", failedTask(), requireInputCmd(), refused(tasks.ErrTerminal)},
+		{"failed/respond", failedTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrTerminal)},
+		{"failed/complete", failedTask(), completeCmd(), refused(tasks.ErrTerminal)},
+		{"failed/fail", failedTask(), failCmd(), refused(tasks.ErrTerminal)},
+		{"failed/cancel", failedTask(), cancelCmd(), unchanged(tasks.Failed)},
+
+		// cancelled
+		{"cancelled/progress", cancelledTask(), progressCmd(), refused(tasks.ErrTerminal)},
+		{"cancelled/message", cancelledTask(), messageCmd(), refused(tasks.ErrTerminal)},
+		{"cancelled/require_input", cancelledTask(), requireInputCmd(), refused(tasks.ErrTerminal)},
+		{"cancelled/respond", cancelledTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrTerminal)},
+		{"cancelled/complete", cancelledTask(), completeCmd(), refused(tasks.ErrTerminal)},
+		{"cancelled/fail", cancelledTask(), failCmd(), refused(tasks.ErrTerminal)},
+		{"cancelled/cancel", cancelledTask(), cancelCmd(), unchanged(tasks.Cancelled)},
+	}
+
+	covered := make(map[string]bool)
+	for _, c := range cases {
+		covered[fmt.Sprintf("%s/%s", c.task.Status, c.cmd.Kind)] = true
+	}
+	for _, s := range allStatuses {
+		for _, k := range allCommands {
+			if cell := fmt.Sprintf("%s/%s", s, k); !covered[cell] {
+				t.Errorf("cell %s has no case", cell)
+			}
+		}
+	}
+
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runApply(t, c)
+		})
+	}
+}
+
+// TestApplyAnswers covers the "Answers" rules of SPEC 3.2.
+func TestApplyAnswers(t *testing.T) {
+	t.Parallel()
+	pickEU := tasks.InputResponse{RequestID: "pick", OptionID: "eu"}
+	nameX := tasks.InputResponse{RequestID: "name", Text: "feature/x"}
+	cases := []applyCase{
+		// A request already answered: the same answer is a no-op, another one a conflict.
+		{"working/same option as recorded", workingTask(), respondCmd(done1), unchanged(tasks.Working)},
+		{"working/same text as recorded", workingTask(), respondCmd(done2), unchanged(tasks.Working)},
+		{"input_required/same answer as recorded", waitingTask(), respondCmd(done1), unchanged(tasks.InputRequired)},
+		{"working/other option than recorded", workingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "done1", OptionID: "no"}), refused(tasks.ErrInputConflict)},
+		{"input_required/other option than recorded", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "done1", OptionID: "no"}), refused(tasks.ErrInputConflict)},
+		{"input_required/other text than recorded", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "done2", Text: "dev"}), refused(tasks.ErrInputConflict)},
+		{"input_required/recorded text plus an option", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "done2", OptionID: "yes", Text: "main"}), refused(tasks.ErrInputConflict)},
+		{"working/recorded answer judged before status", workingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "done1", Text: "sure"}), refused(tasks.ErrInputConflict)},
+
+		// An open request: the option must be its own; text only when freeform.
+		{"option not among the options", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "asia"}), invalid},
+		{"option of another request", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "yes"}), invalid},
+		{"text to a select without allowFreeform", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "pick", Text: "eu please"}), invalid},
+		{"option plus text to a select without allowFreeform", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu", Text: "eu please"}), invalid},
+		{"option to a text request with no options", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "name", OptionID: "yes"}), invalid},
+		{"neither option nor text", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "pick"}), invalid},
+		{"text too long", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "name", Text: strings.Repeat("x", 8001)}), invalid},
+		{"text to display text", waitingTask(reqName(), reqNote()), respondCmd(nameX), want{
+			status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+			check: all(wantOpen("note"), wantResponses(done1, done2, nameX)),
+		}},
+		{"text to allowFreeform", waitingTask(reqName(), reqNote()),
+			respondCmd(tasks.InputResponse{RequestID: "note", Text: "use SSD"}), want{
+				status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+				check: wantOpen("name"),
+			}},
+		{"option to allowFreeform", waitingTask(reqName(), reqNote()),
+			respondCmd(tasks.InputResponse{RequestID: "note", OptionID: "nothing"}), want{
+				status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+				check: wantOpen("name"),
+			}},
+
+		// Any other id.
+		{"input_required/unknown id", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "nope", OptionID: "yes"}), refused(tasks.ErrUnknownRequest)},
+		{"working/unknown id", workingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "nope", OptionID: "yes"}), refused(tasks.ErrNotInputRequired)},
+
+		// A batch is all or nothing.
+		{"batch/good then bad option", waitingTask(),
+			respondCmd(pickEU, tasks.InputResponse{RequestID: "name", OptionID: "x"}), invalid},
+		{"batch/bad option then good", waitingTask(),
+			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "asia"}, nameX), invalid},
+		{"batch/good then unknown", waitingTask(),
+			respondCmd(pickEU, tasks.InputResponse{RequestID: "nope", OptionID: "yes"}), refused(tasks.ErrUnknownRequest)},
+		{"batch/good then conflict", waitingTask(),
+			respondCmd(pickEU, nameX, tasks.InputResponse{RequestID: "done1", OptionID: "no"}), refused(tasks.ErrInputConflict)},
+		{"batch/no-op then unknown while working", workingTask(),
+			respondCmd(done1, tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrNotInputRequired)},
+		{"batch/only no-ops while input_required", waitingTask(), respondCmd(done2, done1), unchanged(tasks.InputRequired)},
+		{"batch/only no-ops while working", workingTask(), respondCmd(done1, done2), unchanged(tasks.Working)},
+		{"batch/no-op plus a new answer records only the new one", waitingTask(), respondCmd(done1, pickEU), want{
+			status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+			check: all(wantOpen("name"), wantResponses(done1, done2, pickEU)),
+		}},
+		{"batch/no-op plus the last answers leaves input_required", waitingTask(), respondCmd(nameX, done2, pickEU), want{
+			status: tasks.Working, changed: true, events: []string{events.InputResolved, events.TaskStatus},
+			check: all(wantOpen(), wantResponses(done1, done2, nameX, pickEU)),
+		}},
+		{"batch/same id twice, same answer", waitingTask(), respondCmd(pickEU, pickEU), invalid},
+		{"batch/same id twice, other answers", waitingTask(),
+			respondCmd(pickEU, tasks.InputResponse{RequestID: "pick", OptionID: "us"}), invalid},
+		{"batch/recorded id twice", waitingTask(), respondCmd(done1, done1), invalid},
+		{"input_required/empty batch", waitingTask(), respondCmd(), invalid},
+		{"working/empty batch", workingTask(), respondCmd(), invalid},
+
+		// Terminal comes first, even for an answer identical to a recorded one.
+		{"completed/same answer as recorded", completedTask(), respondCmd(done1), refused(tasks.ErrTerminal)},
+		{"cancelled/same answer as recorded", cancelledTask(), respondCmd(done1), refused(tasks.ErrTerminal)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runApply(t, c)
+		})
+	}
+}
+
+// TestApplyRequireInput covers request ids (unique over the task's life) and
+// the batch limits.
+func TestApplyRequireInput(t *testing.T) {
+	t.Parallel()
+	many := func(n int) []tasks.InputRequest {
+		reqs := make([]tasks.InputRequest, n)
+		for i := range reqs {
+			reqs[i] = reqConfirm(fmt.Sprintf("q%d", i))
+		}
+		return reqs
+	}
+	noPrompt := reqConfirm("go")
+	noPrompt.Prompt = ""
+	noID := reqConfirm("")
+	cases := []applyCase{
+		{"working/reuses an answered id", workingTask(), requireInputCmd(reqConfirm("done1")), invalid},
+		{"input_required/reuses an answered id", waitingTask(), requireInputCmd(reqConfirm("done2")), invalid},
+		{"input_required/reuses an open id", waitingTask(), requireInputCmd(reqConfirm("pick")), invalid},
+		{"same id twice in one batch", workingTask(), requireInputCmd(reqConfirm("go"), reqConfirm("go")), invalid},
+		{"a new request plus a reused one", workingTask(), requireInputCmd(reqConfirm("go"), reqConfirm("done1")), invalid},
+		{"empty batch", workingTask(), tasks.Command{Kind: tasks.CmdRequireInput}, invalid},
+		{"65 requests", workingTask(), requireInputCmd(many(65)...), invalid},
+		{"64 requests", workingTask(), requireInputCmd(many(64)...), want{
+			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+		}},
+		{"missing requestId", workingTask(), requireInputCmd(noID), invalid},
+		{"invalid request", waitingTask(), requireInputCmd(reqConfirm("go"), noPrompt), invalid},
+		{"input_required/adds in order and stays", waitingTask(), requireInputCmd(reqConfirm("go"), reqConfirm("go2")), want{
+			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			check: wantOpen("pick", "name", "go", "go2"),
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runApply(t, c)
+		})
+	}
+}
+
+// TestApplyCommandFields covers what each command reads and refuses.
+func TestApplyCommandFields(t *testing.T) {
+	t.Parallel()
+	msgOnly := "halfway"
+	empty := ""
+	cases := []applyCase{
+		{"progress with neither field", workingTask(), tasks.Command{Kind: tasks.CmdProgress}, invalid},
+		{"progress with statusMessage only keeps progress", waitingTask(),
+			tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &msgOnly}, want{
+				status: tasks.InputRequired, changed: true, events: []string{events.TaskProgress},
+				check: func(t *testing.T, before tasks.Task, got tasks.Change) {
+					if got.Task.StatusMessage != "halfway" {
+						t.Errorf("statusMessage = %q, want %q", got.Task.StatusMessage, "halfway")
+					}
+					jsonEqual(t, "progress", got.Task.Progress, before.Progress)
+				},
+			}},
+		{"progress with progress only keeps statusMessage", workingTask(),
+			tasks.Command{Kind: tasks.CmdProgress, Progress: json.RawMessage(`{"pct":90}`)}, want{
+				status: tasks.Working, changed: true, events: []string{events.TaskProgress},
+				check: func(t *testing.T, before tasks.Task, got tasks.Change) {
+					if got.Task.StatusMessage != before.StatusMessage {
+						t.Errorf("statusMessage = %q, want %q", got.Task.StatusMessage, before.StatusMessage)
+					}
+					jsonEqual(t, "progress", got.Task.Progress, json.RawMessage(`{"pct":90}`))
+				},
+			}},
+		{"progress with an empty statusMessage clears it", workingTask(),
+			tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &empty}, want{
+				status: tasks.Working, changed: true, events: []string{events.TaskProgress},
+				check: func(t *testing.T, _ tasks.Task, got tasks.Change) {
+					if got.Task.StatusMessage != "" {
+						t.Errorf("statusMessage = %q, want empty", got.Task.StatusMessage)
+					}
+				},
+			}},
+		{"message without text", workingTask(), tasks.Command{Kind: tasks.CmdMessage, Data: json.RawMessage(`{}`)}, invalid},
+		{"fail without error", workingTask(), tasks.Command{Kind: tasks.CmdFail}, invalid},
+		{"fail with an empty message", waitingTask(), tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{}}, invalid},
+		{"cancel without reason keeps statusMessage", waitingTask(), tasks.Command{Kind: tasks.CmdCancel}, want{
+			status: tasks.Cancelled, changed: true, events: []string{events.TaskTerminal},
+			check: func(t *testing.T, before tasks.Task, got tasks.Change) {
+				if got.Task.CancelReason != "" || got.Task.StatusMessage != before.StatusMessage {
+					t.Errorf("cancelReason, statusMessage = %q, %q, want %q, %q",
+						got.Task.CancelReason, got.Task.StatusMessage, "", before.StatusMessage)
+				}
+				if len(got.Task.InputRequests) != 0 {
+					t.Errorf("inputRequests = %q, want none", requestIDs(got.Task.InputRequests))
+				}
+			},
+		}},
+		{"unknown command", workingTask(), tasks.Command{Kind: "pause"}, invalid},
+		{"terminal is judged before the fields", completedTask(), tasks.Command{Kind: tasks.CmdProgress}, refused(tasks.ErrTerminal)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runApply(t, c)
+		})
+	}
+}
+
+// step applies cmd to task and fails the test on an unexpected error.
+func step(t *testing.T, task tasks.Task, cmd tasks.Command) tasks.Change {
+	t.Helper()
+	got, err := tasks.Apply(task, cmd, now)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd.Kind, err)
+	}
+	return got
+}
+
+func TestApplyTerminalIsFinal(t *testing.T) {
+	t.Parallel()
+	cancelled := step(t, workingTask(), cancelCmd()).Task
+	if cancelled.Status != tasks.Cancelled || cancelled.Revision != 8 {
+		t.Fatalf("after cancel: status %q revision %d, want cancelled 8", cancelled.Status, cancelled.Revision)
+	}
+	for _, cmd := range []tasks.Command{completeCmd(), failCmd()} {
+		if _, err := tasks.Apply(cancelled, cmd, now.Add(time.Second)); !errors.Is(err, tasks.ErrTerminal) {
+			t.Errorf("late %s after cancel: err = %v, want ErrTerminal", cmd.Kind, err)
+		}
+	}
+	again := step(t, cancelled, cancelCmd())
+	if again.Changed || !reflect.DeepEqual(again.Task, cancelled) {
+		t.Errorf("second cancel changed the task: %+v", again)
+	}
+
+	completed := step(t, waitingTask(), completeCmd()).Task
+	if _, err := tasks.Apply(completed, cancelCmd(), now); err != nil {
+		t.Errorf("cancel after complete: err = %v, want none", err)
+	}
+	if _, err := tasks.Apply(completed, failCmd(), now); !errors.Is(err, tasks.ErrTerminal) {
+		t.Errorf("fail after complete: err = %v, want ErrTerminal", err)
+	}
+}
+
+func TestApplyInputRoundTrip(t *testing.T) {
+	t.Parallel()
+	task := workingTask()
+	task = step(t, task, requireInputCmd(reqPick(), reqName())).Task
+	task = step(t, task, respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "us"})).Task
+	if task.Status != tasks.InputRequired {
+		t.Fatalf("after one of two answers: status %q, want input_required", task.Status)
+	}
+	task = step(t, task, respondCmd(tasks.InputResponse{RequestID: "name", Text: "main"})).Task
+	if task.Status != tasks.Working || len(task.InputRequests) != 0 || task.Revision != 10 {
+		t.Fatalf("after both answers: status %q, open %q, revision %d, want working, none, 10",
+			task.Status, requestIDs(task.InputRequests), task.Revision)
+	}
+
+	retry := step(t, task, respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "us"}))
+	if retry.Changed {
+		t.Errorf("a retried answer changed the task")
+	}
+	if _, err := tasks.Apply(task, respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), now); !errors.Is(err, tasks.ErrInputConflict) {
+		t.Errorf("a changed answer after resolution: err = %v, want ErrInputConflict", err)
+	}
+	var ve *tasks.ValidationError
+	if _, err := tasks.Apply(task, requireInputCmd(reqPick()), now); !errors.As(err, &ve) {
+		t.Errorf("asking again with a used id: err = %v, want a ValidationError", err)
+	}
+}
+
+// Two changes decided from one task must not share storage: appending to
+// slices with spare capacity would let the second overwrite the first.
+func TestApplyResultsDoNotShareStorage(t *testing.T) {
+	t.Parallel()
+	task := waitingTask(reqPick(), reqName(), reqNote())
+	task.InputResponses = append(make([]tasks.InputResponse, 0, 16), task.InputResponses...)
+	task.InputRequests = append(make([]tasks.InputRequest, 0, 16), task.InputRequests...)
+
+	first := step(t, task, respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}))
+	firstCopy := deepCopy(first.Task)
+	step(t, task, respondCmd(tasks.InputResponse{RequestID: "name", Text: "main"}))
+	step(t, task, requireInputCmd(reqConfirm("go")))
+	if !reflect.DeepEqual(first.Task, firstCopy) {
+		t.Errorf("a later Apply changed an earlier result:\nbefore %+v\nafter  %+v", firstCopy, first.Task)
+	}
+}

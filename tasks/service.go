@@ -1,0 +1,433 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/store"
+)
+
+// Config holds the task limits. The zero value means the defaults.
+type Config struct {
+	DefaultTTL   time.Duration // default 7 days
+	MaxTTL       time.Duration // default 30 days
+	PollInterval time.Duration // suggested to pollers; default 5s
+	CacheSize    int           // snapshots kept on this replica; default 10000
+}
+
+func (c Config) withDefaults() Config {
+	if c.DefaultTTL == 0 {
+		c.DefaultTTL = 7 * 24 * time.Hour
+	}
+	if c.MaxTTL == 0 {
+		c.MaxTTL = 30 * 24 * time.Hour
+	}
+	if c.DefaultTTL > c.MaxTTL {
+		c.DefaultTTL = c.MaxTTL
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 5 * time.Second
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = 10000
+	}
+	return c
+}
+
+// ErrSessionNotFound and ErrSessionNotActive are refusals of a create.
+var (
+	ErrSessionNotFound  = errors.New("session not found")
+	ErrSessionNotActive = errors.New("session is not active")
+	ErrIdempotency      = errors.New("idempotency key reused with a different body")
+)
+
+// StateError is a command the task's state refuses; Task is the task as it
+// is, so the caller sees the real outcome.
+type StateError struct {
+	Err  error
+	Task Task
+}
+
+func (e *StateError) Error() string { return e.Err.Error() }
+func (e *StateError) Unwrap() error { return e.Err }
+
+// Service runs task commands and reads against the store.
+type Service struct {
+	cfg     Config
+	store   *store.Store
+	fanin   *store.FanIn
+	metrics *metrics.Metrics
+	cache   *cache
+	now     func() time.Time
+}
+
+// NewService wires the service. now is the clock (time.Now in production).
+func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, now func() time.Time) *Service {
+	cfg = cfg.withDefaults()
+	svc := &Service{cfg: cfg, store: s, fanin: f, metrics: m, cache: newCache(cfg.CacheSize), now: now}
+	f.OnWake(func(wk store.Wake) {
+		if wk.Kind != "t" {
+			return
+		}
+		if wk.Snapshot != nil {
+			svc.cache.put(wk.ID, wk.Revision, wk.Snapshot)
+		} else {
+			svc.cache.stale(wk.ID, wk.Revision)
+		}
+	})
+	return svc
+}
+
+// Reply is the JSON a command or create answered with, and whether it was
+// replayed from an earlier request with the same idempotency key.
+type Reply struct {
+	JSON     []byte
+	Replayed bool
+}
+
+// CreateInput is the body of POST /v1/tasks.
+type CreateInput struct {
+	SessionID      string          `json:"sessionId"`
+	Kind           string          `json:"kind,omitempty"`
+	Label          string          `json:"label,omitempty"`
+	Input          json.RawMessage `json:"input,omitempty"`
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	TTLMs          *int64          `json:"ttlMs,omitempty"`
+	PollIntervalMs *int64          `json:"pollIntervalMs,omitempty"`
+	Requester      string          `json:"requester,omitempty"`
+	Notify         []any           `json:"notify,omitempty"`
+}
+
+const maxTextField = 200
+
+// Create writes a new working task: the receipt, durable before it returns.
+func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (Reply, error) {
+	part, err := store.PartitionOf(in.SessionID, store.SessionPrefix, s.store.Partitions)
+	if in.SessionID == "" {
+		return Reply{}, invalid("sessionId", "is required")
+	}
+	if err != nil {
+		return Reply{}, ErrSessionNotFound
+	}
+	if err := s.checkCreate(in); err != nil {
+		return Reply{}, err
+	}
+	now := s.now()
+	ttl := s.cfg.DefaultTTL
+	if in.TTLMs != nil {
+		ttl = time.Duration(*in.TTLMs) * time.Millisecond
+	}
+	if ttl > s.cfg.MaxTTL {
+		ttl = s.cfg.MaxTTL
+	}
+	poll := s.cfg.PollInterval.Milliseconds()
+	if in.PollIntervalMs != nil {
+		poll = *in.PollIntervalMs
+	}
+	ttlMs := ttl.Milliseconds()
+	expires := events.At(now.Add(ttl))
+	t := Task{
+		TaskID: store.NewID(store.TaskPrefix, part), SessionID: in.SessionID,
+		Owner: p.ID, Requester: in.Requester, Status: Working, Revision: 1,
+		Kind: in.Kind, Label: in.Label, Input: in.Input, Metadata: in.Metadata,
+		InputResponses: []InputResponse{},
+		CreatedAt:      events.At(now), LastUpdatedAt: events.At(now),
+		TTLMs: &ttlMs, ExpiresAt: &expires, PollIntervalMs: poll,
+	}
+	if t.Requester == "" {
+		t.Requester = p.ID
+	}
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return Reply{}, err
+	}
+	ev, err := eventJSON(t, now, Emitted{Type: events.TaskCreated, Data: map[string]any{}}, raw)
+	if err != nil {
+		return Reply{}, err
+	}
+	res, err := s.store.CreateTask(ctx, store.TaskCreate{
+		Partition: part, ID: t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
+		JSON: raw, Event: ev, Now: now, ExpiresAt: expires.Time, Retention: s.cfg.MaxTTL, Idem: idem,
+	})
+	if err != nil {
+		s.count(CommandKind("create"), err)
+		return Reply{}, err
+	}
+	switch res.Outcome {
+	case store.OK:
+		s.cache.put(t.TaskID, 1, raw)
+		s.fanin.Notify(store.Wake{Kind: "t", ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw})
+		s.count("create", nil)
+		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
+		return Reply{JSON: raw}, nil
+	case store.Replayed:
+		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+	case store.IdemConflict:
+		return Reply{}, ErrIdempotency
+	case store.SessionMissing:
+		return Reply{}, ErrSessionNotFound
+	case store.SessionNotActive:
+		return Reply{}, ErrSessionNotActive
+	}
+	return Reply{}, fmt.Errorf("create task: unexpected outcome %d", res.Outcome)
+}
+
+func (s *Service) checkCreate(in CreateInput) error {
+	if len(in.Kind) > maxTextField {
+		return invalid("kind", "at most %d bytes", maxTextField)
+	}
+	if len(in.Label) > maxTextField {
+		return invalid("label", "at most %d bytes", maxTextField)
+	}
+	if len(in.Requester) > 512 {
+		return invalid("requester", "at most 512 bytes")
+	}
+	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
+		return invalid("metadata", "must be an object")
+	}
+	if in.TTLMs != nil && *in.TTLMs < 1000 {
+		return invalid("ttlMs", "must be at least 1000")
+	}
+	if in.PollIntervalMs != nil && (*in.PollIntervalMs < 100 || *in.PollIntervalMs > 3600_000) {
+		return invalid("pollIntervalMs", "must be 100 to 3600000")
+	}
+	if len(in.Notify) > 0 {
+		return invalid("notify", "notification endpoints are not available in this version")
+	}
+	return nil
+}
+
+// Get reads a task for someone allowed to see it (owner, requester, admin).
+func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Task, []byte, error) {
+	part, err := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
+	if err != nil {
+		return Task{}, nil, ErrNotFound
+	}
+	raw, err := s.store.GetJSON(ctx, s.store.Keys.Task(part, id))
+	if errors.Is(err, store.ErrNotFound) {
+		s.cache.drop(id)
+		return Task{}, nil, ErrNotFound
+	}
+	if err != nil {
+		return Task{}, nil, err
+	}
+	var t Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return Task{}, nil, fmt.Errorf("decode task: %w", err)
+	}
+	if !canRead(p, t) {
+		return Task{}, nil, ErrNotFound
+	}
+	s.cache.put(id, t.Revision, raw)
+	return t, raw, nil
+}
+
+func canRead(p authz.Principal, t Task) bool { return p.CanAccess(t.Owner) || p.ID == t.Requester }
+
+func canRun(p authz.Principal, t Task, kind CommandKind) bool {
+	if kind == CmdRespond {
+		return canRead(p, t)
+	}
+	return p.CanAccess(t.Owner)
+}
+
+// maxAttempts bounds the compare-and-set retries of one command. Each retry
+// means another command won the race, so the task's history moved on.
+const maxAttempts = 64
+
+// Run applies a command: decide with Apply on the snapshot at hand, write
+// with one compare-and-set script, and on a lost race decide again on the
+// task the script returned.
+func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (Reply, error) {
+	part, err := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
+	if err != nil {
+		return Reply{}, ErrNotFound
+	}
+	if cmd.Kind == CmdRequireInput {
+		cmd.Requests = PrepareRequests(cmd.Requests, store.NewRequestID)
+	}
+	t, raw, fromCache := s.cache.get(id)
+	if !fromCache {
+		if t, raw, err = s.Get(ctx, p, id); err != nil {
+			return Reply{}, err
+		}
+	}
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if !canRun(p, t, cmd.Kind) {
+			return Reply{}, ErrNotFound
+		}
+		now := s.now()
+		change, err := Apply(t, cmd, now)
+		if err != nil || !change.Changed {
+			if fromCache { // a cached snapshot may be stale: judge again on the stored task
+				if t, raw, err = s.Get(ctx, p, id); err != nil {
+					return Reply{}, err
+				}
+				fromCache = false
+				attempt--
+				continue
+			}
+			if r, ok, rerr := s.replay(ctx, part, idem); rerr != nil || ok {
+				return r, rerr
+			}
+			if err != nil {
+				s.count(cmd.Kind, err)
+				var verr *ValidationError
+				if errors.As(err, &verr) {
+					return Reply{}, err
+				}
+				return Reply{}, &StateError{Err: err, Task: t}
+			}
+			s.count(cmd.Kind, nil)
+			return Reply{JSON: raw}, nil
+		}
+		next, err := json.Marshal(change.Task)
+		if err != nil {
+			return Reply{}, err
+		}
+		evs := make([][]byte, len(change.Events))
+		for i, e := range change.Events {
+			if evs[i], err = eventJSON(change.Task, now, e, next); err != nil {
+				return Reply{}, err
+			}
+		}
+		res, err := s.store.ApplyTask(ctx, store.TaskUpdate{
+			Partition: part, ID: id, SessionID: t.SessionID, ExpectRevision: t.Revision,
+			Status: string(change.Task.Status), JSON: next, Events: evs, Now: now,
+			Retention: s.cfg.MaxTTL, Idem: idem,
+		})
+		if err != nil {
+			s.count(cmd.Kind, err)
+			return Reply{}, err
+		}
+		switch res.Outcome {
+		case store.OK:
+			rev := change.Task.Revision
+			s.cache.put(id, rev, next)
+			s.fanin.Notify(store.Wake{Kind: "t", ID: id, SessionID: t.SessionID, Revision: rev, Snapshot: next})
+			s.count(cmd.Kind, nil)
+			if change.Task.Status != t.Status {
+				s.metrics.TasksEntered.WithLabelValues(string(change.Task.Status)).Inc()
+			}
+			return Reply{JSON: next}, nil
+		case store.Replayed:
+			return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+		case store.IdemConflict:
+			return Reply{}, ErrIdempotency
+		case store.Missing:
+			s.cache.drop(id)
+			return Reply{}, ErrNotFound
+		case store.Conflict:
+			raw = res.Current
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return Reply{}, fmt.Errorf("decode task: %w", err)
+			}
+			s.cache.put(id, t.Revision, raw)
+			fromCache = false
+			continue
+		default:
+			return Reply{}, fmt.Errorf("apply task: unexpected outcome %d", res.Outcome)
+		}
+	}
+	return Reply{}, fmt.Errorf("%w: too much contention on task", store.ErrUnavailable)
+}
+
+func (s *Service) replay(ctx context.Context, part int, idem store.Idempotency) (Reply, bool, error) {
+	res, ok, err := s.store.Replay(ctx, part, idem)
+	if err != nil || !ok {
+		return Reply{}, false, err
+	}
+	if res.Outcome == store.IdemConflict {
+		return Reply{}, true, ErrIdempotency
+	}
+	return Reply{JSON: res.ReplayBody, Replayed: true}, true, nil
+}
+
+func (s *Service) count(kind CommandKind, err error) {
+	outcome := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrUnavailable):
+		outcome = "unavailable"
+	case errors.Is(err, ErrNotFound):
+		outcome = "not_found"
+	default:
+		var verr *ValidationError
+		if errors.As(err, &verr) {
+			outcome = "invalid"
+		} else {
+			outcome = "refused"
+		}
+	}
+	s.metrics.TaskCommands.WithLabelValues(string(kind), outcome).Inc()
+}
+
+// eventJSON renders an event for the logs, without its id (the stream gives
+// it). task.* events carry the snapshot, already rendered.
+func eventJSON(t Task, now time.Time, e Emitted, snapshot []byte) ([]byte, error) {
+	data := make(map[string]any, len(e.Data))
+	for k, v := range e.Data {
+		data[k] = v
+	}
+	if isTaskEvent(e.Type) {
+		data["task"] = json.RawMessage(snapshot)
+	}
+	d, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(events.Event{
+		Type: e.Type, At: events.At(now), SessionID: t.SessionID, TaskID: t.TaskID,
+		Revision: t.Revision, Data: d,
+	})
+}
+
+// ListFilter narrows GET /v1/tasks.
+type ListFilter struct {
+	SessionID string
+	Status    Status
+	Kind      string
+}
+
+// List pages through the caller's own tasks, newest first.
+func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, after *store.Position, limit int) (store.Page, error) {
+	switch f.Status {
+	case "", Working, InputRequired, Completed, Failed, Cancelled:
+	default:
+		return store.Page{}, invalid("status", "must be working, input_required, completed, failed or cancelled")
+	}
+	var indexes []string
+	if f.SessionID != "" {
+		part, err := store.PartitionOf(f.SessionID, store.SessionPrefix, s.store.Partitions)
+		if err != nil {
+			return store.Page{}, nil
+		}
+		indexes = []string{s.store.Keys.SessionTasks(part, f.SessionID)}
+	} else {
+		indexes = make([]string, s.store.Partitions)
+		for i := range indexes {
+			indexes[i] = s.store.Keys.OwnerTasks(i, p.ID)
+		}
+	}
+	record := func(id string) string {
+		part, _ := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
+		return s.store.Keys.Task(part, id)
+	}
+	keep := func(raw []byte) bool {
+		var t struct {
+			Owner, Kind string
+			Status      Status
+		}
+		if json.Unmarshal(raw, &t) != nil || t.Owner != p.ID {
+			return false
+		}
+		return (f.Status == "" || t.Status == f.Status) && (f.Kind == "" || t.Kind == f.Kind)
+	}
+	return s.store.ListIndexed(ctx, indexes, record, after, limit, keep)
+}
