@@ -1,0 +1,154 @@
+// Package app wires the service: the store, the services, the router and the
+// workers, started and stopped in order.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/handlers"
+	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/sessions"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tasks"
+)
+
+// Version is set at build time.
+var Version = "dev"
+
+// App is one running server.
+type App struct {
+	cfg      Config
+	log      *slog.Logger
+	Metrics  *metrics.Metrics
+	Store    *store.Store
+	FanIn    *store.FanIn
+	Tasks    *tasks.Service
+	Sessions *sessions.Service
+	Handler  http.Handler
+
+	// DevSecret is the HS256 secret made up at start when none was configured
+	// (embedded store only), so `make run` can print a token for curl.
+	DevSecret []byte
+
+	server   *http.Server
+	listener net.Listener
+	served   chan error
+}
+
+// New builds everything; nothing runs until Start.
+func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
+	a := &App{cfg: cfg, log: log, Metrics: metrics.New()}
+
+	secret := []byte(cfg.JWTSecret)
+	if len(secret) == 0 && cfg.JWKSFile == "" {
+		a.DevSecret = make([]byte, 32)
+		_, _ = rand.Read(a.DevSecret)
+		a.DevSecret = []byte(base64.RawURLEncoding.EncodeToString(a.DevSecret))
+		secret = a.DevSecret
+	}
+	verifier, err := authz.NewVerifier(authz.VerifierConfig{
+		HMACSecret: secret, JWKSFile: cfg.JWKSFile, Audience: cfg.JWTAudience, Issuer: cfg.JWTIssuer,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jwt: %w", err)
+	}
+	a.Store, err = store.Open(ctx, store.Config{
+		URL: cfg.RedisURL, Cluster: cfg.RedisCluster, Prefix: cfg.RedisPrefix, Partitions: cfg.Partitions,
+	}, a.Metrics, log)
+	if err != nil {
+		return nil, err
+	}
+	if a.Store.Kind == store.KindEmbedded {
+		log.Warn("using the embedded in-memory store: data does not survive a restart; set TASKHOOK_REDIS_URL for a durable store")
+	}
+	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log)
+	a.Tasks = tasks.NewService(tasks.Config{DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL}, a.Store, a.FanIn, a.Metrics, time.Now)
+	a.Sessions = sessions.NewService(sessions.Config{}, a.Store, a.FanIn, time.Now)
+	a.Handler = handlers.New(handlers.Deps{
+		Tasks: a.Tasks, Sessions: a.Sessions, Store: a.Store, Verifier: verifier,
+		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
+	})
+	return a, nil
+}
+
+// Start runs the workers and begins serving. It returns once the listener is
+// open.
+func (a *App) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	a.listener = ln
+	a.FanIn.Start(ctx)
+	a.server = &http.Server{
+		Handler:           a.Handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	a.served = make(chan error, 1)
+	go func() { a.served <- a.server.Serve(ln) }()
+	a.log.Info("listening", "addr", ln.Addr().String(), "store", a.Store.Kind, "partitions", a.Store.Partitions)
+	return nil
+}
+
+// Addr is the address the server listens on.
+func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// Stop drains: it stops accepting, ends long-polls and streams, waits for
+// in-flight requests, then stops the workers and closes the store, all
+// within ctx.
+func (a *App) Stop(ctx context.Context) error {
+	var errs []error
+	if a.server != nil {
+		a.FanIn.Stop(ctx) // closes the drain channel first: waiters answer at once
+		if err := a.server.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := <-a.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, a.Store.Close())
+	return errors.Join(errs...)
+}
+
+// Run starts the app and blocks until ctx ends, then stops it within the
+// shutdown timeout.
+func Run(ctx context.Context, cfg Config, logOut, out io.Writer) error {
+	a, err := New(ctx, cfg, logOut)
+	if err != nil {
+		return err
+	}
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
+	if a.DevSecret != nil {
+		tok, err := authz.IssueDevToken(a.DevSecret, "dev", []string{"admin"}, 24*time.Hour, time.Now())
+		if err == nil {
+			fmt.Fprintf(out, "\nDevelopment token (subject \"dev\", admin, valid 24h):\n\n  export TOKEN=%s\n\n", tok)
+		}
+	}
+	<-ctx.Done()
+	a.log.Info("shutting down")
+	stopCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	return a.Stop(stopCtx)
+}

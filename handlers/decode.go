@@ -1,0 +1,175 @@
+package handlers
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tasks"
+)
+
+// readBody reads the whole body under the size limit.
+func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.maxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, apiError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			fmt.Sprintf("the body is larger than %d bytes", a.maxBody))
+	}
+	if err != nil {
+		return nil, apiError(http.StatusBadRequest, CodeInvalidJSON, "could not read the body")
+	}
+	return body, nil
+}
+
+// DecodeJSON decodes one JSON object strictly: unknown fields, trailing data
+// and type mismatches are refused with the field at fault. An empty body
+// reads as {} (every route whose body is all optional accepts none).
+func DecodeJSON(body []byte, dst any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		trimmed = []byte("{}")
+	}
+	if trimmed[0] != '{' {
+		if !json.Valid(trimmed) {
+			return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON")
+		}
+		return invalidRequest("body", "must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var syntax *json.SyntaxError
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
+			return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON")
+		case errors.As(err, &typeErr):
+			field := typeErr.Field
+			if field == "" {
+				field = "body"
+			}
+			return invalidRequest(field, "must be "+jsonKind(typeErr.Type.Kind().String()))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return invalidRequest(field, "is not a known field")
+		default:
+			return invalidRequest("body", "could not be decoded")
+		}
+	}
+	if dec.More() {
+		return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "int32", "float64", "uint", "uint64":
+		return "a number"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	}
+	return "of another type"
+}
+
+// idempotency reads Idempotency-Key and scopes it to the principal and the
+// request path.
+func idempotency(r *http.Request, p authz.Principal, body []byte) (store.Idempotency, error) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return store.Idempotency{}, nil
+	}
+	if len(key) > 255 {
+		return store.Idempotency{}, invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return store.Idempotency{}, invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
+		}
+	}
+	sum := sha256.Sum256(body)
+	return store.Idempotency{
+		Scope:    p.ID + "\n" + r.Method + " " + r.URL.Path + "\n" + key,
+		BodyHash: hex.EncodeToString(sum[:]),
+	}, nil
+}
+
+// parseWait reads ?wait= as a Go duration or seconds; above the maximum it
+// is cut to the maximum.
+func parseWait(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || secs != secs {
+			return 0, invalidRequest("wait", "must be a duration such as 30s, or seconds")
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, invalidRequest("wait", "must not be negative")
+	}
+	return min(d, tasks.MaxWait), nil
+}
+
+// parseLimit reads ?limit= (1..max, default def).
+func parseLimit(r *http.Request, def, max int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, invalidRequest("limit", fmt.Sprintf("must be 1 to %d", max))
+	}
+	return n, nil
+}
+
+// Cursors of lists are opaque: base64url of "score:id".
+func encodeCursor(p *store.Position) any {
+	if p == nil {
+		return nil
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.Score, 10) + ":" + p.ID))
+}
+
+func parseCursor(r *http.Request) (*store.Position, error) {
+	v := r.URL.Query().Get("cursor")
+	if v == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return nil, store.ErrBadCursor
+	}
+	score, id, ok := strings.Cut(string(raw), ":")
+	n, err := strconv.ParseInt(score, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, store.ErrBadCursor
+	}
+	return &store.Position{Score: n, ID: id}, nil
+}

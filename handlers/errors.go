@@ -1,0 +1,166 @@
+package handlers
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/taskhook/taskhook/sessions"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tasks"
+)
+
+// Error codes of the contract.
+const (
+	CodeInvalidJSON       = "invalid_json"
+	CodeInvalidRequest    = "invalid_request"
+	CodeUnauthorized      = "unauthorized"
+	CodeNotFound          = "not_found"
+	CodeTaskTerminal      = "task_terminal"
+	CodeNotInputRequired  = "not_input_required"
+	CodeUnknownRequest    = "unknown_request"
+	CodeInputConflict     = "input_conflict"
+	CodeIdempotency       = "idempotency_conflict"
+	CodeSessionNotActive  = "session_not_active"
+	CodeHookClosed        = "hook_closed"
+	CodeSignatureInvalid  = "signature_invalid"
+	CodePayloadTooLarge   = "payload_too_large"
+	CodeRateLimited       = "rate_limited"
+	CodeStoreUnavailable  = "store_unavailable"
+	CodeInternal          = "internal"
+	CodeMethodNotAllowed  = "method_not_allowed"
+	CodeUnsupportedMedia  = "unsupported_media_type"
+	retryAfterUnavailable = "1"
+	notFoundMessage       = "no such resource"
+)
+
+// APIError is an error answer: status, code, message and any extra members.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+	Extra   map[string]any
+}
+
+func (e *APIError) Error() string { return e.Code + ": " + e.Message }
+
+func apiError(status int, code, msg string) *APIError {
+	return &APIError{Status: status, Code: code, Message: msg}
+}
+
+// Detail is one field problem of an invalid_request.
+type Detail struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func invalidRequest(field, msg string) *APIError {
+	return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: field + ": " + msg,
+		Extra: map[string]any{"details": []Detail{{Field: field, Message: msg}}}}
+}
+
+// errNotFound is the one answer for a missing id and for somebody else's:
+// same status, same body.
+var errNotFound = apiError(http.StatusNotFound, CodeNotFound, notFoundMessage)
+
+// toAPIError is the one place that maps domain errors to HTTP.
+func toAPIError(err error) *APIError {
+	var api *APIError
+	if errors.As(err, &api) {
+		return api
+	}
+	var tverr *tasks.ValidationError
+	if errors.As(err, &tverr) {
+		return invalidRequest(tverr.Field, tverr.Message)
+	}
+	var sverr *sessions.ValidationError
+	if errors.As(err, &sverr) {
+		return invalidRequest(sverr.Field, sverr.Message)
+	}
+	var state *tasks.StateError
+	if errors.As(err, &state) {
+		e := &APIError{Status: http.StatusConflict, Message: state.Error(), Extra: map[string]any{"task": state.Task}}
+		switch {
+		case errors.Is(err, tasks.ErrTerminal):
+			e.Code = CodeTaskTerminal
+		case errors.Is(err, tasks.ErrNotInputRequired):
+			e.Code = CodeNotInputRequired
+		case errors.Is(err, tasks.ErrUnknownRequest):
+			e.Code = CodeUnknownRequest
+		case errors.Is(err, tasks.ErrInputConflict):
+			e.Code = CodeInputConflict
+		default:
+			e.Code = CodeInternal
+			e.Status = http.StatusInternalServerError
+		}
+		return e
+	}
+	switch {
+	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, sessions.ErrNotFound),
+		errors.Is(err, tasks.ErrSessionNotFound), errors.Is(err, store.ErrNotFound):
+		return errNotFound
+	case errors.Is(err, tasks.ErrSessionNotActive):
+		return apiError(http.StatusConflict, CodeSessionNotActive, "the session is not active")
+	case errors.Is(err, tasks.ErrIdempotency), errors.Is(err, sessions.ErrIdempotency):
+		return apiError(http.StatusConflict, CodeIdempotency, "this Idempotency-Key was used with a different request body")
+	case errors.Is(err, store.ErrBadCursor):
+		return invalidRequest("cursor", "is not a cursor this service gave out")
+	case errors.Is(err, store.ErrUnavailable):
+		return apiError(http.StatusServiceUnavailable, CodeStoreUnavailable, "the store is unavailable; retry shortly")
+	}
+	return nil
+}
+
+// writeError answers with the error body. An unknown error is a 500 with an
+// errorId that is also logged; its text never reaches the client.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := toAPIError(err)
+	if e == nil {
+		id := newErrorID()
+		a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestID(r.Context()),
+			"route", routeOf(r), "err", err)
+		e = &APIError{Status: http.StatusInternalServerError, Code: CodeInternal,
+			Message: "internal error", Extra: map[string]any{"errorId": id}}
+	}
+	writeAPIError(w, e)
+}
+
+func writeAPIError(w http.ResponseWriter, e *APIError) {
+	body := map[string]any{"code": e.Code, "message": e.Message}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	switch e.Status {
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+	case http.StatusUnauthorized:
+		if e.Code == CodeUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="taskhook"`)
+		}
+	}
+	writeJSON(w, e.Status, map[string]any{"error": body})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		slog.Error("encode response", "err", err)
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+	}
+	writeRaw(w, status, b)
+}
+
+func writeRaw(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func newErrorID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "err_" + hex.EncodeToString(b)
+}

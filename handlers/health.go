@@ -1,0 +1,32 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+func (a *api) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 while the store answers, 503 otherwise.
+func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := a.store.Ready(ctx); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// Capabilities this build serves, for /v1/info.
+var capabilities = []string{"sessions", "tasks", "input-requests", "long-poll", "idempotency", "events-json"}
+
+func (a *api) info(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"name": "taskhook", "version": a.version, "store": a.store.Kind,
+		"partitions": a.store.Partitions, "capabilities": capabilities,
+	})
+}

@@ -1,0 +1,87 @@
+// Package handlers is the HTTP layer: chi routes that decode and validate a
+// request, call a service and map its errors to the contract's codes. It
+// holds no business rules.
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/sessions"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tasks"
+)
+
+// Deps is what the routes need.
+type Deps struct {
+	Tasks        *tasks.Service
+	Sessions     *sessions.Service
+	Store        *store.Store
+	Verifier     *authz.Verifier
+	Metrics      *metrics.Metrics
+	Log          *slog.Logger
+	MaxBodyBytes int64  // default 1 MiB
+	Version      string // reported by /v1/info
+}
+
+type api struct {
+	tasks    *tasks.Service
+	sessions *sessions.Service
+	store    *store.Store
+	verifier *authz.Verifier
+	metrics  *metrics.Metrics
+	log      *slog.Logger
+	maxBody  int64
+	version  string
+}
+
+// New builds the router.
+func New(d Deps) http.Handler {
+	a := &api{
+		tasks: d.Tasks, sessions: d.Sessions, store: d.Store, verifier: d.Verifier,
+		metrics: d.Metrics, log: d.Log, maxBody: d.MaxBodyBytes, version: d.Version,
+	}
+	if a.maxBody == 0 {
+		a.maxBody = 1 << 20
+	}
+	r := chi.NewRouter()
+	r.Use(withRequestID, a.observe)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeAPIError(w, errNotFound) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeAPIError(w, apiError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route"))
+	})
+
+	r.Get("/healthz", a.healthz)
+	r.Get("/readyz", a.readyz)
+	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Group(func(r chi.Router) {
+			r.Use(a.authenticate)
+			r.Get("/info", a.info)
+
+			r.Post("/sessions", a.createSession)
+			r.Get("/sessions", a.listSessions)
+			r.Get("/sessions/{sessionId}", a.getSession)
+			r.Get("/sessions/{sessionId}/events", a.sessionEvents)
+
+			r.Post("/tasks", a.createTask)
+			r.Get("/tasks", a.listTasks)
+			r.Get("/tasks/{taskId}", a.getTask)
+			r.Get("/tasks/{taskId}/result", a.taskResult)
+			r.Get("/tasks/{taskId}/events", a.taskEvents)
+			r.Post("/tasks/{taskId}/progress", a.taskCommand(tasks.CmdProgress))
+			r.Post("/tasks/{taskId}/messages", a.taskCommand(tasks.CmdMessage))
+			r.Post("/tasks/{taskId}/input-requests", a.taskCommand(tasks.CmdRequireInput))
+			r.Post("/tasks/{taskId}/input", a.taskCommand(tasks.CmdRespond))
+			r.Post("/tasks/{taskId}/complete", a.taskCommand(tasks.CmdComplete))
+			r.Post("/tasks/{taskId}/fail", a.taskCommand(tasks.CmdFail))
+			r.Post("/tasks/{taskId}/cancel", a.taskCommand(tasks.CmdCancel))
+		})
+	})
+	return r
+}

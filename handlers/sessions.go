@@ -1,0 +1,72 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/taskhook/taskhook/sessions"
+)
+
+func (a *api) createSession(w http.ResponseWriter, r *http.Request) {
+	body, err := a.readBody(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var in sessions.CreateInput
+	if err := DecodeJSON(body, &in); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	p := principal(r)
+	idem, err := idempotency(r, p, body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	raw, replayed, err := a.sessions.Create(r.Context(), p, in, idem)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeRaw(w, http.StatusCreated, raw)
+}
+
+func (a *api) getSession(w http.ResponseWriter, r *http.Request) {
+	_, raw, err := a.sessions.Get(r.Context(), principal(r), chi.URLParam(r, "sessionId"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, raw)
+}
+
+func (a *api) listSessions(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r, 50, 100)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	cursor, err := parseCursor(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	page, err := a.sessions.List(r.Context(), principal(r), r.URL.Query().Get("status"), cursor, limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeList(w, page.Items, page.Next)
+}
+
+func (a *api) sessionEvents(w http.ResponseWriter, r *http.Request) {
+	a.serveEvents(w, r, func(after string, limit int, wait time.Duration) ([]logEntry, error) {
+		return a.sessions.Events(r.Context(), principal(r), chi.URLParam(r, "sessionId"), after, limit, wait)
+	})
+}

@@ -1,0 +1,229 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/taskhook/taskhook/tasks"
+)
+
+func (a *api) createTask(w http.ResponseWriter, r *http.Request) {
+	body, err := a.readBody(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var in tasks.CreateInput
+	if err := DecodeJSON(body, &in); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	p := principal(r)
+	idem, err := idempotency(r, p, body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	reply, err := a.tasks.Create(r.Context(), p, in, idem)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var created struct{ TaskID string }
+	if json.Unmarshal(reply.JSON, &created) == nil && created.TaskID != "" {
+		w.Header().Set("Location", "/v1/tasks/"+created.TaskID)
+	}
+	writeReply(w, http.StatusCreated, reply)
+}
+
+func writeReply(w http.ResponseWriter, status int, reply tasks.Reply) {
+	if reply.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeRaw(w, status, reply.JSON)
+}
+
+// getTask reads a task; with afterRevision and wait it long-polls until the
+// revision is above afterRevision.
+func (a *api) getTask(w http.ResponseWriter, r *http.Request) {
+	wait, err := parseWait(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	after := int64(-1)
+	if v := r.URL.Query().Get("afterRevision"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			a.writeError(w, r, invalidRequest("afterRevision", "must be a whole number, 0 or more"))
+			return
+		}
+		after = n
+	}
+	if after < 0 {
+		wait = 0
+	}
+	_, raw, err := a.tasks.WaitFor(r.Context(), principal(r), chi.URLParam(r, "taskId"), wait, tasks.AfterRevision(after))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, raw)
+}
+
+// taskResult answers 200 once the task is terminal, 202 with the task as it
+// is when the wait runs out first.
+func (a *api) taskResult(w http.ResponseWriter, r *http.Request) {
+	wait, err := parseWait(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	t, raw, err := a.tasks.WaitFor(r.Context(), principal(r), chi.URLParam(r, "taskId"), wait, tasks.IsTerminal)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if !t.Status.Terminal() {
+		writeRaw(w, http.StatusAccepted, raw)
+		return
+	}
+	writeRaw(w, http.StatusOK, raw)
+}
+
+func (a *api) listTasks(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r, 50, 100)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	cursor, err := parseCursor(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	f := tasks.ListFilter{SessionID: q.Get("sessionId"), Status: tasks.Status(q.Get("status")), Kind: q.Get("kind")}
+	page, err := a.tasks.List(r.Context(), principal(r), f, cursor, limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeList(w, page.Items, page.Next)
+}
+
+func (a *api) taskEvents(w http.ResponseWriter, r *http.Request) {
+	a.serveEvents(w, r, func(after string, limit int, wait time.Duration) ([]logEntry, error) {
+		return a.tasks.Events(r.Context(), principal(r), chi.URLParam(r, "taskId"), after, limit, wait)
+	})
+}
+
+// Command bodies, one per route.
+type (
+	progressBody struct {
+		StatusMessage *string         `json:"statusMessage"`
+		Progress      json.RawMessage `json:"progress"`
+	}
+	messageBody struct {
+		Text string          `json:"text"`
+		Data json.RawMessage `json:"data"`
+	}
+	requestBody struct {
+		RequestID     string         `json:"requestId"`
+		Kind          string         `json:"kind"`
+		Prompt        string         `json:"prompt"`
+		Display       string         `json:"display"`
+		Options       []tasks.Option `json:"options"`
+		AllowFreeform bool           `json:"allowFreeform"`
+		Connection    string         `json:"connection"`
+		ExpiresAt     string         `json:"expiresAt"`
+	}
+	inputRequestsBody struct {
+		Requests []requestBody `json:"requests"`
+	}
+	inputBody struct {
+		Responses []tasks.InputResponse `json:"responses"`
+	}
+	completeBody struct {
+		Result json.RawMessage `json:"result"`
+	}
+	failBody struct {
+		Error *tasks.TaskError `json:"error"`
+	}
+	cancelBody struct {
+		Reason string `json:"reason"`
+	}
+)
+
+// decodeCommand reads the route's body into a command.
+func decodeCommand(kind tasks.CommandKind, body []byte) (tasks.Command, error) {
+	cmd := tasks.Command{Kind: kind}
+	var err error
+	switch kind {
+	case tasks.CmdProgress:
+		var b progressBody
+		err = DecodeJSON(body, &b)
+		cmd.StatusMessage, cmd.Progress = b.StatusMessage, b.Progress
+	case tasks.CmdMessage:
+		var b messageBody
+		err = DecodeJSON(body, &b)
+		cmd.Text, cmd.Data = b.Text, b.Data
+	case tasks.CmdRequireInput:
+		var b inputRequestsBody
+		err = DecodeJSON(body, &b)
+		for _, q := range b.Requests {
+			cmd.Requests = append(cmd.Requests, tasks.InputRequest{
+				RequestID: q.RequestID, Kind: q.Kind, Prompt: q.Prompt, Display: q.Display,
+				Options: q.Options, AllowFreeform: q.AllowFreeform, Connection: q.Connection, ExpiresAt: q.ExpiresAt,
+			})
+		}
+	case tasks.CmdRespond:
+		var b inputBody
+		err = DecodeJSON(body, &b)
+		cmd.Responses = b.Responses
+	case tasks.CmdComplete:
+		var b completeBody
+		err = DecodeJSON(body, &b)
+		cmd.Result = b.Result
+	case tasks.CmdFail:
+		var b failBody
+		err = DecodeJSON(body, &b)
+		cmd.Error = b.Error
+	case tasks.CmdCancel:
+		var b cancelBody
+		err = DecodeJSON(body, &b)
+		cmd.Reason = b.Reason
+	}
+	return cmd, err
+}
+
+func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := a.readBody(w, r)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		cmd, err := decodeCommand(kind, body)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		p := principal(r)
+		idem, err := idempotency(r, p, body)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		reply, err := a.tasks.Run(r.Context(), p, chi.URLParam(r, "taskId"), cmd, idem)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		writeReply(w, http.StatusOK, reply)
+	}
+}
