@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
@@ -43,6 +44,8 @@ type App struct {
 	server   *http.Server
 	listener net.Listener
 	served   chan error
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // New builds everything; nothing runs until Start.
@@ -116,6 +119,11 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // in-flight requests, then stops the workers and closes the store, all
 // within ctx.
 func (a *App) Stop(ctx context.Context) error {
+	a.stopOnce.Do(func() { a.stopErr = a.stop(ctx) })
+	return a.stopErr
+}
+
+func (a *App) stop(ctx context.Context) error {
 	var errs []error
 	if a.server != nil {
 		a.FanIn.Stop(ctx) // closes the drain channel first: waiters answer at once

@@ -173,7 +173,7 @@ func isTaskEvent(typ string) bool { return len(typ) > 5 && typ[:5] == "task." }
 func (t Task) clone() Task {
 	c := t
 	c.InputRequests = append([]InputRequest(nil), t.InputRequests...)
-	c.InputResponses = append([]InputResponse(nil), t.InputResponses...)
+	c.InputResponses = append(make([]InputResponse, 0, len(t.InputResponses)), t.InputResponses...)
 	return c
 }
 

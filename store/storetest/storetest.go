@@ -1,0 +1,123 @@
+// Package storetest gives tests a store of each kind, with a key prefix of
+// their own so tests run in parallel and clean up only what they made.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskhook/taskhook/store"
+)
+
+// Backend is one kind of store a suite runs against.
+type Backend struct {
+	Name   string
+	Config func(t testing.TB) store.Config
+}
+
+// Backends are the three kinds: real standalone Redis, a real 3-node Redis
+// Cluster and the embedded server.
+func Backends() []Backend {
+	return []Backend{
+		{Name: "redis", Config: Standalone},
+		{Name: "cluster", Config: Cluster},
+		{Name: "embedded", Config: Embedded},
+	}
+}
+
+// Prefix is a fresh key prefix for one test.
+func Prefix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "tht" + hex.EncodeToString(b) + ":"
+}
+
+// StandaloneURL is the test Redis: TASKHOOK_TEST_REDIS_URL, or the default
+// local one.
+func StandaloneURL() string {
+	if u := os.Getenv("TASKHOOK_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// Standalone is a config for the test Redis with a fresh prefix; the keys
+// under it are deleted when the test ends.
+func Standalone(t testing.TB) store.Config {
+	t.Helper()
+	url := StandaloneURL()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("TASKHOOK_TEST_REDIS_URL: %v", err)
+	}
+	rdb := redis.NewClient(opts)
+	require(t, rdb.Ping(context.Background()).Err(), "standalone Redis at "+opts.Addr)
+	cfg := store.Config{URL: url, Prefix: Prefix()}
+	t.Cleanup(func() {
+		defer rdb.Close()
+		deletePrefix(rdb, cfg.Prefix)
+	})
+	return cfg
+}
+
+// Cluster is a config for the test Redis Cluster (TASKHOOK_TEST_REDIS_CLUSTER).
+func Cluster(t testing.TB) store.Config {
+	t.Helper()
+	nodes := os.Getenv("TASKHOOK_TEST_REDIS_CLUSTER")
+	if nodes == "" {
+		if os.Getenv("TASKHOOK_TEST_REQUIRE_REDIS") != "" {
+			t.Fatal("TASKHOOK_TEST_REDIS_CLUSTER is not set: run the tests with `make test`")
+		}
+		t.Skip("no Redis Cluster: TASKHOOK_TEST_REDIS_CLUSTER is not set (make test starts one)")
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(nodes, ",")})
+	require(t, rdb.Ping(context.Background()).Err(), "Redis Cluster at "+nodes)
+	cfg := store.Config{URL: nodes, Cluster: true, Prefix: Prefix()}
+	t.Cleanup(func() {
+		defer rdb.Close()
+		_ = rdb.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
+			deletePrefix(c, cfg.Prefix)
+			return nil
+		})
+	})
+	return cfg
+}
+
+// Embedded is the embedded store's config (each server gets its own).
+func Embedded(t testing.TB) store.Config { return store.Config{Prefix: Prefix()} }
+
+func require(t testing.TB, err error, what string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("TASKHOOK_TEST_REQUIRE_REDIS") != "" {
+		t.Fatalf("%s does not answer: %v", what, err)
+	}
+	t.Skipf("%s does not answer (%v); `make test` starts one", what, err)
+}
+
+// deletePrefix removes the keys a test made, and only those.
+func deletePrefix(rdb *redis.Client, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 500 {
+			rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	for _, k := range batch {
+		rdb.Unlink(ctx, k) // one by one: keys of several slots
+	}
+}
