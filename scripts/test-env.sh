@@ -25,7 +25,7 @@
 #   TASKHOOK_TEST_STANDALONE_PORT    port probed for a running standalone Redis (6379)
 #   TASKHOOK_TEST_OWN_REDIS_PORT     first port tried for our own standalone (7201)
 #   TASKHOOK_TEST_CLUSTER_PORT       first port tried for the cluster nodes (7101)
-#   TASKHOOK_TEST_WAIT_SECONDS       deadline of each wait for a server (30)
+#   TASKHOOK_TEST_WAIT_SECONDS       deadline of each wait for a server (60)
 #
 # A Redis found running (the machine's own) is used, never flushed, never stopped.
 # Everything this script starts lives under .tmp/test-env/ in the repository.
@@ -38,7 +38,7 @@ DEV_DIR="$STATE_ROOT/dev"
 STANDALONE_PORT=${TASKHOOK_TEST_STANDALONE_PORT:-6379}
 OWN_REDIS_PORT=${TASKHOOK_TEST_OWN_REDIS_PORT:-7201}
 CLUSTER_PORT=${TASKHOOK_TEST_CLUSTER_PORT:-7101}
-WAIT_SECONDS=${TASKHOOK_TEST_WAIT_SECONDS:-30}
+WAIT_SECONDS=${TASKHOOK_TEST_WAIT_SECONDS:-60}
 CLUSTER_NODES=3
 PORT_ATTEMPTS=200
 
@@ -311,7 +311,7 @@ start_cluster() {
 		if [ "$SECONDS" -ge "$deadline" ]; then
 			for port in "${ports[@]}"; do
 				log "cluster info of 127.0.0.1:$port:"
-				rcli "$port" cluster info >&2 || true
+				rcli "$port" cluster info | head -n 7 >&2 || true
 			done
 			die "the cluster did not reach cluster_state:ok with all slots covered within ${WAIT_SECONDS}s"
 		fi

@@ -1,0 +1,236 @@
+// Package client is the typed Go client of taskhook: what agents, executors
+// and the project's black-box tests use to drive the HTTP API.
+//
+// Every call takes a context; every non-2xx answer comes back as an *Error
+// carrying the contract's stable error code (test it with IsCode). The
+// client never retries by itself: Error.RetryAfter says when a 429 or 503
+// may be tried again.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout bounds one HTTP exchange of the default HTTP client. A call
+// that long-polls gets at least its wait plus WaitGrace, whatever the HTTP
+// client's own timeout.
+const (
+	DefaultTimeout = 30 * time.Second
+	WaitGrace      = 15 * time.Second
+)
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
+const userAgent = "taskhook-go-client"
+
+// Client talks to one taskhook server as one principal. It is safe for
+// concurrent use.
+type Client struct {
+	baseURL string
+	token   string
+	http    *http.Client
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient makes the client send its requests through h (for example
+// one whose transport checks every response in tests).
+func WithHTTPClient(h *http.Client) Option {
+	return func(c *Client) {
+		if h != nil {
+			c.http = h
+		}
+	}
+}
+
+// New returns a client of the server at baseURL (scheme, host and any path
+// prefix, e.g. "https://taskhook.example.com") acting with the bearer token.
+// An empty token sends no Authorization header.
+func New(baseURL, token string, opts ...Option) *Client {
+	c := &Client{
+		baseURL: strings.TrimRight(baseURL, "/"),
+		token:   token,
+		http:    &http.Client{Timeout: DefaultTimeout},
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// WithToken returns a copy of the client acting as the principal of token.
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
+// call holds the per-call options.
+type call struct {
+	idempotencyKey string
+	requestID      string
+	meta           *Response
+}
+
+// CallOption configures one call.
+type CallOption func(*call)
+
+// WithIdempotencyKey sends Idempotency-Key: a repeat of the call with the same
+// key and body gets the first answer again (Response.Replayed).
+func WithIdempotencyKey(key string) CallOption {
+	return func(c *call) { c.idempotencyKey = key }
+}
+
+// WithRequestID sends X-Request-Id; the server echoes it and logs it.
+func WithRequestID(id string) CallOption {
+	return func(c *call) { c.requestID = id }
+}
+
+// WithResponse fills meta with the answer's metadata, for successes and
+// error answers alike (not when no answer arrived).
+func WithResponse(meta *Response) CallOption {
+	return func(c *call) { c.meta = meta }
+}
+
+// Response is the metadata of an answer.
+type Response struct {
+	Status    int
+	Header    http.Header
+	Replayed  bool // Idempotent-Replayed: true: the stored answer to an earlier call with the same key
+	RequestID string
+}
+
+// Page is one page of a list, newest first. NextCursor is empty on the last
+// page; pass it as the Cursor of the next call otherwise.
+type Page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"nextCursor"`
+}
+
+// String returns a pointer to s, for optional fields.
+func String(s string) *string { return &s }
+
+// Int64 returns a pointer to n, for optional fields.
+func Int64(n int64) *int64 { return &n }
+
+// do is the one place that talks HTTP. It sends body (when not nil) as JSON,
+// decodes a 2xx answer into out (when not nil) and turns any other answer
+// into an *Error. It returns the status of the answer.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any, opts []CallOption) (int, error) {
+	var cl call
+	for _, o := range opts {
+		if o != nil {
+			o(&cl)
+		}
+	}
+	target := c.baseURL + path
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	var payload io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, fmt.Errorf("taskhook: encode the body of %s %s: %w", method, path, err)
+		}
+		payload = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, payload)
+	if err != nil {
+		return 0, fmt.Errorf("taskhook: %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if cl.idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", cl.idempotencyKey)
+	}
+	if cl.requestID != "" {
+		req.Header.Set("X-Request-Id", cl.requestID)
+	}
+
+	resp, err := c.httpFor(query).Do(req)
+	if err != nil {
+		// A *url.Error names the URL, never the headers: no token in it.
+		return 0, fmt.Errorf("taskhook: %w", err)
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+		_ = resp.Body.Close()
+	}()
+	if cl.meta != nil {
+		*cl.meta = Response{
+			Status:    resp.StatusCode,
+			Header:    resp.Header,
+			Replayed:  resp.Header.Get("Idempotent-Replayed") == "true",
+			RequestID: resp.Header.Get("X-Request-Id"),
+		}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, c.decodeError(resp)
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.StatusCode, fmt.Errorf("taskhook: decode the answer to %s %s (status %d): %w",
+				method, path, resp.StatusCode, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// httpFor returns the HTTP client of one call: a long-poll (a wait in the
+// query) must not be cut short by the client's own timeout.
+func (c *Client) httpFor(query url.Values) *http.Client {
+	w := query.Get("wait")
+	if w == "" || c.http.Timeout <= 0 {
+		return c.http
+	}
+	wait, err := time.ParseDuration(w)
+	if err != nil || c.http.Timeout >= wait+WaitGrace {
+		return c.http
+	}
+	hc := *c.http
+	hc.Timeout = wait + WaitGrace
+	return &hc
+}
+
+// setWait puts a long-poll wait in the query as a Go duration ("30s").
+func setWait(q url.Values, wait time.Duration) {
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+}
+
+// setPaging puts a list's limit and cursor in the query.
+func setPaging(q url.Values, limit int, cursor string) {
+	if limit > 0 {
+		q.Set("limit", fmt.Sprint(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+}
+
+// setNonEmpty sets q[key] when value is not empty.
+func setNonEmpty(q url.Values, key, value string) {
+	if value != "" {
+		q.Set(key, value)
+	}
+}

@@ -1,0 +1,84 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Event types.
+const (
+	EventSessionCreated         = "session.created"
+	EventSessionCancelled       = "session.cancelled"
+	EventTaskCreated            = "task.created"
+	EventTaskProgress           = "task.progress"
+	EventTaskMessage            = "task.message"
+	EventTaskStatus             = "task.status"
+	EventTaskTerminal           = "task.terminal"
+	EventInputRequested         = "input.requested"
+	EventInputResolved          = "input.resolved"
+	EventAuthorizationRequired  = "authorization.required"
+	EventAuthorizationCompleted = "authorization.completed"
+	EventHookReceived           = "hook.received"
+)
+
+// Event is one entry of a session's or a task's log. ID is a cursor that
+// increases strictly within a log.
+type Event struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	At        time.Time       `json:"at"`
+	SessionID string          `json:"sessionId"`
+	TaskID    string          `json:"taskId,omitempty"`
+	Revision  int64           `json:"revision,omitempty"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Task decodes the task snapshot that task.* events carry in data.task.
+func (e Event) Task() (*Task, error) {
+	var d struct {
+		Task *Task `json:"task"`
+	}
+	if len(e.Data) > 0 {
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			return nil, fmt.Errorf("taskhook: decode the data of event %s (%s): %w", e.ID, e.Type, err)
+		}
+	}
+	if d.Task == nil {
+		if !strings.HasPrefix(e.Type, "task.") {
+			return nil, fmt.Errorf("taskhook: event %s is %s, not a task.* event: it carries no task", e.ID, e.Type)
+		}
+		return nil, fmt.Errorf("taskhook: event %s (%s) carries no task", e.ID, e.Type)
+	}
+	return d.Task, nil
+}
+
+// EventPage is one read of a log. Cursor is the id of the last event read
+// (the After of the next read), or the After of this one when it read none.
+type EventPage struct {
+	Events []Event `json:"events"`
+	Cursor string  `json:"cursor"`
+}
+
+// EventsParams is a read of a log.
+type EventsParams struct {
+	After string        // read events after this id; empty: from the start
+	Limit int           // 0: the server's default
+	Wait  time.Duration // when > 0 and nothing is there yet, wait up to this long for an event
+}
+
+func (c *Client) events(ctx context.Context, path string, p EventsParams, opts []CallOption) (*EventPage, error) {
+	q := url.Values{}
+	setNonEmpty(q, "after", p.After)
+	setPaging(q, p.Limit, "")
+	setWait(q, p.Wait)
+	var page EventPage
+	if _, err := c.do(ctx, http.MethodGet, path, q, nil, &page, opts); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}

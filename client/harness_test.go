@@ -1,0 +1,176 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// env is one real server and clients of two principals.
+type env struct {
+	name  string // the store backend
+	url   string
+	alice *client.Client
+	bob   *client.Client
+}
+
+// eachStore runs fn, in parallel, against a real server on every store
+// backend (embedded, standalone Redis, and Redis Cluster when configured).
+func eachStore(t *testing.T, cfg app.Config, fn func(t *testing.T, e *env)) {
+	t.Helper()
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			srv := apptest.Start(t, b.Config(t), cfg)
+			fn(t, newEnv(t, b.Name, srv.URL))
+		})
+	}
+}
+
+// redisStores runs fn against the shared (non-embedded) backends, giving it
+// the store config so it can start several replicas on one store.
+func redisStores(t *testing.T, fn func(t *testing.T, sc store.Config)) {
+	t.Helper()
+	for _, b := range storetest.Backends() {
+		if b.Name == "embedded" {
+			continue
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, b.Config(t))
+		})
+	}
+}
+
+func newEnv(t *testing.T, name, url string) *env {
+	alice := newClient(t, url, apptest.Token(t, "alice"))
+	return &env{name: name, url: url, alice: alice, bob: alice.WithToken(apptest.Token(t, "bob"))}
+}
+
+// newClient is a client whose transport checks every exchange against the
+// contract's conventions.
+func newClient(t *testing.T, url, token string, opts ...client.Option) *client.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Timeout: 20 * time.Second, Transport: &checkingTransport{t: t, next: tr}}
+	return client.New(url, token, append([]client.Option{client.WithHTTPClient(hc)}, opts...)...)
+}
+
+// checkingTransport fails the test when a request body is not one JSON
+// object, sends a field only the server fills, or when an answer lacks
+// X-Request-Id or the JSON content type.
+type checkingTransport struct {
+	t    testing.TB
+	next http.RoundTripper
+}
+
+func (c *checkingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.GetBody != nil {
+		rc, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		body, _ := io.ReadAll(rc)
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+			c.t.Errorf("%s %s: body %q is not a JSON object", req.Method, req.URL.Path, body)
+		}
+		for _, f := range []string{`"answerUrl"`, `"authorizationUrl"`} {
+			if bytes.Contains(body, []byte(f)) {
+				c.t.Errorf("%s %s: body sends %s, which the server fills: %s", req.Method, req.URL.Path, f, body)
+			}
+		}
+		if ct := req.Header.Get("Content-Type"); ct != "application/json" {
+			c.t.Errorf("%s %s: Content-Type %q", req.Method, req.URL.Path, ct)
+		}
+	}
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	got := resp.Header.Get("X-Request-Id")
+	if got == "" {
+		c.t.Errorf("%s %s: answer %d has no X-Request-Id", req.Method, req.URL.Path, resp.StatusCode)
+	}
+	if sent := req.Header.Get("X-Request-Id"); sent != "" && got != sent {
+		c.t.Errorf("%s %s: X-Request-Id %q, sent %q", req.Method, req.URL.Path, got, sent)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		c.t.Errorf("%s %s: answer %d has Content-Type %q", req.Method, req.URL.Path, resp.StatusCode, ct)
+	}
+	return resp, nil
+}
+
+// testContext ends with the test, and in any case after a minute.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newTask opens a session and starts a task in it.
+func newTask(t *testing.T, ctx context.Context, c *client.Client) *client.Task {
+	t.Helper()
+	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	task, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "test"})
+	if err != nil {
+		t.Fatalf("CreateTask: %v", err)
+	}
+	return task
+}
+
+// asError is err as an *Error, or a fatal failure.
+func asError(t *testing.T, err error) *client.Error {
+	t.Helper()
+	if err == nil {
+		t.Fatal("got no error, want an *client.Error")
+	}
+	e, ok := err.(*client.Error)
+	if !ok {
+		t.Fatalf("error %v (%T) is not a *client.Error", err, err)
+	}
+	return e
+}
+
+// wantCode checks err is an *Error with the status and code.
+func wantCode(t *testing.T, err error, status int, code string) *client.Error {
+	t.Helper()
+	e := asError(t, err)
+	if e.Status != status || e.Code != code || !client.IsCode(err, code) {
+		t.Fatalf("error %v: got status %d code %q, want %d %q", err, e.Status, e.Code, status, code)
+	}
+	if e.Message == "" {
+		t.Errorf("error %v has no message", err)
+	}
+	return e
+}
+
+// jsonEqual reports whether two JSON texts hold the same value.
+func jsonEqual(t *testing.T, got json.RawMessage, want string) bool {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Errorf("decode %q: %v", got, err)
+		return false
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("decode %q: %v", want, err)
+	}
+	gb, _ := json.Marshal(g)
+	wb, _ := json.Marshal(w)
+	return bytes.Equal(gb, wb)
+}

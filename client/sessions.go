@@ -1,0 +1,73 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Session statuses.
+const (
+	SessionActive    = "active"
+	SessionCancelled = "cancelled"
+)
+
+// Session is an agent's conversation: the owner scope of its tasks.
+type Session struct {
+	SessionID     string            `json:"sessionId"`
+	Status        string            `json:"status"`
+	Owner         string            `json:"owner"`
+	CreatedAt     time.Time         `json:"createdAt"`
+	LastUpdatedAt time.Time         `json:"lastUpdatedAt"`
+	Metadata      json.RawMessage   `json:"metadata,omitempty"`
+	Notify        []json.RawMessage `json:"notify"`
+}
+
+// CreateSessionInput is the body of POST /v1/sessions.
+type CreateSessionInput struct {
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// CreateSession opens an active session owned by the caller.
+func (c *Client) CreateSession(ctx context.Context, in CreateSessionInput, opts ...CallOption) (*Session, error) {
+	var s Session
+	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions", nil, in, &s, opts); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// GetSession reads one session.
+func (c *Client) GetSession(ctx context.Context, id string, opts ...CallOption) (*Session, error) {
+	var s Session
+	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, nil, &s, opts); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ListSessionsParams narrows and pages GET /v1/sessions.
+type ListSessionsParams struct {
+	Status string // active or cancelled; empty for both
+	Limit  int    // 0: the server's default
+	Cursor string // NextCursor of the previous page
+}
+
+// ListSessions lists the caller's sessions, newest first.
+func (c *Client) ListSessions(ctx context.Context, p ListSessionsParams, opts ...CallOption) (*Page[Session], error) {
+	q := url.Values{}
+	setNonEmpty(q, "status", p.Status)
+	setPaging(q, p.Limit, p.Cursor)
+	var page Page[Session]
+	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions", q, nil, &page, opts); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+// SessionEvents reads the session's event log.
+func (c *Client) SessionEvents(ctx context.Context, id string, p EventsParams, opts ...CallOption) (*EventPage, error) {
+	return c.events(ctx, "/v1/sessions/"+url.PathEscape(id)+"/events", p, opts)
+}

@@ -1,0 +1,286 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Task statuses.
+const (
+	StatusWorking       = "working"
+	StatusInputRequired = "input_required"
+	StatusCompleted     = "completed"
+	StatusFailed        = "failed"
+	StatusCancelled     = "cancelled"
+)
+
+// Input request kinds and displays.
+const (
+	KindAsk           = "ask"
+	KindAuthorization = "authorization"
+
+	DisplayConfirmation = "confirmation"
+	DisplaySelect       = "select"
+	DisplayText         = "text"
+)
+
+// Task is the durable record of one piece of background work.
+type Task struct {
+	TaskID         string          `json:"taskId"`
+	SessionID      string          `json:"sessionId"`
+	Owner          string          `json:"owner"`
+	Requester      string          `json:"requester"`
+	Status         string          `json:"status"`
+	Revision       int64           `json:"revision"`
+	Kind           string          `json:"kind,omitempty"`
+	Label          string          `json:"label,omitempty"`
+	Input          json.RawMessage `json:"input,omitempty"`
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	Progress       json.RawMessage `json:"progress,omitempty"`
+	InputRequests  []InputRequest  `json:"inputRequests,omitempty"`
+	InputResponses []InputResponse `json:"inputResponses"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          *TaskError      `json:"error,omitempty"`
+	CancelReason   string          `json:"cancelReason,omitempty"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	LastUpdatedAt  time.Time       `json:"lastUpdatedAt"`
+	TTLMs          *int64          `json:"ttlMs"`
+	ExpiresAt      *time.Time      `json:"expiresAt"`
+	PollIntervalMs int64           `json:"pollIntervalMs"`
+}
+
+// Terminal reports whether the task is completed, failed or cancelled: no
+// command changes it any more.
+func (t *Task) Terminal() bool {
+	return t.Status == StatusCompleted || t.Status == StatusFailed || t.Status == StatusCancelled
+}
+
+// InputRequest is a question for a human (kind ask) or a sign-in the task
+// needs (kind authorization). AnswerURL and AuthorizationURL are filled by
+// the server and never sent.
+type InputRequest struct {
+	RequestID        string   `json:"requestId,omitempty"` // the server makes one (req_...) when empty
+	Kind             string   `json:"kind,omitempty"`      // ask (the default) or authorization
+	Prompt           string   `json:"prompt"`
+	Display          string   `json:"display,omitempty"`
+	Options          []Choice `json:"options,omitempty"`
+	AllowFreeform    bool     `json:"allowFreeform,omitempty"`
+	AnswerURL        string   `json:"answerUrl,omitempty"`
+	Connection       string   `json:"connection,omitempty"`
+	AuthorizationURL string   `json:"authorizationUrl,omitempty"`
+	ExpiresAt        string   `json:"expiresAt,omitempty"`
+}
+
+// Choice is one option (button) of an input request.
+type Choice struct {
+	ID          string `json:"id"`
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+	Style       string `json:"style,omitempty"` // primary, danger or default
+}
+
+// InputResponse is one answer to one input request.
+type InputResponse struct {
+	RequestID string `json:"requestId"`
+	OptionID  string `json:"optionId,omitempty"`
+	Text      string `json:"text,omitempty"`
+}
+
+// TaskError is why a task failed.
+type TaskError struct {
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// CreateTaskInput is the body of POST /v1/tasks. Input is any value that
+// encodes as JSON (a json.RawMessage is sent as is).
+type CreateTaskInput struct {
+	SessionID      string         `json:"sessionId"`
+	Kind           string         `json:"kind,omitempty"`
+	Label          string         `json:"label,omitempty"`
+	Input          any            `json:"input,omitempty"`
+	Metadata       map[string]any `json:"metadata,omitempty"`
+	TTLMs          *int64         `json:"ttlMs,omitempty"`
+	PollIntervalMs *int64         `json:"pollIntervalMs,omitempty"`
+	Requester      string         `json:"requester,omitempty"`
+}
+
+// CreateTask starts a task in a session. The answer is the receipt: the task
+// is durable by the time it returns.
+func (c *Client) CreateTask(ctx context.Context, in CreateTaskInput, opts ...CallOption) (*Task, error) {
+	var t Task
+	if _, err := c.do(ctx, http.MethodPost, "/v1/tasks", nil, in, &t, opts); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// GetTask reads a task.
+func (c *Client) GetTask(ctx context.Context, id string, opts ...CallOption) (*Task, error) {
+	var t Task
+	if _, err := c.do(ctx, http.MethodGet, taskPath(id, ""), nil, nil, &t, opts); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// WaitTask long-polls a task: it answers once the task's revision is above
+// afterRevision, or with the task as it is when wait (at most 60 s on the
+// server) runs out.
+func (c *Client) WaitTask(ctx context.Context, id string, afterRevision int64, wait time.Duration, opts ...CallOption) (*Task, error) {
+	q := url.Values{}
+	q.Set("afterRevision", strconv.FormatInt(afterRevision, 10))
+	setWait(q, wait)
+	var t Task
+	if _, err := c.do(ctx, http.MethodGet, taskPath(id, ""), q, nil, &t, opts); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Result waits up to wait for the task to end. terminal is true (HTTP 200)
+// when it has ended, false (HTTP 202) when the wait ran out first; the task
+// is returned either way.
+func (c *Client) Result(ctx context.Context, id string, wait time.Duration, opts ...CallOption) (task *Task, terminal bool, err error) {
+	q := url.Values{}
+	setWait(q, wait)
+	var t Task
+	status, err := c.do(ctx, http.MethodGet, taskPath(id, "/result"), q, nil, &t, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	return &t, status == http.StatusOK, nil
+}
+
+// ListTasksParams narrows and pages GET /v1/tasks.
+type ListTasksParams struct {
+	SessionID string
+	Status    string
+	Kind      string
+	Limit     int    // 0: the server's default
+	Cursor    string // NextCursor of the previous page
+}
+
+// ListTasks lists the caller's tasks, newest first.
+func (c *Client) ListTasks(ctx context.Context, p ListTasksParams, opts ...CallOption) (*Page[Task], error) {
+	q := url.Values{}
+	setNonEmpty(q, "sessionId", p.SessionID)
+	setNonEmpty(q, "status", p.Status)
+	setNonEmpty(q, "kind", p.Kind)
+	setPaging(q, p.Limit, p.Cursor)
+	var page Page[Task]
+	if _, err := c.do(ctx, http.MethodGet, "/v1/tasks", q, nil, &page, opts); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+// TaskEvents reads the task's event log.
+func (c *Client) TaskEvents(ctx context.Context, id string, p EventsParams, opts ...CallOption) (*EventPage, error) {
+	return c.events(ctx, taskPath(id, "/events"), p, opts)
+}
+
+// ProgressInput is a progress report; nil fields are left as they are.
+type ProgressInput struct {
+	StatusMessage *string `json:"statusMessage,omitempty"`
+	Progress      any     `json:"progress,omitempty"`
+}
+
+// Progress reports progress. It does not wake the parent; Message does.
+func (c *Client) Progress(ctx context.Context, id string, in ProgressInput, opts ...CallOption) (*Task, error) {
+	return c.command(ctx, id, "/progress", in, opts)
+}
+
+// Message posts a message (with optional data) that wakes the parent.
+func (c *Client) Message(ctx context.Context, id, text string, data any, opts ...CallOption) (*Task, error) {
+	body := struct {
+		Text string `json:"text"`
+		Data any    `json:"data,omitempty"`
+	}{text, data}
+	return c.command(ctx, id, "/messages", body, opts)
+}
+
+// inputRequestBody is an InputRequest as sent: without the fields the
+// server fills.
+type inputRequestBody struct {
+	RequestID     string   `json:"requestId,omitempty"`
+	Kind          string   `json:"kind,omitempty"`
+	Prompt        string   `json:"prompt"`
+	Display       string   `json:"display,omitempty"`
+	Options       []Choice `json:"options,omitempty"`
+	AllowFreeform bool     `json:"allowFreeform,omitempty"`
+	Connection    string   `json:"connection,omitempty"`
+	ExpiresAt     string   `json:"expiresAt,omitempty"`
+}
+
+// RequireInput asks for input: the task moves to input_required with the
+// new requests.
+func (c *Client) RequireInput(ctx context.Context, id string, reqs []InputRequest, opts ...CallOption) (*Task, error) {
+	body := struct {
+		Requests []inputRequestBody `json:"requests"`
+	}{Requests: make([]inputRequestBody, len(reqs))}
+	for i, r := range reqs {
+		body.Requests[i] = inputRequestBody{
+			RequestID: r.RequestID, Kind: r.Kind, Prompt: r.Prompt, Display: r.Display, Options: r.Options,
+			AllowFreeform: r.AllowFreeform, Connection: r.Connection, ExpiresAt: r.ExpiresAt,
+		}
+	}
+	return c.command(ctx, id, "/input-requests", body, opts)
+}
+
+// Respond answers input requests, all or nothing. Repeating an answer
+// already recorded is a safe no-op.
+func (c *Client) Respond(ctx context.Context, id string, resps []InputResponse, opts ...CallOption) (*Task, error) {
+	body := struct {
+		Responses []InputResponse `json:"responses"`
+	}{resps}
+	if body.Responses == nil {
+		body.Responses = []InputResponse{}
+	}
+	return c.command(ctx, id, "/input", body, opts)
+}
+
+// Complete ends the task with a result (any value that encodes as JSON).
+func (c *Client) Complete(ctx context.Context, id string, result any, opts ...CallOption) (*Task, error) {
+	body := struct {
+		Result any `json:"result,omitempty"`
+	}{result}
+	return c.command(ctx, id, "/complete", body, opts)
+}
+
+// Fail ends the task as failed.
+func (c *Client) Fail(ctx context.Context, id, message string, data any, opts ...CallOption) (*Task, error) {
+	type taskError struct {
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	}
+	body := struct {
+		Error taskError `json:"error"`
+	}{taskError{message, data}}
+	return c.command(ctx, id, "/fail", body, opts)
+}
+
+// Cancel cancels the task. Cancelling a task that has ended answers it as it
+// is.
+func (c *Client) Cancel(ctx context.Context, id, reason string, opts ...CallOption) (*Task, error) {
+	body := struct {
+		Reason string `json:"reason,omitempty"`
+	}{reason}
+	return c.command(ctx, id, "/cancel", body, opts)
+}
+
+// command posts one task command and reads the task it answers with.
+func (c *Client) command(ctx context.Context, id, route string, body any, opts []CallOption) (*Task, error) {
+	var t Task
+	if _, err := c.do(ctx, http.MethodPost, taskPath(id, route), nil, body, &t, opts); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func taskPath(id, suffix string) string { return "/v1/tasks/" + url.PathEscape(id) + suffix }

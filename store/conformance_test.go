@@ -1,0 +1,346 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// The conformance suite: every test here runs on real standalone Redis, a
+// real Redis Cluster and the embedded store, through the same code and Lua.
+func forEachBackend(t *testing.T, fn func(t *testing.T, cfg store.Config)) {
+	t.Helper()
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, b.Config(t))
+		})
+	}
+}
+
+func open(t *testing.T, cfg store.Config) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), cfg, metrics.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type fixture struct {
+	s       *store.Store
+	part    int
+	session string
+	now     time.Time
+}
+
+func newFixture(t *testing.T, s *store.Store, owner string) fixture {
+	t.Helper()
+	part := 3 % s.Partitions
+	f := fixture{s: s, part: part, session: store.NewID(store.SessionPrefix, part), now: time.Now()}
+	res, err := s.CreateSession(context.Background(), store.SessionCreate{
+		Partition: part, ID: f.session, Owner: owner, JSON: []byte(`{"s":1}`), Event: []byte(`{"type":"session.created"}`),
+		Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour,
+	})
+	if err != nil || res.Outcome != store.OK {
+		t.Fatalf("create session: %v %+v", err, res)
+	}
+	return f
+}
+
+func (f fixture) createTask(t *testing.T, principal string, idem store.Idempotency) (string, store.Result) {
+	t.Helper()
+	id := store.NewID(store.TaskPrefix, f.part)
+	res, err := f.s.CreateTask(context.Background(), store.TaskCreate{
+		Partition: f.part, ID: id, SessionID: f.session, Principal: principal, JSON: []byte(`{"rev":1}`),
+		Event: []byte(`{"type":"task.created"}`), Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour, Idem: idem,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, res
+}
+
+func (f fixture) apply(t *testing.T, id string, expect int64, idem store.Idempotency, events ...string) store.Result {
+	t.Helper()
+	evs := make([][]byte, len(events))
+	for i, e := range events {
+		evs[i] = []byte(e)
+	}
+	res, err := f.s.ApplyTask(context.Background(), store.TaskUpdate{
+		Partition: f.part, ID: id, SessionID: f.session, ExpectRevision: expect, Status: "working",
+		JSON: fmt.Appendf(nil, `{"rev":%d}`, expect+1), Events: evs, Now: time.Now(), Retention: time.Hour, Idem: idem,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestTaskWritesCompareAndSet(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		id, res := f.createTask(t, "alice", store.Idempotency{})
+		if res.Outcome != store.OK || len(res.EventIDs) != 1 {
+			t.Fatalf("create: %+v", res)
+		}
+		if r := f.apply(t, id, 1, store.Idempotency{}, `{"type":"a"}`, `{"type":"b"}`); r.Outcome != store.OK || len(r.EventIDs) != 2 {
+			t.Fatalf("apply at 1: %+v", r)
+		}
+		// A change computed from revision 1 again has lost the race: the
+		// script returns the current task and writes nothing.
+		r := f.apply(t, id, 1, store.Idempotency{}, `{"type":"late"}`)
+		if r.Outcome != store.Conflict || string(r.Current) != `{"rev":2}` {
+			t.Fatalf("stale apply: %+v", r)
+		}
+		raw, err := s.GetJSON(context.Background(), s.Keys.Task(f.part, id))
+		if err != nil || string(raw) != `{"rev":2}` {
+			t.Fatalf("task after stale apply: %s %v", raw, err)
+		}
+		if r := f.apply(t, store.NewID(store.TaskPrefix, f.part), 1, store.Idempotency{}, `{}`); r.Outcome != store.Missing {
+			t.Fatalf("missing task: %+v", r)
+		}
+	})
+}
+
+func TestEventsShareIDsAcrossLogs(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		ctx := context.Background()
+		a, _ := f.createTask(t, "alice", store.Idempotency{})
+		b, _ := f.createTask(t, "alice", store.Idempotency{})
+		f.apply(t, a, 1, store.Idempotency{}, `{"type":"a2"}`)
+		f.apply(t, b, 1, store.Idempotency{}, `{"type":"b2"}`, `{"type":"b3"}`)
+		f.apply(t, a, 2, store.Idempotency{}, `{"type":"a3"}`)
+
+		sessionLog, err := s.ReadLog(ctx, s.Keys.SessionLog(f.part, f.session), "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sessionLog) != 7 { // session.created + 2 creates + 4 changes
+			t.Fatalf("session log has %d events, want 7", len(sessionLog))
+		}
+		inSession := map[string]string{}
+		for i, e := range sessionLog {
+			if i > 0 && !idLess(sessionLog[i-1].ID, e.ID) {
+				t.Fatalf("session log ids not increasing: %s then %s", sessionLog[i-1].ID, e.ID)
+			}
+			if !strings.HasPrefix(string(e.JSON), `{"id":"`+e.ID+`"`) {
+				t.Fatalf("event json does not carry its id: %s", e.JSON)
+			}
+			inSession[e.ID] = string(e.JSON)
+		}
+		for _, task := range []string{a, b} {
+			log, err := s.ReadLog(ctx, s.Keys.TaskLog(f.part, task), "", 100)
+			if err != nil || len(log) != 3 {
+				t.Fatalf("task log: %d events, %v", len(log), err)
+			}
+			for _, e := range log {
+				if inSession[e.ID] != string(e.JSON) {
+					t.Fatalf("task event %s is not in the session log under the same id", e.ID)
+				}
+			}
+			// Reading after a cursor returns exactly what follows it.
+			rest, err := s.ReadLog(ctx, s.Keys.TaskLog(f.part, task), log[0].ID, 100)
+			if err != nil || len(rest) != 2 || rest[0].ID != log[1].ID {
+				t.Fatalf("read after %s: %+v %v", log[0].ID, rest, err)
+			}
+		}
+	})
+}
+
+func idLess(a, b string) bool {
+	var am, as, bm, bs uint64
+	fmt.Sscanf(a, "%d-%d", &am, &as)
+	fmt.Sscanf(b, "%d-%d", &bm, &bs)
+	return am < bm || (am == bm && as < bs)
+}
+
+func TestIdempotentWrites(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		key := store.Idempotency{Scope: "alice\nPOST /v1/tasks\nk1", BodyHash: "h1"}
+		id, first := f.createTask(t, "alice", key)
+		if first.Outcome != store.OK {
+			t.Fatalf("first: %+v", first)
+		}
+		_, again := f.createTask(t, "alice", key)
+		if again.Outcome != store.Replayed || again.ReplayStatus != 201 || string(again.ReplayBody) != `{"rev":1}` {
+			t.Fatalf("replay: %+v", again)
+		}
+		_, other := f.createTask(t, "alice", store.Idempotency{Scope: key.Scope, BodyHash: "h2"})
+		if other.Outcome != store.IdemConflict {
+			t.Fatalf("different body: %+v", other)
+		}
+		// A replayed command writes nothing, even computed from a stale revision.
+		ckey := store.Idempotency{Scope: "alice\nPOST /x\nk2", BodyHash: "c"}
+		if r := f.apply(t, id, 1, ckey, `{"type":"x"}`); r.Outcome != store.OK {
+			t.Fatalf("apply: %+v", r)
+		}
+		if r := f.apply(t, id, 1, ckey, `{"type":"x"}`); r.Outcome != store.Replayed || r.ReplayStatus != 200 {
+			t.Fatalf("apply replay: %+v", r)
+		}
+		log, _ := s.ReadLog(context.Background(), s.Keys.TaskLog(f.part, id), "", 100)
+		if len(log) != 2 {
+			t.Fatalf("task log has %d events after a replay, want 2", len(log))
+		}
+		if r, ok, err := s.Replay(context.Background(), f.part, ckey); err != nil || !ok || r.Outcome != store.Replayed {
+			t.Fatalf("Replay lookup: %+v %v %v", r, ok, err)
+		}
+	})
+}
+
+func TestCreateTaskChecksTheSession(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		if _, r := f.createTask(t, "mallory", store.Idempotency{}); r.Outcome != store.SessionMissing {
+			t.Fatalf("another principal's session: %+v", r)
+		}
+		id := store.NewID(store.TaskPrefix, f.part)
+		res, err := s.CreateTask(context.Background(), store.TaskCreate{
+			Partition: f.part, ID: id, SessionID: f.session, Principal: "root", Admin: true, JSON: []byte(`{}`),
+			Event: []byte(`{}`), Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour,
+		})
+		if err != nil || res.Outcome != store.OK {
+			t.Fatalf("admin create: %+v %v", res, err)
+		}
+		g := f
+		g.session = store.NewID(store.SessionPrefix, f.part)
+		if _, r := g.createTask(t, "alice", store.Idempotency{}); r.Outcome != store.SessionMissing {
+			t.Fatalf("missing session: %+v", r)
+		}
+		if _, err := s.GetJSON(context.Background(), s.Keys.Task(f.part, store.NewID(store.TaskPrefix, f.part))); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("missing task read: %v", err)
+		}
+	})
+}
+
+func TestTasksExpire(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		id := store.NewID(store.TaskPrefix, f.part)
+		now := time.Now()
+		res, err := s.CreateTask(context.Background(), store.TaskCreate{
+			Partition: f.part, ID: id, SessionID: f.session, Principal: "alice", JSON: []byte(`{}`),
+			Event: []byte(`{}`), Now: now, ExpiresAt: now.Add(300 * time.Millisecond), Retention: time.Hour,
+		})
+		if err != nil || res.Outcome != store.OK {
+			t.Fatal(res, err)
+		}
+		keys := []string{s.Keys.Task(f.part, id), s.Keys.TaskLog(f.part, id)}
+		waitFor(t, 10*time.Second, func() bool {
+			n, err := s.RDB.Exists(context.Background(), keys...).Result()
+			return err == nil && n == 0
+		})
+		if _, err := s.GetJSON(context.Background(), keys[0]); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("expired task still readable: %v", err)
+		}
+	})
+}
+
+func TestListIndexedPages(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		var ids []string
+		for i := 0; i < 7; i++ {
+			id, _ := f.createTask(t, "alice", store.Idempotency{})
+			ids = append(ids, id)
+		}
+		index := []string{s.Keys.SessionTasks(f.part, f.session)}
+		record := func(id string) string { return s.Keys.Task(f.part, id) }
+		seen := map[string]bool{}
+		var got []string
+		var pos *store.Position
+		pages := 0
+		for {
+			page, err := s.ListIndexed(context.Background(), index, record, pos, 3, func([]byte) bool { return true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, it := range page.Items {
+				got = append(got, string(it))
+			}
+			if len(page.Items) > 3 {
+				t.Fatalf("page of %d items, limit 3", len(page.Items))
+			}
+			if page.Next == nil {
+				break
+			}
+			if seen[page.Next.ID] {
+				t.Fatalf("cursor repeats %s", page.Next.ID)
+			}
+			seen[page.Next.ID] = true
+			pos = page.Next
+			if pages > 10 {
+				t.Fatal("paging does not end")
+			}
+		}
+		// 7 items, 3 a page: the last cursor is at the 6th item.
+		if pages != 3 || len(got) != len(ids) {
+			t.Fatalf("%d pages with %d items, want 3 pages with %d", pages, len(got), len(ids))
+		}
+	})
+}
+
+func TestFanInWakesOtherReplicas(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		writer := open(t, cfg)
+		reader := writer // the embedded store is one process's own
+		if cfg.URL != "" {
+			reader = open(t, cfg) // another replica: its own client and readers
+		}
+		fan := store.NewFanIn(reader, store.FanInConfig{Block: 200 * time.Millisecond}, metrics.New(), nil)
+		fan.Start(context.Background())
+		t.Cleanup(func() { fan.Stop(context.Background()) })
+
+		f := newFixture(t, writer, "alice")
+		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		w := fan.Wait(store.WaitKey("t", id), store.WaitKey("s", f.session))
+		defer w.Stop()
+		// The reader may start after this write: write until a wake for a
+		// revision we wrote arrives (each loop is one more change).
+		deadline := time.Now().Add(10 * time.Second)
+		for rev := int64(1); ; rev++ {
+			f.apply(t, id, rev, store.Idempotency{}, `{"type":"x"}`)
+			wk, why := w.Next(context.Background(), time.Now().Add(500*time.Millisecond))
+			if why == store.Woken {
+				if wk.ID != id || wk.SessionID != f.session || wk.Revision < 2 || !strings.HasPrefix(string(wk.Snapshot), `{"rev":`) {
+					t.Fatalf("wake: %+v", wk)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no wake-up from another replica's writes")
+			}
+		}
+	})
+}
+
+func waitFor(t *testing.T, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
