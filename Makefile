@@ -9,6 +9,8 @@
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
+# test runs its steps in order (tests, then fuzzing) even under -j.
+.NOTPARALLEL:
 
 GO           ?= go
 PKG          ?= ./...

@@ -102,13 +102,14 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 		s.RDB = redis.NewClient(&redis.Options{
 			Addr: s.embedded.Addr(), PoolSize: cfg.PoolSize,
 			ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, DialTimeout: cfg.Timeout,
+			ContextTimeoutEnabled: true,
 		})
 	case cfg.Cluster:
 		s.Kind = KindRedisCluster
 		s.RDB = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: strings.Split(cfg.URL, ","), PoolSize: cfg.PoolSize,
 			ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, DialTimeout: cfg.Timeout,
-			MaxRetries: 1,
+			MaxRetries: 1, ContextTimeoutEnabled: true,
 		})
 	default:
 		opts, err := redis.ParseURL(cfg.URL)
@@ -118,6 +119,7 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 		opts.PoolSize = cfg.PoolSize
 		opts.ReadTimeout, opts.WriteTimeout, opts.DialTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
 		opts.MaxRetries = 1
+		opts.ContextTimeoutEnabled = true
 		s.Kind = KindRedis
 		s.RDB = redis.NewClient(opts)
 	}

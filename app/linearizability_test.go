@@ -1,0 +1,261 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// The history of each task must be linearizable: many clients on two
+// replicas sharing one Redis issue mixed commands on the same tasks, and a
+// checker finds one sequential order of revisions that explains every answer.
+
+const questions = 3 // each task starts asking this many questions
+
+type linInput struct {
+	Task string
+	Op   string // get, progress, respond, complete, fail, cancel
+	Q    int    // respond: which question
+}
+
+type linOutput struct {
+	OK     bool
+	Code   string // error code when not OK
+	Rev    int64
+	Status string
+	Gone   bool // no answer (transport error); such calls fail the test
+}
+
+type linState struct {
+	Rev      int64
+	Status   string
+	Answered int // bit set of answered questions
+}
+
+func terminal(s string) bool { return s == "completed" || s == "failed" || s == "cancelled" }
+
+var taskModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var order []string
+		for _, op := range history {
+			id := op.Input.(linInput).Task
+			if _, ok := by[id]; !ok {
+				order = append(order, id)
+			}
+			by[id] = append(by[id], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(order))
+		for _, id := range order {
+			out = append(out, by[id])
+		}
+		return out
+	},
+	Init: func() any { return linState{Rev: 2, Status: "input_required"} },
+	Step: func(st, in, out any) (bool, any) {
+		s, i, o := st.(linState), in.(linInput), out.(linOutput)
+		next := s
+		switch i.Op {
+		case "get":
+			return o.OK && o.Rev == s.Rev && o.Status == s.Status, s
+		case "progress":
+			if terminal(s.Status) {
+				return !o.OK && o.Code == client.CodeTaskTerminal && o.Status == s.Status, s
+			}
+			next.Rev++
+		case "respond":
+			if terminal(s.Status) {
+				return !o.OK && o.Code == client.CodeTaskTerminal && o.Status == s.Status, s
+			}
+			if s.Answered&(1<<i.Q) != 0 { // the same answer again: a no-op
+				return o.OK && o.Rev == s.Rev && o.Status == s.Status, s
+			}
+			next.Rev++
+			next.Answered |= 1 << i.Q
+			if next.Answered == 1<<questions-1 {
+				next.Status = "working"
+			}
+		case "complete", "fail", "cancel":
+			if terminal(s.Status) {
+				if i.Op == "cancel" { // cancelling a finished task is a read
+					return o.OK && o.Rev == s.Rev && o.Status == s.Status, s
+				}
+				return !o.OK && o.Code == client.CodeTaskTerminal && o.Status == s.Status, s
+			}
+			next.Rev++
+			next.Status = map[string]string{"complete": "completed", "fail": "failed", "cancel": "cancelled"}[i.Op]
+		}
+		return o.OK && o.Rev == next.Rev && o.Status == next.Status, next
+	},
+	DescribeOperation: func(in, out any) string {
+		i, o := in.(linInput), out.(linOutput)
+		return fmt.Sprintf("%s(q%d) -> ok=%v %s rev=%d %s", i.Op, i.Q, o.OK, o.Code, o.Rev, o.Status)
+	},
+}
+
+func TestTaskHistoriesAreLinearizable(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.Standalone(t)
+	servers := []*apptest.Server{
+		apptest.Start(t, cfg, app.Config{}),
+		apptest.Start(t, cfg, app.Config{}),
+	}
+	ctx := context.Background()
+	owner := client.New(servers[0].URL, apptest.Token(t, "lin-owner"))
+	ses, err := owner.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nTasks, nClients, opsPerClient = 6, 60, 25
+	var ids []string
+	for range nTasks {
+		task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reqs []client.InputRequest
+		for q := range questions {
+			reqs = append(reqs, client.InputRequest{
+				RequestID: fmt.Sprintf("q%d", q), Prompt: "ok?",
+				Options: []client.Choice{{ID: "a", Label: "A"}, {ID: "b", Label: "B"}},
+			})
+		}
+		if _, err := owner.RequireInput(ctx, task.TaskID, reqs); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.TaskID)
+	}
+
+	var mu sync.Mutex
+	var history []porcupine.Operation
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range nClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := client.New(servers[c%len(servers)].URL, apptest.Token(t, "lin-owner"))
+			rng := rand.New(rand.NewPCG(uint64(c), 7))
+			for range opsPerClient {
+				in := linInput{Task: ids[rng.IntN(len(ids))], Q: rng.IntN(questions)}
+				// Terminal commands are rare, so histories are long and busy.
+				switch r := rng.IntN(100); {
+				case r < 30:
+					in.Op = "get"
+				case r < 60:
+					in.Op = "progress"
+				case r < 90:
+					in.Op = "respond"
+				case r < 94:
+					in.Op = "complete"
+				case r < 97:
+					in.Op = "fail"
+				default:
+					in.Op = "cancel"
+				}
+				call := time.Since(start).Nanoseconds()
+				out := run(ctx, cl, in)
+				ret := time.Since(start).Nanoseconds()
+				if out.Gone {
+					t.Errorf("%s on %s: no answer", in.Op, in.Task)
+					continue
+				}
+				mu.Lock()
+				history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	res, info := porcupine.CheckOperationsVerbose(taskModel, history, 2*time.Minute)
+	if res != porcupine.Ok {
+		t.Fatalf("history of %d operations is not linearizable (%v): %v", len(history), res, info)
+	}
+
+	// Exactly one terminal outcome per finished task, no answer lost, and the
+	// revisions in the event log form one sequence.
+	for _, id := range ids {
+		task, err := owner.GetTask(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered := map[string]bool{}
+		for _, r := range task.InputResponses {
+			if answered[r.RequestID] {
+				t.Fatalf("%s: request %s answered twice", id, r.RequestID)
+			}
+			answered[r.RequestID] = true
+		}
+		for _, op := range history {
+			in, out := op.Input.(linInput), op.Output.(linOutput)
+			if in.Task == id && in.Op == "respond" && out.OK && !answered[fmt.Sprintf("q%d", in.Q)] {
+				t.Fatalf("%s: an accepted answer to q%d is lost", id, in.Q)
+			}
+		}
+		page, err := owner.TaskEvents(ctx, id, client.EventsParams{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		terminals, prev := 0, int64(0)
+		for i, ev := range page.Events {
+			// One change may append several events under one revision.
+			if ev.Revision != prev+1 && (i == 0 || ev.Revision != prev) {
+				t.Fatalf("%s: event %d has revision %d after %d", id, i, ev.Revision, prev)
+			}
+			prev = ev.Revision
+			if ev.Type == client.EventTaskTerminal {
+				terminals++
+			}
+		}
+		last := page.Events[len(page.Events)-1].Revision
+		if last != task.Revision {
+			t.Fatalf("%s: log ends at revision %d, task is at %d", id, last, task.Revision)
+		}
+		if want := map[bool]int{true: 1, false: 0}[task.Terminal()]; terminals != want {
+			t.Fatalf("%s: %d terminal events, task status %s", id, terminals, task.Status)
+		}
+	}
+	t.Logf("%d operations by %d clients on %d tasks through %d replicas: linearizable", len(history), nClients, nTasks, len(servers))
+}
+
+func run(ctx context.Context, cl *client.Client, in linInput) linOutput {
+	var task *client.Task
+	var err error
+	switch in.Op {
+	case "get":
+		task, err = cl.GetTask(ctx, in.Task)
+	case "progress":
+		task, err = cl.Progress(ctx, in.Task, client.ProgressInput{StatusMessage: client.String("step")})
+	case "respond":
+		task, err = cl.Respond(ctx, in.Task, []client.InputResponse{{RequestID: fmt.Sprintf("q%d", in.Q), OptionID: "a"}})
+	case "complete":
+		task, err = cl.Complete(ctx, in.Task, map[string]any{"ok": true})
+	case "fail":
+		task, err = cl.Fail(ctx, in.Task, "broke", nil)
+	case "cancel":
+		task, err = cl.Cancel(ctx, in.Task, "stop")
+	}
+	if err != nil {
+		var e *client.Error
+		if !asError(err, &e) {
+			return linOutput{Gone: true}
+		}
+		out := linOutput{Code: e.Code}
+		if e.Task != nil {
+			out.Rev, out.Status = e.Task.Revision, e.Task.Status
+		}
+		return out
+	}
+	return linOutput{OK: true, Rev: task.Revision, Status: task.Status}
+}
