@@ -193,20 +193,25 @@ func (f *FanIn) Start(ctx context.Context) {
 	}
 }
 
-// Stop ends the readers and waits for them. It is idempotent.
-func (f *FanIn) Stop(ctx context.Context) {
+// Drain tells every waiter to answer now and the readers to end; it does not
+// wait. A reader blocked in Redis ends when its read returns or the store is
+// closed. It is idempotent.
+func (f *FanIn) Drain() {
 	f.mu.Lock()
-	cancel := f.cancel
+	defer f.mu.Unlock()
 	select {
 	case <-f.drain:
 	default:
 		close(f.drain)
 	}
-	f.mu.Unlock()
-	if cancel == nil {
-		return
+	if f.cancel != nil {
+		f.cancel()
 	}
-	cancel()
+}
+
+// Stop drains and waits for the readers, within ctx. It is idempotent.
+func (f *FanIn) Stop(ctx context.Context) {
+	f.Drain()
 	done := make(chan struct{})
 	go func() { f.done.Wait(); close(done) }()
 	select {
