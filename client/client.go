@@ -19,12 +19,12 @@ import (
 	"time"
 )
 
-// DefaultTimeout bounds one HTTP exchange of the default HTTP client. A call
-// that long-polls gets at least its wait plus WaitGrace, whatever the HTTP
+// defaultTimeout bounds one HTTP exchange of the default HTTP client. A call
+// that long-polls gets at least its wait plus waitGrace, whatever the HTTP
 // client's own timeout.
 const (
-	DefaultTimeout = 30 * time.Second
-	WaitGrace      = 15 * time.Second
+	defaultTimeout = 30 * time.Second
+	waitGrace      = 15 * time.Second
 )
 
 // maxErrorBody bounds how much of an error answer is read.
@@ -55,12 +55,14 @@ func WithHTTPClient(h *http.Client) Option {
 
 // New returns a client of the server at baseURL (scheme, host and any path
 // prefix, e.g. "https://taskhook.example.com") acting with the bearer token.
-// An empty token sends no Authorization header.
+// An empty token sends no Authorization header. The default HTTP client
+// gives up on an exchange after 30 s; a long-poll always gets its wait plus
+// 15 s, whatever the HTTP client's timeout.
 func New(baseURL, token string, opts ...Option) *Client {
 	c := &Client{
 		baseURL: strings.TrimRight(baseURL, "/"),
 		token:   token,
-		http:    &http.Client{Timeout: DefaultTimeout},
+		http:    &http.Client{Timeout: defaultTimeout},
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -203,12 +205,21 @@ func (c *Client) httpFor(query url.Values) *http.Client {
 		return c.http
 	}
 	wait, err := time.ParseDuration(w)
-	if err != nil || c.http.Timeout >= wait+WaitGrace {
+	if err != nil || c.http.Timeout >= wait+waitGrace {
 		return c.http
 	}
 	hc := *c.http
-	hc.Timeout = wait + WaitGrace
+	hc.Timeout = wait + waitGrace
 	return &hc
+}
+
+// segment escapes one path segment. "." and ".." are escaped too, so that
+// nothing on the way can read them as a step up the path.
+func segment(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
 }
 
 // setWait puts a long-poll wait in the query as a Go duration ("30s").

@@ -57,8 +57,9 @@ func (e Event) Task() (*Task, error) {
 	return d.Task, nil
 }
 
-// EventPage is one read of a log. Cursor is the id of the last event read
-// (the After of the next read), or the After of this one when it read none.
+// EventPage is one read of a log. Cursor is the id of the last event read:
+// the After of the next read. A read that found nothing gives back its own
+// After ("0-0" for the start of the log).
 type EventPage struct {
 	Events []Event `json:"events"`
 	Cursor string  `json:"cursor"`

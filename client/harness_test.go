@@ -32,7 +32,7 @@ func eachStore(t *testing.T, cfg app.Config, fn func(t *testing.T, e *env)) {
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			srv := apptest.Start(t, b.Config(t), cfg)
+			srv := apptest.Start(t, b.Config(t), withTestDefaults(cfg))
 			fn(t, newEnv(t, b.Name, srv.URL))
 		})
 	}
@@ -51,6 +51,15 @@ func redisStores(t *testing.T, fn func(t *testing.T, sc store.Config)) {
 			fn(t, b.Config(t))
 		})
 	}
+}
+
+// withTestDefaults shortens the fan-in readers' blocking read: a server's
+// Stop waits for it to return (see the report on shutdown).
+func withTestDefaults(cfg app.Config) app.Config {
+	if cfg.WakeBlock == 0 {
+		cfg.WakeBlock = 500 * time.Millisecond
+	}
+	return cfg
 }
 
 func newEnv(t *testing.T, name, url string) *env {

@@ -42,7 +42,7 @@ func (c *Client) CreateSession(ctx context.Context, in CreateSessionInput, opts 
 // GetSession reads one session.
 func (c *Client) GetSession(ctx context.Context, id string, opts ...CallOption) (*Session, error) {
 	var s Session
-	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, nil, &s, opts); err != nil {
+	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+segment(id), nil, nil, &s, opts); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -69,5 +69,5 @@ func (c *Client) ListSessions(ctx context.Context, p ListSessionsParams, opts ..
 
 // SessionEvents reads the session's event log.
 func (c *Client) SessionEvents(ctx context.Context, id string, p EventsParams, opts ...CallOption) (*EventPage, error) {
-	return c.events(ctx, "/v1/sessions/"+url.PathEscape(id)+"/events", p, opts)
+	return c.events(ctx, "/v1/sessions/"+segment(id)+"/events", p, opts)
 }

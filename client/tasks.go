@@ -283,4 +283,4 @@ func (c *Client) command(ctx context.Context, id, route string, body any, opts [
 	return &t, nil
 }
 
-func taskPath(id, suffix string) string { return "/v1/tasks/" + url.PathEscape(id) + suffix }
+func taskPath(id, suffix string) string { return "/v1/tasks/" + segment(id) + suffix }

@@ -79,8 +79,8 @@ func TestWaitTaskWakesOnProgress(t *testing.T) {
 func TestWaitTaskWakesAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	redisStores(t, func(t *testing.T, sc store.Config) {
-		a := apptest.Start(t, sc, noRecheck)
-		b := apptest.Start(t, sc, noRecheck)
+		a := apptest.Start(t, sc, withTestDefaults(noRecheck))
+		b := apptest.Start(t, sc, withTestDefaults(noRecheck))
 		token := apptest.Token(t, "alice")
 		waitWakesOn(t, testContext(t), newClient(t, a.URL, token), newClient(t, b.URL, token))
 	})

@@ -1,0 +1,106 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+func TestIdempotencyKeys(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.Standalone(t)
+	a, b := apptest.Start(t, cfg, app.Config{}), apptest.Start(t, cfg, app.Config{})
+	ctx := context.Background()
+	tok := apptest.Token(t, "idem")
+	cl := client.New(a.URL, tok)
+
+	var first, again client.Response
+	s1, err := cl.CreateSession(ctx, client.CreateSessionInput{Metadata: map[string]any{"n": 1}},
+		client.WithIdempotencyKey("ses-1"), client.WithResponse(&first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := cl.CreateSession(ctx, client.CreateSessionInput{Metadata: map[string]any{"n": 1}},
+		client.WithIdempotencyKey("ses-1"), client.WithResponse(&again))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Replayed || !again.Replayed || again.Status != 201 || s1.SessionID != s2.SessionID {
+		t.Fatalf("replay: first %+v again %+v, sessions %s %s", first, again, s1.SessionID, s2.SessionID)
+	}
+	_, err = cl.CreateSession(ctx, client.CreateSessionInput{Metadata: map[string]any{"n": 2}}, client.WithIdempotencyKey("ses-1"))
+	if !client.IsCode(err, client.CodeIdempotencyConflict) {
+		t.Fatalf("same key, different body: %v", err)
+	}
+	// The key is the caller's: another principal's same key is another request.
+	other, err := cl.WithToken(apptest.Token(t, "idem-2")).CreateSession(ctx,
+		client.CreateSessionInput{Metadata: map[string]any{"n": 1}}, client.WithIdempotencyKey("ses-1"))
+	if err != nil || other.SessionID == s1.SessionID {
+		t.Fatalf("another principal's key: %v %v", other, err)
+	}
+
+	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: s1.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stored answer is replayed even when the command would now be refused.
+	done, err := cl.Complete(ctx, task.TaskID, "r", client.WithIdempotencyKey("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta client.Response
+	replayed, err := cl.Complete(ctx, task.TaskID, "r", client.WithIdempotencyKey("c"), client.WithResponse(&meta))
+	if err != nil || !meta.Replayed || replayed.Revision != done.Revision {
+		t.Fatalf("replay after completion: %+v %v %+v", replayed, err, meta)
+	}
+	if _, err := cl.Complete(ctx, task.TaskID, "r"); !client.IsCode(err, client.CodeTaskTerminal) {
+		t.Fatalf("without the key the repeat is refused: %v", err)
+	}
+
+	// Concurrent requests with one key, spread over two replicas, execute once.
+	task, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: s1.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 24
+	var wg sync.WaitGroup
+	bodies := make([][]byte, n)
+	replays := make([]bool, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := client.New([]string{a.URL, b.URL}[i%2], tok)
+			var m client.Response
+			got, err := c.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("once")},
+				client.WithIdempotencyKey("p-1"), client.WithResponse(&m))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			bodies[i], _ = json.Marshal(got)
+			replays[i] = m.Replayed
+		}()
+	}
+	wg.Wait()
+	executed := 0
+	for i := range n {
+		if !replays[i] {
+			executed++
+		}
+		if !bytes.Equal(bodies[i], bodies[0]) {
+			t.Fatalf("answers differ:\n%s\n%s", bodies[i], bodies[0])
+		}
+	}
+	after, _ := cl.GetTask(ctx, task.TaskID)
+	if executed != 1 || after.Revision != task.Revision+1 {
+		t.Fatalf("%d of %d executed; revision %d -> %d", executed, n, task.Revision, after.Revision)
+	}
+}

@@ -1,0 +1,116 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// Another principal's objects do not exist for them: every route answers
+// exactly as for a missing id.
+func TestOtherPrincipalsSeeNotFound(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	ctx := context.Background()
+	alice := client.New(srv.URL, apptest.Token(t, "alice"))
+	ses, err := alice.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missingTask := store.NewID(store.TaskPrefix, 0)
+	missingSession := store.NewID(store.SessionPrefix, 0)
+	routes := []struct{ method, path, body string }{
+		{"GET", "/v1/sessions/{s}", ""},
+		{"GET", "/v1/sessions/{s}/events", ""},
+		{"POST", "/v1/tasks", `{"sessionId":"{s}"}`},
+		{"GET", "/v1/tasks/{t}", ""},
+		{"GET", "/v1/tasks/{t}?afterRevision=0&wait=1s", ""},
+		{"GET", "/v1/tasks/{t}/result", ""},
+		{"GET", "/v1/tasks/{t}/events", ""},
+		{"POST", "/v1/tasks/{t}/progress", `{"statusMessage":"x"}`},
+		{"POST", "/v1/tasks/{t}/messages", `{"text":"x"}`},
+		{"POST", "/v1/tasks/{t}/input-requests", `{"requests":[{"prompt":"ok?","display":"confirmation"}]}`},
+		{"POST", "/v1/tasks/{t}/input", `{"responses":[{"requestId":"r","optionId":"yes"}]}`},
+		{"POST", "/v1/tasks/{t}/complete", `{"result":1}`},
+		{"POST", "/v1/tasks/{t}/fail", `{"error":{"message":"x"}}`},
+		{"POST", "/v1/tasks/{t}/cancel", `{}`},
+	}
+	mallory := apptest.Token(t, "mallory")
+	do := func(method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+mallory)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	fill := func(p, s, tk string) string {
+		return strings.NewReplacer("{s}", s, "{t}", tk).Replace(p)
+	}
+	for _, r := range routes {
+		hisStatus, hisBody := do(r.method, fill(r.path, ses.SessionID, task.TaskID), fill(r.body, ses.SessionID, task.TaskID))
+		noneStatus, noneBody := do(r.method, fill(r.path, missingSession, missingTask), fill(r.body, missingSession, missingTask))
+		if hisStatus != 404 || noneStatus != 404 || hisBody != noneBody {
+			t.Errorf("%s %s: alice's object %d %s; a missing one %d %s", r.method, r.path, hisStatus, hisBody, noneStatus, noneBody)
+		}
+	}
+	// Nothing mallory sent changed alice's task.
+	after, err := alice.GetTask(ctx, task.TaskID)
+	if err != nil || after.Revision != task.Revision {
+		t.Fatalf("alice's task changed: %+v %v", after, err)
+	}
+	// Lists are per owner.
+	m := alice.WithToken(mallory)
+	if _, err := m.CreateSession(ctx, client.CreateSessionInput{}); err != nil {
+		t.Fatal(err)
+	}
+	sl, err := m.ListSessions(ctx, client.ListSessionsParams{})
+	if err != nil || len(sl.Items) != 1 || sl.Items[0].Owner != "mallory" {
+		t.Fatalf("mallory's sessions: %+v %v", sl, err)
+	}
+	tl, err := m.ListTasks(ctx, client.ListTasksParams{})
+	if err != nil || len(tl.Items) != 0 {
+		t.Fatalf("mallory's tasks: %+v %v", tl, err)
+	}
+	tl, err = m.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID})
+	if err != nil || len(tl.Items) != 0 {
+		t.Fatalf("mallory listing alice's session: %+v %v", tl, err)
+	}
+	// The requester may read and answer, not run the task.
+	task2, err := alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Requester: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := alice.WithToken(apptest.Token(t, "bob"))
+	if _, err := bob.GetTask(ctx, task2.TaskID); err != nil {
+		t.Fatalf("requester read: %v", err)
+	}
+	if _, err := bob.Complete(ctx, task2.TaskID, nil); !client.IsCode(err, client.CodeNotFound) {
+		t.Fatalf("requester completing: %v", err)
+	}
+	if _, err := alice.RequireInput(ctx, task2.TaskID, []client.InputRequest{{RequestID: "q", Prompt: "ok?", Display: "confirmation"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := bob.Respond(ctx, task2.TaskID, []client.InputResponse{{RequestID: "q", OptionID: "yes"}}); err != nil || got.Status != client.StatusWorking {
+		t.Fatalf("requester answering: %+v %v", got, err)
+	}
+	// An admin may read anybody's task.
+	if _, err := alice.WithToken(apptest.Token(t, "ops", "admin")).GetTask(ctx, task.TaskID); err != nil {
+		t.Fatalf("admin read: %v", err)
+	}
+}
