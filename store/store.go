@@ -86,6 +86,7 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	routeRedisLogs()
 	scripts, err := loadScripts()
 	if err != nil {
 		return nil, err
