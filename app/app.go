@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/handlers"
+	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
@@ -35,6 +36,7 @@ type App struct {
 	FanIn    *store.FanIn
 	Tasks    *tasks.Service
 	Sessions *sessions.Service
+	Hooks    *hooks.Service
 	Handler  http.Handler
 
 	// DevSecret is the HS256 secret made up at start when none was configured
@@ -84,8 +86,15 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log)
 	a.Tasks = tasks.NewService(tasks.Config{DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL}, a.Store, a.FanIn, a.Metrics, time.Now)
 	a.Sessions = sessions.NewService(sessions.Config{}, a.Store, a.FanIn, time.Now)
+	a.Hooks, err = hooks.NewService(hooks.Config{
+		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,
+		MaxDeliveries: cfg.HookMaxDeliveries, RateLimit: cfg.HookRateLimit, Burst: cfg.HookBurst,
+	}, a.Store, a.FanIn, a.Metrics, log, time.Now)
+	if err != nil {
+		return nil, err
+	}
 	a.Handler = handlers.New(handlers.Deps{
-		Tasks: a.Tasks, Sessions: a.Sessions, Store: a.Store, Verifier: verifier,
+		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Store: a.Store, Verifier: verifier,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 	})
 	return a, nil
@@ -126,7 +135,7 @@ func (a *App) Stop(ctx context.Context) error {
 func (a *App) stop(ctx context.Context) error {
 	var errs []error
 	if a.server != nil {
-		a.FanIn.Stop(ctx) // closes the drain channel first: waiters answer at once
+		a.FanIn.Drain() // long-polls and streams answer at once
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -134,7 +143,8 @@ func (a *App) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, a.Store.Close())
+	errs = append(errs, a.Store.Close()) // also ends the readers' blocking reads
+	a.FanIn.Stop(ctx)
 	return errors.Join(errs...)
 }
 

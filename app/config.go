@@ -30,6 +30,10 @@ type Config struct {
 	RecheckInterval time.Duration // TASKHOOK_RECHECK_INTERVAL: a waiter's safety-net re-read; default 15s
 	WakeBlock       time.Duration // TASKHOOK_WAKE_BLOCK: one blocking read of a fan-in reader; default 5s
 	LogLevel        string        // TASKHOOK_LOG_LEVEL: debug, info, warn, error; default info
+
+	HookMaxDeliveries int     // TASKHOOK_HOOK_MAX_DELIVERIES: deliveries of a hook event to a group before it is dead-lettered; default 10
+	HookRateLimit     float64 // TASKHOOK_HOOK_RATE_LIMIT: callbacks per second per hook; default 50
+	HookBurst         int     // TASKHOOK_HOOK_BURST: callbacks a hook takes at once above its rate; default 100
 }
 
 // Validate reports every setting that cannot work.
@@ -52,6 +56,15 @@ func (c Config) Validate() error {
 	}
 	if c.PublicURL != "" && !strings.HasPrefix(c.PublicURL, "http://") && !strings.HasPrefix(c.PublicURL, "https://") {
 		errs = append(errs, errors.New("TASKHOOK_PUBLIC_URL must start with http:// or https://"))
+	}
+	if c.HookMaxDeliveries < 0 {
+		errs = append(errs, errors.New("TASKHOOK_HOOK_MAX_DELIVERIES must be at least 1"))
+	}
+	if c.HookRateLimit < 0 || c.HookRateLimit > 1000 {
+		errs = append(errs, errors.New("TASKHOOK_HOOK_RATE_LIMIT must be above 0 and at most 1000"))
+	}
+	if c.HookBurst < 0 {
+		errs = append(errs, errors.New("TASKHOOK_HOOK_BURST must be at least 1"))
 	}
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error":
@@ -111,6 +124,9 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_SHUTDOWN_TIMEOUT", dur(&c.ShutdownTimeout))
 	parse("TASKHOOK_RECHECK_INTERVAL", dur(&c.RecheckInterval))
 	parse("TASKHOOK_WAKE_BLOCK", dur(&c.WakeBlock))
+	parse("TASKHOOK_HOOK_MAX_DELIVERIES", func(v string) (err error) { c.HookMaxDeliveries, err = strconv.Atoi(v); return err })
+	parse("TASKHOOK_HOOK_RATE_LIMIT", func(v string) (err error) { c.HookRateLimit, err = strconv.ParseFloat(v, 64); return err })
+	parse("TASKHOOK_HOOK_BURST", func(v string) (err error) { c.HookBurst, err = strconv.Atoi(v); return err })
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}

@@ -71,3 +71,39 @@ func (c *Client) ListSessions(ctx context.Context, p ListSessionsParams, opts ..
 func (c *Client) SessionEvents(ctx context.Context, id string, p EventsParams, opts ...CallOption) (*EventPage, error) {
 	return c.events(ctx, "/v1/sessions/"+segment(id)+"/events", p, opts)
 }
+
+// CancelledSession is the answer of CancelSession.
+type CancelledSession struct {
+	Session          Session  `json:"session"`
+	CancelledTaskIDs []string `json:"cancelledTaskIds"`
+}
+
+// ResetSession is the answer of ResetSession.
+type ResetSession struct {
+	PreviousSessionID string  `json:"previousSessionId"`
+	Session           Session `json:"session"`
+}
+
+type reasonBody struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// CancelSession cancels every live task of the session, closes its hooks and
+// marks it cancelled. A repeat is a no-op.
+func (c *Client) CancelSession(ctx context.Context, id, reason string, opts ...CallOption) (*CancelledSession, error) {
+	var out CancelledSession
+	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+segment(id)+"/cancel", nil, reasonBody{reason}, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ResetSession cancels the session and opens a new one with the same owner
+// and metadata.
+func (c *Client) ResetSession(ctx context.Context, id, reason string, opts ...CallOption) (*ResetSession, error) {
+	var out ResetSession
+	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+segment(id)+"/reset", nil, reasonBody{reason}, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -39,10 +40,11 @@ const (
 
 // APIError is an error answer: status, code, message and any extra members.
 type APIError struct {
-	Status  int
-	Code    string
-	Message string
-	Extra   map[string]any
+	Status     int
+	Code       string
+	Message    string
+	Extra      map[string]any
+	RetryAfter string // Retry-After of a 429 (a 503 always has one)
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
@@ -80,6 +82,25 @@ func toAPIError(err error) *APIError {
 	if errors.As(err, &sverr) {
 		return invalidRequest(sverr.Field, sverr.Message)
 	}
+	var hverr *hooks.ValidationError
+	if errors.As(err, &hverr) {
+		return invalidRequest(hverr.Field, hverr.Message)
+	}
+	var closed *hooks.ClosedError
+	if errors.As(err, &closed) {
+		return &APIError{Status: http.StatusGone, Code: CodeHookClosed, Message: "the hook takes no more requests",
+			Extra: map[string]any{"reason": closed.Reason}}
+	}
+	var limited *hooks.RateLimitedError
+	if errors.As(err, &limited) {
+		return &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited,
+			Message: "too many requests to this hook; retry later", RetryAfter: limited.RetryAfterHeader()}
+	}
+	if errors.Is(err, hooks.ErrSignatureInvalid) {
+		// The text names what was wrong (a missing header, a stale
+		// timestamp), never a secret or a signature.
+		return apiError(http.StatusUnauthorized, CodeSignatureInvalid, err.Error())
+	}
 	var state *tasks.StateError
 	if errors.As(err, &state) {
 		e := &APIError{Status: http.StatusConflict, Message: state.Error(), Extra: map[string]any{"task": state.Task}}
@@ -100,11 +121,15 @@ func toAPIError(err error) *APIError {
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, sessions.ErrNotFound),
-		errors.Is(err, tasks.ErrSessionNotFound), errors.Is(err, store.ErrNotFound):
+		errors.Is(err, tasks.ErrSessionNotFound), errors.Is(err, store.ErrNotFound),
+		errors.Is(err, hooks.ErrNotFound), errors.Is(err, hooks.ErrUnknownToken):
 		return errNotFound
-	case errors.Is(err, tasks.ErrSessionNotActive):
+	case errors.Is(err, hooks.ErrTaskTerminal):
+		return apiError(http.StatusConflict, CodeTaskTerminal, "the task has ended")
+	case errors.Is(err, tasks.ErrSessionNotActive), errors.Is(err, hooks.ErrSessionNotActive):
 		return apiError(http.StatusConflict, CodeSessionNotActive, "the session is not active")
-	case errors.Is(err, tasks.ErrIdempotency), errors.Is(err, sessions.ErrIdempotency):
+	case errors.Is(err, tasks.ErrIdempotency), errors.Is(err, sessions.ErrIdempotency),
+		errors.Is(err, hooks.ErrIdempotency):
 		return apiError(http.StatusConflict, CodeIdempotency, "this Idempotency-Key was used with a different request body")
 	case errors.Is(err, store.ErrBadCursor):
 		return invalidRequest("cursor", "is not a cursor this service gave out")
@@ -132,6 +157,9 @@ func writeAPIError(w http.ResponseWriter, e *APIError) {
 	body := map[string]any{"code": e.Code, "message": e.Message}
 	for k, v := range e.Extra {
 		body[k] = v
+	}
+	if e.RetryAfter != "" {
+		w.Header().Set("Retry-After", e.RetryAfter)
 	}
 	switch e.Status {
 	case http.StatusServiceUnavailable:

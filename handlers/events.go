@@ -3,7 +3,10 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/taskhook/taskhook/store"
@@ -15,6 +18,17 @@ type logEntry = store.LogEntry
 func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read func(after string, limit int, wait time.Duration) ([]logEntry, error)) {
 	q := r.URL.Query()
 	after := q.Get("after")
+	if wantsStream(r) {
+		if id := r.Header.Get("Last-Event-ID"); id != "" {
+			after = id
+		}
+		if after != "" && !store.ValidStreamID(after) {
+			a.writeError(w, r, invalidRequest("Last-Event-ID", "is not an event id"))
+			return
+		}
+		a.streamEvents(w, r, after, read)
+		return
+	}
 	if after != "" && !store.ValidStreamID(after) {
 		a.writeError(w, r, invalidRequest("after", "is not an event id"))
 		return
@@ -54,6 +68,62 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read func(afte
 	b.Write(c)
 	b.WriteByte('}')
 	writeRaw(w, http.StatusOK, b.Bytes())
+}
+
+// heartbeat is how often an idle stream sends a comment line.
+const heartbeat = 15 * time.Second
+
+func wantsStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// streamEvents serves a log as server-sent events: every event after the
+// cursor, in log order, then each new one as it is appended, with a comment
+// every 15 s while idle. It ends when the client leaves or the server drains.
+// The first read checks access, so a missing or foreign log is a plain 404.
+func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string, read func(after string, limit int, wait time.Duration) ([]logEntry, error)) {
+	entries, err := read(after, 100, 0)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		a.writeError(w, r, errors.New("response writer cannot flush"))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	draining := a.tasks.Draining()
+	for {
+		var b bytes.Buffer
+		for _, e := range entries {
+			var head struct{ Type string }
+			_ = json.Unmarshal(e.JSON, &head)
+			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, head.Type, e.JSON)
+			after = e.ID
+		}
+		if len(entries) == 0 {
+			b.WriteString(": heartbeat\n\n")
+		}
+		if _, err := w.Write(b.Bytes()); err != nil {
+			return
+		}
+		flusher.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-draining:
+			return
+		default:
+		}
+		if entries, err = read(after, 100, heartbeat); err != nil {
+			return // the client sees the stream end and resumes with Last-Event-ID
+		}
+	}
 }
 
 // writeList writes {"items": [...], "nextCursor": ...} from stored JSON.

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
@@ -20,6 +21,7 @@ import (
 type Deps struct {
 	Tasks        *tasks.Service
 	Sessions     *sessions.Service
+	Hooks        *hooks.Service // nil: the hook routes are not mounted
 	Store        *store.Store
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
@@ -31,6 +33,7 @@ type Deps struct {
 type api struct {
 	tasks    *tasks.Service
 	sessions *sessions.Service
+	hooks    *hooks.Service
 	store    *store.Store
 	verifier *authz.Verifier
 	metrics  *metrics.Metrics
@@ -42,7 +45,7 @@ type api struct {
 // New builds the router.
 func New(d Deps) http.Handler {
 	a := &api{
-		tasks: d.Tasks, sessions: d.Sessions, store: d.Store, verifier: d.Verifier,
+		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, store: d.Store, verifier: d.Verifier,
 		metrics: d.Metrics, log: d.Log, maxBody: d.MaxBodyBytes, version: d.Version,
 	}
 	if a.maxBody == 0 {
@@ -68,6 +71,8 @@ func New(d Deps) http.Handler {
 			r.Get("/sessions", a.listSessions)
 			r.Get("/sessions/{sessionId}", a.getSession)
 			r.Get("/sessions/{sessionId}/events", a.sessionEvents)
+			r.Post("/sessions/{sessionId}/cancel", a.sessionEnd(http.StatusOK, a.sessions.Cancel))
+			r.Post("/sessions/{sessionId}/reset", a.sessionEnd(http.StatusCreated, a.sessions.Reset))
 
 			r.Post("/tasks", a.createTask)
 			r.Get("/tasks", a.listTasks)
@@ -81,7 +86,21 @@ func New(d Deps) http.Handler {
 			r.Post("/tasks/{taskId}/complete", a.taskCommand(tasks.CmdComplete))
 			r.Post("/tasks/{taskId}/fail", a.taskCommand(tasks.CmdFail))
 			r.Post("/tasks/{taskId}/cancel", a.taskCommand(tasks.CmdCancel))
+
+			if a.hooks != nil {
+				r.Post("/hooks", a.createHook)
+				r.Get("/hooks", a.listHooks)
+				r.Get("/hooks/{hookId}", a.getHook)
+				r.Post("/hooks/{hookId}/close", a.closeHook)
+				r.Get("/hooks/{hookId}/events", a.hookEvents)
+				r.Post("/hooks/{hookId}/ack", a.ackHook)
+				r.Get("/hooks/{hookId}/log", a.hookLog)
+			}
 		})
+		// Capability routes: the token in the path is the credential.
+		if a.hooks != nil {
+			r.Post("/callback/{token}", a.callback)
+		}
 	})
 	return r
 }

@@ -1,12 +1,15 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/sessions"
+	"github.com/taskhook/taskhook/store"
 )
 
 func (a *api) createSession(w http.ResponseWriter, r *http.Request) {
@@ -69,4 +72,43 @@ func (a *api) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	a.serveEvents(w, r, func(after string, limit int, wait time.Duration) ([]logEntry, error) {
 		return a.sessions.Events(r.Context(), principal(r), chi.URLParam(r, "sessionId"), after, limit, wait)
 	})
+}
+
+type reasonBody struct {
+	Reason string `json:"reason"`
+}
+
+// sessionEnd serves cancel (200) and reset (201): same body, same checks.
+func (a *api) sessionEnd(status int, end func(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := a.readBody(w, r)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		var in reasonBody
+		if err := DecodeJSON(body, &in); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		if len(in.Reason) > 1000 {
+			a.writeError(w, r, invalidRequest("reason", "at most 1000 bytes"))
+			return
+		}
+		p := principal(r)
+		idem, err := idempotency(r, p, body)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		raw, replayed, err := end(r.Context(), p, chi.URLParam(r, "sessionId"), in.Reason, idem)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		if replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		writeRaw(w, status, raw)
+	}
 }

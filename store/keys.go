@@ -72,6 +72,11 @@ func (k Keys) SessionHooks(p int, id string) string { return k.Tag(p) + "ses:" +
 // TaskHooks indexes a task's hooks.
 func (k Keys) TaskHooks(p int, id string) string { return k.Tag(p) + "task:" + id + ":hooks" }
 
+// OwnerHooks indexes an owner's hooks in one partition by creation time.
+func (k Keys) OwnerHooks(p int, owner string) string {
+	return k.Tag(p) + "own:" + digest(owner) + ":hooks"
+}
+
 // digest keeps caller-chosen strings (owners, idempotency scopes) out of key
 // names: fixed length, no braces, nothing to read back.
 func digest(s string) string {

@@ -17,6 +17,12 @@ type Scripts struct {
 	SessionCreate *redis.Script
 	TaskCreate    *redis.Script
 	TaskApply     *redis.Script
+	SessionCancel *redis.Script
+	HookCreate    *redis.Script
+	HookIngest    *redis.Script
+	HookRead      *redis.Script
+	HookAck       *redis.Script
+	HookClose     *redis.Script
 }
 
 func loadScripts() (*Scripts, error) {
@@ -32,11 +38,7 @@ func loadScripts() (*Scripts, error) {
 		return redis.NewScript(string(prelude) + "\n" + string(body)), nil
 	}
 	s := &Scripts{}
-	for name, dst := range map[string]**redis.Script{
-		"session_create": &s.SessionCreate,
-		"task_create":    &s.TaskCreate,
-		"task_apply":     &s.TaskApply,
-	} {
+	for name, dst := range s.named() {
 		if *dst, err = load(name); err != nil {
 			return nil, fmt.Errorf("load script %s: %w", name, err)
 		}
@@ -44,8 +46,27 @@ func loadScripts() (*Scripts, error) {
 	return s, nil
 }
 
+// named maps each script file's name to its field.
+func (s *Scripts) named() map[string]**redis.Script {
+	return map[string]**redis.Script{
+		"session_create": &s.SessionCreate,
+		"task_create":    &s.TaskCreate,
+		"task_apply":     &s.TaskApply,
+		"session_cancel": &s.SessionCancel,
+		"hook_create":    &s.HookCreate,
+		"hook_ingest":    &s.HookIngest,
+		"hook_read":      &s.HookRead,
+		"hook_ack":       &s.HookAck,
+		"hook_close":     &s.HookClose,
+	}
+}
+
 func (s *Scripts) all() []*redis.Script {
-	return []*redis.Script{s.SessionCreate, s.TaskCreate, s.TaskApply}
+	var out []*redis.Script
+	for _, sc := range s.named() {
+		out = append(out, *sc)
+	}
+	return out
 }
 
 // preload loads every script on every node, so the first EVALSHA of each does

@@ -431,3 +431,25 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 	}
 	return s.store.ListIndexed(ctx, indexes, record, after, limit, keep)
 }
+
+// CancelChange decides the cancellation of one stored task for a session
+// being cancelled: ok is false when the task is already terminal.
+func CancelChange(raw []byte, reason string, now time.Time) (store.TaskCancel, bool, error) {
+	var t Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return store.TaskCancel{}, false, fmt.Errorf("decode task: %w", err)
+	}
+	change, err := Apply(t, Command{Kind: CmdCancel, Reason: reason}, now)
+	if err != nil || !change.Changed {
+		return store.TaskCancel{}, false, err
+	}
+	next, err := json.Marshal(change.Task)
+	if err != nil {
+		return store.TaskCancel{}, false, err
+	}
+	ev, err := eventJSON(change.Task, now, change.Events[0], next)
+	if err != nil {
+		return store.TaskCancel{}, false, err
+	}
+	return store.TaskCancel{ID: t.TaskID, ExpectRevision: t.Revision, JSON: next, Event: ev}, true, nil
+}

@@ -73,3 +73,6 @@ func (s *Service) Events(ctx context.Context, p authz.Principal, id, after strin
 	part, _ := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
 	return s.fanin.ReadLog(ctx, w, s.store.Keys.TaskLog(part, t.TaskID), after, limit, wait)
 }
+
+// Draining is closed when the server begins to shut down.
+func (s *Service) Draining() <-chan struct{} { return s.fanin.Draining() }

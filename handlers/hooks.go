@@ -1,0 +1,213 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/taskhook/taskhook/hooks"
+)
+
+func (a *api) createHook(w http.ResponseWriter, r *http.Request) {
+	body, err := a.readBody(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var in hooks.CreateInput
+	if err := DecodeJSON(body, &in); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	p := principal(r)
+	idem, err := idempotency(r, p, body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	reply, err := a.hooks.Create(r.Context(), p, in, idem)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var created struct{ HookID string }
+	if json.Unmarshal(reply.JSON, &created) == nil && created.HookID != "" {
+		w.Header().Set("Location", "/v1/hooks/"+created.HookID)
+	}
+	writeHookReply(w, http.StatusCreated, reply)
+}
+
+func writeHookReply(w http.ResponseWriter, status int, reply hooks.Reply) {
+	if reply.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeRaw(w, status, reply.JSON)
+}
+
+func (a *api) getHook(w http.ResponseWriter, r *http.Request) {
+	_, raw, err := a.hooks.Get(r.Context(), principal(r), chi.URLParam(r, "hookId"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, raw)
+}
+
+func (a *api) listHooks(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r, 50, 100)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	cursor, err := parseCursor(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	f := hooks.ListFilter{TaskID: q.Get("taskId"), SessionID: q.Get("sessionId")}
+	page, err := a.hooks.List(r.Context(), principal(r), f, cursor, limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeList(w, page.Items, page.Next)
+}
+
+func (a *api) closeHook(w http.ResponseWriter, r *http.Request) {
+	body, err := a.readBody(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var in struct{}
+	if err := DecodeJSON(body, &in); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	p := principal(r)
+	idem, err := idempotency(r, p, body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	reply, err := a.hooks.Close(r.Context(), p, chi.URLParam(r, "hookId"), idem)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeHookReply(w, http.StatusOK, reply)
+}
+
+// hookEvents is the consuming read of a consumer group.
+func (a *api) hookEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	o := hooks.ReadOptions{Group: q.Get("group"), Consumer: q.Get("consumer")}
+	var err error
+	if o.Count, err = queryInt(r, "count", 1, hooks.MaxCount); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	vis, err := queryInt(r, "visibilityMs", 1, int(hooks.MaxVisibility.Milliseconds()))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	o.Visibility = time.Duration(vis) * time.Millisecond
+	if o.Wait, err = parseWait(r); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	batch, err := a.hooks.Read(r.Context(), principal(r), chi.URLParam(r, "hookId"), o)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, batch)
+}
+
+// queryInt reads an optional whole-number query parameter in [lo, hi]; 0
+// when it is absent.
+func queryInt(r *http.Request, name string, lo, hi int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, invalidRequest(name, "must be a whole number from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
+	}
+	return n, nil
+}
+
+func (a *api) ackHook(w http.ResponseWriter, r *http.Request) {
+	body, err := a.readBody(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var in hooks.AckInput
+	if err := DecodeJSON(body, &in); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	p := principal(r)
+	idem, err := idempotency(r, p, body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	reply, err := a.hooks.Ack(r.Context(), p, chi.URLParam(r, "hookId"), in, idem)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeHookReply(w, http.StatusOK, reply)
+}
+
+// hookLog is the non-consuming read of everything a hook received.
+func (a *api) hookLog(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r, 50, 100)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	page, err := a.hooks.Log(r.Context(), principal(r), chi.URLParam(r, "hookId"), r.URL.Query().Get("after"), limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// callback takes a webhook: no JWT, the token in the path is the
+// capability. The path (and so the token) is never logged: the request log
+// has the route template only.
+func (a *api) callback(w http.ResponseWriter, r *http.Request) {
+	body, err := a.readBody(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	acc, err := a.hooks.Ingest(r.Context(), hooks.Callback{
+		Token: chi.URLParam(r, "token"), Method: r.Method, Header: r.Header, Body: body,
+	})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if res := acc.Response; res != nil {
+		w.Header().Set("Content-Type", res.ContentType)
+		w.WriteHeader(res.Status)
+		_, _ = w.Write([]byte(res.Body))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, struct {
+		OK        bool   `json:"ok"`
+		EventID   string `json:"eventId"`
+		Duplicate bool   `json:"duplicate"`
+	}{true, acc.EventID, acc.Duplicate})
+}

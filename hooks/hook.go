@@ -1,0 +1,202 @@
+// Package hooks holds hooks: capability URLs that outside systems post
+// webhooks to, each with a durable queue that a task reads through consumer
+// groups with at-least-once delivery. It checks callback signatures, dedupes
+// by the provider's event id and rate-limits per hook; the store does each
+// ingest and each read in one script.
+package hooks
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskhook/taskhook/events"
+)
+
+// Statuses of a hook.
+const (
+	Open   = "open"
+	Closed = "closed"
+)
+
+// Hook is the record, as the API shows it. It never holds the token or the
+// verify secret.
+type Hook struct {
+	HookID       string       `json:"hookId"`
+	Status       string       `json:"status"`
+	CloseReason  string       `json:"closeReason,omitempty"` // closed, expired, task_terminal, session_cancelled
+	Owner        string       `json:"owner"`
+	SessionID    string       `json:"sessionId"`
+	TaskID       string       `json:"taskId,omitempty"`
+	Label        string       `json:"label,omitempty"`
+	CreatedAt    events.Time  `json:"createdAt"`
+	ExpiresAt    events.Time  `json:"expiresAt"`
+	TTLMs        int64        `json:"ttlMs"`
+	ClosedAt     *events.Time `json:"closedAt,omitempty"`
+	Verify       *VerifyView  `json:"verify,omitempty"`
+	Response     *Response    `json:"response,omitempty"`
+	DedupeHeader string       `json:"dedupeHeader,omitempty"`
+}
+
+// Created is the answer to a create: the hook with its token and callback
+// URL, shown this once.
+type Created struct {
+	Hook
+	Token string `json:"token"`
+	URL   string `json:"url"`
+}
+
+// VerifyView is a hook's Verify without its secret.
+type VerifyView struct {
+	Scheme    string `json:"scheme"`
+	Header    string `json:"header,omitempty"`
+	Encoding  string `json:"encoding,omitempty"`
+	Tolerance int    `json:"toleranceSeconds,omitempty"`
+}
+
+func viewOf(v *Verify) *VerifyView {
+	if v == nil {
+		return nil
+	}
+	r := v.Redacted()
+	return &VerifyView{Scheme: r.Scheme, Header: r.Header, Encoding: r.Encoding, Tolerance: r.Tolerance}
+}
+
+// Response is the static answer a hook gives an accepted callback instead of
+// the default 202 {ok, eventId, duplicate}.
+type Response struct {
+	Status      int    `json:"status"`
+	Body        string `json:"body"`
+	ContentType string `json:"contentType,omitempty"`
+}
+
+// CreateInput is the body of POST /v1/hooks.
+type CreateInput struct {
+	TaskID       string    `json:"taskId,omitempty"`
+	SessionID    string    `json:"sessionId,omitempty"`
+	Label        string    `json:"label,omitempty"`
+	TTLMs        *int64    `json:"ttlMs,omitempty"`
+	Verify       *Verify   `json:"verify,omitempty"`
+	Response     *Response `json:"response,omitempty"`
+	DedupeHeader string    `json:"dedupeHeader,omitempty"`
+}
+
+// ingestConfig is what the callback route needs of a hook, kept in the
+// hook's hash beside the record. It holds the verify secret and is never
+// returned. None of it changes after the hook is made, so replicas cache it.
+type ingestConfig struct {
+	HookID       string    `json:"h"`
+	TaskID       string    `json:"t,omitempty"`
+	SessionID    string    `json:"s"`
+	TokenHash    string    `json:"th"`
+	Verify       *Verify   `json:"v,omitempty"`
+	Response     *Response `json:"r,omitempty"`
+	DedupeHeader string    `json:"d,omitempty"`
+}
+
+// Errors.
+var (
+	ErrNotFound         = errors.New("hook not found")
+	ErrUnknownToken     = errors.New("unknown callback token")
+	ErrClosed           = errors.New("hook closed")
+	ErrRateLimited      = errors.New("hook rate limit exceeded")
+	ErrSessionNotActive = errors.New("session is not active")
+	ErrTaskTerminal     = errors.New("task has ended")
+	ErrIdempotency      = errors.New("idempotency key reused with a different body")
+)
+
+// ClosedError is a callback to a hook that takes no more requests; Reason
+// is closed, expired, task_terminal or session_cancelled.
+type ClosedError struct{ Reason string }
+
+func (e *ClosedError) Error() string { return "hook closed: " + e.Reason }
+func (e *ClosedError) Unwrap() error { return ErrClosed }
+
+// RateLimitedError is a callback over the hook's rate.
+type RateLimitedError struct{ RetryAfter time.Duration }
+
+func (e *RateLimitedError) Error() string { return "hook rate limit exceeded" }
+func (e *RateLimitedError) Unwrap() error { return ErrRateLimited }
+
+// ValidationError is a request that can never succeed as sent.
+type ValidationError struct{ Field, Message string }
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
+
+func invalidf(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Limits of a create.
+const (
+	maxLabel        = 200
+	maxResponseBody = 4 << 10
+	maxContentType  = 200
+	minTTL          = time.Second
+	defaultResponse = "text/plain; charset=utf-8"
+)
+
+// validate checks a create body on its own, before any state is read.
+func (in *CreateInput) validate() error {
+	if in.TaskID == "" && in.SessionID == "" {
+		return invalidf("taskId", "taskId or sessionId is required")
+	}
+	if len(in.Label) > maxLabel {
+		return invalidf("label", "at most %d bytes", maxLabel)
+	}
+	if in.TTLMs != nil && *in.TTLMs < minTTL.Milliseconds() {
+		return invalidf("ttlMs", "must be at least %d", minTTL.Milliseconds())
+	}
+	if in.Verify != nil {
+		if err := in.Verify.Validate(); err != nil {
+			var verr *VerifyError
+			if errors.As(err, &verr) {
+				return &ValidationError{Field: "verify." + verr.Field, Message: verr.Reason}
+			}
+			return invalidf("verify", "is not valid")
+		}
+	}
+	if in.DedupeHeader != "" && (len(in.DedupeHeader) > maxHeaderNameLen || !validHeaderName(in.DedupeHeader)) {
+		return invalidf("dedupeHeader", "is not a valid HTTP header name")
+	}
+	if r := in.Response; r != nil {
+		if r.Status == 0 {
+			r.Status = 200
+		}
+		if r.Status < 200 || r.Status > 299 {
+			return invalidf("response.status", "must be 200 to 299")
+		}
+		if (r.Status == 204 || r.Status == 205) && r.Body != "" {
+			return invalidf("response.body", "must be empty with status %d", r.Status)
+		}
+		if len(r.Body) > maxResponseBody {
+			return invalidf("response.body", "at most %d bytes", maxResponseBody)
+		}
+		if r.ContentType == "" {
+			r.ContentType = defaultResponse
+		}
+		if len(r.ContentType) > maxContentType || strings.ContainsAny(r.ContentType, "\r\n") {
+			return invalidf("response.contentType", "is not a media type")
+		}
+		mt, _, err := mime.ParseMediaType(r.ContentType)
+		if typ, sub, ok := strings.Cut(mt, "/"); err != nil || !ok || typ == "" || sub == "" {
+			return invalidf("response.contentType", "is not a media type")
+		}
+	}
+	return nil
+}
+
+// retryAfterSeconds renders a wait for Retry-After: whole seconds, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+// RetryAfterHeader is the Retry-After value of a rate-limited answer.
+func (e *RateLimitedError) RetryAfterHeader() string { return retryAfterSeconds(e.RetryAfter) }

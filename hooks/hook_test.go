@@ -1,0 +1,169 @@
+package hooks
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/events"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestCreateInputValidate(t *testing.T) {
+	for name, c := range map[string]struct {
+		in    CreateInput
+		field string // "" for valid
+	}{
+		"session":              {CreateInput{SessionID: "ses_x"}, ""},
+		"task":                 {CreateInput{TaskID: "task_x"}, ""},
+		"neither":              {CreateInput{}, "taskId"},
+		"long label":           {CreateInput{SessionID: "s", Label: strings.Repeat("l", 201)}, "label"},
+		"ttl too short":        {CreateInput{SessionID: "s", TTLMs: ptr(int64(999))}, "ttlMs"},
+		"ttl shortest":         {CreateInput{SessionID: "s", TTLMs: ptr(int64(1000))}, ""},
+		"verify no scheme":     {CreateInput{SessionID: "s", Verify: &Verify{Secret: "x"}}, "verify.scheme"},
+		"verify ok":            {CreateInput{SessionID: "s", Verify: &Verify{Scheme: SchemeGitHub, Secret: "x"}}, ""},
+		"dedupe header":        {CreateInput{SessionID: "s", DedupeHeader: "X-Event-Id"}, ""},
+		"bad dedupe header":    {CreateInput{SessionID: "s", DedupeHeader: "X Event"}, "dedupeHeader"},
+		"response default":     {CreateInput{SessionID: "s", Response: &Response{Body: "ok"}}, ""},
+		"response 500":         {CreateInput{SessionID: "s", Response: &Response{Status: 500}}, "response.status"},
+		"response 302":         {CreateInput{SessionID: "s", Response: &Response{Status: 302}}, "response.status"},
+		"response 204 body":    {CreateInput{SessionID: "s", Response: &Response{Status: 204, Body: "x"}}, "response.body"},
+		"response big body":    {CreateInput{SessionID: "s", Response: &Response{Body: strings.Repeat("b", 4097)}}, "response.body"},
+		"response bad type":    {CreateInput{SessionID: "s", Response: &Response{ContentType: "text"}}, "response.contentType"},
+		"response header smug": {CreateInput{SessionID: "s", Response: &Response{ContentType: "text/plain\r\nX-A: b"}}, "response.contentType"},
+	} {
+		err := c.in.validate()
+		var verr *ValidationError
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case c.field != "" && (!errors.As(err, &verr) || verr.Field != c.field):
+			t.Errorf("%s: %v, want a problem with %s", name, err, c.field)
+		}
+	}
+	in := CreateInput{SessionID: "s", Response: &Response{Body: "ok"}}
+	if err := in.validate(); err != nil || in.Response.Status != 200 || in.Response.ContentType != "text/plain; charset=utf-8" {
+		t.Errorf("response defaults: %+v %v", in.Response, err)
+	}
+}
+
+func TestHookViewHasNoSecret(t *testing.T) {
+	h := Hook{HookID: "hook_x", Verify: viewOf(&Verify{Scheme: SchemeHMACSHA256, Secret: "s3cr3t", Header: "X-Sig"})}
+	b, err := json.Marshal(Created{Hook: h, Token: "whk_t", URL: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "s3cr3t") || strings.Contains(string(b), "secret") {
+		t.Fatalf("view: %s", b)
+	}
+	if !strings.Contains(string(b), `"verify":{"scheme":"hmac-sha256","header":"X-Sig"}`) || !strings.Contains(string(b), `"token":"whk_t"`) {
+		t.Fatalf("view: %s", b)
+	}
+}
+
+func TestKeptHeaders(t *testing.T) {
+	h := http.Header{}
+	for k, v := range map[string]string{
+		"Authorization": "Bearer t", "Cookie": "c", "X-Hub-Signature-256": "sha256=ab", "Stripe-Signature": "t=1",
+		"Webhook-Signature": "v1,x", "X-Slack-Signature": "v0=x", "X-Gitlab-Token": "tok", "X-My-Sig": "mac",
+		"X-GitHub-Event": "push", "Webhook-Id": "msg_1", "X-Job-Event": "job-1", "X-Random": "r",
+		"Content-Type": "application/json", "User-Agent": strings.Repeat("u", 2000),
+	} {
+		h.Set(k, v)
+	}
+	got := keptHeaders(h, ingestConfig{
+		DedupeHeader: "x-job-event", Verify: &Verify{Scheme: SchemeHMACSHA256, Secret: "s", Header: "x-my-sig"},
+	})
+	for _, k := range []string{"authorization", "cookie", "x-hub-signature-256", "stripe-signature", "webhook-signature",
+		"x-slack-signature", "x-gitlab-token", "x-my-sig", "x-random"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("kept %s", k)
+		}
+	}
+	for k, v := range map[string]string{"x-github-event": "push", "webhook-id": "msg_1", "x-job-event": "job-1",
+		"content-type": "application/json"} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got["user-agent"]) != 1024 {
+		t.Errorf("user-agent kept at %d bytes", len(got["user-agent"]))
+	}
+	// A dedupe header that names a secret header is still not kept.
+	h.Set("Authorization", "Bearer t")
+	if got := keptHeaders(h, ingestConfig{DedupeHeader: "Authorization"}); got["authorization"] != "" {
+		t.Error("kept Authorization as the dedupe header")
+	}
+}
+
+func TestReceivedHead(t *testing.T) {
+	at := time.Date(2024, 5, 6, 7, 8, 9, 10_000_000, time.UTC)
+	head, err := receivedHead(ingestConfig{HookID: "hook_1", SessionID: "ses_1", TaskID: "task_1"}, "POST", `text/plain; a="b"`, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The script completes it this way.
+	full := string(head) + `"eventId":"1-0","seq":3}}`
+	var ev events.Event
+	if err := json.Unmarshal([]byte(full), &ev); err != nil {
+		t.Fatalf("%s: %v", full, err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != "hook.received" || ev.SessionID != "ses_1" || ev.TaskID != "task_1" || ev.At.String() != "2024-05-06T07:08:09.010Z" ||
+		data["hookId"] != "hook_1" || data["eventId"] != "1-0" || data["seq"] != float64(3) || data["contentType"] != `text/plain; a="b"` ||
+		data["method"] != "POST" || len(data) != 5 {
+		t.Fatalf("event %s", full)
+	}
+}
+
+func TestRateInterval(t *testing.T) {
+	for rate, want := range map[float64]time.Duration{
+		50: 20 * time.Millisecond, 1: time.Second, 0.1: 10 * time.Second, 1000: time.Millisecond, 3: 333 * time.Millisecond,
+	} {
+		if got := (Config{RateLimit: rate}).rateInterval(); got != want {
+			t.Errorf("rate %v: %v, want %v", rate, got, want)
+		}
+	}
+	if err := (Config{RateLimit: 5000}).Validate(); err == nil {
+		t.Error("a rate above 1000/s is accepted")
+	}
+}
+
+func TestTokenCacheIsBounded(t *testing.T) {
+	c := newTokenCache(2)
+	c.put("a", ingestConfig{HookID: "1"})
+	c.put("b", ingestConfig{HookID: "2"})
+	c.get("a")
+	c.put("c", ingestConfig{HookID: "3"})
+	if _, ok := c.get("b"); ok || c.len() != 2 {
+		t.Fatalf("the least recently used entry stayed (len %d)", c.len())
+	}
+	if cfg, ok := c.get("a"); !ok || cfg.HookID != "1" {
+		t.Fatal("lost a recently used entry")
+	}
+	c.drop("a")
+	if _, ok := c.get("a"); ok {
+		t.Fatal("drop kept the entry")
+	}
+}
+
+func TestReadOptionsDefaults(t *testing.T) {
+	o := ReadOptions{}
+	if err := o.normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Group != "default" || o.Consumer != "default" || o.Count != 10 || o.Visibility != 30*time.Second || o.Wait != 0 {
+		t.Fatalf("defaults: %+v", o)
+	}
+	o = ReadOptions{Wait: time.Hour}
+	if err := o.normalize(); err != nil || o.Wait != MaxWait {
+		t.Fatalf("wait cap: %+v %v", o, err)
+	}
+}

@@ -1,0 +1,295 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/store"
+)
+
+// Event is one stored callback request, as readers see it.
+type Event struct {
+	EventID         string            `json:"eventId"`
+	HookID          string            `json:"hookId"`
+	Seq             int64             `json:"seq"`
+	ReceivedAt      string            `json:"receivedAt"`
+	Method          string            `json:"method"`
+	ContentType     string            `json:"contentType"`
+	Headers         map[string]string `json:"headers"`
+	Body            *string           `json:"body,omitempty"`       // the body, when it is UTF-8
+	BodyBase64      *string           `json:"bodyBase64,omitempty"` // the body otherwise
+	ProviderEventID string            `json:"providerEventId,omitempty"`
+	DeliveryCount   int64             `json:"deliveryCount,omitempty"` // in reads through a group: 1 the first time
+}
+
+// DeadLetter is an event a group gave up on after the maximum deliveries.
+type DeadLetter struct {
+	Event
+	Group  string `json:"group"`
+	DeadAt string `json:"deadAt"`
+}
+
+// Read limits.
+const (
+	DefaultGroup      = "default"
+	DefaultConsumer   = "default"
+	DefaultCount      = 10
+	MaxCount          = 100
+	DefaultVisibility = 30 * time.Second
+	MaxVisibility     = 12 * time.Hour
+	MaxWait           = 60 * time.Second
+	maxNameLen        = 64
+	MaxAckIDs         = 1000
+)
+
+// ReadOptions are the query of GET /v1/hooks/{id}/events. Zero values mean
+// the defaults.
+type ReadOptions struct {
+	Group      string
+	Consumer   string
+	Count      int
+	Wait       time.Duration
+	Visibility time.Duration
+}
+
+func (o *ReadOptions) normalize() error {
+	if o.Group == "" {
+		o.Group = DefaultGroup
+	}
+	if o.Consumer == "" {
+		o.Consumer = DefaultConsumer
+	}
+	if !validName(o.Group) {
+		return invalidf("group", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
+	}
+	if !validName(o.Consumer) {
+		return invalidf("consumer", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
+	}
+	if o.Count == 0 {
+		o.Count = DefaultCount
+	}
+	if o.Count < 1 || o.Count > MaxCount {
+		return invalidf("count", "must be 1 to %d", MaxCount)
+	}
+	if o.Visibility == 0 {
+		o.Visibility = DefaultVisibility
+	}
+	if o.Visibility < time.Millisecond || o.Visibility > MaxVisibility {
+		return invalidf("visibilityMs", "must be 1 to %d", MaxVisibility.Milliseconds())
+	}
+	if o.Wait < 0 {
+		return invalidf("wait", "must not be negative")
+	}
+	o.Wait = min(o.Wait, MaxWait)
+	return nil
+}
+
+// validName reports whether s can name a group or consumer.
+func validName(s string) bool {
+	if s == "" || len(s) > maxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Batch is what one read delivered.
+type Batch struct {
+	Events   []Event `json:"events"`
+	Group    string  `json:"group"`
+	Consumer string  `json:"consumer"`
+	Pending  int64   `json:"pending"` // the group's unacknowledged events, these included
+}
+
+// Read returns the next batch for a consumer of a group: its own events
+// whose visibility ran out, then events as idle claimed from the group's
+// other consumers, then new events. Each read is one script. With nothing
+// to deliver and a wait, it waits on this replica's wake-ups (no Redis
+// traffic while waiting) or until a pending event's visibility runs out, and
+// reads again.
+func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o ReadOptions) (Batch, error) {
+	if err := o.normalize(); err != nil {
+		return Batch{}, err
+	}
+	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	if err != nil {
+		return Batch{}, ErrNotFound
+	}
+	w := s.fanin.Wait(store.WaitKey("h", id))
+	defer w.Stop()
+	deadline := time.Now().Add(o.Wait)
+	for {
+		b, err := s.store.ReadHook(ctx, store.HookRead{
+			Partition: part, ID: id, Principal: p.ID, Admin: p.Admin(), Group: o.Group, Consumer: o.Consumer,
+			Count: o.Count, Visibility: o.Visibility, MaxDeliveries: s.cfg.MaxDeliveries,
+			MaxGroups: s.cfg.MaxGroups, Now: s.now(),
+		})
+		if err != nil {
+			return Batch{}, err
+		}
+		switch b.Outcome {
+		case store.HookOK:
+		case store.HookMissing:
+			return Batch{}, ErrNotFound
+		case store.HookTooManyGroups:
+			return Batch{}, invalidf("group", "the hook has %d consumer groups already", s.cfg.MaxGroups)
+		default:
+			return Batch{}, fmt.Errorf("read hook: unexpected outcome %d", b.Outcome)
+		}
+		s.observeRead(b)
+		out := Batch{Events: make([]Event, 0, len(b.Entries)), Group: o.Group, Consumer: o.Consumer, Pending: b.Pending}
+		for _, e := range b.Entries {
+			out.Events = append(out.Events, eventOf(id, e))
+		}
+		if len(out.Events) > 0 || o.Wait <= 0 {
+			return out, nil
+		}
+		until := deadline
+		if b.NextVisible >= 0 {
+			if next := time.Now().Add(b.NextVisible + time.Millisecond); next.Before(until) {
+				until = next
+			}
+		}
+		if _, why := w.Next(ctx, until); why == store.Gone || (why == store.Timeout && !until.Before(deadline)) {
+			return out, nil
+		}
+	}
+}
+
+func (s *Service) observeRead(b store.HookBatch) {
+	if s.metrics == nil {
+		return
+	}
+	s.metrics.HookPending.Observe(float64(b.Pending))
+	if b.Redelivered > 0 {
+		s.metrics.HookRedeliveries.Add(float64(b.Redelivered))
+	}
+	if b.DeadLettered > 0 {
+		s.metrics.HookDeadLetters.Add(float64(b.DeadLettered))
+	}
+}
+
+// AckInput is the body of POST /v1/hooks/{id}/ack.
+type AckInput struct {
+	Group    string   `json:"group,omitempty"`
+	EventIDs []string `json:"eventIds"`
+}
+
+// Ack acknowledges events for a group: they are never delivered to it
+// again. It answers how many were pending and are acknowledged now.
+func (s *Service) Ack(ctx context.Context, p authz.Principal, id string, in AckInput, idem store.Idempotency) (Reply, error) {
+	if in.Group == "" {
+		in.Group = DefaultGroup
+	}
+	if !validName(in.Group) {
+		return Reply{}, invalidf("group", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
+	}
+	if len(in.EventIDs) == 0 || len(in.EventIDs) > MaxAckIDs {
+		return Reply{}, invalidf("eventIds", "must hold 1 to %d event ids", MaxAckIDs)
+	}
+	for i, e := range in.EventIDs {
+		if !store.ValidStreamID(e) {
+			return Reply{}, invalidf("eventIds["+strconv.Itoa(i)+"]", "is not an event id")
+		}
+	}
+	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	if err != nil {
+		return Reply{}, ErrNotFound
+	}
+	res, err := s.store.AckHook(ctx, store.HookAck{
+		Partition: part, ID: id, Principal: p.ID, Admin: p.Admin(), Group: in.Group, EventIDs: in.EventIDs, Idem: idem,
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	switch res.Outcome {
+	case store.HookOK:
+		return Reply{JSON: []byte(`{"acked":` + strconv.FormatInt(res.Acked, 10) + `}`)}, nil
+	case store.HookReplayed:
+		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+	case store.HookIdemConflict:
+		return Reply{}, ErrIdempotency
+	case store.HookMissing:
+		return Reply{}, ErrNotFound
+	}
+	return Reply{}, fmt.Errorf("ack hook: unexpected outcome %d", res.Outcome)
+}
+
+// LogPage is a non-consuming page of a hook's events, with its dead letters.
+type LogPage struct {
+	Events          []Event      `json:"events"`
+	Cursor          string       `json:"cursor"`
+	DeadLetters     []DeadLetter `json:"deadLetters"`     // the newest, oldest first
+	DeadLetterCount int64        `json:"deadLetterCount"` // all of them
+}
+
+// maxDeadLetters is how many dead letters a log page shows.
+const maxDeadLetters = 100
+
+// Log reads every received event after a cursor, oldest first, and the
+// hook's dead letters, in one round trip. It changes nothing: no group sees
+// a difference.
+func (s *Service) Log(ctx context.Context, p authz.Principal, id, after string, limit int) (LogPage, error) {
+	if after != "" && !store.ValidStreamID(after) {
+		return LogPage{}, invalidf("after", "is not an event id")
+	}
+	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	if err != nil {
+		return LogPage{}, ErrNotFound
+	}
+	l, err := s.store.ReadHookLog(ctx, part, id, after, limit, maxDeadLetters)
+	if err != nil {
+		return LogPage{}, err
+	}
+	if l.Owner == "" || !p.CanAccess(l.Owner) {
+		return LogPage{}, ErrNotFound
+	}
+	page := LogPage{Events: make([]Event, 0, len(l.Entries)), Cursor: after, DeadLetters: make([]DeadLetter, 0, len(l.DeadLetters)),
+		DeadLetterCount: l.DeadTotal}
+	if page.Cursor == "" {
+		page.Cursor = "0-0"
+	}
+	for _, e := range l.Entries {
+		page.Events = append(page.Events, eventOf(id, e))
+		page.Cursor = e.ID
+	}
+	for _, e := range l.DeadLetters {
+		dl := DeadLetter{Event: eventOf(id, store.HookEntry{ID: e.Fields["eid"], Fields: e.Fields}), Group: e.Fields["grp"]}
+		dl.DeliveryCount, _ = strconv.ParseInt(e.Fields["dc"], 10, 64)
+		if ms, err := strconv.ParseInt(e.Fields["dat"], 10, 64); err == nil {
+			dl.DeadAt = events.At(time.UnixMilli(ms)).String()
+		}
+		page.DeadLetters = append(page.DeadLetters, dl)
+	}
+	return page, nil
+}
+
+// eventOf renders a stored entry (fields as hook_ingest writes them).
+func eventOf(hookID string, e store.HookEntry) Event {
+	f := e.Fields
+	ev := Event{
+		EventID: e.ID, HookID: hookID, ReceivedAt: f["at"], Method: f["m"], ContentType: f["ct"],
+		ProviderEventID: f["pid"], DeliveryCount: e.Deliveries, Headers: map[string]string{},
+	}
+	ev.Seq, _ = strconv.ParseInt(f["seq"], 10, 64)
+	if h := f["h"]; h != "" {
+		_ = json.Unmarshal([]byte(h), &ev.Headers)
+	}
+	if b64, ok := f["b64"]; ok {
+		ev.BodyBase64 = &b64
+	} else {
+		b := f["b"]
+		ev.Body = &b
+	}
+	return ev
+}

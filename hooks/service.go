@@ -1,0 +1,444 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tasks"
+)
+
+// Config holds the hook limits. The zero value means the defaults.
+type Config struct {
+	PublicURL     string        // callback URLs start with it; default "http://localhost:8080"
+	DefaultTTL    time.Duration // of a session's hook; a task's hook defaults to the task's remaining life; default 7 days
+	MaxTTL        time.Duration // default 30 days
+	Tombstone     time.Duration // how long a hook's records stay after it expires (callbacks get 410, reads still work); default 24h
+	MaxDeliveries int           // deliveries of one event to one group before it is dead-lettered; default 10
+	RateLimit     float64       // callbacks per second per hook; default 50
+	Burst         int           // callbacks a hook takes at once above the rate; default 100
+	MaxGroups     int           // consumer groups per hook; default 16
+	CacheSize     int           // token hashes cached on this replica; default 10000
+	Retention     time.Duration // of the session log that hook.received events go to; default 30 days
+}
+
+func (c Config) withDefaults() Config {
+	if c.PublicURL == "" {
+		c.PublicURL = "http://localhost:8080"
+	}
+	if c.DefaultTTL == 0 {
+		c.DefaultTTL = 7 * 24 * time.Hour
+	}
+	if c.MaxTTL == 0 {
+		c.MaxTTL = 30 * 24 * time.Hour
+	}
+	if c.DefaultTTL > c.MaxTTL {
+		c.DefaultTTL = c.MaxTTL
+	}
+	if c.Tombstone == 0 {
+		c.Tombstone = 24 * time.Hour
+	}
+	if c.MaxDeliveries == 0 {
+		c.MaxDeliveries = 10
+	}
+	if c.RateLimit == 0 {
+		c.RateLimit = 50
+	}
+	if c.Burst == 0 {
+		c.Burst = 100
+	}
+	if c.MaxGroups == 0 {
+		c.MaxGroups = 16
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = 10000
+	}
+	if c.Retention == 0 {
+		c.Retention = 30 * 24 * time.Hour
+	}
+	return c
+}
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if c.MaxDeliveries < 1 {
+		errs = append(errs, errors.New("hook max deliveries must be at least 1"))
+	}
+	if c.RateLimit < 0 || c.RateLimit > 1000 {
+		errs = append(errs, errors.New("hook rate limit must be 0 to 1000 per second"))
+	}
+	if c.Burst < 1 {
+		errs = append(errs, errors.New("hook burst must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// rateInterval is the time one callback uses up of the hook's rate.
+func (c Config) rateInterval() time.Duration {
+	iv := time.Duration(float64(time.Second) / c.RateLimit)
+	return max(iv.Round(time.Millisecond), time.Millisecond)
+}
+
+// Service runs hooks against the store.
+type Service struct {
+	cfg     Config
+	store   *store.Store
+	fanin   *store.FanIn
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	tokens  *tokenCache
+	now     func() time.Time
+}
+
+// NewService wires the service. now is the clock (time.Now in production).
+func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, log *slog.Logger,
+	now func() time.Time) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{
+		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: newTokenCache(cfg.CacheSize), now: now,
+	}, nil
+}
+
+// Reply is the JSON a create or close answered with, and whether it was
+// replayed from an earlier request with the same idempotency key.
+type Reply struct {
+	JSON     []byte
+	Replayed bool
+}
+
+// Create makes an open hook bound to a session, or to a task and its
+// session. The answer carries the token, which is shown this once: a replay
+// of the create (same Idempotency-Key) answers without it.
+func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (Reply, error) {
+	if err := in.validate(); err != nil {
+		return Reply{}, err
+	}
+	now := s.now()
+	ttl, part, sessionID, err := s.bind(ctx, p, &in, now)
+	if err != nil {
+		return Reply{}, err
+	}
+	closes := now.Add(ttl)
+	h := Hook{
+		HookID: store.NewID(store.HookPrefix, part), Status: Open, Owner: p.ID, SessionID: sessionID,
+		TaskID: in.TaskID, Label: in.Label, CreatedAt: events.At(now), ExpiresAt: events.At(closes),
+		TTLMs: ttl.Milliseconds(), Verify: viewOf(in.Verify), Response: in.Response, DedupeHeader: in.DedupeHeader,
+	}
+	token := NewToken(part)
+	cfg := ingestConfig{
+		HookID: h.HookID, TaskID: h.TaskID, SessionID: sessionID, TokenHash: HashToken(token),
+		Verify: in.Verify, Response: in.Response, DedupeHeader: in.DedupeHeader,
+	}
+	raw, err := json.Marshal(h)
+	if err != nil {
+		return Reply{}, err
+	}
+	rawCfg, err := json.Marshal(cfg)
+	if err != nil {
+		return Reply{}, err
+	}
+	created, err := json.Marshal(Created{Hook: h, Token: token, URL: s.cfg.PublicURL + "/v1/callback/" + token})
+	if err != nil {
+		return Reply{}, err
+	}
+	res, err := s.store.CreateHook(ctx, store.HookCreate{
+		Partition: part, ID: h.HookID, TaskID: h.TaskID, SessionID: sessionID, Principal: p.ID, Admin: p.Admin(),
+		TokenHash: cfg.TokenHash, JSON: raw, Config: rawCfg, Replay: raw, Now: now, ClosesAt: closes,
+		ExpiresAt: closes.Add(s.cfg.Tombstone), Idem: idem,
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	switch res.Outcome {
+	case store.HookOK:
+		s.tokens.put(cfg.TokenHash, cfg)
+		return Reply{JSON: created}, nil
+	case store.HookReplayed:
+		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+	case store.HookIdemConflict:
+		return Reply{}, ErrIdempotency
+	case store.HookSessionMissing, store.HookTaskMissing:
+		return Reply{}, ErrNotFound
+	case store.HookSessionNotActive:
+		return Reply{}, ErrSessionNotActive
+	case store.HookTaskTerminal:
+		return Reply{}, ErrTaskTerminal
+	}
+	return Reply{}, fmt.Errorf("create hook: unexpected outcome %d", res.Outcome)
+}
+
+// bind finds what a new hook belongs to: its partition and session, and its
+// effective TTL. Somebody else's task or session does not exist.
+func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, now time.Time) (time.Duration, int, string, error) {
+	ttl := s.cfg.DefaultTTL
+	if in.TTLMs != nil {
+		ttl = time.Duration(*in.TTLMs) * time.Millisecond
+	}
+	ttl = min(ttl, s.cfg.MaxTTL)
+	if in.TaskID == "" {
+		part, err := store.PartitionOf(in.SessionID, store.SessionPrefix, s.store.Partitions)
+		if err != nil {
+			return 0, 0, "", ErrNotFound
+		}
+		return ttl, part, in.SessionID, nil
+	}
+	part, err := store.PartitionOf(in.TaskID, store.TaskPrefix, s.store.Partitions)
+	if err != nil {
+		return 0, 0, "", ErrNotFound
+	}
+	raw, err := s.store.GetJSON(ctx, s.store.Keys.Task(part, in.TaskID))
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, 0, "", ErrNotFound
+	}
+	if err != nil {
+		return 0, 0, "", err
+	}
+	var t tasks.Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return 0, 0, "", fmt.Errorf("decode task: %w", err)
+	}
+	if !p.CanAccess(t.Owner) {
+		return 0, 0, "", ErrNotFound
+	}
+	if in.SessionID != "" && in.SessionID != t.SessionID {
+		return 0, 0, "", invalidf("sessionId", "is not the session of the task")
+	}
+	if t.Status.Terminal() {
+		return 0, 0, "", ErrTaskTerminal
+	}
+	if t.ExpiresAt != nil {
+		left := t.ExpiresAt.Sub(now)
+		if left <= 0 {
+			return 0, 0, "", ErrNotFound
+		}
+		if in.TTLMs == nil {
+			ttl = min(left, s.cfg.MaxTTL)
+		}
+		ttl = min(ttl, left)
+	}
+	return ttl, part, t.SessionID, nil
+}
+
+// Get reads a hook its owner (or an admin) may see, with its status as of
+// now: a hook whose TTL ran out, whose task ended or whose session was
+// cancelled reads as closed.
+func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Hook, []byte, error) {
+	h, part, err := s.load(ctx, p, id)
+	if err != nil {
+		return Hook{}, nil, err
+	}
+	if err := s.settle(ctx, part, []*Hook{&h}); err != nil {
+		return Hook{}, nil, err
+	}
+	raw, err := json.Marshal(h)
+	return h, raw, err
+}
+
+// load reads a hook's record as stored, for its owner (or an admin).
+func (s *Service) load(ctx context.Context, p authz.Principal, id string) (Hook, int, error) {
+	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	if err != nil {
+		return Hook{}, 0, ErrNotFound
+	}
+	rec, err := s.store.GetHook(ctx, part, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Hook{}, 0, ErrNotFound
+	}
+	if err != nil {
+		return Hook{}, 0, err
+	}
+	if !p.CanAccess(rec.Owner) {
+		return Hook{}, 0, ErrNotFound
+	}
+	var h Hook
+	if err := json.Unmarshal(rec.JSON, &h); err != nil {
+		return Hook{}, 0, fmt.Errorf("decode hook: %w", err)
+	}
+	return h, part, nil
+}
+
+// settle marks open hooks closed that no longer take callbacks: past their
+// TTL, their task ended (or gone), their session cancelled (or gone). It
+// reads the parents of all of them in one round trip.
+func (s *Service) settle(ctx context.Context, part int, hs []*Hook) error {
+	now := s.now()
+	var keys []string
+	for _, h := range hs {
+		if h.Status != Open {
+			continue
+		}
+		if !now.Before(h.ExpiresAt.Time) {
+			h.Status, h.CloseReason = Closed, store.ClosedExpired
+			continue
+		}
+		p := part
+		if part < 0 {
+			p, _ = store.PartitionOf(h.HookID, store.HookPrefix, s.store.Partitions)
+		}
+		if h.TaskID != "" {
+			keys = append(keys, s.store.Keys.Task(p, h.TaskID))
+		}
+		keys = append(keys, s.store.Keys.Session(p, h.SessionID))
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	status, err := s.store.HookParents(ctx, keys)
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		if h.Status != Open {
+			continue
+		}
+		p := part
+		if part < 0 {
+			p, _ = store.PartitionOf(h.HookID, store.HookPrefix, s.store.Partitions)
+		}
+		if h.TaskID != "" {
+			if st := tasks.Status(status[s.store.Keys.Task(p, h.TaskID)]); st == "" || st.Terminal() {
+				h.Status, h.CloseReason = Closed, store.ClosedTaskTerminal
+				continue
+			}
+		}
+		switch status[s.store.Keys.Session(p, h.SessionID)] {
+		case "active":
+		case "":
+			h.Status, h.CloseReason = Closed, store.ClosedExpired
+		default:
+			h.Status, h.CloseReason = Closed, store.ClosedSessionCancelled
+		}
+	}
+	return nil
+}
+
+// ListFilter narrows GET /v1/hooks.
+type ListFilter struct {
+	TaskID    string
+	SessionID string
+}
+
+// List pages through the caller's own hooks, newest first, each with its
+// status as of now, as JSON.
+func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, after *store.Position, limit int) (store.Page, error) {
+	var indexes []string
+	switch {
+	case f.TaskID != "":
+		part, err := store.PartitionOf(f.TaskID, store.TaskPrefix, s.store.Partitions)
+		if err != nil {
+			return store.Page{}, nil
+		}
+		indexes = []string{s.store.Keys.TaskHooks(part, f.TaskID)}
+	case f.SessionID != "":
+		part, err := store.PartitionOf(f.SessionID, store.SessionPrefix, s.store.Partitions)
+		if err != nil {
+			return store.Page{}, nil
+		}
+		indexes = []string{s.store.Keys.SessionHooks(part, f.SessionID)}
+	default:
+		indexes = make([]string, s.store.Partitions)
+		for i := range indexes {
+			indexes[i] = s.store.Keys.OwnerHooks(i, p.ID)
+		}
+	}
+	record := func(id string) string {
+		part, _ := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+		return s.store.Keys.Hook(part, id)
+	}
+	keep := func(raw []byte) bool {
+		var h struct{ Owner, TaskID, SessionID string }
+		if json.Unmarshal(raw, &h) != nil || h.Owner != p.ID {
+			return false
+		}
+		return (f.TaskID == "" || h.TaskID == f.TaskID) && (f.SessionID == "" || h.SessionID == f.SessionID)
+	}
+	page, err := s.store.ListIndexed(ctx, indexes, record, after, limit, keep)
+	if err != nil {
+		return store.Page{}, err
+	}
+	hs := make([]*Hook, len(page.Items))
+	for i, raw := range page.Items {
+		hs[i] = &Hook{}
+		if err := json.Unmarshal(raw, hs[i]); err != nil {
+			return store.Page{}, fmt.Errorf("decode hook: %w", err)
+		}
+	}
+	if err := s.settle(ctx, -1, hs); err != nil {
+		return store.Page{}, err
+	}
+	for i, h := range hs {
+		if page.Items[i], err = json.Marshal(h); err != nil {
+			return store.Page{}, err
+		}
+	}
+	return page, nil
+}
+
+// Close closes a hook: callbacks get 410 from now on. Its events stay
+// readable until its records expire. Closing a closed hook is a no-op.
+func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem store.Idempotency) (Reply, error) {
+	h, part, err := s.load(ctx, p, id)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			if r, ok, rerr := s.replay(ctx, id, idem); rerr != nil || ok {
+				return r, rerr
+			}
+		}
+		return Reply{}, err
+	}
+	at := events.At(s.now())
+	h.Status, h.CloseReason, h.ClosedAt = Closed, store.ClosedExplicitly, &at
+	closed, err := json.Marshal(h)
+	if err != nil {
+		return Reply{}, err
+	}
+	res, err := s.store.CloseHook(ctx, store.HookClose{
+		Partition: part, ID: id, Principal: p.ID, Admin: p.Admin(), ClosedJSON: closed, Idem: idem,
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	switch res.Outcome {
+	case store.HookOK:
+		s.fanin.Notify(store.Wake{Kind: "h", ID: id, SessionID: h.SessionID})
+		return Reply{JSON: res.JSON}, nil
+	case store.HookReplayed:
+		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+	case store.HookIdemConflict:
+		return Reply{}, ErrIdempotency
+	case store.HookMissing:
+		return Reply{}, ErrNotFound
+	}
+	return Reply{}, fmt.Errorf("close hook: unexpected outcome %d", res.Outcome)
+}
+
+// replay answers a repeat of a request whose hook has since expired.
+func (s *Service) replay(ctx context.Context, id string, idem store.Idempotency) (Reply, bool, error) {
+	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	if err != nil {
+		return Reply{}, false, nil
+	}
+	res, ok, err := s.store.Replay(ctx, part, idem)
+	if err != nil || !ok {
+		return Reply{}, false, err
+	}
+	if res.Outcome == store.IdemConflict {
+		return Reply{}, true, ErrIdempotency
+	}
+	return Reply{JSON: res.ReplayBody, Replayed: true}, true, nil
+}

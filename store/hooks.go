@@ -1,0 +1,477 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// HookOutcome is what a hook script answered.
+type HookOutcome int
+
+const (
+	HookOK               HookOutcome = iota // applied
+	HookReplayed                            // an idempotent repeat: ReplayStatus and ReplayBody hold the first response
+	HookIdemConflict                        // the idempotency key was used with another body
+	HookMissing                             // no such hook (or not the caller's)
+	HookSessionMissing                      // create: the session does not exist for this principal
+	HookSessionNotActive                    // create: the session is cancelled
+	HookTaskMissing                         // create: the task does not exist
+	HookTaskTerminal                        // create: the task has ended
+	HookExists                              // create: the id or token is taken (never in practice)
+	HookDuplicate                           // ingest: the provider event id was seen; EventID is the first event
+	HookClosed                              // ingest: the hook takes no more requests; Reason says why
+	HookRateLimited                         // ingest: over the hook's rate; RetryAfter says when to come back
+	HookTooManyGroups                       // read: the hook has as many consumer groups as it may
+)
+
+// Reasons a hook is closed, as ingest reports them.
+const (
+	ClosedExplicitly       = "closed"
+	ClosedExpired          = "expired"
+	ClosedTaskTerminal     = "task_terminal"
+	ClosedSessionCancelled = "session_cancelled"
+)
+
+// HookResult is a hook script's answer.
+type HookResult struct {
+	Outcome      HookOutcome
+	EventID      string        // ingest: the stored (or, for a duplicate, the first) event
+	Seq          int64         // ingest: the stored event's number within the hook
+	Reason       string        // ingest: why the hook is closed
+	RetryAfter   time.Duration // ingest: when a rate-limited sender may try again
+	Acked        int64         // ack: how many events were acknowledged
+	JSON         []byte        // close: the hook record as stored
+	ReplayStatus int
+	ReplayBody   []byte
+}
+
+// Fields of a hook's hash that the services read.
+const (
+	hookFieldJSON   = "json"
+	hookFieldConfig = "cfg"
+)
+
+// HookCreate is a new hook to write.
+type HookCreate struct {
+	Partition int
+	ID        string
+	TaskID    string // "" for a hook of the session only
+	SessionID string
+	Principal string
+	Admin     bool
+	TokenHash string // hex SHA-256 of the token: the token itself is never stored
+	JSON      []byte // the record as the API shows it
+	Config    []byte // what ingest needs, the verify secret included; never returned
+	Replay    []byte // the create response without the token, kept for idempotent repeats
+	Now       time.Time
+	ClosesAt  time.Time // stops taking requests
+	ExpiresAt time.Time // every key of the hook is gone (the tombstone's end)
+	Idem      Idempotency
+}
+
+// CreateHook writes a hook, its token mapping and its indexes in one script.
+func (s *Store) CreateHook(ctx context.Context, w HookCreate) (HookResult, error) {
+	p := w.Partition
+	idemKey, idemHash := s.idemKey(p, w.Idem)
+	taskKey, taskIndex := s.Keys.Hook(p, w.ID), s.Keys.Hook(p, w.ID) // unread for a session hook
+	if w.TaskID != "" {
+		taskKey, taskIndex = s.Keys.Task(p, w.TaskID), s.Keys.TaskHooks(p, w.TaskID)
+	}
+	keys := []string{
+		s.Keys.Hook(p, w.ID), s.Keys.HookToken(p, w.TokenHash), s.Keys.Session(p, w.SessionID), taskKey,
+		s.Keys.SessionHooks(p, w.SessionID), taskIndex, s.Keys.OwnerHooks(p, w.Principal), idemKey,
+		s.Keys.SessionLog(p, w.SessionID),
+	}
+	args := []any{
+		idemHash, IdempotencyTTL.Milliseconds(), w.Principal, flag(w.Admin), w.ID, w.TaskID, w.JSON,
+		w.Config, ms(w.Now), ms(w.ClosesAt), ms(w.ExpiresAt), w.Replay,
+	}
+	reply, err := s.Scripts.HookCreate.Run(ctx, s.RDB, keys, args...).Slice()
+	if err != nil {
+		return HookResult{}, unavailable(err)
+	}
+	return parseHookReply(reply)
+}
+
+// HookByToken returns the id of the hook a token hash belongs to and the
+// hook's ingest config, or ErrNotFound. Neither ever changes, so callers
+// cache them.
+func (s *Store) HookByToken(ctx context.Context, p int, tokenHash string) (string, []byte, error) {
+	id, err := s.RDB.Get(ctx, s.Keys.HookToken(p, tokenHash)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil, ErrNotFound
+	}
+	if err != nil {
+		return "", nil, unavailable(err)
+	}
+	cfg, err := s.RDB.HGet(ctx, s.Keys.Hook(p, id), hookFieldConfig).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return "", nil, ErrNotFound
+	}
+	if err != nil {
+		return "", nil, unavailable(err)
+	}
+	return id, cfg, nil
+}
+
+// HookIngest is one callback request to store.
+type HookIngest struct {
+	Partition       int
+	HookID          string
+	TaskID          string // "" for a hook of the session only
+	SessionID       string
+	ProviderEventID string // "" when the request carries none
+	RateInterval    time.Duration
+	Burst           int
+	Method          string
+	ContentType     string
+	Headers         []byte // the allowed headers, a JSON object
+	Body            []byte
+	BodyIsBase64    bool   // Body is base64 text (the request body was not UTF-8)
+	EventHead       []byte // the hook.received event up to its last data members
+	Now             time.Time
+	ReceivedAt      string
+	Retention       time.Duration // of the session log
+}
+
+// IngestHook stores a callback request in one script: state check, rate
+// limit, dedupe, append, session event, wake-up.
+func (s *Store) IngestHook(ctx context.Context, w HookIngest) (HookResult, error) {
+	p := w.Partition
+	taskKey, hasTask := s.Keys.Hook(p, w.HookID), "0" // unread for a session hook
+	if w.TaskID != "" {
+		taskKey, hasTask = s.Keys.Task(p, w.TaskID), "1"
+	}
+	keys := []string{
+		s.Keys.Hook(p, w.HookID), taskKey, s.Keys.Session(p, w.SessionID), s.Keys.HookQueue(p, w.HookID),
+		s.Keys.HookDedupe(p, w.HookID), s.Keys.SessionLog(p, w.SessionID), s.Keys.Wake(p),
+	}
+	bodyField := "b"
+	if w.BodyIsBase64 {
+		bodyField = "b64"
+	}
+	args := []any{
+		ms(w.Now), hasTask, w.ProviderEventID, w.RateInterval.Milliseconds(), w.Burst, w.ReceivedAt,
+		w.Method, w.ContentType, w.Headers, bodyField, w.Body, logMinID(w.Now, w.Retention),
+		w.HookID, w.SessionID, w.EventHead,
+	}
+	reply, err := s.Scripts.HookIngest.Run(ctx, s.RDB, keys, args...).Slice()
+	if err != nil {
+		return HookResult{}, unavailable(err)
+	}
+	return parseHookReply(reply)
+}
+
+// HookRecord is a hook's stored record and the fields kept beside it.
+type HookRecord struct {
+	JSON   []byte
+	Owner  string
+	Status string // "open" or "closed"
+}
+
+// GetHook reads a hook's record, or ErrNotFound.
+func (s *Store) GetHook(ctx context.Context, p int, id string) (HookRecord, error) {
+	vals, err := s.RDB.HMGet(ctx, s.Keys.Hook(p, id), hookFieldJSON, "owner", "status").Result()
+	if err != nil {
+		return HookRecord{}, unavailable(err)
+	}
+	raw, ok := vals[0].(string)
+	if !ok {
+		return HookRecord{}, ErrNotFound
+	}
+	rec := HookRecord{JSON: []byte(raw)}
+	rec.Owner, _ = vals[1].(string)
+	rec.Status, _ = vals[2].(string)
+	return rec, nil
+}
+
+// HookParents reads the status of tasks and sessions (by key) in one round
+// trip; a key that is gone reads as "".
+func (s *Store) HookParents(ctx context.Context, keys []string) (map[string]string, error) {
+	out := make(map[string]string, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	pipe := s.RDB.Pipeline()
+	cmds := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.HGet(ctx, k, "status")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable(err)
+	}
+	for i, c := range cmds {
+		out[keys[i]] = c.Val()
+	}
+	return out, nil
+}
+
+// HookClose closes a hook.
+type HookClose struct {
+	Partition  int
+	ID         string
+	Principal  string
+	Admin      bool
+	ClosedJSON []byte // the record to store if the hook is still open
+	Idem       Idempotency
+}
+
+// CloseHook closes a hook in one script; JSON in the result is the record
+// as stored afterwards.
+func (s *Store) CloseHook(ctx context.Context, w HookClose) (HookResult, error) {
+	idemKey, idemHash := s.idemKey(w.Partition, w.Idem)
+	keys := []string{s.Keys.Hook(w.Partition, w.ID), idemKey}
+	args := []any{idemHash, IdempotencyTTL.Milliseconds(), w.Principal, flag(w.Admin), w.ClosedJSON}
+	reply, err := s.Scripts.HookClose.Run(ctx, s.RDB, keys, args...).Slice()
+	if err != nil {
+		return HookResult{}, unavailable(err)
+	}
+	return parseHookReply(reply)
+}
+
+// HookEntry is one stored callback request: its stream id and fields.
+type HookEntry struct {
+	ID         string
+	Deliveries int64
+	Fields     map[string]string
+}
+
+// HookRead asks for the next batch of one consumer of a group.
+type HookRead struct {
+	Partition     int
+	ID            string
+	Principal     string
+	Admin         bool
+	Group         string
+	Consumer      string
+	Count         int
+	Visibility    time.Duration
+	MaxDeliveries int
+	MaxGroups     int
+	Now           time.Time
+}
+
+// HookBatch is what one read delivered.
+type HookBatch struct {
+	Outcome      HookOutcome
+	Entries      []HookEntry
+	Pending      int64         // the group's unacknowledged events after the read
+	DeadLettered int           // events this read moved to the dead-letter stream
+	Redelivered  int           // events delivered again
+	NextVisible  time.Duration // with nothing delivered: when a pending event becomes visible again; -1 for none
+}
+
+// ReadHook runs one consumer-group read in one script; it never blocks.
+func (s *Store) ReadHook(ctx context.Context, r HookRead) (HookBatch, error) {
+	p := r.Partition
+	keys := []string{s.Keys.Hook(p, r.ID), s.Keys.HookQueue(p, r.ID), s.Keys.HookDead(p, r.ID)}
+	args := []any{
+		r.Principal, flag(r.Admin), r.Group, r.Consumer, r.Count, r.Visibility.Milliseconds(),
+		r.MaxDeliveries, ms(r.Now), r.MaxGroups,
+	}
+	reply, err := s.Scripts.HookRead.Run(ctx, s.RDB, keys, args...).Slice()
+	if err != nil {
+		return HookBatch{}, unavailable(err)
+	}
+	return parseHookBatch(reply)
+}
+
+func parseHookBatch(reply []any) (HookBatch, error) {
+	if len(reply) == 0 {
+		return HookBatch{}, errors.New("empty script reply")
+	}
+	switch reply[0] {
+	case "not_found":
+		return HookBatch{Outcome: HookMissing}, nil
+	case "too_many_groups":
+		return HookBatch{Outcome: HookTooManyGroups}, nil
+	case "ok":
+	default:
+		return HookBatch{}, fmt.Errorf("unexpected script reply %v", reply[0])
+	}
+	if len(reply) != 6 {
+		return HookBatch{}, fmt.Errorf("read reply has %d members", len(reply))
+	}
+	b := HookBatch{
+		Pending: toInt(reply[1]), DeadLettered: int(toInt(reply[2])), Redelivered: int(toInt(reply[3])),
+		NextVisible: time.Duration(toInt(reply[4])) * time.Millisecond,
+	}
+	if b.NextVisible < 0 {
+		b.NextVisible = -1
+	}
+	entries, _ := reply[5].([]any)
+	for _, e := range entries {
+		parts, ok := e.([]any)
+		if !ok || len(parts) != 3 {
+			return HookBatch{}, errors.New("malformed entry in read reply")
+		}
+		id, _ := parts[0].(string)
+		fields, _ := parts[2].([]any)
+		b.Entries = append(b.Entries, HookEntry{ID: id, Deliveries: toInt(parts[1]), Fields: fieldMap(fields)})
+	}
+	return b, nil
+}
+
+// HookAck acknowledges events for a group.
+type HookAck struct {
+	Partition int
+	ID        string
+	Principal string
+	Admin     bool
+	Group     string
+	EventIDs  []string
+	Idem      Idempotency
+}
+
+// AckHook acknowledges events in one script.
+func (s *Store) AckHook(ctx context.Context, a HookAck) (HookResult, error) {
+	idemKey, idemHash := s.idemKey(a.Partition, a.Idem)
+	keys := []string{s.Keys.Hook(a.Partition, a.ID), s.Keys.HookQueue(a.Partition, a.ID), idemKey}
+	args := make([]any, 0, 5+len(a.EventIDs))
+	args = append(args, idemHash, IdempotencyTTL.Milliseconds(), a.Principal, flag(a.Admin), a.Group)
+	for _, id := range a.EventIDs {
+		args = append(args, id)
+	}
+	reply, err := s.Scripts.HookAck.Run(ctx, s.RDB, keys, args...).Slice()
+	if err != nil {
+		return HookResult{}, unavailable(err)
+	}
+	return parseHookReply(reply)
+}
+
+// HookLog is a non-consuming page of a hook's events and its dead letters.
+type HookLog struct {
+	Owner       string // "" when the hook does not exist
+	Entries     []HookEntry
+	DeadLetters []HookEntry // the newest, oldest first
+	DeadTotal   int64
+}
+
+// ReadHookLog reads up to limit events after the stream id after ("" for
+// the beginning) and the newest deadLimit dead letters, with the hook's
+// owner, in one round trip. It changes nothing.
+func (s *Store) ReadHookLog(ctx context.Context, p int, id, after string, limit, deadLimit int) (HookLog, error) {
+	start := "-"
+	if after != "" && after != "0" && after != "0-0" {
+		next, err := nextStreamID(after)
+		if err != nil {
+			return HookLog{}, err
+		}
+		start = next
+	}
+	pipe := s.RDB.Pipeline()
+	owner := pipe.HGet(ctx, s.Keys.Hook(p, id), "owner")
+	events := pipe.XRangeN(ctx, s.Keys.HookQueue(p, id), start, "+", int64(limit))
+	dead := pipe.XRevRangeN(ctx, s.Keys.HookDead(p, id), "+", "-", int64(deadLimit))
+	total := pipe.XLen(ctx, s.Keys.HookDead(p, id))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return HookLog{}, unavailable(err)
+	}
+	log := HookLog{Owner: owner.Val(), DeadTotal: total.Val()}
+	for _, m := range events.Val() {
+		log.Entries = append(log.Entries, HookEntry{ID: m.ID, Fields: stringMap(m.Values)})
+	}
+	msgs := dead.Val()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		log.DeadLetters = append(log.DeadLetters, HookEntry{ID: msgs[i].ID, Fields: stringMap(msgs[i].Values)})
+	}
+	return log, nil
+}
+
+func parseHookReply(reply []any) (HookResult, error) {
+	if len(reply) == 0 {
+		return HookResult{}, errors.New("empty script reply")
+	}
+	str := func(i int) string {
+		if i < len(reply) {
+			switch v := reply[i].(type) {
+			case string:
+				return v
+			case int64:
+				return strconv.FormatInt(v, 10)
+			}
+		}
+		return ""
+	}
+	switch str(0) {
+	case "ok":
+		r := HookResult{Outcome: HookOK}
+		if len(reply) == 3 { // ingest
+			r.EventID, r.Seq = str(1), toInt(reply[2])
+		} else if len(reply) == 2 {
+			if n, ok := reply[1].(int64); ok { // ack
+				r.Acked = n
+			} else { // close
+				r.JSON = []byte(str(1))
+			}
+		}
+		return r, nil
+	case "replay":
+		status, _ := strconv.Atoi(str(1))
+		return HookResult{Outcome: HookReplayed, ReplayStatus: status, ReplayBody: []byte(str(2))}, nil
+	case "idem_conflict":
+		return HookResult{Outcome: HookIdemConflict}, nil
+	case "not_found":
+		return HookResult{Outcome: HookMissing}, nil
+	case "session_not_found":
+		return HookResult{Outcome: HookSessionMissing}, nil
+	case "session_not_active":
+		return HookResult{Outcome: HookSessionNotActive}, nil
+	case "task_not_found":
+		return HookResult{Outcome: HookTaskMissing}, nil
+	case "task_terminal":
+		return HookResult{Outcome: HookTaskTerminal}, nil
+	case "exists":
+		return HookResult{Outcome: HookExists}, nil
+	case "duplicate":
+		return HookResult{Outcome: HookDuplicate, EventID: str(1)}, nil
+	case "closed":
+		return HookResult{Outcome: HookClosed, Reason: str(1)}, nil
+	case "rate_limited":
+		n, _ := strconv.ParseInt(str(1), 10, 64)
+		return HookResult{Outcome: HookRateLimited, RetryAfter: time.Duration(n) * time.Millisecond}, nil
+	}
+	return HookResult{}, fmt.Errorf("unexpected script reply %q", str(0))
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func toInt(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case string:
+		i, _ := strconv.ParseInt(n, 10, 64)
+		return i
+	}
+	return 0
+}
+
+func fieldMap(flat []any) map[string]string {
+	m := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		v, _ := flat[i+1].(string)
+		m[k] = v
+	}
+	return m
+}
+
+func stringMap(vals map[string]any) map[string]string {
+	m := make(map[string]string, len(vals))
+	for k, v := range vals {
+		s, _ := v.(string)
+		m[k] = s
+	}
+	return m
+}

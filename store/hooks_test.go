@@ -1,0 +1,599 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/store"
+)
+
+// The hook scripts' conformance suite: creation, ingest (state, rate limit,
+// dedupe, session event), consumer-group reads with redelivery and dead
+// letters, acks, close and the non-consuming log, on every backend.
+
+type hookFixture struct {
+	fixture
+	task  string
+	hook  string
+	token string
+}
+
+func newHookFixture(t *testing.T, s *store.Store, owner string, withTask bool) hookFixture {
+	t.Helper()
+	f := hookFixture{fixture: newFixture(t, s, owner)}
+	if withTask {
+		var res store.Result
+		f.task, res = f.createTask(t, owner, store.Idempotency{})
+		if res.Outcome != store.OK {
+			t.Fatalf("create task: %+v", res)
+		}
+	}
+	res, id := f.createHook(t, owner, f.now.Add(time.Hour), store.Idempotency{})
+	if res.Outcome != store.HookOK {
+		t.Fatalf("create hook: %+v", res)
+	}
+	f.hook = id
+	return f
+}
+
+func (f *hookFixture) createHook(t *testing.T, principal string, closes time.Time, idem store.Idempotency) (store.HookResult, string) {
+	t.Helper()
+	id := store.NewID(store.HookPrefix, f.part)
+	f.token = "tok-" + id
+	res, err := f.s.CreateHook(context.Background(), store.HookCreate{
+		Partition: f.part, ID: id, TaskID: f.task, SessionID: f.session, Principal: principal,
+		TokenHash: "hash-" + id, JSON: []byte(`{"hookId":"` + id + `"}`), Config: []byte(`{"h":"` + id + `"}`),
+		Replay: []byte(`{"replay":true}`), Now: f.now, ClosesAt: closes, ExpiresAt: closes.Add(time.Hour), Idem: idem,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, id
+}
+
+type post struct {
+	at       time.Time
+	pid      string
+	body     string
+	interval time.Duration
+	burst    int
+}
+
+func (f hookFixture) ingest(t *testing.T, p post) store.HookResult {
+	t.Helper()
+	if p.at.IsZero() {
+		p.at = time.Now()
+	}
+	if p.burst == 0 {
+		p.burst = 1000
+	}
+	res, err := f.s.IngestHook(context.Background(), store.HookIngest{
+		Partition: f.part, HookID: f.hook, TaskID: f.task, SessionID: f.session, ProviderEventID: p.pid,
+		RateInterval: p.interval, Burst: p.burst, Method: "POST", ContentType: "application/json",
+		Headers: []byte(`{"x-github-event":"push"}`), Body: []byte(p.body),
+		EventHead: []byte(`{"type":"hook.received","sessionId":"` + f.session + `","data":{"hookId":"` + f.hook + `",`),
+		Now: p.at, ReceivedAt: p.at.UTC().Format(time.RFC3339), Retention: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+type readOpts struct {
+	principal  string
+	group      string
+	consumer   string
+	count      int
+	visibility time.Duration
+	max        int
+	maxGroups  int
+}
+
+func (f hookFixture) read(t *testing.T, o readOpts) store.HookBatch {
+	t.Helper()
+	if o.principal == "" {
+		o.principal = "alice"
+	}
+	if o.group == "" {
+		o.group = "g"
+	}
+	if o.count == 0 {
+		o.count = 10
+	}
+	if o.visibility == 0 {
+		o.visibility = time.Hour
+	}
+	if o.max == 0 {
+		o.max = 10
+	}
+	if o.maxGroups == 0 {
+		o.maxGroups = 16
+	}
+	b, err := f.s.ReadHook(context.Background(), store.HookRead{
+		Partition: f.part, ID: f.hook, Principal: o.principal, Group: o.group, Consumer: o.consumer,
+		Count: o.count, Visibility: o.visibility, MaxDeliveries: o.max, MaxGroups: o.maxGroups, Now: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (f hookFixture) ack(t *testing.T, principal, group string, ids ...string) store.HookResult {
+	t.Helper()
+	res, err := f.s.AckHook(context.Background(), store.HookAck{
+		Partition: f.part, ID: f.hook, Principal: principal, Group: group, EventIDs: ids,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func (f hookFixture) queueLen(t *testing.T) int64 {
+	t.Helper()
+	n, err := f.s.RDB.XLen(context.Background(), f.s.Keys.HookQueue(f.part, f.hook)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (f hookFixture) sessionLog(t *testing.T) []store.LogEntry {
+	t.Helper()
+	entries, err := f.s.ReadLog(context.Background(), f.s.Keys.SessionLog(f.part, f.session), "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+func ids(b store.HookBatch) []string {
+	out := make([]string, len(b.Entries))
+	for i, e := range b.Entries {
+		out[i] = fmt.Sprintf("%s@%d", e.ID, e.Deliveries)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the deadline passes: a wait on a
+// condition, not a sleep that orders events.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestHookCreate(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		f := newHookFixture(t, s, "alice", true)
+
+		// Every key the create wrote expires with the hook's tombstone.
+		closes := f.now.Add(time.Hour)
+		for _, k := range []string{
+			s.Keys.Hook(f.part, f.hook), s.Keys.HookToken(f.part, "hash-"+f.hook),
+			s.Keys.SessionHooks(f.part, f.session), s.Keys.TaskHooks(f.part, f.task), s.Keys.OwnerHooks(f.part, "alice"),
+		} {
+			at, err := s.RDB.PExpireTime(ctx, k).Result()
+			if err != nil || at <= 0 {
+				t.Fatalf("%s: no expiry (%v, %v)", k, at, err)
+			}
+			if want := closes.Add(time.Hour).UnixMilli(); at.Milliseconds() < want-1000 {
+				t.Errorf("%s expires at %d, want %d", k, at.Milliseconds(), want)
+			}
+		}
+		id, cfgJSON, err := s.HookByToken(ctx, f.part, "hash-"+f.hook)
+		if err != nil || id != f.hook || string(cfgJSON) != `{"h":"`+f.hook+`"}` {
+			t.Fatalf("HookByToken: %q %s %v", id, cfgJSON, err)
+		}
+		if _, _, err := s.HookByToken(ctx, f.part, "unknown"); err != store.ErrNotFound {
+			t.Fatalf("unknown token: %v", err)
+		}
+		rec, err := s.GetHook(ctx, f.part, f.hook)
+		if err != nil || rec.Owner != "alice" || rec.Status != "open" {
+			t.Fatalf("GetHook: %+v %v", rec, err)
+		}
+
+		// Somebody else's session does not exist; a stranger cannot hang a
+		// hook on it.
+		if res, _ := f.createHook(t, "mallory", closes, store.Idempotency{}); res.Outcome != store.HookSessionMissing {
+			t.Errorf("stranger: %+v", res)
+		}
+		// An admin can.
+		res, err := s.CreateHook(ctx, store.HookCreate{
+			Partition: f.part, ID: store.NewID(store.HookPrefix, f.part), SessionID: f.session, Principal: "root", Admin: true,
+			TokenHash: "h-admin", JSON: []byte(`{}`), Config: []byte(`{}`), Now: f.now, ClosesAt: closes, ExpiresAt: closes,
+		})
+		if err != nil || res.Outcome != store.HookOK {
+			t.Errorf("admin: %+v %v", res, err)
+		}
+
+		// Idempotent repeat: the replay body, and no second hook.
+		idem := store.Idempotency{Scope: "alice\nPOST /v1/hooks\nk1", BodyHash: "b1"}
+		if res, _ := f.createHook(t, "alice", closes, idem); res.Outcome != store.HookOK {
+			t.Fatalf("first: %+v", res)
+		}
+		res, _ = f.createHook(t, "alice", closes, idem)
+		if res.Outcome != store.HookReplayed || res.ReplayStatus != 201 || string(res.ReplayBody) != `{"replay":true}` {
+			t.Errorf("replay: %+v", res)
+		}
+		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{Scope: idem.Scope, BodyHash: "b2"}); res.Outcome != store.HookIdemConflict {
+			t.Errorf("idem conflict: %+v", res)
+		}
+
+		// A finished task takes no new hook.
+		if _, err := s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed").Result(); err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.HookTaskTerminal {
+			t.Errorf("terminal task: %+v", res)
+		}
+		f.task = store.NewID(store.TaskPrefix, f.part)
+		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.HookTaskMissing {
+			t.Errorf("missing task: %+v", res)
+		}
+		// Nor does a cancelled session.
+		f.task = ""
+		if _, err := s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled").Result(); err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.HookSessionNotActive {
+			t.Errorf("cancelled session: %+v", res)
+		}
+	})
+}
+
+func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		f := newHookFixture(t, s, "alice", true)
+		before := len(f.sessionLog(t))
+
+		var got []store.HookResult
+		for i := range 3 {
+			res := f.ingest(t, post{body: fmt.Sprintf(`{"n":%d,"secret":"body-text"}`, i)})
+			if res.Outcome != store.HookOK || res.Seq != int64(i+1) {
+				t.Fatalf("post %d: %+v", i, res)
+			}
+			if i > 0 && !streamLess(got[i-1].EventID, res.EventID) {
+				t.Fatalf("ids not increasing: %s then %s", got[i-1].EventID, res.EventID)
+			}
+			got = append(got, res)
+		}
+		log := f.sessionLog(t)
+		if len(log) != before+3 {
+			t.Fatalf("session log has %d events, want %d", len(log), before+3)
+		}
+		for i, e := range log[before:] {
+			js := string(e.JSON)
+			want := fmt.Sprintf(`"eventId":"%s","seq":%d}}`, got[i].EventID, i+1)
+			if !strings.Contains(js, `"type":"hook.received"`) || !strings.HasSuffix(js, want) {
+				t.Errorf("session event %d = %s, want it to end with %s", i, js, want)
+			}
+			if strings.Contains(js, "body-text") || strings.Contains(js, "x-github-event") {
+				t.Errorf("session event carries the body or headers: %s", js)
+			}
+		}
+		// The queue and the dedupe hash expire with the hook.
+		for _, k := range []string{s.Keys.HookQueue(f.part, f.hook)} {
+			if at, err := s.RDB.PExpireTime(ctx, k).Result(); err != nil || at <= 0 {
+				t.Errorf("%s: no expiry (%v, %v)", k, at, err)
+			}
+		}
+		l, err := s.ReadHookLog(ctx, f.part, f.hook, "", 10, 10)
+		if err != nil || l.Owner != "alice" || len(l.Entries) != 3 {
+			t.Fatalf("log: %+v %v", l, err)
+		}
+		e := l.Entries[1]
+		if e.ID != got[1].EventID || e.Fields["seq"] != "2" || e.Fields["b"] != `{"n":1,"secret":"body-text"}` ||
+			e.Fields["m"] != "POST" || e.Fields["ct"] != "application/json" || e.Fields["h"] != `{"x-github-event":"push"}` {
+			t.Errorf("stored entry: %+v", e)
+		}
+		// Paging by cursor.
+		l, err = s.ReadHookLog(ctx, f.part, f.hook, got[1].EventID, 10, 10)
+		if err != nil || len(l.Entries) != 1 || l.Entries[0].ID != got[2].EventID {
+			t.Errorf("log after %s: %+v %v", got[1].EventID, l, err)
+		}
+	})
+}
+
+func streamLess(a, b string) bool {
+	var am, as, bm, bs int64
+	fmt.Sscanf(a, "%d-%d", &am, &as)
+	fmt.Sscanf(b, "%d-%d", &bm, &bs)
+	return am < bm || (am == bm && as < bs)
+}
+
+func TestHookIngestDedupes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		f := newHookFixture(t, s, "alice", false)
+		first := f.ingest(t, post{pid: "delivery-1", body: "a"})
+		if first.Outcome != store.HookOK {
+			t.Fatal(first)
+		}
+		again := f.ingest(t, post{pid: "delivery-1", body: "a, sent again"})
+		if again.Outcome != store.HookDuplicate || again.EventID != first.EventID {
+			t.Fatalf("repeat: %+v, want duplicate of %s", again, first.EventID)
+		}
+		other := f.ingest(t, post{pid: "delivery-2", body: "b"})
+		if other.Outcome != store.HookOK || other.Seq != 2 {
+			t.Fatalf("other: %+v", other)
+		}
+		if n := f.queueLen(t); n != 2 {
+			t.Fatalf("queue holds %d, want 2", n)
+		}
+		if at, err := s.RDB.PExpireTime(ctx, s.Keys.HookDedupe(f.part, f.hook)).Result(); err != nil || at <= 0 {
+			t.Errorf("dedupe hash: no expiry (%v, %v)", at, err)
+		}
+	})
+}
+
+func TestHookIngestRefusesClosedHooks(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		cases := []struct {
+			name   string
+			reason string
+			task   bool
+			setup  func(f *hookFixture) time.Time // returns the time of the post
+		}{
+			{"closed", store.ClosedExplicitly, false, func(f *hookFixture) time.Time {
+				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
+				if err != nil || res.Outcome != store.HookOK || string(res.JSON) != `{"status":"closed"}` {
+					t.Fatalf("close: %+v %v", res, err)
+				}
+				// Closing again changes nothing and answers the record as stored.
+				res, err = s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"again":1}`)})
+				if err != nil || string(res.JSON) != `{"status":"closed"}` {
+					t.Fatalf("close again: %+v %v", res, err)
+				}
+				return time.Now()
+			}},
+			{"expired", store.ClosedExpired, false, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
+			{"task completed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
+				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
+				return time.Now()
+			}},
+			{"task gone", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
+				s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
+				return time.Now()
+			}},
+			{"session cancelled", store.ClosedSessionCancelled, false, func(f *hookFixture) time.Time {
+				s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
+				return time.Now()
+			}},
+		}
+		for _, c := range cases {
+			f := newHookFixture(t, s, "alice", c.task)
+			before := len(f.sessionLog(t))
+			at := c.setup(&f)
+			res := f.ingest(t, post{at: at, pid: "p1", body: "late"})
+			if res.Outcome != store.HookClosed || res.Reason != c.reason {
+				t.Errorf("%s: %+v, want closed (%s)", c.name, res, c.reason)
+			}
+			if n := f.queueLen(t); n != 0 {
+				t.Errorf("%s: %d events stored", c.name, n)
+			}
+			if n := len(f.sessionLog(t)); n != before {
+				t.Errorf("%s: the session log grew from %d to %d", c.name, before, n)
+			}
+		}
+
+		// A hook that is gone, and a stranger closing one.
+		f := newHookFixture(t, s, "alice", false)
+		if res, _ := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "mallory"}); res.Outcome != store.HookMissing {
+			t.Errorf("stranger close: %+v", res)
+		}
+		s.RDB.Del(ctx, s.Keys.Hook(f.part, f.hook))
+		if res := f.ingest(t, post{body: "x"}); res.Outcome != store.HookMissing {
+			t.Errorf("gone: %+v", res)
+		}
+	})
+}
+
+func TestHookIngestRateLimit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newHookFixture(t, s, "alice", false)
+		now := f.now.Add(time.Minute)
+		p := post{at: now, interval: time.Second, burst: 3}
+		for i := range 3 {
+			p.body = fmt.Sprint(i)
+			if res := f.ingest(t, p); res.Outcome != store.HookOK {
+				t.Fatalf("post %d within the burst: %+v", i, res)
+			}
+		}
+		res := f.ingest(t, p)
+		if res.Outcome != store.HookRateLimited || res.RetryAfter != time.Second {
+			t.Fatalf("over the burst: %+v, want rate limited for 1s", res)
+		}
+		// A refused post costs nothing: one interval later, one more fits.
+		p.at = now.Add(time.Second)
+		if res := f.ingest(t, p); res.Outcome != store.HookOK {
+			t.Fatalf("after one interval: %+v", res)
+		}
+		if res := f.ingest(t, p); res.Outcome != store.HookRateLimited {
+			t.Fatalf("second post after one interval: %+v", res)
+		}
+		if n := f.queueLen(t); n != 4 {
+			t.Fatalf("queue holds %d, want 4", n)
+		}
+	})
+}
+
+func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		f := newHookFixture(t, s, "alice", true)
+
+		// Reading before anything arrived makes the group, on a queue that
+		// expires with the hook.
+		if b := f.read(t, readOpts{consumer: "a"}); b.Outcome != store.HookOK || len(b.Entries) != 0 || b.NextVisible != -1 {
+			t.Fatalf("empty read: %+v", b)
+		}
+		if at, err := s.RDB.PExpireTime(ctx, s.Keys.HookQueue(f.part, f.hook)).Result(); err != nil || at <= 0 {
+			t.Fatalf("queue made by the group: no expiry (%v, %v)", at, err)
+		}
+		e1 := f.ingest(t, post{body: "one"}).EventID
+		e2 := f.ingest(t, post{body: "two"}).EventID
+
+		// Consumer a takes both and never acks.
+		vis := 30 * time.Millisecond
+		b := f.read(t, readOpts{consumer: "a", visibility: vis})
+		if got := ids(b); len(got) != 2 || got[0] != e1+"@1" || got[1] != e2+"@1" || b.Pending != 2 {
+			t.Fatalf("first read: %v pending %d", got, b.Pending)
+		}
+		if b.Entries[0].Fields["b"] != "one" {
+			t.Errorf("fields: %+v", b.Entries[0].Fields)
+		}
+		// Before the visibility runs out nobody gets them; the read says
+		// when they come back.
+		b = f.read(t, readOpts{consumer: "b", visibility: time.Hour})
+		if len(b.Entries) != 0 || b.NextVisible <= 0 || b.NextVisible > time.Hour {
+			t.Fatalf("read while invisible: %v next %v", ids(b), b.NextVisible)
+		}
+		// After it, consumer b gets them from a, delivered a second time.
+		var got []string
+		eventually(t, "redelivery to b", func() bool {
+			b = f.read(t, readOpts{consumer: "b", visibility: vis})
+			got = append(got, ids(b)...)
+			return len(got) >= 2
+		})
+		if len(got) != 2 || got[0] != e1+"@2" || got[1] != e2+"@2" {
+			t.Fatalf("b got %v, want both at delivery 2", got)
+		}
+		// b acks one; it never comes back. The other returns to b (its own
+		// now) with delivery 3, then is dead-lettered on the next attempt
+		// with max deliveries 3.
+		if res := f.ack(t, "alice", "g", e1, e1); res.Outcome != store.HookOK || res.Acked != 1 {
+			t.Fatalf("ack: %+v", res)
+		}
+		got = nil
+		eventually(t, "own redelivery", func() bool {
+			b = f.read(t, readOpts{consumer: "b", visibility: vis, max: 3})
+			got = append(got, ids(b)...)
+			return len(got) > 0
+		})
+		if len(got) != 1 || got[0] != e2+"@3" || b.Redelivered != 1 {
+			t.Fatalf("own redelivery: %v (redelivered %d)", got, b.Redelivered)
+		}
+		eventually(t, "dead letter", func() bool {
+			b = f.read(t, readOpts{consumer: "c", visibility: vis, max: 3})
+			if len(b.Entries) > 0 {
+				t.Fatalf("delivered past the maximum: %v", ids(b))
+			}
+			return b.DeadLettered == 1
+		})
+		if b.Pending != 0 {
+			t.Errorf("pending after dead letter: %d", b.Pending)
+		}
+		l, err := s.ReadHookLog(ctx, f.part, f.hook, "", 10, 10)
+		if err != nil || len(l.Entries) != 2 || len(l.DeadLetters) != 1 || l.DeadTotal != 1 {
+			t.Fatalf("log: %+v %v", l, err)
+		}
+		dl := l.DeadLetters[0].Fields
+		if dl["eid"] != e2 || dl["grp"] != "g" || dl["dc"] != "3" || dl["b"] != "two" || dl["seq"] != "2" {
+			t.Errorf("dead letter: %+v", dl)
+		}
+		if at, err := s.RDB.PExpireTime(ctx, s.Keys.HookDead(f.part, f.hook)).Result(); err != nil || at <= 0 {
+			t.Errorf("dead-letter stream: no expiry (%v, %v)", at, err)
+		}
+		// Acked and dead-lettered events never come back to the group.
+		if b := f.read(t, readOpts{consumer: "d", visibility: time.Millisecond}); len(b.Entries) != 0 || b.Pending != 0 {
+			t.Errorf("after ack and dead letter: %v pending %d", ids(b), b.Pending)
+		}
+	})
+}
+
+func TestHookGroupsReadIndependently(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newHookFixture(t, s, "alice", false)
+		for i := range 5 {
+			f.ingest(t, post{body: fmt.Sprint(i)})
+		}
+		// Count bounds a batch; the next read goes on where it stopped.
+		a := f.read(t, readOpts{group: "one", consumer: "x", count: 3})
+		if len(a.Entries) != 3 || a.Entries[0].Fields["seq"] != "1" {
+			t.Fatalf("group one: %v", ids(a))
+		}
+		a = f.read(t, readOpts{group: "one", consumer: "x", count: 3})
+		if len(a.Entries) != 2 || a.Entries[0].Fields["seq"] != "4" {
+			t.Fatalf("group one, second batch: %v", ids(a))
+		}
+		// A new group starts at the beginning, whatever the others did.
+		if b := f.read(t, readOpts{group: "two", consumer: "x"}); len(b.Entries) != 5 {
+			t.Fatalf("group two: %v", ids(b))
+		}
+		// A hook has a bounded number of groups.
+		if b := f.read(t, readOpts{group: "three", consumer: "x", maxGroups: 2}); b.Outcome != store.HookTooManyGroups {
+			t.Fatalf("third group: %+v", b)
+		}
+		if b := f.read(t, readOpts{group: "two", consumer: "x", maxGroups: 2}); b.Outcome != store.HookOK {
+			t.Fatalf("existing group at the limit: %+v", b)
+		}
+		// Strangers see nothing; admins see it all.
+		if b := f.read(t, readOpts{principal: "mallory", group: "one"}); b.Outcome != store.HookMissing {
+			t.Errorf("stranger read: %+v", b)
+		}
+		if res := f.ack(t, "mallory", "one", "0-1"); res.Outcome != store.HookMissing {
+			t.Errorf("stranger ack: %+v", res)
+		}
+		if res := f.ack(t, "alice", "nosuchgroup", "0-1"); res.Outcome != store.HookOK || res.Acked != 0 {
+			t.Errorf("ack in a group that does not exist: %+v", res)
+		}
+		b, err := s.ReadHook(context.Background(), store.HookRead{
+			Partition: f.part, ID: f.hook, Principal: "root", Admin: true, Group: "one", Consumer: "y",
+			Count: 10, Visibility: time.Hour, MaxDeliveries: 10, MaxGroups: 16, Now: time.Now(),
+		})
+		if err != nil || b.Outcome != store.HookOK || b.Pending != 5 {
+			t.Errorf("admin read: %+v %v", b, err)
+		}
+	})
+}
+
+func TestHookAckIdempotency(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		f := newHookFixture(t, s, "alice", false)
+		e := f.ingest(t, post{body: "x"}).EventID
+		f.read(t, readOpts{consumer: "a"})
+		idem := store.Idempotency{Scope: "alice\nPOST ack\nk", BodyHash: "h"}
+		ack := func(hash string) store.HookResult {
+			res, err := s.AckHook(ctx, store.HookAck{
+				Partition: f.part, ID: f.hook, Principal: "alice", Group: "g", EventIDs: []string{e},
+				Idem: store.Idempotency{Scope: idem.Scope, BodyHash: hash},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		if res := ack("h"); res.Outcome != store.HookOK || res.Acked != 1 {
+			t.Fatalf("ack: %+v", res)
+		}
+		if res := ack("h"); res.Outcome != store.HookReplayed || string(res.ReplayBody) != `{"acked":1}` || res.ReplayStatus != 200 {
+			t.Fatalf("repeat: %+v", res)
+		}
+		if res := ack("other"); res.Outcome != store.HookIdemConflict {
+			t.Fatalf("other body: %+v", res)
+		}
+	})
+}

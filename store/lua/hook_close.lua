@@ -1,0 +1,20 @@
+-- hook_close: closes an open hook: later callbacks get 410. Its events stay
+-- readable until the hook's keys expire. Closing a closed hook changes nothing.
+-- KEYS[1] hook hash   KEYS[2] idempotency
+-- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
+-- ARGV[5] closed hook json (used only while the hook is open)
+-- Returns {'ok', hook json} | {'replay', status, body} | {'idem_conflict'} | {'not_found'}
+local r = idem_replay(KEYS[2], ARGV[1])
+if r then return r end
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'json')
+if not h[1] or (h[1] ~= ARGV[3] and ARGV[4] ~= '1') then return {'not_found'} end
+
+-- Every check is done; writes start here.
+local json = h[3]
+if h[2] == 'open' then
+  json = ARGV[5]
+  redis.call('HSET', KEYS[1], 'status', 'closed', 'json', json)
+end
+idem_store(KEYS[2], ARGV[1], ARGV[2], 200, json)
+return {'ok', json}

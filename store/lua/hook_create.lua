@@ -1,0 +1,41 @@
+-- hook_create: a new open hook of a session (and maybe of one of its tasks),
+-- the mapping from its token's SHA-256 to its id, and the indexes.
+-- KEYS[1] hook hash   KEYS[2] token key   KEYS[3] session hash
+-- KEYS[4] task hash (any key of the slot for a session hook: not read)
+-- KEYS[5] session's hook index   KEYS[6] task's hook index (unused for a session hook)
+-- KEYS[7] owner's hook index   KEYS[8] idempotency   KEYS[9] session log
+-- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
+-- ARGV[5] hook id   ARGV[6] task id ('' for a session hook)   ARGV[7] hook json
+-- ARGV[8] ingest config json (holds the verify secret; never returned)
+-- ARGV[9] now ms   ARGV[10] stops accepting at (ms)   ARGV[11] keys expire at (ms)
+-- ARGV[12] replay body (the create response without the token)
+-- Returns {'ok'} | {'replay', status, body} | {'idem_conflict'}
+--       | {'session_not_found'} | {'session_not_active'}
+--       | {'task_not_found'} | {'task_terminal'} | {'exists'}
+local r = idem_replay(KEYS[8], ARGV[1])
+if r then return r end
+local s = redis.call('HMGET', KEYS[3], 'owner', 'status')
+if not s[1] or (s[1] ~= ARGV[3] and ARGV[4] ~= '1') then return {'session_not_found'} end
+if s[2] ~= 'active' then return {'session_not_active'} end
+if ARGV[6] ~= '' then
+  local st = redis.call('HGET', KEYS[4], 'status')
+  if not st then return {'task_not_found'} end
+  if st == 'completed' or st == 'failed' or st == 'cancelled' then return {'task_terminal'} end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
+
+redis.call('HSET', KEYS[1], 'json', ARGV[7], 'owner', ARGV[3], 'status', 'open',
+  'exp', ARGV[10], 'kexp', ARGV[11], 'cfg', ARGV[8], 'seq', 0)
+redis.call('PEXPIREAT', KEYS[1], ARGV[11])
+redis.call('SET', KEYS[2], ARGV[5], 'PXAT', ARGV[11])
+redis.call('ZADD', KEYS[5], ARGV[9], ARGV[5])
+redis.call('ZADD', KEYS[7], ARGV[9], ARGV[5])
+local extend = {KEYS[3], KEYS[9], KEYS[5], KEYS[7]}
+if ARGV[6] ~= '' then
+  redis.call('ZADD', KEYS[6], ARGV[9], ARGV[5])
+  extend[#extend + 1] = KEYS[6]
+end
+extend_to(ARGV[11], extend)
+idem_store(KEYS[8], ARGV[1], ARGV[2], 201, ARGV[12])
+return {'ok'}

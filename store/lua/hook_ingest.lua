@@ -1,0 +1,70 @@
+-- hook_ingest: stores one callback request in the hook's queue, if the hook
+-- still takes requests. Signatures were checked by the caller; this decides
+-- the rest in one step: state, rate limit, dedupe, append, session event.
+-- KEYS[1] hook hash   KEYS[2] task hash (any key of the slot for a session hook: not read)
+-- KEYS[3] session hash   KEYS[4] hook queue   KEYS[5] hook dedupe hash
+-- KEYS[6] session log   KEYS[7] wake stream
+-- ARGV[1] now ms   ARGV[2] '1' when the hook belongs to a task
+-- ARGV[3] provider event id ('' for none)
+-- ARGV[4] rate limit emission interval ms ('0': no limit)   ARGV[5] burst
+-- ARGV[6] received-at (RFC 3339)   ARGV[7] method   ARGV[8] content type
+-- ARGV[9] allowed headers (json object)   ARGV[10] body field: 'b' (UTF-8) or 'b64'
+-- ARGV[11] body   ARGV[12] session log min id   ARGV[13] hook id   ARGV[14] session id
+-- ARGV[15] hook.received event json up to its data's last members: this
+--          appends "eventId":"...","seq":N}} to it
+-- Returns {'ok', eventId, seq} | {'duplicate', first eventId} | {'not_found'}
+--       | {'closed', reason} (reason: closed, expired, task_terminal, session_cancelled)
+--       | {'rate_limited', retry after ms}
+local now = tonumber(ARGV[1])
+local h = redis.call('HMGET', KEYS[1], 'status', 'exp', 'tat', 'kexp')
+if not h[1] then return {'not_found'} end
+if h[1] ~= 'open' then return {'closed', 'closed'} end
+if now >= tonumber(h[2]) then return {'closed', 'expired'} end
+if ARGV[2] == '1' then
+  local st = redis.call('HGET', KEYS[2], 'status')
+  if not st or st == 'completed' or st == 'failed' or st == 'cancelled' then
+    return {'closed', 'task_terminal'}
+  end
+end
+local ses = redis.call('HGET', KEYS[3], 'status')
+if not ses then return {'closed', 'expired'} end
+if ses ~= 'active' then return {'closed', 'session_cancelled'} end
+
+-- Rate limit (GCRA): tat is the theoretical arrival time of the next request;
+-- a request may come up to burst intervals early.
+local interval = tonumber(ARGV[4])
+local tat = nil
+if interval > 0 then
+  tat = tonumber(h[3]) or now
+  if tat < now then tat = now end
+  tat = tat + interval
+  local allow_at = tat - interval * tonumber(ARGV[5])
+  if now < allow_at then return {'rate_limited', string.format('%d', allow_at - now)} end
+end
+
+local first = nil
+if ARGV[3] ~= '' then first = redis.call('HGET', KEYS[5], ARGV[3]) end
+
+-- Every check is done; writes start here.
+if tat then redis.call('HSET', KEYS[1], 'tat', string.format('%d', tat)) end
+if first then return {'duplicate', first} end
+
+local kexp = h[4]
+local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+local fields = {'seq', seq, 'at', ARGV[6], 'm', ARGV[7], 'ct', ARGV[8], 'h', ARGV[9], ARGV[10], ARGV[11]}
+if ARGV[3] ~= '' then
+  fields[#fields + 1] = 'pid'
+  fields[#fields + 1] = ARGV[3]
+end
+local id = redis.call('XADD', KEYS[4], '*', unpack(fields))
+redis.call('PEXPIREAT', KEYS[4], kexp)
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[5], ARGV[3], id)
+  redis.call('PEXPIREAT', KEYS[5], kexp)
+end
+
+local ms, sq = next_id(ARGV[1], {KEYS[6]})
+local ev = ARGV[15] .. '"eventId":"' .. id .. '","seq":' .. seq .. '}}'
+redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], format_id(ms, sq), 'e', ev)
+wake(KEYS[7], 'h', ARGV[13], ARGV[14], 0, '')
+return {'ok', id, seq}
