@@ -159,9 +159,9 @@ func Run(ctx context.Context, cfg Config, logOut, out io.Writer) error {
 		return err
 	}
 	if a.DevSecret != nil {
-		tok, err := authz.IssueDevToken(a.DevSecret, "dev", []string{"admin"}, 24*time.Hour, time.Now())
+		tok, err := authz.IssueDevToken(a.DevSecret, "dev", nil, 24*time.Hour, time.Now())
 		if err == nil {
-			fmt.Fprintf(out, "\nDevelopment token (subject \"dev\", admin, valid 24h):\n\n  export TOKEN=%s\n\n", tok)
+			fmt.Fprintf(out, "\nDevelopment token (subject \"dev\", valid 24h):\n\n  export TOKEN=%s\n\n", tok)
 		}
 	}
 	<-ctx.Done()
