@@ -61,7 +61,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("TASKHOOK_HOOK_MAX_DELIVERIES must be at least 1"))
 	}
 	if c.HookRateLimit < 0 || c.HookRateLimit > 1000 {
-		errs = append(errs, errors.New("TASKHOOK_HOOK_RATE_LIMIT must be above 0 and at most 1000"))
+		errs = append(errs, errors.New("TASKHOOK_HOOK_RATE_LIMIT must be 0 (the default: 50) to 1000 per second"))
 	}
 	if c.HookBurst < 0 {
 		errs = append(errs, errors.New("TASKHOOK_HOOK_BURST must be at least 1"))

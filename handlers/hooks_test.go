@@ -857,8 +857,14 @@ func TestHookInfoListsTheCapability(t *testing.T) {
 	}
 }
 
+// roundTrips is the Redis round trips requests made so far, without the
+// handshakes of new pool connections (HELLO, then CLIENT SETINFO in one
+// pipeline: two round trips each), which depend on the pool's state rather
+// than on the request.
 func roundTrips(s *apptest.Server) float64 {
-	return testutil.ToFloat64(s.App.Metrics.RedisRoundTrips.WithLabelValues("requests"))
+	m := s.App.Metrics
+	return testutil.ToFloat64(m.RedisRoundTrips.WithLabelValues("requests")) -
+		2*testutil.ToFloat64(m.RedisCommands.WithLabelValues("hello"))
 }
 
 // Steady-state ingest is one Redis round trip, a read one, an ack one, a
@@ -932,4 +938,32 @@ func TestHookWakeAcrossReplicas(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestHookClosesWhenItsSessionIsCancelled(t *testing.T) {
+	eachStore(t, app.Config{}, func(t *testing.T, e *hookEnv) {
+		ses := e.session(t)
+		sesHook, sesToken := e.hook(t, map[string]any{"sessionId": ses})
+		taskHook, taskToken := e.hook(t, map[string]any{"taskId": e.task(t, ses)})
+		e.must(t, 200, e.do(t, "POST", "/v1/sessions/"+ses+"/cancel", e.alice, map[string]any{"reason": "done"}))
+		for hook, c := range map[string]struct{ token, reason string }{
+			sesHook:  {sesToken, "session_cancelled"},
+			taskHook: {taskToken, "task_terminal"}, // its task was cancelled with the session
+		} {
+			g := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil))
+			if g.str("status") != "closed" || g.str("closeReason") != c.reason {
+				t.Errorf("after cancel: %s, want closed (%s)", g.raw, c.reason)
+			}
+			late := e.post(t, c.token, "late")
+			wantError(t, late, 410, "hook_closed")
+			if late.str("error", "reason") != c.reason {
+				t.Errorf("410 reason: %s, want %s", late.raw, c.reason)
+			}
+			if n := len(e.logOf(t, hook).list("events")); n != 0 {
+				t.Errorf("%d events stored after the session was cancelled", n)
+			}
+		}
+		// No new hook in a cancelled session.
+		wantError(t, e.do(t, "POST", "/v1/hooks", e.alice, map[string]any{"sessionId": ses}), 409, "session_not_active")
+	})
 }

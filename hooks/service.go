@@ -238,11 +238,11 @@ func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, 
 // now: a hook whose TTL ran out, whose task ended or whose session was
 // cancelled reads as closed.
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Hook, []byte, error) {
-	h, part, err := s.load(ctx, p, id)
+	h, _, err := s.load(ctx, p, id)
 	if err != nil {
 		return Hook{}, nil, err
 	}
-	if err := s.settle(ctx, part, []*Hook{&h}); err != nil {
+	if err := s.settle(ctx, []*Hook{&h}); err != nil {
 		return Hook{}, nil, err
 	}
 	raw, err := json.Marshal(h)
@@ -275,8 +275,15 @@ func (s *Service) load(ctx context.Context, p authz.Principal, id string) (Hook,
 // settle marks open hooks closed that no longer take callbacks: past their
 // TTL, their task ended (or gone), their session cancelled (or gone). It
 // reads the parents of all of them in one round trip.
-func (s *Service) settle(ctx context.Context, part int, hs []*Hook) error {
+func (s *Service) settle(ctx context.Context, hs []*Hook) error {
 	now := s.now()
+	parents := func(h *Hook) (task, session string) {
+		part, _ := store.PartitionOf(h.HookID, store.HookPrefix, s.store.Partitions)
+		if h.TaskID != "" {
+			task = s.store.Keys.Task(part, h.TaskID)
+		}
+		return task, s.store.Keys.Session(part, h.SessionID)
+	}
 	var keys []string
 	for _, h := range hs {
 		if h.Status != Open {
@@ -286,14 +293,11 @@ func (s *Service) settle(ctx context.Context, part int, hs []*Hook) error {
 			h.Status, h.CloseReason = Closed, store.ClosedExpired
 			continue
 		}
-		p := part
-		if part < 0 {
-			p, _ = store.PartitionOf(h.HookID, store.HookPrefix, s.store.Partitions)
+		task, session := parents(h)
+		if task != "" {
+			keys = append(keys, task)
 		}
-		if h.TaskID != "" {
-			keys = append(keys, s.store.Keys.Task(p, h.TaskID))
-		}
-		keys = append(keys, s.store.Keys.Session(p, h.SessionID))
+		keys = append(keys, session)
 	}
 	if len(keys) == 0 {
 		return nil
@@ -306,17 +310,12 @@ func (s *Service) settle(ctx context.Context, part int, hs []*Hook) error {
 		if h.Status != Open {
 			continue
 		}
-		p := part
-		if part < 0 {
-			p, _ = store.PartitionOf(h.HookID, store.HookPrefix, s.store.Partitions)
+		task, session := parents(h)
+		if st := tasks.Status(status[task]); task != "" && (st == "" || st.Terminal()) {
+			h.Status, h.CloseReason = Closed, store.ClosedTaskTerminal
+			continue
 		}
-		if h.TaskID != "" {
-			if st := tasks.Status(status[s.store.Keys.Task(p, h.TaskID)]); st == "" || st.Terminal() {
-				h.Status, h.CloseReason = Closed, store.ClosedTaskTerminal
-				continue
-			}
-		}
-		switch status[s.store.Keys.Session(p, h.SessionID)] {
+		switch status[session] {
 		case "active":
 		case "":
 			h.Status, h.CloseReason = Closed, store.ClosedExpired
@@ -378,7 +377,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 			return store.Page{}, fmt.Errorf("decode hook: %w", err)
 		}
 	}
-	if err := s.settle(ctx, -1, hs); err != nil {
+	if err := s.settle(ctx, hs); err != nil {
 		return store.Page{}, err
 	}
 	for i, h := range hs {
@@ -415,7 +414,6 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 	}
 	switch res.Outcome {
 	case store.HookOK:
-		s.fanin.Notify(store.Wake{Kind: "h", ID: id, SessionID: h.SessionID})
 		return Reply{JSON: res.JSON}, nil
 	case store.HookReplayed:
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil

@@ -28,7 +28,7 @@ type Metrics struct {
 	RedisErrors     *prometheus.CounterVec   // command
 	RedisLatency    *prometheus.HistogramVec // pool
 
-	HookEvents       *prometheus.CounterVec // outcome: stored, duplicate, signature_invalid, closed, rate_limited
+	HookEvents       *prometheus.CounterVec // outcome: stored, duplicate, signature_invalid, closed, rate_limited, not_found
 	HookRedeliveries prometheus.Counter     // events delivered again after their visibility ran out
 	HookDeadLetters  prometheus.Counter     // events moved to the dead-letter list
 	HookPending      prometheus.Histogram   // a group's unacknowledged events, observed at each read

@@ -383,6 +383,10 @@ func (s *Store) ReadHookLog(ctx context.Context, p int, id, after string, limit,
 	return log, nil
 }
 
+// parseHookReply reads the answers of the create, ingest, ack and close
+// scripts. Their 'ok' replies differ by shape: {'ok'} (create),
+// {'ok', eventId, seq} (ingest), {'ok', acked} with an integer (ack) and
+// {'ok', json} (close).
 func parseHookReply(reply []any) (HookResult, error) {
 	if len(reply) == 0 {
 		return HookResult{}, errors.New("empty script reply")

@@ -75,7 +75,7 @@ func (f hookFixture) ingest(t *testing.T, p post) store.HookResult {
 		RateInterval: p.interval, Burst: p.burst, Method: "POST", ContentType: "application/json",
 		Headers: []byte(`{"x-github-event":"push"}`), Body: []byte(p.body),
 		EventHead: []byte(`{"type":"hook.received","sessionId":"` + f.session + `","data":{"hookId":"` + f.hook + `",`),
-		Now: p.at, ReceivedAt: p.at.UTC().Format(time.RFC3339), Retention: time.Hour,
+		Now:       p.at, ReceivedAt: p.at.UTC().Format(time.RFC3339), Retention: time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)

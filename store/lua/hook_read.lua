@@ -103,7 +103,8 @@ end
 local summary = redis.call('XPENDING', q, group)
 local pending = tonumber(summary[1])
 
--- With nothing to deliver, when the next pending event becomes visible again.
+-- With nothing to deliver, when the next pending event (of the oldest 100)
+-- becomes visible again; the caller's slow re-check covers the rest.
 local next_visible = -1
 if #out == 0 and pending > 0 then
   for _, p in ipairs(redis.call('XPENDING', q, group, '-', '+', 100)) do
