@@ -19,16 +19,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("no curl")
 	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(readme), "## A first session with curl")
-	if !ok {
-		t.Fatal("README has no curl walk-through")
-	}
-	_, block, _ := strings.Cut(rest, "```sh\n")
-	block, _, _ = strings.Cut(block, "```")
+	block := readmeBlock(t, "## A first session with curl")
 	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
 	var script []string
 	for _, line := range strings.Split(block, "\n") {
@@ -52,4 +43,52 @@ func TestReadmeWalkthrough(t *testing.T) {
 			t.Errorf("the walk-through's output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// The hooks walk-through works as printed too (it uses jq and openssl).
+func TestReadmeHooksWalkthrough(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"curl", "jq", "openssl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	block := readmeBlock(t, "## Hooks: inbound webhooks")
+	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	var script []string
+	for _, line := range strings.Split(block, "\n") {
+		if strings.HasPrefix(line, "export TH=") {
+			line = `export TH=` + srv.URL + ` AUTH="Authorization: Bearer $TOKEN"`
+		}
+		script = append(script, line)
+	}
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+strings.Join(script, "\n"))
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "TOKEN="+apptest.Token(t, "dev"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the hooks walk-through failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{`"duplicate":false`, `"duplicate":true`, `"signature_invalid"`, `"deliveryCount": 1`,
+		`"acked":1`, `"type": "hook.received"`, `"hook_closed"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the hooks walk-through's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// readmeBlock is the first sh block after a heading of README.md.
+func readmeBlock(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), heading)
+	if !ok {
+		t.Fatalf("README has no %q", heading)
+	}
+	_, block, _ := strings.Cut(rest, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	return block
 }

@@ -5,6 +5,7 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -48,7 +49,10 @@ func (s *SafeBuffer) String() string {
 func Start(t testing.TB, sc store.Config, cfg app.Config) *Server {
 	t.Helper()
 	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:0"
+		cfg.Addr = freeAddr(t)
+		if cfg.PublicURL == "" {
+			cfg.PublicURL = "http://" + cfg.Addr // hook URLs point at this server
+		}
 	}
 	if cfg.JWTSecret == "" && cfg.JWKSFile == "" {
 		cfg.JWTSecret = Secret
@@ -66,6 +70,17 @@ func Start(t testing.TB, sc store.Config, cfg app.Config) *Server {
 	s := &Server{App: a, URL: "http://" + a.Addr(), Logs: logs}
 	t.Cleanup(func() { s.Stop(t) })
 	return s
+}
+
+// freeAddr is a loopback address with a port that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Stop drains the server (it is safe to call twice).
