@@ -136,24 +136,6 @@ func TestRateInterval(t *testing.T) {
 	}
 }
 
-func TestTokenCacheIsBounded(t *testing.T) {
-	c := newTokenCache(2)
-	c.put("a", ingestConfig{HookID: "1"})
-	c.put("b", ingestConfig{HookID: "2"})
-	c.get("a")
-	c.put("c", ingestConfig{HookID: "3"})
-	if _, ok := c.get("b"); ok || c.len() != 2 {
-		t.Fatalf("the least recently used entry stayed (len %d)", c.len())
-	}
-	if cfg, ok := c.get("a"); !ok || cfg.HookID != "1" {
-		t.Fatal("lost a recently used entry")
-	}
-	c.drop("a")
-	if _, ok := c.get("a"); ok {
-		t.Fatal("drop kept the entry")
-	}
-}
-
 func TestReadOptionsDefaults(t *testing.T) {
 	o := ReadOptions{}
 	if err := o.normalize(); err != nil {

@@ -110,7 +110,7 @@ func (s *Service) Ingest(ctx context.Context, cb Callback) (Accepted, error) {
 		s.count(outcomeDuplicate)
 		return Accepted{EventID: res.EventID, Duplicate: true, Response: cfg.Response}, nil
 	case store.HookMissing:
-		s.tokens.drop(hash)
+		s.tokens.Drop(hash, nil)
 		s.count(outcomeNotFound)
 		return Accepted{}, ErrUnknownToken
 	case store.HookClosed:
@@ -126,7 +126,7 @@ func (s *Service) Ingest(ctx context.Context, cb Callback) (Accepted, error) {
 // resolve finds the hook of a token hash: from this replica's cache, or
 // from the store (two reads, once per hook and replica).
 func (s *Service) resolve(ctx context.Context, part int, hash string) (ingestConfig, error) {
-	if cfg, ok := s.tokens.get(hash); ok && sameHash(cfg.TokenHash, hash) {
+	if cfg, ok := s.tokens.Get(hash); ok && sameHash(cfg.TokenHash, hash) {
 		return cfg, nil
 	}
 	_, raw, err := s.store.HookByToken(ctx, part, hash)
@@ -143,7 +143,7 @@ func (s *Service) resolve(ctx context.Context, part int, hash string) (ingestCon
 	if !sameHash(cfg.TokenHash, hash) {
 		return ingestConfig{}, ErrUnknownToken
 	}
-	s.tokens.put(hash, cfg)
+	s.tokens.Put(hash, cfg, nil)
 	return cfg, nil
 }
 

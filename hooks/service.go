@@ -95,7 +95,7 @@ type Service struct {
 	fanin   *store.FanIn
 	metrics *metrics.Metrics
 	log     *slog.Logger
-	tokens  *tokenCache
+	tokens  *store.Cache[ingestConfig]
 	now     func() time.Time
 }
 
@@ -110,7 +110,7 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
-		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: newTokenCache(cfg.CacheSize), now: now,
+		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: store.NewCache[ingestConfig](cfg.CacheSize), now: now,
 	}, nil
 }
 
@@ -166,7 +166,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	}
 	switch res.Outcome {
 	case store.HookOK:
-		s.tokens.put(cfg.TokenHash, cfg)
+		s.tokens.Put(cfg.TokenHash, cfg, nil)
 		return Reply{JSON: created}, nil
 	case store.HookReplayed:
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil

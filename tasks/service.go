@@ -63,7 +63,7 @@ type Service struct {
 	store   *store.Store
 	fanin   *store.FanIn
 	metrics *metrics.Metrics
-	cache   *cache
+	cache   cache
 	now     func() time.Time
 }
 
