@@ -173,3 +173,40 @@ func parseCursor(r *http.Request) (*store.Position, error) {
 	}
 	return &store.Position{Score: n, ID: id}, nil
 }
+
+// readPost reads a POST: its body under the size limit, the principal and the
+// idempotency key scoped to both. On failure it has answered and ok is false.
+func (a *api) readPost(w http.ResponseWriter, r *http.Request) (body []byte, p authz.Principal, idem store.Idempotency, ok bool) {
+	body, err := a.readBody(w, r)
+	if err == nil {
+		p = principal(r)
+		idem, err = idempotency(r, p, body)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return nil, p, idem, false
+	}
+	return body, p, idem, true
+}
+
+// decodePost is readPost with the body decoded strictly into dst.
+func (a *api) decodePost(w http.ResponseWriter, r *http.Request, dst any) (authz.Principal, store.Idempotency, bool) {
+	body, p, idem, ok := a.readPost(w, r)
+	if !ok {
+		return p, idem, false
+	}
+	if err := DecodeJSON(body, dst); err != nil {
+		a.writeError(w, r, err)
+		return p, idem, false
+	}
+	return p, idem, true
+}
+
+// writeReplayable writes a write's answer, marked when it is the stored
+// answer of an earlier request with the same idempotency key.
+func writeReplayable(w http.ResponseWriter, status int, raw []byte, replayed bool) {
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeRaw(w, status, raw)
+}

@@ -12,20 +12,9 @@ import (
 )
 
 func (a *api) createHook(w http.ResponseWriter, r *http.Request) {
-	body, err := a.readBody(w, r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
 	var in hooks.CreateInput
-	if err := DecodeJSON(body, &in); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	p := principal(r)
-	idem, err := idempotency(r, p, body)
-	if err != nil {
-		a.writeError(w, r, err)
+	p, idem, ok := a.decodePost(w, r, &in)
+	if !ok {
 		return
 	}
 	reply, err := a.hooks.Create(r.Context(), p, in, idem)
@@ -37,14 +26,7 @@ func (a *api) createHook(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(reply.JSON, &created) == nil && created.HookID != "" {
 		w.Header().Set("Location", "/v1/hooks/"+created.HookID)
 	}
-	writeHookReply(w, http.StatusCreated, reply)
-}
-
-func writeHookReply(w http.ResponseWriter, status int, reply hooks.Reply) {
-	if reply.Replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	writeRaw(w, status, reply.JSON)
+	writeReplayable(w, http.StatusCreated, reply.JSON, reply.Replayed)
 }
 
 func (a *api) getHook(w http.ResponseWriter, r *http.Request) {
@@ -78,20 +60,9 @@ func (a *api) listHooks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) closeHook(w http.ResponseWriter, r *http.Request) {
-	body, err := a.readBody(w, r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
 	var in struct{}
-	if err := DecodeJSON(body, &in); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	p := principal(r)
-	idem, err := idempotency(r, p, body)
-	if err != nil {
-		a.writeError(w, r, err)
+	p, idem, ok := a.decodePost(w, r, &in)
+	if !ok {
 		return
 	}
 	reply, err := a.hooks.Close(r.Context(), p, chi.URLParam(r, "hookId"), idem)
@@ -99,7 +70,7 @@ func (a *api) closeHook(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeHookReply(w, http.StatusOK, reply)
+	writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
 }
 
 // hookEvents is the consuming read of a consumer group.
@@ -144,20 +115,9 @@ func queryInt(r *http.Request, name string, lo, hi int) (int, error) {
 }
 
 func (a *api) ackHook(w http.ResponseWriter, r *http.Request) {
-	body, err := a.readBody(w, r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
 	var in hooks.AckInput
-	if err := DecodeJSON(body, &in); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	p := principal(r)
-	idem, err := idempotency(r, p, body)
-	if err != nil {
-		a.writeError(w, r, err)
+	p, idem, ok := a.decodePost(w, r, &in)
+	if !ok {
 		return
 	}
 	reply, err := a.hooks.Ack(r.Context(), p, chi.URLParam(r, "hookId"), in, idem)
@@ -165,7 +125,7 @@ func (a *api) ackHook(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeHookReply(w, http.StatusOK, reply)
+	writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
 }
 
 // hookLog is the non-consuming read of everything a hook received.

@@ -13,20 +13,9 @@ import (
 )
 
 func (a *api) createSession(w http.ResponseWriter, r *http.Request) {
-	body, err := a.readBody(w, r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
 	var in sessions.CreateInput
-	if err := DecodeJSON(body, &in); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	p := principal(r)
-	idem, err := idempotency(r, p, body)
-	if err != nil {
-		a.writeError(w, r, err)
+	p, idem, ok := a.decodePost(w, r, &in)
+	if !ok {
 		return
 	}
 	raw, replayed, err := a.sessions.Create(r.Context(), p, in, idem)
@@ -34,10 +23,7 @@ func (a *api) createSession(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	if replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	writeRaw(w, http.StatusCreated, raw)
+	writeReplayable(w, http.StatusCreated, raw, replayed)
 }
 
 func (a *api) getSession(w http.ResponseWriter, r *http.Request) {
@@ -81,24 +67,13 @@ type reasonBody struct {
 // sessionEnd serves cancel (200) and reset (201): same body, same checks.
 func (a *api) sessionEnd(status int, end func(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := a.readBody(w, r)
-		if err != nil {
-			a.writeError(w, r, err)
-			return
-		}
 		var in reasonBody
-		if err := DecodeJSON(body, &in); err != nil {
-			a.writeError(w, r, err)
+		p, idem, ok := a.decodePost(w, r, &in)
+		if !ok {
 			return
 		}
 		if len(in.Reason) > 1000 {
 			a.writeError(w, r, invalidRequest("reason", "at most 1000 bytes"))
-			return
-		}
-		p := principal(r)
-		idem, err := idempotency(r, p, body)
-		if err != nil {
-			a.writeError(w, r, err)
 			return
 		}
 		raw, replayed, err := end(r.Context(), p, chi.URLParam(r, "sessionId"), in.Reason, idem)
@@ -106,9 +81,6 @@ func (a *api) sessionEnd(status int, end func(ctx context.Context, p authz.Princ
 			a.writeError(w, r, err)
 			return
 		}
-		if replayed {
-			w.Header().Set("Idempotent-Replayed", "true")
-		}
-		writeRaw(w, status, raw)
+		writeReplayable(w, status, raw, replayed)
 	}
 }

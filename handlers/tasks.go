@@ -12,20 +12,9 @@ import (
 )
 
 func (a *api) createTask(w http.ResponseWriter, r *http.Request) {
-	body, err := a.readBody(w, r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
 	var in tasks.CreateInput
-	if err := DecodeJSON(body, &in); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	p := principal(r)
-	idem, err := idempotency(r, p, body)
-	if err != nil {
-		a.writeError(w, r, err)
+	p, idem, ok := a.decodePost(w, r, &in)
+	if !ok {
 		return
 	}
 	reply, err := a.tasks.Create(r.Context(), p, in, idem)
@@ -37,14 +26,7 @@ func (a *api) createTask(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(reply.JSON, &created) == nil && created.TaskID != "" {
 		w.Header().Set("Location", "/v1/tasks/"+created.TaskID)
 	}
-	writeReply(w, http.StatusCreated, reply)
-}
-
-func writeReply(w http.ResponseWriter, status int, reply tasks.Reply) {
-	if reply.Replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	writeRaw(w, status, reply.JSON)
+	writeReplayable(w, http.StatusCreated, reply.JSON, reply.Replayed)
 }
 
 // getTask reads a task; with afterRevision and wait it long-polls until the
@@ -203,18 +185,11 @@ func decodeCommand(kind tasks.CommandKind, body []byte) (tasks.Command, error) {
 
 func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := a.readBody(w, r)
-		if err != nil {
-			a.writeError(w, r, err)
+		body, p, idem, ok := a.readPost(w, r)
+		if !ok {
 			return
 		}
 		cmd, err := decodeCommand(kind, body)
-		if err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		p := principal(r)
-		idem, err := idempotency(r, p, body)
 		if err != nil {
 			a.writeError(w, r, err)
 			return
@@ -224,6 +199,6 @@ func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 			a.writeError(w, r, err)
 			return
 		}
-		writeReply(w, http.StatusOK, reply)
+		writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
 	}
 }
