@@ -17,6 +17,7 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // ownRedis is a throwaway redis-server that this test starts and stops.
@@ -58,7 +59,7 @@ func (r *ownRedis) start(bin string) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: r.addr()})
 	defer rdb.Close()
-	waitUntil(r.t, func() bool { return rdb.Ping(context.Background()).Err() == nil })
+	storetest.WaitFor(r.t, "the condition", func() bool { return rdb.Ping(context.Background()).Err() == nil })
 }
 
 func (r *ownRedis) stop() {
@@ -112,7 +113,7 @@ func TestRedisOutage(t *testing.T) {
 	}
 
 	rs.start(bin)
-	waitUntil(t, func() bool { return cl.Ready(ctx) == nil })
+	storetest.WaitFor(t, "the condition", func() bool { return cl.Ready(ctx) == nil })
 	got, err := cl.GetTask(ctx, task.TaskID)
 	if err != nil {
 		t.Fatal(err)

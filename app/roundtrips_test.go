@@ -90,10 +90,10 @@ func TestWaitingLongPollCostsNoRoundTrips(t *testing.T) {
 	// While the poll waits, every fan-in reader of the partition cycles
 	// through several of its own blocking reads; the request side stays
 	// at the one read the poll made when it began.
-	waitUntil(t, func() bool { return testutil.ToFloat64(srv.App.Metrics.Waiters) == 1 })
-	waitUntil(t, func() bool { return roundTrips(srv, "requests")-before == 1 })
+	storetest.WaitFor(t, "the condition", func() bool { return testutil.ToFloat64(srv.App.Metrics.Waiters) == 1 })
+	storetest.WaitFor(t, "the condition", func() bool { return roundTrips(srv, "requests")-before == 1 })
 	readerLoops := roundTrips(srv, "wakeups")
-	waitUntil(t, func() bool { return roundTrips(srv, "wakeups")-readerLoops >= 4*5 })
+	storetest.WaitFor(t, "the condition", func() bool { return roundTrips(srv, "wakeups")-readerLoops >= 4*5 })
 	if got := roundTrips(srv, "requests") - before; got != 1 {
 		t.Fatalf("the waiting poll made %v round trips, want the 1 read at its start", got)
 	}
@@ -112,17 +112,5 @@ func TestWaitingLongPollCostsNoRoundTrips(t *testing.T) {
 	// The wake-up carried the new task: answering cost no read.
 	if got := roundTrips(srv, "requests") - before; got != 2 {
 		t.Fatalf("poll + progress made %v round trips, want 2", got)
-	}
-}
-
-// waitUntil polls a condition with a deadline; it orders nothing by time.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 15s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

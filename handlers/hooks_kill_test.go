@@ -101,7 +101,7 @@ func TestHookEventsSurviveAKilledReplica(t *testing.T) {
 			res.Body.Close()
 		}
 	}()
-	waitFor(t, "the long poll on the process", func() bool {
+	storetest.WaitFor(t, "the long poll on the process", func() bool {
 		res, err := http.Get(procURL + "/metrics")
 		if err != nil {
 			return false

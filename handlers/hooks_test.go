@@ -657,7 +657,7 @@ func TestHookLongPollWakesOnPost(t *testing.T) {
 		}()
 		// The post must come after the reader waits; a post before it is
 		// found by its first read, which is fine too.
-		waitFor(t, "the reader to wait", func() bool {
+		storetest.WaitFor(t, "the reader to wait", func() bool {
 			return strings.Contains(scrape(t, e), "taskhook_waiters 1")
 		})
 		start := time.Now()
@@ -683,17 +683,6 @@ func scrape(t testing.TB, e *hookEnv) string {
 	return string(b)
 }
 
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestHookDeadLetters(t *testing.T) {
 	eachStore(t, app.Config{HookMaxDeliveries: 2}, func(t *testing.T, e *hookEnv) {
 		hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
@@ -705,7 +694,7 @@ func TestHookDeadLetters(t *testing.T) {
 			t.Fatalf("second: %s", r.raw)
 		}
 		// The next attempt would be the third: it moves to the dead letters.
-		waitFor(t, "the dead letter", func() bool {
+		storetest.WaitFor(t, "the dead letter", func() bool {
 			r := e.read(t, hook, "consumer=b&visibilityMs=50&wait=0.2")
 			if len(r.list("events")) != 0 {
 				t.Fatalf("delivered past the maximum: %s", r.raw)
@@ -922,7 +911,7 @@ func TestHookWakeAcrossReplicas(t *testing.T) {
 				body, _ := io.ReadAll(res.Body)
 				done <- string(body)
 			}()
-			waitFor(t, "the reader to wait", func() bool { return strings.Contains(scrape(t, a), "taskhook_waiters 1") })
+			storetest.WaitFor(t, "the reader to wait", func() bool { return strings.Contains(scrape(t, a), "taskhook_waiters 1") })
 			before := roundTrips(a.srv)
 			b.must(t, 202, b.post(t, token, "from b"))
 			select {

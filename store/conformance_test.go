@@ -244,7 +244,7 @@ func TestTasksExpire(t *testing.T) {
 			t.Fatal(res, err)
 		}
 		keys := []string{s.Keys.Task(f.part, id), s.Keys.TaskLog(f.part, id)}
-		waitFor(t, 10*time.Second, func() bool {
+		storetest.WaitFor(t, "the task to expire", func() bool {
 			n, err := s.RDB.Exists(context.Background(), keys...).Result()
 			return err == nil && n == 0
 		})
@@ -337,15 +337,4 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 		}
 		t.Fatal("no wake-up from another replica's writes")
 	})
-}
-
-func waitFor(t *testing.T, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // The hook scripts' conformance suite: creation, ingest (state, rate limit,
@@ -158,19 +159,6 @@ func ids(b store.HookBatch) []string {
 		out[i] = fmt.Sprintf("%s@%d", e.ID, e.Deliveries)
 	}
 	return out
-}
-
-// eventually polls cond until it holds or the deadline passes: a wait on a
-// condition, not a sleep that orders events.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func TestHookCreate(t *testing.T) {
@@ -470,7 +458,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		}
 		// After it, consumer b gets them from a, delivered a second time.
 		var got []string
-		eventually(t, "redelivery to b", func() bool {
+		storetest.WaitFor(t, "redelivery to b", func() bool {
 			b = f.read(t, readOpts{consumer: "b", visibility: vis})
 			got = append(got, ids(b)...)
 			return len(got) >= 2
@@ -485,7 +473,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 			t.Fatalf("ack: %+v", res)
 		}
 		got = nil
-		eventually(t, "own redelivery", func() bool {
+		storetest.WaitFor(t, "own redelivery", func() bool {
 			b = f.read(t, readOpts{consumer: "b", visibility: vis, max: 3})
 			got = append(got, ids(b)...)
 			return len(got) > 0
@@ -493,7 +481,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		if len(got) != 1 || got[0] != e2+"@3" || b.Redelivered != 1 {
 			t.Fatalf("own redelivery: %v (redelivered %d)", got, b.Redelivered)
 		}
-		eventually(t, "dead letter", func() bool {
+		storetest.WaitFor(t, "dead letter", func() bool {
 			b = f.read(t, readOpts{consumer: "c", visibility: vis, max: 3})
 			if len(b.Entries) > 0 {
 				t.Fatalf("delivered past the maximum: %v", ids(b))

@@ -121,3 +121,16 @@ func deletePrefix(rdb *redis.Client, prefix string) {
 		rdb.Unlink(ctx, k) // one by one: keys of several slots
 	}
 }
+
+// WaitFor polls cond until it holds, failing the test after 15 s. It waits on
+// a condition; it never orders events by time.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
