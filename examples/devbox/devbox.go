@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/taskhook/taskhook/client"
+)
+
+// This file is the fake outside system: a "devbox" service that runs a job
+// in a sandbox and reports on it by posting to the callback URL it was
+// given, signed the Standard Webhooks way (https://www.standardwebhooks.com).
+// It lives in this process only so that the example runs on its own; the
+// executor in main.go talks to it as it would to a remote service: start a
+// job, tell it to continue.
+
+// Job states, in the order a job goes through them.
+const (
+	statePending           = "pending"
+	stateRunning           = "running"
+	stateAttentionRequired = "attention-required"
+	stateComplete          = "complete"
+	stateStopped           = "stopped"
+)
+
+// jobState is the body of every post. Seq is the job's own sequence number:
+// the order the states happened in, whatever order the posts arrive in.
+type jobState struct {
+	Job      string `json:"job"`
+	Seq      int    `json:"seq"`
+	State    string `json:"state"`
+	Question string `json:"question,omitempty"` // with attention-required
+	Summary  string `json:"summary,omitempty"`  // with complete
+}
+
+// newWebhookSecret makes a Standard Webhooks secret: "whsec_" and 32 random
+// bytes in base64.
+func newWebhookSecret() string {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // never fails (crypto/rand)
+	return "whsec_" + base64.StdEncoding.EncodeToString(key)
+}
+
+// devbox is the service. Its zero value is not usable: call newDevbox.
+type devbox struct {
+	poster *client.Client // posts to callback URLs; it has no taskhook token and needs none
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	jobs []*job
+	wg   sync.WaitGroup
+}
+
+func newDevbox(log *slog.Logger) *devbox {
+	return &devbox{poster: client.New("", ""), log: log}
+}
+
+// job is one run in the sandbox.
+type job struct {
+	id       string
+	callback string
+	key      []byte      // the decoded webhook secret
+	resume   chan string // the decision that lets a job waiting for attention go on
+	dev      *devbox
+
+	mu   sync.Mutex
+	sent []delivery // every delivery made, in order
+}
+
+// delivery is one post as made, kept so that it can be made again.
+type delivery struct {
+	id   string // webhook-id: the same for every attempt of one delivery
+	body []byte
+}
+
+// StartJob starts a job that reports to callbackURL, signing with secret.
+// It runs until it completes, is stopped, finds the hook closed, or ctx
+// ends.
+func (d *devbox) StartJob(ctx context.Context, callbackURL, secret string) (string, error) {
+	key, err := base64.StdEncoding.DecodeString(secret[len("whsec_"):])
+	if err != nil {
+		return "", fmt.Errorf("devbox: the secret is not whsec_ and base64: %w", err)
+	}
+	d.mu.Lock()
+	j := &job{id: "job-" + strconv.Itoa(len(d.jobs)+1), callback: callbackURL, key: key, resume: make(chan string, 1), dev: d}
+	d.jobs = append(d.jobs, j)
+	d.mu.Unlock()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := j.run(ctx); err != nil {
+			d.log.Warn("devbox job ended early", "job", j.id, "err", err)
+		}
+	}()
+	return j.id, nil
+}
+
+// Continue gives a job waiting for attention the human's decision:
+// "continue", or anything else to stop it.
+func (d *devbox) Continue(jobID, decision string) error {
+	j := d.job(jobID)
+	if j == nil {
+		return fmt.Errorf("devbox: no job %s", jobID)
+	}
+	select {
+	case j.resume <- decision:
+		return nil
+	default:
+		return fmt.Errorf("devbox: job %s already has a decision", jobID)
+	}
+}
+
+// Wait waits for every job to end.
+func (d *devbox) Wait() { d.wg.Wait() }
+
+func (d *devbox) job(id string) *job {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, j := range d.jobs {
+		if j.id == id {
+			return j
+		}
+	}
+	return nil
+}
+
+// run is the job's life, with the troubles real webhook senders have: the
+// same delivery twice (an answer got lost, so it is sent again under the
+// same webhook-id; the hook's dedupe hides it) and an old state arriving
+// after a newer one (a late redelivery under a new webhook-id; the executor
+// skips it by its seq).
+func (j *job) run(ctx context.Context) error {
+	steps := []func() error{
+		func() error { return j.post(ctx, jobState{State: statePending}) },
+		func() error { return j.post(ctx, jobState{State: stateRunning}) },
+		func() error { return j.Redeliver(ctx) }, // a duplicate
+		func() error {
+			return j.post(ctx, jobState{State: stateAttentionRequired,
+				Question: "The migration will drop the table legacy_users. Go on?"})
+		},
+		func() error { return j.resendLate(ctx, 2) }, // "running" again, stale
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+
+	var decision string
+	select {
+	case decision = <-j.resume:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if decision != "continue" {
+		return j.post(ctx, jobState{State: stateStopped, Summary: "stopped before the migration"})
+	}
+	if err := j.post(ctx, jobState{State: stateRunning}); err != nil {
+		return err
+	}
+	if err := j.Redeliver(ctx); err != nil { // another duplicate
+		return err
+	}
+	return j.post(ctx, jobState{State: stateComplete, Summary: "migrated 1,204 users; dropped legacy_users"})
+}
+
+// post sends the job's next state as a new delivery.
+func (j *job) post(ctx context.Context, st jobState) error {
+	j.mu.Lock()
+	st.Job, st.Seq = j.id, len(j.sent)+1
+	body, err := json.Marshal(st)
+	if err != nil {
+		j.mu.Unlock()
+		return err
+	}
+	d := delivery{id: fmt.Sprintf("%s-msg-%d", j.id, len(j.sent)+1), body: body}
+	j.sent = append(j.sent, d)
+	j.mu.Unlock()
+	return j.deliver(ctx, d)
+}
+
+// Redeliver sends the last delivery again, under the same webhook-id.
+func (j *job) Redeliver(ctx context.Context) error {
+	j.mu.Lock()
+	d := j.sent[len(j.sent)-1]
+	j.mu.Unlock()
+	return j.deliver(ctx, d)
+}
+
+// resendLate sends state seq again as a new delivery (a new webhook-id).
+func (j *job) resendLate(ctx context.Context, seq int) error {
+	j.mu.Lock()
+	d := delivery{id: fmt.Sprintf("%s-msg-%d-late", j.id, seq), body: j.sent[seq-1].body}
+	j.mu.Unlock()
+	return j.deliver(ctx, d)
+}
+
+// deliver posts one delivery, trying again a few times when the hook does
+// not answer. Every attempt carries the same webhook-id, so a retry of a
+// post that was in fact stored is recognised and not stored twice.
+func (j *job) deliver(ctx context.Context, d delivery) error {
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		var res *client.PostResult
+		res, err = j.dev.poster.Post(ctx, j.callback, d.body, j.sign(d, time.Now()))
+		if err == nil {
+			j.dev.log.Debug("devbox posted", "job", j.id, "delivery", d.id, "duplicate", res.Duplicate)
+			return nil
+		}
+		var e *client.Error
+		if errors.As(err, &e) && e.Status != http.StatusTooManyRequests && e.Status < 500 {
+			return err // 410 (nobody listens any more), 401, 404: trying again will not help
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// sign makes the Standard Webhooks headers: the signature is the
+// HMAC-SHA256 of "id.timestamp.body" with the secret's key, in base64.
+func (j *job) sign(d delivery, now time.Time) http.Header {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	mac := hmac.New(sha256.New, j.key)
+	mac.Write([]byte(d.id + "." + ts + "."))
+	mac.Write(d.body)
+	return http.Header{
+		"Content-Type":      {"application/json"},
+		"Webhook-Id":        {d.id},
+		"Webhook-Timestamp": {ts},
+		"Webhook-Signature": {"v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))},
+	}
+}

@@ -1,0 +1,222 @@
+// Command devbox shows hooks at work: an executor that hands a callback URL
+// to an outside system and follows the job it runs there, to the end.
+//
+// The executor
+//
+//  1. opens a session and starts a task (or takes the task given with -task);
+//  2. creates a hook bound to the task, requiring Standard Webhooks
+//     signatures with a secret of its own;
+//  3. starts a job on the "devbox" service (a fake one, in devbox.go),
+//     handing it the hook's URL and the secret;
+//  4. reads the hook with Hook(id).Events: each state the job posts is
+//     reported as task progress, in the job's own order;
+//  5. when the job needs attention, asks the human (RequireInput), waits for
+//     the answer (WaitTask), and tells the job to go on;
+//  6. completes the task with the job's summary. The hook closes with the
+//     task: a post after that gets 410 hook_closed.
+//
+// Run a server (`make run` prints a dev token), then:
+//
+//	go run ./examples/devbox -api http://localhost:8080 -token "$TOKEN"
+//
+// and, when it logs "waiting for the human" with the task and requestId,
+// answer as the human would:
+//
+//	curl -X POST "localhost:8080/v1/tasks/$TASK/input" -H "Authorization: Bearer $TOKEN" \
+//	  -d "{\"responses\":[{\"requestId\":\"$REQUEST\",\"optionId\":\"continue\"}]}"
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/taskhook/taskhook/client"
+)
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.API, "api", "http://localhost:8080", "taskhook's base URL")
+	flag.StringVar(&cfg.Token, "token", os.Getenv("TASKHOOK_TOKEN"), "bearer token of the executor (default $TASKHOOK_TOKEN)")
+	flag.StringVar(&cfg.TaskID, "task", "", "work on this task instead of starting one")
+	flag.Parse()
+	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		cfg.Log.Error("devbox executor failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+// config is what run needs.
+type config struct {
+	API    string       // taskhook's base URL
+	Token  string       // the executor's bearer token
+	TaskID string       // the task to work on; empty: open a session and start one
+	Devbox *devbox      // the outside service; nil: a new fake one
+	Log    *slog.Logger // nil: no log
+}
+
+// run is the executor, from the task to its result.
+func run(ctx context.Context, cfg config) error {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dev := cfg.Devbox
+	if dev == nil {
+		dev = newDevbox(log)
+	}
+	c := client.New(cfg.API, cfg.Token)
+
+	task, err := taskToWorkOn(ctx, c, cfg.TaskID)
+	if err != nil {
+		return err
+	}
+	log.Info("working on a task", "task", task.TaskID, "session", task.SessionID)
+
+	// The hook first, then the outside work: nothing the job posts can be
+	// missed. Bound to the task, the hook closes itself when the task ends.
+	secret := newWebhookSecret()
+	hook, err := c.CreateHook(ctx, client.CreateHookInput{
+		TaskID: task.TaskID, Label: "devbox",
+		Verify: &client.HookVerify{Scheme: client.VerifyStandardWebhooks, Secret: secret},
+	})
+	if err != nil {
+		return fmt.Errorf("create the hook: %w", err)
+	}
+	log.Info("hook created", "hook", hook.HookID) // never log hook.URL: its token is the credential
+
+	// The fake devbox lives in this process, so the job stops with run; a
+	// real service would go on by itself.
+	jobCtx, stopJob := context.WithCancel(ctx)
+	defer dev.Wait()
+	defer stopJob()
+	jobID, err := dev.StartJob(jobCtx, hook.URL, secret)
+	if err != nil {
+		return err
+	}
+
+	x := &executor{c: c, log: log, task: task, hookID: hook.HookID, dev: dev, jobID: jobID}
+	return x.follow(ctx)
+}
+
+// taskToWorkOn reads the task id, or opens a session and starts a task.
+func taskToWorkOn(ctx context.Context, c *client.Client, id string) (*client.Task, error) {
+	if id != "" {
+		return c.GetTask(ctx, id)
+	}
+	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		return nil, fmt.Errorf("open a session: %w", err)
+	}
+	return c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox", Label: "migrate users"})
+}
+
+// executor follows one devbox job for one task.
+type executor struct {
+	c      *client.Client
+	log    *slog.Logger
+	task   *client.Task
+	hookID string
+	dev    *devbox
+	jobID  string
+}
+
+// follow reads every post to the hook until the job ends. Returning from
+// the loop body acks the post; leaving the loop (return, break) does not,
+// and neither does a panic: such a post is read again later.
+func (x *executor) follow(ctx context.Context) error {
+	applied := 0 // the job's highest seq reported so far
+	for ev, err := range x.c.Hook(x.hookID).Events(ctx, client.HookEventsOptions{Consumer: "executor"}) {
+		if err != nil {
+			return fmt.Errorf("read the hook: %w", err)
+		}
+		var st jobState
+		if err := json.Unmarshal([]byte(ev.Body), &st); err != nil || st.Seq == 0 {
+			x.log.Warn("skipping a post that is not a job state", "seq", ev.Seq)
+			continue // reading it again would not make it better
+		}
+		if st.Seq <= applied {
+			// Posts can arrive late or overtake each other; the job's own
+			// seq says which state is the newest.
+			x.log.Info("skipping a stale state", "state", st.State, "jobSeq", st.Seq, "applied", applied)
+			continue
+		}
+		applied = st.Seq
+		if err := x.report(ctx, ev, st); err != nil {
+			return err
+		}
+
+		switch st.State {
+		case stateAttentionRequired:
+			decision, err := x.askHuman(ctx, ev, st.Question)
+			if err != nil {
+				return err
+			}
+			if err := x.dev.Continue(x.jobID, decision); err != nil {
+				return err
+			}
+		case stateComplete:
+			// This return leaves the loop without acking the post: it
+			// needs no ack, as completing the task closed the hook.
+			_, err := x.c.Complete(ctx, x.task.TaskID, map[string]string{"job": st.Job, "summary": st.Summary})
+			return err
+		case stateStopped:
+			_, err := x.c.Fail(ctx, x.task.TaskID, "the job was stopped", map[string]string{"job": st.Job, "summary": st.Summary})
+			return err
+		}
+	}
+	return ctx.Err() // the loop ends without an error only when ctx does
+}
+
+// report makes the job's state the task's progress. A post can be read
+// twice (at-least-once), so the report is keyed by the post's event id: a
+// repeat is a replay, not a second report.
+func (x *executor) report(ctx context.Context, ev client.HookEvent, st jobState) error {
+	_, err := x.c.Progress(ctx, x.task.TaskID, client.ProgressInput{StatusMessage: &st.State, Progress: st},
+		client.WithIdempotencyKey("devbox-progress:"+x.hookID+":"+ev.EventID))
+	if err != nil {
+		return fmt.Errorf("report %s: %w", st.State, err)
+	}
+	x.log.Info("job state", "state", st.State, "jobSeq", st.Seq)
+	return nil
+}
+
+// askHuman asks the task's requester whether the job may go on, and waits
+// for the answer: "continue" or "stop".
+func (x *executor) askHuman(ctx context.Context, ev client.HookEvent, question string) (string, error) {
+	t, err := x.c.RequireInput(ctx, x.task.TaskID, []client.InputRequest{{
+		Kind: client.KindAsk, Prompt: question, Display: client.DisplaySelect,
+		Options: []client.Choice{
+			{ID: "continue", Label: "Go on", Style: "primary"},
+			{ID: "stop", Label: "Stop the job", Style: "danger"},
+		},
+	}}, client.WithIdempotencyKey("devbox-ask:"+x.hookID+":"+ev.EventID))
+	if err != nil {
+		return "", fmt.Errorf("ask the human: %w", err)
+	}
+	request := t.InputRequests[len(t.InputRequests)-1].RequestID
+	x.log.Info("waiting for the human", "task", t.TaskID, "requestId", request)
+
+	for {
+		for _, r := range t.InputResponses {
+			if r.RequestID == request {
+				return r.OptionID, nil
+			}
+		}
+		if t.Terminal() {
+			return "", fmt.Errorf("task %s is %s: nobody will answer", t.TaskID, t.Status)
+		}
+		if t, err = x.c.WaitTask(ctx, x.task.TaskID, t.Revision, 30*time.Second); err != nil {
+			return "", fmt.Errorf("wait for the answer: %w", err)
+		}
+	}
+}
