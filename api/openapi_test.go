@@ -31,6 +31,10 @@ import (
 // publicRoutes need no token.
 var publicRoutes = []string{"/healthz", "/readyz", "/metrics"}
 
+// capabilityRoutes take no bearer token either: the token in the path is the
+// credential, and a 401 there is a refused signature, not a bearer challenge.
+var capabilityRoutes = []string{"/v1/callback/{token}"}
+
 func TestDocumentValidates(t *testing.T) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(api.Spec)
@@ -50,14 +54,19 @@ func TestDocumentValidates(t *testing.T) {
 		for method, op := range item.Operations() {
 			where := method + " " + path
 			public := slices.Contains(publicRoutes, path)
+			capability := slices.Contains(capabilityRoutes, path)
+			bearer := !public && !capability
 			switch {
-			case public && (op.Security == nil || len(*op.Security) != 0):
+			case !bearer && (op.Security == nil || len(*op.Security) != 0):
 				t.Errorf("%s: want `security: []`", where)
-			case !public && op.Security != nil:
+			case bearer && op.Security != nil:
 				t.Errorf("%s: want the global bearer security", where)
 			}
-			if !public && op.Responses.Status(http.StatusUnauthorized) == nil {
+			if bearer && op.Responses.Status(http.StatusUnauthorized) == nil {
 				t.Errorf("%s: no 401", where)
+			}
+			if capability && op.Responses.Status(http.StatusNotFound) == nil {
+				t.Errorf("%s: no 404 for an unknown token", where)
 			}
 			if op.Responses.Status(http.StatusInternalServerError) == nil {
 				t.Errorf("%s: no 500", where)
@@ -66,15 +75,30 @@ func TestDocumentValidates(t *testing.T) {
 				if p := op.Parameters.GetByInAndName(openapi3.ParameterInHeader, "Idempotency-Key"); p == nil {
 					t.Errorf("%s: no Idempotency-Key", where)
 				}
-				for _, status := range []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusConflict} {
+				want := []int{http.StatusRequestEntityTooLarge}
+				if bearer {
+					want = append(want, http.StatusBadRequest, http.StatusConflict)
+				}
+				for _, status := range want {
 					if op.Responses.Status(status) == nil {
 						t.Errorf("%s: no %d", where, status)
 					}
 				}
-				if op.RequestBody == nil {
+				switch {
+				case op.RequestBody == nil:
 					t.Errorf("%s: no request body", where)
-				} else if s := op.RequestBody.Value.Content.Get("application/json").Schema.Value; s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has {
-					t.Errorf("%s: the request body must have additionalProperties: false", where)
+				case capability:
+					// Any bytes, whatever their type.
+					if op.RequestBody.Value.Content.Get("*/*") == nil {
+						t.Errorf("%s: the request body must take */*", where)
+					}
+				default:
+					mt := op.RequestBody.Value.Content.Get("application/json")
+					if mt == nil || mt.Schema == nil {
+						t.Errorf("%s: no application/json request body", where)
+					} else if s := mt.Schema.Value; s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has {
+						t.Errorf("%s: the request body must have additionalProperties: false", where)
+					}
 				}
 			}
 			if p := item.Parameters.GetByInAndName(openapi3.ParameterInHeader, "X-Request-Id"); p == nil {
@@ -85,11 +109,18 @@ func TestDocumentValidates(t *testing.T) {
 					t.Errorf("%s %s: no X-Request-Id header", where, status)
 				}
 			}
-			if r := op.Responses.Status(http.StatusServiceUnavailable); r != nil && r.Value.Headers["Retry-After"] == nil {
-				t.Errorf("%s 503: no Retry-After", where)
+			for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+				if r := op.Responses.Status(status); r != nil && r.Value.Headers["Retry-After"] == nil {
+					t.Errorf("%s %d: no Retry-After", where, status)
+				}
 			}
-			if r := op.Responses.Status(http.StatusUnauthorized); r != nil && r.Value.Headers["WWW-Authenticate"] == nil {
-				t.Errorf("%s 401: no WWW-Authenticate", where)
+			if r := op.Responses.Status(http.StatusUnauthorized); r != nil {
+				switch challenge := r.Value.Headers["WWW-Authenticate"] != nil; {
+				case bearer && !challenge:
+					t.Errorf("%s 401: no WWW-Authenticate", where)
+				case !bearer && challenge:
+					t.Errorf("%s 401: a capability route's 401 is not a bearer challenge", where)
+				}
 			}
 		}
 	}
@@ -625,6 +656,8 @@ func TestContractStoreUnavailable(t *testing.T) {
 
 	const sid = "ses_00aaaaaaaaaaaaaaaaaaaaaaaaaa"
 	const tid = "task_00aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	const hid = "hook_00aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	const token = "whk_00aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" // well formed: the lookup reaches the store
 	calls := []struct {
 		method, path string
 		body         any
@@ -646,6 +679,16 @@ func TestContractStoreUnavailable(t *testing.T) {
 		{"POST", "/v1/tasks/" + tid + "/complete", nil},
 		{"POST", "/v1/tasks/" + tid + "/fail", map[string]any{"error": map[string]any{"message": "x"}}},
 		{"POST", "/v1/tasks/" + tid + "/cancel", nil},
+		{"POST", "/v1/sessions/" + sid + "/cancel", nil},
+		{"POST", "/v1/sessions/" + sid + "/reset", nil},
+		{"POST", "/v1/hooks", map[string]any{"taskId": tid}},
+		{"GET", "/v1/hooks", nil},
+		{"GET", "/v1/hooks/" + hid, nil},
+		{"POST", "/v1/hooks/" + hid + "/close", nil},
+		{"GET", "/v1/hooks/" + hid + "/events", nil},
+		{"POST", "/v1/hooks/" + hid + "/ack", map[string]any{"eventIds": []string{"1-0"}}},
+		{"GET", "/v1/hooks/" + hid + "/log", nil},
+		{"POST", "/v1/callback/" + token, "payload"},
 	}
 	for _, call := range calls {
 		r := c.do(call.method, call.path, call.body)
@@ -655,6 +698,13 @@ func TestContractStoreUnavailable(t *testing.T) {
 		}
 		if r.header.Get("Retry-After") == "" {
 			t.Errorf("%s %s: 503 without Retry-After", call.method, call.path)
+		}
+	}
+	// A stream checks access before it starts: a JSON 503.
+	for _, path := range []string{"/v1/tasks/" + tid + "/events", "/v1/sessions/" + sid + "/events"} {
+		r := c.do("GET", path, nil, "Accept", "text/event-stream")
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+			t.Errorf("GET %s as a stream: %d %s", path, r.status, r.body)
 		}
 	}
 	// What needs no store still answers.

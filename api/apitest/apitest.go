@@ -65,7 +65,10 @@ var loadContract = sync.OnceValue(func() contract {
 // the document, reporting every mismatch with t.Errorf.
 //
 //   - Responses are always validated: status (it must be documented),
-//     headers and body. The body of /metrics (Prometheus text) is not.
+//     headers and body. The body of /metrics (Prometheus text) is not, nor
+//     that of a server-sent event stream (text/event-stream): a stream is
+//     handed to the caller as it arrives, unread, after its status and
+//     headers (Content-Type included) are checked.
 //   - Requests are validated too, but a request mismatch is reported only
 //     when the server answered 2xx: a test may send bad input on purpose and
 //     expect a 4xx.
@@ -73,8 +76,7 @@ var loadContract = sync.OnceValue(func() contract {
 //     answered 404 or 405 with an Error body.
 //
 // Reports name the method, the path template and the status, never a header
-// value of the request. Both bodies still reach the caller; a server-sent
-// event stream is passed through with only its headers checked.
+// value of the request. Both bodies still reach the caller.
 func Transport(t testing.TB, base http.RoundTripper) http.RoundTripper {
 	t.Helper()
 	c := loadContract()
@@ -170,9 +172,27 @@ func (tr *transport) check(req *http.Request, reqBody []byte, resp *http.Respons
 	out.SetBodyBytes(respBody)
 	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
 		tr.t.Errorf("openapi: %s: the response does not match the document: %v", where, err)
+	} else if streaming {
+		tr.checkStream(route.Operation, resp, where)
 	}
 	if reqErr != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		tr.t.Errorf("openapi: %s: the server accepted a request the document refuses: %v", where, reqErr)
+	}
+}
+
+// checkStream checks that the document allows a stream where the server
+// sent one: with the body excluded, ValidateResponse does not look at the
+// Content-Type either.
+func (tr *transport) checkStream(op *openapi3.Operation, resp *http.Response, where string) {
+	ref := op.Responses.Status(resp.StatusCode)
+	if ref == nil {
+		ref = op.Responses.Default()
+	}
+	if ref == nil || ref.Value == nil {
+		return // ValidateResponse has reported the status
+	}
+	if ct := resp.Header.Get("Content-Type"); ref.Value.Content.Get(ct) == nil {
+		tr.t.Errorf("openapi: %s: the document has no %q answer here", where, ct)
 	}
 }
 

@@ -1,6 +1,7 @@
 package apitest_test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/taskhook/taskhook/api/apitest"
 )
@@ -33,6 +35,8 @@ func (r *recorder) reports() []string {
 
 const (
 	sessionID = "ses_00aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	taskID    = "task_00aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	stream    = "id: 1-0\nevent: task.created\ndata: {\"not\":\"an event\"}\n\n: heartbeat\n\n"
 	secret    = "Bearer very-secret-token"
 	session   = `{"sessionId":"` + sessionID + `","status":"active","owner":"alice",` +
 		`"createdAt":"2025-01-01T00:00:00.000Z","lastUpdatedAt":"2025-01-01T00:00:00.000Z","metadata":{},"notify":[]}`
@@ -85,6 +89,19 @@ func TestTransport(t *testing.T) {
 			status: 404, answer: `{"oops":true}`, reports: []string{"not an Error"}},
 		{name: "metrics text", method: "GET", path: "/metrics",
 			status: 200, header: map[string]string{"Content-Type": "text/plain; version=0.0.4"}, answer: "# TYPE x counter\nx 1\n"},
+		// A stream's body is not JSON and is not read; its status and
+		// headers are still checked.
+		{name: "event stream", method: "GET", path: "/v1/tasks/" + taskID + "/events",
+			status: 200, header: map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}, answer: stream},
+		{name: "event stream without X-Request-Id", method: "GET", path: "/v1/tasks/" + taskID + "/events",
+			status: 200, header: map[string]string{"Content-Type": "text/event-stream", "X-Request-Id": ""}, answer: stream,
+			reports: []string{"GET /v1/tasks/{taskId}/events → 200", "X-Request-Id"}},
+		{name: "event stream where none is documented", method: "GET", path: "/v1/sessions/" + sessionID,
+			status: 200, header: map[string]string{"Content-Type": "text/event-stream"}, answer: stream,
+			reports: []string{"GET /v1/sessions/{sessionId} → 200", `"text/event-stream"`}},
+		{name: "event stream with an undocumented status", method: "GET", path: "/v1/tasks/" + taskID + "/events",
+			status: http.StatusAccepted, header: map[string]string{"Content-Type": "text/event-stream"}, answer: stream,
+			reports: []string{"→ 202"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,5 +169,59 @@ func TestTransport(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTransportHandsStreamsOver: a stream reaches the caller as it is
+// written, not when it ends.
+func TestTransportHandsStreamsOver(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("X-Request-Id", "rq_1")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "id: 1-0\nevent: task.created\ndata: {}\n\n")
+		w.(http.Flusher).Flush()
+		select { // the stream stays open until the caller leaves
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+
+	rec := &recorder{TB: t}
+	client := &http.Client{Transport: apitest.Transport(rec, nil)}
+	first := make(chan string, 1)
+	go func() {
+		req, err := http.NewRequest("GET", srv.URL+"/v1/tasks/"+taskID+"/events", nil)
+		if err != nil {
+			first <- err.Error()
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			first <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil {
+			first <- err.Error()
+			return
+		}
+		first <- line
+	}()
+	select {
+	case line := <-first:
+		if line != "id: 1-0\n" {
+			t.Errorf("first line %q", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream did not reach the caller while it was open")
+	}
+	if r := rec.reports(); len(r) > 0 {
+		t.Errorf("unexpected reports:\n%s", strings.Join(r, "\n"))
 	}
 }
