@@ -38,7 +38,7 @@ func TestSessionCancelAndReset(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			out, err := cl.CancelSession(ctx, ses.SessionID, "user left")
+			out, err := cl.CancelSession(ctx, ses.SessionID, "user left \u0007 \"quoted\"")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestSessionCancelAndReset(t *testing.T) {
 			}
 			for _, id := range live {
 				tk, _ := cl.GetTask(ctx, id)
-				if tk.Status != client.StatusCancelled || tk.CancelReason != "user left" || len(tk.InputRequests) != 0 {
+				if tk.Status != client.StatusCancelled || tk.CancelReason != "user left \u0007 \"quoted\"" || len(tk.InputRequests) != 0 {
 					t.Fatalf("task %s after cancel: %+v", id, tk)
 				}
 			}

@@ -19,11 +19,12 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read func(afte
 	q := r.URL.Query()
 	after := q.Get("after")
 	if wantsStream(r) {
+		field := "after"
 		if id := r.Header.Get("Last-Event-ID"); id != "" {
-			after = id
+			after, field = id, "Last-Event-ID"
 		}
 		if after != "" && !store.ValidStreamID(after) {
-			a.writeError(w, r, invalidRequest("Last-Event-ID", "is not an event id"))
+			a.writeError(w, r, invalidRequest(field, "is not an event id"))
 			return
 		}
 		a.streamEvents(w, r, after, read)

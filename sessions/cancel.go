@@ -63,9 +63,14 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 		if err != nil {
 			return nil, false, err
 		}
+		data, err := json.Marshal(map[string]any{
+			"session": json.RawMessage(sraw), "reason": reason, "cancelledTaskIds": ids,
+		})
+		if err != nil {
+			return nil, false, err
+		}
 		ev, err := json.Marshal(events.Event{
-			Type: events.SessionCancelled, At: events.At(now), SessionID: id,
-			Data: json.RawMessage(fmt.Sprintf(`{"session":%s,"reason":%q,"cancelledTaskIds":%s}`, sraw, reason, mustJSON(ids))),
+			Type: events.SessionCancelled, At: events.At(now), SessionID: id, Data: data,
 		})
 		if err != nil {
 			return nil, false, err
@@ -108,11 +113,6 @@ func replayed(res store.Result, ok bool, err error) ([]byte, bool, error) {
 		return nil, false, ErrIdempotency
 	}
 	return res.ReplayBody, true, nil
-}
-
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // Reset is cancel, then a new active session with the same owner and
