@@ -15,6 +15,7 @@ SHELL := bash
 GO           ?= go
 PKG          ?= ./...
 BENCH        ?= .
+BENCHTIME    ?= 1s
 FUZZTIME     ?= 5s
 TEST_TIMEOUT ?= 12m
 ARGS         ?=
@@ -46,7 +47,7 @@ fuzz: ## run each fuzz target for FUZZTIME (needs the environment of scripts/tes
 
 bench: ## benchmarks (BENCH=regex, PKG=./...) against the test Redis; output also in .tmp/bench.txt
 	@mkdir -p .tmp
-	$(TEST_ENV) exec -- $(GO) test -run='^$$' -bench='$(BENCH)' -benchmem -count=1 $(PKG) | tee .tmp/bench.txt
+	$(TEST_ENV) exec -- $(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem -count=1 $(PKG) | tee .tmp/bench.txt
 
 fmt: ## gofmt the module
 	$(GO) fmt ./...
