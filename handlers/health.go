@@ -22,7 +22,9 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // Capabilities this build serves, for /v1/info.
-var capabilities = []string{"sessions", "tasks", "input-requests", "long-poll", "idempotency", "events-json", "hooks"}
+var capabilities = []string{
+	"sessions", "session-cancel", "tasks", "input-requests", "long-poll", "idempotency", "events-json", "events-sse", "hooks",
+}
 
 func (a *api) info(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
