@@ -210,3 +210,21 @@ func writeReplayable(w http.ResponseWriter, status int, raw []byte, replayed boo
 	}
 	writeRaw(w, status, raw)
 }
+
+// parsePage reads ?limit= (1..100, default 50) and ?cursor= of a list.
+func parsePage(r *http.Request) (int, *store.Position, error) {
+	limit, err := parseLimit(r, 50, 100)
+	if err != nil {
+		return 0, nil, err
+	}
+	cursor, err := parseCursor(r)
+	return limit, cursor, err
+}
+
+// setLocation points Location at the record a create answered with.
+func setLocation[T any](w http.ResponseWriter, base string, raw []byte, id func(T) string) {
+	var v T
+	if json.Unmarshal(raw, &v) == nil && id(v) != "" {
+		w.Header().Set("Location", base+id(v))
+	}
+}

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -22,10 +21,7 @@ func (a *api) createHook(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	var created struct{ HookID string }
-	if json.Unmarshal(reply.JSON, &created) == nil && created.HookID != "" {
-		w.Header().Set("Location", "/v1/hooks/"+created.HookID)
-	}
+	setLocation(w, "/v1/hooks/", reply.JSON, func(v struct{ HookID string }) string { return v.HookID })
 	writeReplayable(w, http.StatusCreated, reply.JSON, reply.Replayed)
 }
 
@@ -39,12 +35,7 @@ func (a *api) getHook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) listHooks(w http.ResponseWriter, r *http.Request) {
-	limit, err := parseLimit(r, 50, 100)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	cursor, err := parseCursor(r)
+	limit, cursor, err := parsePage(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

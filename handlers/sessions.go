@@ -36,12 +36,7 @@ func (a *api) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) listSessions(w http.ResponseWriter, r *http.Request) {
-	limit, err := parseLimit(r, 50, 100)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	cursor, err := parseCursor(r)
+	limit, cursor, err := parsePage(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -22,10 +22,7 @@ func (a *api) createTask(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	var created struct{ TaskID string }
-	if json.Unmarshal(reply.JSON, &created) == nil && created.TaskID != "" {
-		w.Header().Set("Location", "/v1/tasks/"+created.TaskID)
-	}
+	setLocation(w, "/v1/tasks/", reply.JSON, func(v struct{ TaskID string }) string { return v.TaskID })
 	writeReplayable(w, http.StatusCreated, reply.JSON, reply.Replayed)
 }
 
@@ -78,12 +75,7 @@ func (a *api) taskResult(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) listTasks(w http.ResponseWriter, r *http.Request) {
-	limit, err := parseLimit(r, 50, 100)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	cursor, err := parseCursor(r)
+	limit, cursor, err := parsePage(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
