@@ -41,8 +41,10 @@ type hookEvent struct {
 }
 
 type hookBatch struct {
-	Events  []hookEvent `json:"events"`
-	Pending int64       `json:"pending"`
+	Events      []hookEvent `json:"events"`
+	Pending     int64       `json:"pending"`
+	HookStatus  string      `json:"hookStatus"`
+	CloseReason string      `json:"closeReason"`
 }
 
 type hookLog struct {
@@ -202,7 +204,7 @@ func TestContractHooks(t *testing.T) {
 		var b hookBatch
 		alice.want(alice.do("GET", hookPath+"/events?consumer=w1&count=10&visibilityMs=60000", nil), 200, "", &b)
 		if len(b.Events) != 2 || b.Events[0].EventID != first.EventID || b.Events[1].EventID != second.EventID ||
-			b.Events[0].DeliveryCount != 1 || b.Pending != 2 {
+			b.Events[0].DeliveryCount != 1 || b.Pending != 2 || b.HookStatus != "open" || b.CloseReason != "" {
 			t.Fatalf("first batch: %+v", b)
 		}
 		if ev := b.Events[0]; ev.Body == nil || *ev.Body != `{"state":"running"}` || ev.Seq != 1 ||
@@ -404,8 +406,12 @@ func TestContractHooks(t *testing.T) {
 		if json.Unmarshal(r.body, &e) != nil || e.Error.Reason != "closed" {
 			t.Errorf("410: %s", r.body)
 		}
-		// What it holds stays readable.
-		alice.want(alice.do("GET", "/v1/hooks/"+plain.HookID+"/events", nil), 200, "", nil)
+		// What it holds stays readable, and the batch says it is closed.
+		var b hookBatch
+		alice.want(alice.do("GET", "/v1/hooks/"+plain.HookID+"/events", nil), 200, "", &b)
+		if len(b.Events) != 3 || b.HookStatus != "closed" || b.CloseReason != "closed" {
+			t.Errorf("read of the closed hook: %+v", b)
+		}
 	})
 
 	t.Run("task ends", func(t *testing.T) {
@@ -422,5 +428,18 @@ func TestContractHooks(t *testing.T) {
 			t.Errorf("after the task ended: %+v", h)
 		}
 		alice.want(alice.do("POST", "/v1/hooks", map[string]any{"taskId": tk.TaskID}), 409, "task_terminal", nil)
+
+		// A group drains it as usual; then a read with a wait answers at once.
+		var b hookBatch
+		alice.want(alice.do("GET", hookPath+"/events?group=after", nil), 200, "", &b)
+		if len(b.Events) != 2 || b.HookStatus != "closed" || b.CloseReason != "task_terminal" {
+			t.Fatalf("read after the task ended: %+v", b)
+		}
+		alice.want(alice.do("POST", hookPath+"/ack", map[string]any{"group": "after",
+			"eventIds": []string{b.Events[0].EventID, b.Events[1].EventID}}), 200, "", nil)
+		alice.want(alice.do("GET", hookPath+"/events?group=after&wait=30s", nil), 200, "", &b)
+		if len(b.Events) != 0 || b.Pending != 0 || b.HookStatus != "closed" || b.CloseReason != "task_terminal" {
+			t.Errorf("drained read: %+v", b)
+		}
 	})
 }

@@ -175,12 +175,17 @@ func (e HookEvent) Bytes() ([]byte, error) {
 	return []byte(e.Body), nil
 }
 
-// HookBatch is what one read of a consumer group delivered.
+// HookBatch is what one read of a consumer group delivered, and whether the
+// hook still takes posts. A closed hook gets no more events: once a batch
+// of a closed hook is empty and nothing is pending, the group has read
+// everything.
 type HookBatch struct {
-	Events   []HookEvent `json:"events"`
-	Group    string      `json:"group"`
-	Consumer string      `json:"consumer"`
-	Pending  int64       `json:"pending"` // the group's unacknowledged events, these included
+	Events      []HookEvent `json:"events"`
+	Group       string      `json:"group"`
+	Consumer    string      `json:"consumer"`
+	Pending     int64       `json:"pending"`               // the group's unacknowledged events, these included
+	HookStatus  string      `json:"hookStatus"`            // HookOpen or HookClosed, as of this read
+	CloseReason string      `json:"closeReason,omitempty"` // when closed: one of the CloseReason* constants
 }
 
 // HookReadParams is one read of a hook through a consumer group. Zero
@@ -197,7 +202,8 @@ type HookReadParams struct {
 // whose visibility ran out, then events idle past the visibility taken over
 // from the group's other consumers, then new ones. Every event it returns
 // must be acked (AckHook) within the visibility, or it is delivered again.
-// Hook(id).Events does all of this for you.
+// A read of a closed hook with nothing left for the group answers at once,
+// whatever the wait. Hook(id).Events does all of this for you.
 func (c *Client) ReadHook(ctx context.Context, id string, p HookReadParams, opts ...CallOption) (*HookBatch, error) {
 	q := url.Values{}
 	setNonEmpty(q, "group", p.Group)
@@ -491,28 +497,14 @@ func newHookReader(h *HookHandle, o HookEventsOptions) *hookReader {
 	return r
 }
 
-// next reads the next batch, waiting for one. When a read finds nothing and
-// nothing is pending in the group, it asks whether the hook is closed: a
-// closed hook gets no more events, so once a last read without a wait comes
-// back empty the iteration is over.
+// next reads the next batch, waiting for one. The read says whether the
+// hook is closed, decided with the batch itself: a closed hook gets no more
+// events, so a batch that says closed, brings nothing and leaves nothing
+// pending in the group (nothing to ack, here or elsewhere) ends the
+// iteration. Called after ack, so the body's finished events are acked.
 func (r *hookReader) next(ctx context.Context) (*HookBatch, error) {
 	b, err := r.readBatch(ctx, r.read)
-	if err != nil || len(b.Events) > 0 || b.Pending > 0 {
-		return b, err
-	}
-	var h *Hook
-	if err := r.retry(ctx, func(ctx context.Context) (err error) {
-		h, err = r.c.GetHook(ctx, r.id)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	if h.Status != HookClosed {
-		return b, nil
-	}
-	last := r.read
-	last.Wait = 0
-	if b, err = r.readBatch(ctx, last); err != nil || len(b.Events) > 0 || b.Pending > 0 {
+	if err != nil || b.HookStatus != HookClosed || len(b.Events) > 0 || b.Pending > 0 || len(r.done) > 0 {
 		return b, err
 	}
 	group := r.read.Group
@@ -521,7 +513,7 @@ func (r *hookReader) next(ctx context.Context) (*HookBatch, error) {
 	}
 	return nil, &Error{
 		Status: http.StatusGone, Code: CodeHookClosed,
-		Message: fmt.Sprintf("hook %s is closed (%s) and group %s has read every event", r.id, h.CloseReason, group),
+		Message: fmt.Sprintf("hook %s is closed (%s) and group %s has read every event", r.id, b.CloseReason, group),
 	}
 }
 

@@ -705,6 +705,71 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	})
 }
 
+// TestHookEventsEndsWhenItsTaskCompletes: the iterator delivers what was
+// queued, then ends with hook_closed as soon as the task completes, while
+// it long-polls with nothing to read: the read that says closed ends it,
+// with no wait sat out and no extra call.
+func TestHookEventsEndsWhenItsTaskCompletes(t *testing.T) {
+	t.Parallel()
+	// No safety-net re-read within a wait: only the close can end it early.
+	srv := apptest.Start(t, storetest.Standalone(t), withTestDefaults(app.Config{RecheckInterval: time.Minute}))
+	ctx := testContext(t)
+	e := newEnv(t, "redis", srv.URL)
+	task, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
+	cb := callbackOn(t, srv.URL, h.URL)
+	postJSON(t, ctx, outsider(t), cb, `{"n":1}`)
+	postJSON(t, ctx, outsider(t), cb, `{"n":2}`)
+
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	calls := &failingTransport{next: &checkingTransport{t: t, next: tr}, calls: map[string][]time.Time{}}
+	c := client.New(srv.URL, apptest.Token(t, "alice"), client.WithHTTPClient(&http.Client{Timeout: 60 * time.Second, Transport: calls}))
+
+	// The iteration must end well before its 30 s wait would run out.
+	iterCtx, stop := context.WithTimeout(ctx, 20*time.Second)
+	defer stop()
+	events, errs := make(chan client.HookEvent, 10), make(chan error, 10)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for ev, err := range c.Hook(h.HookID).Events(iterCtx, client.HookEventsOptions{Consumer: "w", Wait: 30 * time.Second}) {
+			if err != nil {
+				errs <- err
+				continue
+			}
+			events <- ev
+		}
+	}()
+	for n := int64(1); n <= 2; n++ {
+		if ev := recv(t, events, fmt.Sprintf("event %d", n)); ev.Seq != n || ev.DeliveryCount != 1 {
+			t.Fatalf("event %d: %+v", n, ev)
+		}
+	}
+	// The queue is drained: the iterator acks and long-polls again.
+	waitUntil(t, "the iterator to read again", func() bool { return len(calls.callTimes("events")) >= 2 })
+	if _, err := e.alice.Complete(ctx, task.TaskID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, ended, "the iterator to end")
+	if len(events) != 0 {
+		t.Fatalf("yielded %+v after the task completed", <-events)
+	}
+	if len(errs) != 1 {
+		t.Fatalf("yielded %d errors, want hook_closed (none: its context ran out first)", len(errs))
+	}
+	closed := wantCode(t, <-errs, http.StatusGone, client.CodeHookClosed)
+	if !strings.Contains(closed.Message, client.CloseReasonTaskTerminal) {
+		t.Errorf("the error does not say why: %v", closed)
+	}
+	if n := len(calls.callTimes(h.HookID)); n != 0 {
+		t.Errorf("the iterator read the hook itself %d times: the batch says it is closed", n)
+	}
+	if n := len(calls.callTimes("events")); n != 2 {
+		t.Errorf("%d reads, want 2: the batch of both events, then the one that said closed", n)
+	}
+	wantDrained(t, ctx, e.alice, h.HookID)
+}
+
 // TestHookEventBytes: the body comes back whichever field carries it.
 func TestHookEventBytes(t *testing.T) {
 	t.Parallel()

@@ -220,7 +220,8 @@ func TestHookLifecycle(t *testing.T) {
 		}
 		batch := e.read(t, hook, "consumer=c1")
 		evs := batch.list("events")
-		if len(evs) != 1 || batch.str("group") != "default" || batch.get("pending") != float64(1) {
+		if len(evs) != 1 || batch.str("group") != "default" || batch.get("pending") != float64(1) ||
+			batch.str("hookStatus") != "open" || batch.get("closeReason") != nil {
 			t.Fatalf("read: %s", batch.raw)
 		}
 		ev := evs[0].(map[string]any)
@@ -858,7 +859,8 @@ func roundTrips(s *apptest.Server) float64 {
 
 // Steady-state ingest is one Redis round trip, a read one, an ack one, a
 // log read one; the first callback a replica sees for a hook pays two more
-// to find it. A waiting read costs nothing while it waits.
+// to find it, and its first read one more to find the hook's task and
+// session. A waiting read costs nothing while it waits.
 func TestHookRoundTrips(t *testing.T) {
 	t.Parallel()
 	sc := storetest.Standalone(t)
@@ -878,6 +880,8 @@ func TestHookRoundTrips(t *testing.T) {
 	measure("next callback on it", b, 1, func() { b.must(t, 202, b.post(t, token, "3")) })
 	measure("duplicate", b, 1, func() { b.must(t, 202, b.post(t, token, "3", "Webhook-Id", "w")) })
 	measure("read", a, 1, func() { a.read(t, hook, "consumer=c") })
+	measure("first read on another replica", b, 2, func() { b.read(t, hook, "consumer=c") })
+	measure("next read on it", b, 1, func() { b.read(t, hook, "consumer=c") })
 	measure("ack", a, 1, func() {
 		a.must(t, 200, a.do(t, "POST", "/v1/hooks/"+hook+"/ack", a.alice, map[string]any{"eventIds": []string{"1-0"}}))
 	})
@@ -955,4 +959,157 @@ func TestHookClosesWhenItsSessionIsCancelled(t *testing.T) {
 		// No new hook in a cancelled session.
 		wantError(t, e.do(t, "POST", "/v1/hooks", e.alice, map[string]any{"sessionId": ses}), 409, "session_not_active")
 	})
+}
+
+// noRecheck keeps a waiting read from re-reading on its own within its
+// wait: only a wake-up (or its answer at once) ends it early.
+var noRecheck = app.Config{RecheckInterval: time.Minute}
+
+// readAtOnce reads a hook with a long wait through a client that gives up
+// well before that wait: an answer means the read did not sit out its wait.
+func (e *hookEnv) readAtOnce(t testing.TB, hook, query string) answer {
+	t.Helper()
+	a, err := e.readWaiting(hook, query)
+	if err != nil {
+		t.Fatalf("the read with wait=30s did not answer before its wait ran out: %v", err)
+	}
+	return e.must(t, 200, a)
+}
+
+// readWaiting is readAtOnce for another goroutine than the test's: it
+// reports instead of failing the test.
+func (e *hookEnv) readWaiting(hook, query string) (answer, error) {
+	req, err := http.NewRequest("GET", e.srv.URL+"/v1/hooks/"+hook+"/events?wait=30s&"+query, nil)
+	if err != nil {
+		return answer{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.alice)
+	res, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return answer{}, err
+	}
+	a := answer{status: res.StatusCode, header: res.Header, raw: raw}
+	_ = json.Unmarshal(raw, &a.body)
+	return a, nil
+}
+
+// A closed hook's queue is drained as usual; once the group has nothing
+// left, a read with a wait answers at once, saying the hook is closed.
+func TestHookReadOfAClosedHookAnswersAtOnce(t *testing.T) {
+	eachStore(t, noRecheck, func(t *testing.T, e *hookEnv) {
+		task := e.task(t, e.session(t))
+		hook, token := e.hook(t, map[string]any{"taskId": task})
+		id := e.must(t, 202, e.post(t, token, "queued")).str("eventId")
+		e.must(t, 200, e.do(t, "POST", "/v1/tasks/"+task+"/complete", e.alice, map[string]any{"result": "done"}))
+
+		b := e.readAtOnce(t, hook, "consumer=a")
+		if b.str("events", "0", "eventId") != id || b.get("pending") != float64(1) ||
+			b.str("hookStatus") != "closed" || b.str("closeReason") != "task_terminal" {
+			t.Fatalf("read of the closed hook: %s, want %s delivered", b.raw, id)
+		}
+		e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/ack", e.alice, map[string]any{"eventIds": []string{id}}))
+		b = e.readAtOnce(t, hook, "consumer=a")
+		if len(b.list("events")) != 0 || b.get("pending") != float64(0) ||
+			b.str("hookStatus") != "closed" || b.str("closeReason") != "task_terminal" {
+			t.Fatalf("drained read: %s", b.raw)
+		}
+		// Another group still gets everything the hook took.
+		if b := e.readAtOnce(t, hook, "group=late"); b.str("events", "0", "eventId") != id || b.str("hookStatus") != "closed" {
+			t.Fatalf("another group: %s", b.raw)
+		}
+	})
+}
+
+// A read waiting on an open hook that nobody posts to answers as soon as
+// the hook closes: its task ends, its session is cancelled, its owner
+// closes it.
+func TestHookWaitingReadEndsWhenTheHookCloses(t *testing.T) {
+	eachStore(t, noRecheck, func(t *testing.T, e *hookEnv) {
+		for _, c := range []struct {
+			name, reason string
+			make         func(ses string) (hook string, close func())
+		}{
+			{"task completes", "task_terminal", func(ses string) (string, func()) {
+				task := e.task(t, ses)
+				hook, _ := e.hook(t, map[string]any{"taskId": task})
+				return hook, func() {
+					e.must(t, 200, e.do(t, "POST", "/v1/tasks/"+task+"/complete", e.alice, map[string]any{"result": "done"}))
+				}
+			}},
+			{"session cancelled", "session_cancelled", func(ses string) (string, func()) {
+				hook, _ := e.hook(t, map[string]any{"sessionId": ses})
+				return hook, func() { e.must(t, 200, e.do(t, "POST", "/v1/sessions/"+ses+"/cancel", e.alice, map[string]any{})) }
+			}},
+			{"closed by its owner", "closed", func(ses string) (string, func()) {
+				hook, _ := e.hook(t, map[string]any{"sessionId": ses})
+				return hook, func() { e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/close", e.alice, nil)) }
+			}},
+		} {
+			hook, closeIt := c.make(e.session(t))
+			if b := e.read(t, hook, "consumer=a"); b.str("hookStatus") != "open" {
+				t.Fatalf("%s: before: %s", c.name, b.raw)
+			}
+			got, failed := make(chan answer, 1), make(chan error, 1)
+			go func() {
+				if a, err := e.readWaiting(hook, "consumer=a"); err != nil {
+					failed <- err
+				} else {
+					got <- a
+				}
+			}()
+			storetest.WaitFor(t, "the reader to wait", func() bool {
+				return strings.Contains(scrape(t, e), "taskhook_waiters 1")
+			})
+			closeIt()
+			select {
+			case b := <-got:
+				if b.status != 200 || len(b.list("events")) != 0 || b.get("pending") != float64(0) ||
+					b.str("hookStatus") != "closed" || b.str("closeReason") != c.reason {
+					t.Fatalf("%s: the waiting read answered %d %s, want closed (%s)", c.name, b.status, b.raw, c.reason)
+				}
+			case err := <-failed:
+				t.Fatalf("%s: the waiting read did not answer before its wait ran out: %v", c.name, err)
+			}
+		}
+	})
+}
+
+// A read waiting on one replica hears of a close taken by another.
+func TestHookCloseWakesReadsAcrossReplicas(t *testing.T) {
+	for _, bk := range storetest.Backends() {
+		if bk.Name == "embedded" {
+			continue
+		}
+		t.Run(bk.Name, func(t *testing.T) {
+			t.Parallel()
+			sc := bk.Config(t)
+			a := startEnv(t, sc, noRecheck)
+			b := startEnv(t, sc, noRecheck)
+			hook, _ := a.hook(t, map[string]any{"sessionId": a.session(t)})
+			a.read(t, hook, "consumer=c")
+			got, failed := make(chan answer, 1), make(chan error, 1)
+			go func() {
+				if r, err := a.readWaiting(hook, "consumer=c"); err != nil {
+					failed <- err
+				} else {
+					got <- r
+				}
+			}()
+			storetest.WaitFor(t, "the reader to wait", func() bool { return strings.Contains(scrape(t, a), "taskhook_waiters 1") })
+			b.must(t, 200, b.do(t, "POST", "/v1/hooks/"+hook+"/close", b.alice, nil))
+			select {
+			case r := <-got:
+				if r.str("hookStatus") != "closed" || r.str("closeReason") != "closed" || len(r.list("events")) != 0 {
+					t.Fatalf("woken read: %s", r.raw)
+				}
+			case err := <-failed:
+				t.Fatalf("the waiting read was not woken before its wait ran out: %v", err)
+			}
+		})
+	}
 }

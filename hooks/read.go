@@ -105,18 +105,22 @@ func validName(s string) bool {
 
 // Batch is what one read delivered.
 type Batch struct {
-	Events   []Event `json:"events"`
-	Group    string  `json:"group"`
-	Consumer string  `json:"consumer"`
-	Pending  int64   `json:"pending"` // the group's unacknowledged events, these included
+	Events      []Event `json:"events"`
+	Group       string  `json:"group"`
+	Consumer    string  `json:"consumer"`
+	Pending     int64   `json:"pending"`               // the group's unacknowledged events, these included
+	HookStatus  string  `json:"hookStatus"`            // open or closed, as of this read
+	CloseReason string  `json:"closeReason,omitempty"` // closed, expired, task_terminal or session_cancelled
 }
 
 // Read returns the next batch for a consumer of a group: its own events
 // whose visibility ran out, then events as idle claimed from the group's
-// other consumers, then new events. Each read is one script. With nothing
-// to deliver and a wait, it waits on this replica's wake-ups (no Redis
-// traffic while waiting) or until a pending event's visibility runs out, and
-// reads again.
+// other consumers, then new events, and whether the hook still takes posts.
+// Each read is one script. With nothing to deliver and a wait, it waits on
+// this replica's wake-ups (no Redis traffic while waiting), until a pending
+// event's visibility runs out or until the hook's TTL does, and reads again.
+// A closed hook gets no more events: once it has nothing to deliver and
+// nothing pending in the group, the read answers at once.
 func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o ReadOptions) (Batch, error) {
 	if err := o.normalize(); err != nil {
 		return Batch{}, err
@@ -125,14 +129,26 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 	if err != nil {
 		return Batch{}, ErrNotFound
 	}
-	w := s.fanin.Wait(store.WaitKey("h", id))
+	ref, err := s.lookup(ctx, p, id)
+	if err != nil {
+		return Batch{}, err
+	}
+	// Woken by a post to the hook or its close, and by what may close it:
+	// its task changing, or, for a hook of the session only, anything in its
+	// session (a wake is not filtered: the waiter keeps only the latest).
+	parent := store.WaitKey("s", ref.SessionID)
+	if ref.TaskID != "" {
+		parent = store.WaitKey("t", ref.TaskID)
+	}
+	w := s.fanin.Wait(store.WaitKey("h", id), parent)
 	defer w.Stop()
 	deadline := time.Now().Add(o.Wait)
 	for {
+		now := s.now()
 		b, err := s.store.ReadHook(ctx, store.HookRead{
-			Partition: part, ID: id, Principal: p.ID, Admin: p.Admin(), Group: o.Group, Consumer: o.Consumer,
-			Count: o.Count, Visibility: o.Visibility, MaxDeliveries: s.cfg.MaxDeliveries,
-			MaxGroups: s.cfg.MaxGroups, Now: s.now(),
+			Partition: part, ID: id, TaskID: ref.TaskID, SessionID: ref.SessionID, Principal: p.ID, Admin: p.Admin(),
+			Group: o.Group, Consumer: o.Consumer, Count: o.Count, Visibility: o.Visibility,
+			MaxDeliveries: s.cfg.MaxDeliveries, MaxGroups: s.cfg.MaxGroups, Now: now,
 		})
 		if err != nil {
 			return Batch{}, err
@@ -147,11 +163,19 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 			return Batch{}, fmt.Errorf("read hook: unexpected outcome %d", b.Outcome)
 		}
 		s.observeRead(b)
-		out := Batch{Events: make([]Event, 0, len(b.Entries)), Group: o.Group, Consumer: o.Consumer, Pending: b.Pending}
+		out := Batch{
+			Events: make([]Event, 0, len(b.Entries)), Group: o.Group, Consumer: o.Consumer, Pending: b.Pending,
+			HookStatus: Open,
+		}
+		if b.Closed {
+			out.HookStatus, out.CloseReason = Closed, b.Reason
+		}
 		for _, e := range b.Entries {
 			out.Events = append(out.Events, eventOf(id, e))
 		}
-		if len(out.Events) > 0 || o.Wait <= 0 {
+		// A closed hook with nothing pending in the group has nothing more
+		// to give: no post can add to it.
+		if len(out.Events) > 0 || o.Wait <= 0 || (b.Closed && b.Pending == 0) {
 			return out, nil
 		}
 		until := deadline
@@ -160,10 +184,41 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 				until = next
 			}
 		}
+		if !b.Closed && ref.ClosesAt.After(now) {
+			// Its TTL running out closes it, with no wake-up to say so.
+			if closes := time.Now().Add(ref.ClosesAt.Sub(now) + time.Millisecond); closes.Before(until) {
+				until = closes
+			}
+		}
 		if _, why := w.Next(ctx, until); why == store.Gone || (why == store.Timeout && !until.Before(deadline)) {
 			return out, nil
 		}
 	}
+}
+
+// hookRef is what a read needs of a hook besides its id: what it belongs to
+// and when its TTL runs out. None of it changes after the hook is made, so
+// replicas cache it.
+type hookRef struct {
+	TaskID    string
+	SessionID string
+	ClosesAt  time.Time
+}
+
+// lookup finds what a hook belongs to: from this replica's cache, or from
+// the store (one read, once per hook and replica). Somebody else's hook
+// does not exist.
+func (s *Service) lookup(ctx context.Context, p authz.Principal, id string) (hookRef, error) {
+	if ref, ok := s.refs.Get(id); ok {
+		return ref, nil // the read script checks the owner
+	}
+	h, _, err := s.load(ctx, p, id)
+	if err != nil {
+		return hookRef{}, err
+	}
+	ref := hookRef{TaskID: h.TaskID, SessionID: h.SessionID, ClosesAt: h.ExpiresAt.Time}
+	s.refs.Put(id, ref, nil)
+	return ref, nil
 }
 
 func (s *Service) observeRead(b store.HookBatch) {

@@ -96,6 +96,7 @@ type Service struct {
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	tokens  *store.Cache[ingestConfig]
+	refs    *store.Cache[hookRef] // by hook id
 	now     func() time.Time
 }
 
@@ -110,7 +111,8 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
-		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: store.NewCache[ingestConfig](cfg.CacheSize), now: now,
+		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: store.NewCache[ingestConfig](cfg.CacheSize),
+		refs: store.NewCache[hookRef](cfg.CacheSize), now: now,
 	}, nil
 }
 
@@ -167,6 +169,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	switch res.Outcome {
 	case store.HookOK:
 		s.tokens.Put(cfg.TokenHash, cfg, nil)
+		s.refs.Put(h.HookID, hookRef{TaskID: h.TaskID, SessionID: sessionID, ClosesAt: h.ExpiresAt.Time}, nil)
 		return Reply{JSON: created}, nil
 	case store.HookReplayed:
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
@@ -407,13 +410,15 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 		return Reply{}, err
 	}
 	res, err := s.store.CloseHook(ctx, store.HookClose{
-		Partition: part, ID: id, Principal: p.ID, Admin: p.Admin(), ClosedJSON: closed, Idem: idem,
+		Partition: part, ID: id, SessionID: h.SessionID, Principal: p.ID, Admin: p.Admin(), ClosedJSON: closed, Idem: idem,
 	})
 	if err != nil {
 		return Reply{}, err
 	}
 	switch res.Outcome {
 	case store.HookOK:
+		// The script woke the other replicas' reads through the wake stream.
+		s.fanin.Notify(store.Wake{Kind: "h", ID: id, SessionID: h.SessionID})
 		return Reply{JSON: res.JSON}, nil
 	case store.HookReplayed:
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil

@@ -29,7 +29,7 @@ const (
 	HookTooManyGroups                       // read: the hook has as many consumer groups as it may
 )
 
-// Reasons a hook is closed, as ingest reports them.
+// Reasons a hook is closed, as ingest and reads report them.
 const (
 	ClosedExplicitly       = "closed"
 	ClosedExpired          = "expired"
@@ -215,18 +215,19 @@ func (s *Store) HookParents(ctx context.Context, keys []string) (map[string]stri
 type HookClose struct {
 	Partition  int
 	ID         string
+	SessionID  string // the hook's session, for the wake-up of its waiting reads
 	Principal  string
 	Admin      bool
 	ClosedJSON []byte // the record to store if the hook is still open
 	Idem       Idempotency
 }
 
-// CloseHook closes a hook in one script; JSON in the result is the record
-// as stored afterwards.
+// CloseHook closes a hook in one script and wakes the reads waiting on it;
+// JSON in the result is the record as stored afterwards.
 func (s *Store) CloseHook(ctx context.Context, w HookClose) (HookResult, error) {
 	idemKey, idemHash := s.idemKey(w.Partition, w.Idem)
-	keys := []string{s.Keys.Hook(w.Partition, w.ID), idemKey}
-	args := []any{idemHash, IdempotencyTTL.Milliseconds(), w.Principal, flag(w.Admin), w.ClosedJSON}
+	keys := []string{s.Keys.Hook(w.Partition, w.ID), idemKey, s.Keys.Wake(w.Partition)}
+	args := []any{idemHash, IdempotencyTTL.Milliseconds(), w.Principal, flag(w.Admin), w.ClosedJSON, w.ID, w.SessionID}
 	reply, err := s.Scripts.HookClose.Run(ctx, s.RDB, keys, args...).Slice()
 	if err != nil {
 		return HookResult{}, unavailable(err)
@@ -245,6 +246,8 @@ type HookEntry struct {
 type HookRead struct {
 	Partition     int
 	ID            string
+	TaskID        string // the hook's task; "" for a hook of the session only
+	SessionID     string // the hook's session
 	Principal     string
 	Admin         bool
 	Group         string
@@ -264,15 +267,24 @@ type HookBatch struct {
 	DeadLettered int           // events this read moved to the dead-letter stream
 	Redelivered  int           // events delivered again
 	NextVisible  time.Duration // with nothing delivered: when a pending event becomes visible again; -1 for none
+	Closed       bool          // the hook takes no more requests (decided as ingest decides it)
+	Reason       string        // why it is closed ("" while open): one of the Closed* reasons
 }
 
-// ReadHook runs one consumer-group read in one script; it never blocks.
+// ReadHook runs one consumer-group read in one script, which also decides
+// whether the hook is still open; it never blocks.
 func (s *Store) ReadHook(ctx context.Context, r HookRead) (HookBatch, error) {
 	p := r.Partition
-	keys := []string{s.Keys.Hook(p, r.ID), s.Keys.HookQueue(p, r.ID), s.Keys.HookDead(p, r.ID)}
+	taskKey, hasTask := s.Keys.Hook(p, r.ID), "0" // unread for a session hook
+	if r.TaskID != "" {
+		taskKey, hasTask = s.Keys.Task(p, r.TaskID), "1"
+	}
+	keys := []string{
+		s.Keys.Hook(p, r.ID), s.Keys.HookQueue(p, r.ID), s.Keys.HookDead(p, r.ID), taskKey, s.Keys.Session(p, r.SessionID),
+	}
 	args := []any{
 		r.Principal, flag(r.Admin), r.Group, r.Consumer, r.Count, r.Visibility.Milliseconds(),
-		r.MaxDeliveries, ms(r.Now), r.MaxGroups,
+		r.MaxDeliveries, ms(r.Now), r.MaxGroups, hasTask,
 	}
 	reply, err := s.Scripts.HookRead.Run(ctx, s.RDB, keys, args...).Slice()
 	if err != nil {
@@ -294,12 +306,17 @@ func parseHookBatch(reply []any) (HookBatch, error) {
 	default:
 		return HookBatch{}, fmt.Errorf("unexpected script reply %v", reply[0])
 	}
-	if len(reply) != 6 {
+	if len(reply) != 8 {
 		return HookBatch{}, fmt.Errorf("read reply has %d members", len(reply))
+	}
+	status, _ := reply[6].(string)
+	reason, _ := reply[7].(string)
+	if (status != "open" && status != "closed") || (status == "closed") != (reason != "") {
+		return HookBatch{}, fmt.Errorf("read reply has hook status %q (%q)", status, reason)
 	}
 	b := HookBatch{
 		Pending: toInt(reply[1]), DeadLettered: int(toInt(reply[2])), Redelivered: int(toInt(reply[3])),
-		NextVisible: time.Duration(toInt(reply[4])) * time.Millisecond,
+		NextVisible: time.Duration(toInt(reply[4])) * time.Millisecond, Closed: status == "closed", Reason: reason,
 	}
 	if b.NextVisible < 0 {
 		b.NextVisible = -1

@@ -92,6 +92,7 @@ type readOpts struct {
 	visibility time.Duration
 	max        int
 	maxGroups  int
+	now        time.Time // default: now
 }
 
 func (f hookFixture) read(t *testing.T, o readOpts) store.HookBatch {
@@ -114,9 +115,13 @@ func (f hookFixture) read(t *testing.T, o readOpts) store.HookBatch {
 	if o.maxGroups == 0 {
 		o.maxGroups = 16
 	}
+	if o.now.IsZero() {
+		o.now = time.Now()
+	}
 	b, err := f.s.ReadHook(context.Background(), store.HookRead{
-		Partition: f.part, ID: f.hook, Principal: o.principal, Group: o.group, Consumer: o.consumer,
-		Count: o.count, Visibility: o.visibility, MaxDeliveries: o.max, MaxGroups: o.maxGroups, Now: time.Now(),
+		Partition: f.part, ID: f.hook, TaskID: f.task, SessionID: f.session, Principal: o.principal, Group: o.group,
+		Consumer: o.consumer, Count: o.count, Visibility: o.visibility, MaxDeliveries: o.max, MaxGroups: o.maxGroups,
+		Now: o.now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -394,6 +399,84 @@ func TestHookIngestRefusesClosedHooks(t *testing.T) {
 	})
 }
 
+// A read says whether the hook still takes posts, for the reason ingest
+// would give, and still delivers what the closed hook holds.
+func TestHookReadReportsClosedHooks(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		for _, withTask := range []bool{true, false} {
+			f := newHookFixture(t, s, "alice", withTask)
+			if b := f.read(t, readOpts{consumer: "a"}); b.Outcome != store.HookOK || b.Closed || b.Reason != "" {
+				t.Errorf("open hook (task %v): %+v", withTask, b)
+			}
+		}
+		cases := []struct {
+			name   string
+			reason string
+			task   bool
+			setup  func(f *hookFixture) time.Time // returns the time of the read
+		}{
+			{"closed", store.ClosedExplicitly, true, func(f *hookFixture) time.Time {
+				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
+					Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
+				if err != nil || res.Outcome != store.HookOK {
+					t.Fatalf("close: %+v %v", res, err)
+				}
+				// Reads waiting on the hook, on any replica, are woken.
+				last, err := s.RDB.XRevRangeN(ctx, s.Keys.Wake(f.part), "+", "-", 1).Result()
+				if err != nil || len(last) != 1 || last[0].Values["k"] != "h" || last[0].Values["i"] != f.hook ||
+					last[0].Values["s"] != f.session {
+					t.Errorf("wake after close: %+v %v", last, err)
+				}
+				return time.Now()
+			}},
+			{"expired", store.ClosedExpired, false, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
+			{"task completed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
+				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
+				return time.Now()
+			}},
+			{"task failed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
+				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "failed")
+				return time.Now()
+			}},
+			{"task gone", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
+				s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
+				return time.Now()
+			}},
+			{"session cancelled", store.ClosedSessionCancelled, false, func(f *hookFixture) time.Time {
+				s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
+				return time.Now()
+			}},
+			{"session gone", store.ClosedExpired, false, func(f *hookFixture) time.Time {
+				s.RDB.Del(ctx, s.Keys.Session(f.part, f.session))
+				return time.Now()
+			}},
+		}
+		for _, c := range cases {
+			f := newHookFixture(t, s, "alice", c.task)
+			first := f.ingest(t, post{body: "before"}).EventID
+			at := c.setup(&f)
+			// What the hook took while open is still delivered, with the reason.
+			b := f.read(t, readOpts{consumer: "a", now: at})
+			if b.Outcome != store.HookOK || !b.Closed || b.Reason != c.reason || len(b.Entries) != 1 || b.Entries[0].ID != first {
+				t.Errorf("%s: first read %+v, want %s delivered and closed (%s)", c.name, b, first, c.reason)
+			}
+			if res := f.ack(t, "alice", "g", first); res.Acked != 1 {
+				t.Errorf("%s: ack %+v", c.name, res)
+			}
+			b = f.read(t, readOpts{consumer: "a", now: at})
+			if b.Outcome != store.HookOK || !b.Closed || b.Reason != c.reason || len(b.Entries) != 0 || b.Pending != 0 {
+				t.Errorf("%s: drained read %+v, want empty and closed (%s)", c.name, b, c.reason)
+			}
+			// The read and ingest agree.
+			if res := f.ingest(t, post{at: at, body: "late"}); res.Outcome != store.HookClosed || res.Reason != c.reason {
+				t.Errorf("%s: ingest %+v, want closed (%s)", c.name, res, c.reason)
+			}
+		}
+	})
+}
+
 func TestHookIngestRateLimit(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
@@ -547,10 +630,10 @@ func TestHookGroupsReadIndependently(t *testing.T) {
 			t.Errorf("ack in a group that does not exist: %+v", res)
 		}
 		b, err := s.ReadHook(context.Background(), store.HookRead{
-			Partition: f.part, ID: f.hook, Principal: "root", Admin: true, Group: "one", Consumer: "y",
+			Partition: f.part, ID: f.hook, SessionID: f.session, Principal: "root", Admin: true, Group: "one", Consumer: "y",
 			Count: 10, Visibility: time.Hour, MaxDeliveries: 10, MaxGroups: 16, Now: time.Now(),
 		})
-		if err != nil || b.Outcome != store.HookOK || b.Pending != 5 {
+		if err != nil || b.Outcome != store.HookOK || b.Pending != 5 || b.Closed {
 			t.Errorf("admin read: %+v %v", b, err)
 		}
 	})

@@ -1,9 +1,11 @@
 -- hook_close: closes an open hook: later callbacks get 410. Its events stay
--- readable until the hook's keys expire. Closing a closed hook changes nothing.
--- KEYS[1] hook hash   KEYS[2] idempotency
+-- readable until the hook's keys expire, and reads waiting on it are woken to
+-- say it closed. Closing a closed hook changes nothing.
+-- KEYS[1] hook hash   KEYS[2] idempotency   KEYS[3] wake stream
 -- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] closed hook json (used only while the hook is open)
+-- ARGV[6] hook id   ARGV[7] the hook's session id
 -- Returns {'ok', hook json} | {'replay', status, body} | {'idem_conflict'} | {'not_found'}
 local r = idem_replay(KEYS[2], ARGV[1])
 if r then return r end
@@ -15,6 +17,7 @@ local json = h[3]
 if h[2] == 'open' then
   json = ARGV[5]
   redis.call('HSET', KEYS[1], 'status', 'closed', 'json', json)
+  wake(KEYS[3], 'h', ARGV[6], ARGV[7], 0, '')
 end
 idem_store(KEYS[2], ARGV[1], ARGV[2], 200, json)
 return {'ok', json}

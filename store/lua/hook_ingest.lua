@@ -18,17 +18,10 @@
 local now = tonumber(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'status', 'exp', 'tat', 'kexp')
 if not h[1] then return {'not_found'} end
-if h[1] ~= 'open' then return {'closed', 'closed'} end
-if now >= tonumber(h[2]) then return {'closed', 'expired'} end
-if ARGV[2] == '1' then
-  local st = redis.call('HGET', KEYS[2], 'status')
-  if not st or st == 'completed' or st == 'failed' or st == 'cancelled' then
-    return {'closed', 'task_terminal'}
-  end
-end
-local ses = redis.call('HGET', KEYS[3], 'status')
-if not ses then return {'closed', 'expired'} end
-if ses ~= 'active' then return {'closed', 'session_cancelled'} end
+local task = nil
+if ARGV[2] == '1' then task = KEYS[2] end
+local reason = hook_closed_reason(h[1], h[2], now, task, KEYS[3])
+if reason then return {'closed', reason} end
 
 -- Rate limit (GCRA): tat is the theoretical arrival time of the next request;
 -- a request may come up to burst intervals early.

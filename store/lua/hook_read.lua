@@ -3,16 +3,28 @@
 -- then events idle as long claimed from other consumers of the group, then
 -- new events. An event about to be delivered more than max deliveries times
 -- moves to the dead-letter stream instead and is acknowledged. Never blocks:
--- the caller waits on its replica's wake-ups and calls again.
+-- the caller waits on its replica's wake-ups and calls again. It also says
+-- whether the hook still takes posts, decided as hook_ingest decides it, so
+-- a reader learns in the same step that nothing more will arrive.
 -- KEYS[1] hook hash   KEYS[2] hook queue   KEYS[3] dead-letter stream
+-- KEYS[4] task hash (any key of the slot for a session hook: not read)
+-- KEYS[5] session hash
 -- ARGV[1] principal   ARGV[2] '1' when the principal is an admin
 -- ARGV[3] group   ARGV[4] consumer   ARGV[5] count   ARGV[6] visibility ms
 -- ARGV[7] max deliveries   ARGV[8] now ms   ARGV[9] most groups a hook may have
+-- ARGV[10] '1' when the hook belongs to a task
 -- Returns {'ok', pending, dead-lettered, redelivered, next visible in ms (-1: none),
---          {{eventId, deliveryCount, {field, value, ...}}, ...}}
+--          {{eventId, deliveryCount, {field, value, ...}}, ...},
+--          hook status ('open' | 'closed'), close reason ('' when open: else
+--          closed, expired, task_terminal or session_cancelled)}
 --       | {'not_found'} | {'too_many_groups'}
-local h = redis.call('HMGET', KEYS[1], 'owner', 'kexp')
+local h = redis.call('HMGET', KEYS[1], 'owner', 'kexp', 'status', 'exp')
 if not h[1] or (h[1] ~= ARGV[1] and ARGV[2] ~= '1') then return {'not_found'} end
+local task = nil
+if ARGV[10] == '1' then task = KEYS[4] end
+local reason = hook_closed_reason(h[3], h[4], tonumber(ARGV[8]), task, KEYS[5])
+local hook_status = 'open'
+if reason then hook_status = 'closed' else reason = '' end
 local q, dead, group, consumer = KEYS[2], KEYS[3], ARGV[3], ARGV[4]
 local count, vis, max = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 
@@ -113,4 +125,4 @@ if #out == 0 and pending > 0 then
     if next_visible < 0 or left < next_visible then next_visible = left end
   end
 end
-return {'ok', pending, dead_n, again, next_visible, out}
+return {'ok', pending, dead_n, again, next_visible, out, hook_status, reason}

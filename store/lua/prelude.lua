@@ -59,3 +59,23 @@ local function wake(key, kind, id, session, rev, snapshot)
   redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', 'k', kind, 'i', id, 's', session, 'r', rev, 'j', snapshot)
   redis.call('PEXPIRE', key, 86400000)
 end
+
+-- hook_closed_reason decides whether a hook takes posts, the same way for
+-- every script that asks: nil when it does, else why not ('closed',
+-- 'expired', 'task_terminal', 'session_cancelled'). status and exp are the
+-- hook hash's fields; task is the task hash's key, or nil for a hook of the
+-- session only; session is the session hash's key. It only reads.
+local function hook_closed_reason(status, exp, now, task, session)
+  if status ~= 'open' then return 'closed' end
+  if now >= tonumber(exp) then return 'expired' end
+  if task then
+    local st = redis.call('HGET', task, 'status')
+    if not st or st == 'completed' or st == 'failed' or st == 'cancelled' then
+      return 'task_terminal'
+    end
+  end
+  local ses = redis.call('HGET', session, 'status')
+  if not ses then return 'expired' end
+  if ses ~= 'active' then return 'session_cancelled' end
+  return nil
+end
