@@ -128,3 +128,38 @@ func unsigned(t *testing.T) string {
 	}
 	return s
 }
+
+// A wait above the maximum is cut to it, also when given as a huge number of
+// seconds: never a 400 saying it is negative.
+func TestHugeWaitIsCutToTheMaximum(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	ctx := context.Background()
+	tok := apptest.Token(t, "wait-huge")
+	cl := client.New(srv.URL, tok)
+	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Complete(ctx, task.TaskID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	for _, wait := range []string{"1e10", "1e300"} {
+		// The task is terminal, so the answer comes at once.
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/tasks/"+task.TaskID+"/result?wait="+wait, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("wait=%s: %d %s", wait, resp.StatusCode, raw)
+		}
+	}
+}

@@ -59,3 +59,36 @@ func TestExpiredTasksAreGone(t *testing.T) {
 		})
 	}
 }
+
+// A ttlMs far above the maximum is cut to the maximum, however large: the
+// receipt is durable, never created already expired.
+func TestHugeTTLIsCutToTheMaximum(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	ctx := context.Background()
+	cl := client.New(srv.URL, apptest.Token(t, "ttl-huge"))
+	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxTTL = 30 * 24 * 3600 * 1000
+	for _, ttl := range []int64{1e13, 1<<63 - 1} {
+		task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, TTLMs: client.Int64(ttl)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.TTLMs == nil || *task.TTLMs != maxTTL {
+			t.Fatalf("ttlMs %d: effective %v, want %d", ttl, fmtTTL(task.TTLMs), maxTTL)
+		}
+		if _, err := cl.GetTask(ctx, task.TaskID); err != nil {
+			t.Fatalf("ttlMs %d: the receipt is not durable: %v", ttl, err)
+		}
+	}
+}
+
+func fmtTTL(ms *int64) any {
+	if ms == nil {
+		return nil
+	}
+	return *ms
+}

@@ -128,7 +128,8 @@ func parseWait(r *http.Request) (time.Duration, error) {
 		if ferr != nil || secs != secs {
 			return 0, invalidRequest("wait", "must be a duration such as 30s, or seconds")
 		}
-		d = time.Duration(secs * float64(time.Second))
+		// Cut before converting: a huge number of seconds overflows a Duration.
+		d = time.Duration(min(secs, tasks.MaxWait.Seconds()) * float64(time.Second))
 	}
 	if d < 0 {
 		return 0, invalidRequest("wait", "must not be negative")

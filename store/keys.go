@@ -48,6 +48,13 @@ func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id 
 // Idempotency is the stored response of an idempotent request (a hash: h, s, b).
 func (k Keys) Idempotency(p int, scope string) string { return k.Tag(p) + "idem:" + digest(scope) }
 
+// IdempotencyClaim binds an idempotency key to its body hash in the scope's
+// own partition (a string), for a create whose record lives in a partition
+// the body chooses.
+func (k Keys) IdempotencyClaim(p int, scope string) string {
+	return k.Tag(p) + "idemclaim:" + digest(scope)
+}
+
 // Wake is the partition's wake-up stream, read by every replica's fan-in reader.
 func (k Keys) Wake(p int) string { return k.Tag(p) + "wake" }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -161,6 +162,51 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		args = append(args, e)
 	}
 	return s.run(ctx, s.Scripts.TaskApply, keys, args)
+}
+
+// ClaimIdempotency binds the key to its body hash for the key's life, in the
+// partition the scope itself names. A create whose body picks the partition
+// of its record (a task goes where its session is) calls it first: a repeat
+// with another body would look for the record in another partition and find
+// none. ok is false when the key is bound to another body already.
+func (s *Store) ClaimIdempotency(ctx context.Context, idem Idempotency) (ok bool, err error) {
+	if idem.Scope == "" {
+		return true, nil
+	}
+	key := s.Keys.IdempotencyClaim(PartitionFor(idem.Scope, s.Partitions), idem.Scope)
+	set, err := s.RDB.SetNX(ctx, key, idem.BodyHash, IdempotencyTTL).Result()
+	if err != nil {
+		return false, unavailable(err)
+	}
+	if set {
+		return true, nil
+	}
+	h, err := s.RDB.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) { // expired in between: the key is free again
+		return s.ClaimIdempotency(ctx, idem)
+	}
+	if err != nil {
+		return false, unavailable(err)
+	}
+	return h == idem.BodyHash, nil
+}
+
+// ReleaseIdempotency undoes ClaimIdempotency after the create was refused
+// (nothing was stored), so the key may be used again with another body. Only
+// a claim for this body is released: the same body meets the same refusal.
+func (s *Store) ReleaseIdempotency(ctx context.Context, idem Idempotency) error {
+	if idem.Scope == "" {
+		return nil
+	}
+	key := s.Keys.IdempotencyClaim(PartitionFor(idem.Scope, s.Partitions), idem.Scope)
+	h, err := s.RDB.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) || (err == nil && h != idem.BodyHash) {
+		return nil
+	}
+	if err == nil {
+		err = s.RDB.Del(ctx, key).Err()
+	}
+	return unavailable(err)
 }
 
 // Replay looks up a stored idempotent response without writing anything: for

@@ -121,10 +121,11 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	now := s.now()
 	ttl := s.cfg.DefaultTTL
 	if in.TTLMs != nil {
-		ttl = time.Duration(*in.TTLMs) * time.Millisecond
-	}
-	if ttl > s.cfg.MaxTTL {
+		// Compare in milliseconds: a huge ttlMs overflows a Duration.
 		ttl = s.cfg.MaxTTL
+		if *in.TTLMs < s.cfg.MaxTTL.Milliseconds() {
+			ttl = time.Duration(*in.TTLMs) * time.Millisecond
+		}
 	}
 	poll := s.cfg.PollInterval.Milliseconds()
 	if in.PollIntervalMs != nil {
@@ -151,6 +152,14 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err != nil {
 		return Reply{}, err
 	}
+	// The record of the key lives in the session's partition; the claim makes
+	// a repeat naming another session a conflict too.
+	if ok, err := s.store.ClaimIdempotency(ctx, idem); err != nil || !ok {
+		if err == nil {
+			err = ErrIdempotency
+		}
+		return Reply{}, err
+	}
 	res, err := s.store.CreateTask(ctx, store.TaskCreate{
 		Partition: part, ID: t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
 		JSON: raw, Event: ev, Now: now, ExpiresAt: expires.Time, Retention: s.cfg.MaxTTL, Idem: idem,
@@ -170,9 +179,13 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
 	case store.IdemConflict:
 		return Reply{}, ErrIdempotency
-	case store.SessionMissing:
-		return Reply{}, ErrSessionNotFound
-	case store.SessionNotActive:
+	case store.SessionMissing, store.SessionNotActive:
+		if err := s.store.ReleaseIdempotency(ctx, idem); err != nil {
+			return Reply{}, err
+		}
+		if res.Outcome == store.SessionMissing {
+			return Reply{}, ErrSessionNotFound
+		}
 		return Reply{}, ErrSessionNotActive
 	}
 	return Reply{}, fmt.Errorf("create task: unexpected outcome %d", res.Outcome)
@@ -324,10 +337,14 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 			s.cache.drop(id)
 			return Reply{}, ErrNotFound
 		case store.Conflict:
-			raw = res.Current
-			if err := json.Unmarshal(raw, &t); err != nil {
+			// Decode into a fresh Task: decoding into t would keep the stale
+			// snapshot's fields that the stored json omits (inputRequests,
+			// statusMessage, ...).
+			var cur Task
+			if err := json.Unmarshal(res.Current, &cur); err != nil {
 				return Reply{}, fmt.Errorf("decode task: %w", err)
 			}
+			t, raw = cur, res.Current
 			s.cache.put(id, t.Revision, raw)
 			fromCache = false
 			continue
