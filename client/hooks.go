@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -325,11 +324,15 @@ func (c *Client) Post(ctx context.Context, callbackURL string, body []byte, head
 		_ = resp.Body.Close()
 	}()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := c.decodeError(resp)
-		if token := path.Base(req.URL.Path); len(token) > 1 { // in case a proxy's page echoes the path
-			e.Message = strings.ReplaceAll(e.Message, token, "[redacted]")
+		if token := path.Base(req.URL.Path); len(token) > 1 {
+			// In case a proxy's page echoes the path: redacted in the whole
+			// answer, before an excerpt of it can cut the token short.
+			raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+			redacted := *resp
+			redacted.Body = io.NopCloser(bytes.NewReader(bytes.ReplaceAll(raw, []byte(token), []byte("[redacted]"))))
+			return nil, c.decodeError(&redacted)
 		}
-		return nil, e
+		return nil, c.decodeError(resp)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxPostAnswer))
 	if err != nil {

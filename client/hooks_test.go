@@ -289,6 +289,16 @@ func TestHookPostKeepsTheTokenOutOfErrors(t *testing.T) {
 	if e := asError(t, err); e.Status != http.StatusBadGateway || strings.Contains(e.Error(), "SECRET") || !strings.Contains(e.Message, "bad gateway") {
 		t.Errorf("Post through a proxy: %v", err)
 	}
+	// A longer page, whose excerpt is cut in the middle of the token: no part
+	// of it shows either.
+	long := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, strings.Repeat("x", 170)+" "+r.URL.Path+" is not reachable", http.StatusBadGateway)
+	}))
+	t.Cleanup(long.Close)
+	_, err = client.New("", "").Post(testContext(t), long.URL+"/v1/callback/"+token, []byte("{}"), nil)
+	if e := asError(t, err); e.Status != http.StatusBadGateway || strings.Contains(e.Error(), "SECRET") {
+		t.Errorf("Post through a proxy with a long page: %v", err)
+	}
 }
 
 // TestHookEventsDeliversInOrder reads posts made before and during the

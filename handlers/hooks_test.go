@@ -332,6 +332,60 @@ func TestHookCreateRefusals(t *testing.T) {
 	wantError(t, e.do(t, "POST", "/v1/hooks", e.alice, map[string]any{"taskId": task}), 409, "task_terminal")
 }
 
+// A ttlMs above the maximum is capped, however large: a value whose
+// nanoseconds overflow an int64 once made a hook that was closed (and its
+// keys gone) the moment it was created.
+func TestHookTTLAboveTheMaximumIsCapped(t *testing.T) {
+	e := startEnv(t, storetest.Embedded(t), app.Config{})
+	ses := e.session(t)
+	task := e.task(t, ses)
+	taskTTL := e.must(t, 200, e.do(t, "GET", "/v1/tasks/"+task, e.alice, nil)).get("ttlMs").(float64)
+	for name, c := range map[string]struct {
+		body map[string]any
+		max  float64
+	}{
+		"session hook": {map[string]any{"sessionId": ses, "ttlMs": int64(1e13)}, float64((30 * 24 * time.Hour).Milliseconds())},
+		"task hook":    {map[string]any{"taskId": task, "ttlMs": int64(1e13)}, taskTTL},
+	} {
+		a := e.must(t, 201, e.do(t, "POST", "/v1/hooks", e.alice, c.body))
+		if ttl, _ := a.get("ttlMs").(float64); a.str("status") != "open" || ttl <= 0 || ttl > c.max {
+			t.Errorf("%s: %s, want an open hook with ttlMs in (0, %v]", name, a.raw, c.max)
+			continue
+		}
+		e.must(t, 202, e.post(t, a.str("token"), "x"))
+		if g := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+a.str("hookId"), e.alice, nil)); g.str("status") != "open" {
+			t.Errorf("%s: %s", name, g.raw)
+		}
+	}
+}
+
+// A dedupe header that names a credential or signature header would store
+// the sender's credential in every event (as providerEventId), where
+// keptHeaders never stores it: such a hook is refused.
+func TestHookDedupeHeaderIsNeverACredential(t *testing.T) {
+	e := startEnv(t, storetest.Embedded(t), app.Config{})
+	ses := e.session(t)
+	const credential = "Bearer sender-credential-0123456789"
+	for _, body := range []map[string]any{
+		{"sessionId": ses, "dedupeHeader": "authorization"},
+		{"sessionId": ses, "dedupeHeader": "Cookie"},
+		{"sessionId": ses, "dedupeHeader": "X-Hub-Signature-256"},
+		{"sessionId": ses, "dedupeHeader": "X-My-Sig",
+			"verify": map[string]any{"scheme": "hmac-sha256", "secret": "s", "header": "x-my-sig"}},
+	} {
+		a := e.do(t, "POST", "/v1/hooks", e.alice, body)
+		if a.status == 201 && body["verify"] == nil {
+			e.must(t, 202, e.post(t, a.str("token"), "x", "Content-Type", "text/plain", body["dedupeHeader"].(string), credential))
+			if l := e.logOf(t, a.str("hookId")); strings.Contains(string(l.raw), "sender-credential") {
+				t.Errorf("dedupeHeader %v: the credential is stored: %s", body["dedupeHeader"], l.raw)
+			}
+		}
+		if a.status != 400 || a.str("error", "details", "0", "field") != "dedupeHeader" {
+			t.Errorf("dedupeHeader %v: %d %s, want 400 on dedupeHeader", body["dedupeHeader"], a.status, a.raw)
+		}
+	}
+}
+
 func TestHookOwnership(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
 	hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -161,6 +162,12 @@ func (in *CreateInput) validate() error {
 	}
 	if in.DedupeHeader != "" && (len(in.DedupeHeader) > maxHeaderNameLen || !validHeaderName(in.DedupeHeader)) {
 		return invalidf("dedupeHeader", "is not a valid HTTP header name")
+	}
+	// Its value is stored with every event (providerEventId): never a
+	// credential or a signature, which keptHeaders never stores either.
+	if name := http.CanonicalHeaderKey(in.DedupeHeader); in.DedupeHeader != "" && (secretHeaders[name] ||
+		(in.Verify != nil && in.Verify.Header != "" && http.CanonicalHeaderKey(in.Verify.Header) == name)) {
+		return invalidf("dedupeHeader", "must not name a credential or signature header")
 	}
 	if r := in.Response; r != nil {
 		if r.Status == 0 {

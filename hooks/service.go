@@ -190,7 +190,8 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, now time.Time) (time.Duration, int, string, error) {
 	ttl := s.cfg.DefaultTTL
 	if in.TTLMs != nil {
-		ttl = time.Duration(*in.TTLMs) * time.Millisecond
+		// Compared in milliseconds: a large ttlMs overflows a Duration.
+		ttl = time.Duration(min(*in.TTLMs, s.cfg.MaxTTL.Milliseconds())) * time.Millisecond
 	}
 	ttl = min(ttl, s.cfg.MaxTTL)
 	if in.TaskID == "" {
