@@ -158,3 +158,38 @@ func TestTaskCreateKeyAcrossSessions(t *testing.T) {
 		})
 	}
 }
+
+// The same for hooks: a hook create's key is the caller's across partitions.
+func TestHookCreateKeyAcrossSessions(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	ctx := context.Background()
+	cl := client.New(srv.URL, apptest.Token(t, "idem-hooks"))
+	partition := func(id string) string { return id[len("ses_"):][:2] }
+	first, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := first
+	for partition(second.SessionID) == partition(first.SessionID) {
+		if second, err = cl.CreateSession(ctx, client.CreateSessionInput{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: first.SessionID}, client.WithIdempotencyKey("h-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: second.SessionID}, client.WithIdempotencyKey("h-1")); !client.IsCode(err, client.CodeIdempotencyConflict) {
+		t.Fatalf("same key, another session: %v", err)
+	}
+	var meta client.Response
+	again, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: first.SessionID}, client.WithIdempotencyKey("h-1"), client.WithResponse(&meta))
+	if err != nil || !meta.Replayed || again.HookID != hook.HookID {
+		t.Fatalf("same key, same body: %+v %v %+v", again, err, meta)
+	}
+	list, err := cl.ListHooks(ctx, client.ListHooksParams{SessionID: second.SessionID})
+	if err != nil || len(list.Items) != 0 {
+		t.Fatalf("a hook was created in the second session: %+v %v", list, err)
+	}
+}

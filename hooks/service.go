@@ -158,6 +158,14 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err != nil {
 		return Reply{}, err
 	}
+	// The record of the key lives in the partition of the task or session
+	// the body names; the claim makes a repeat naming another one a conflict.
+	if ok, err := s.store.ClaimIdempotency(ctx, idem); err != nil || !ok {
+		if err == nil {
+			err = ErrIdempotency
+		}
+		return Reply{}, err
+	}
 	res, err := s.store.CreateHook(ctx, store.HookCreate{
 		Partition: part, ID: h.HookID, TaskID: h.TaskID, SessionID: sessionID, Principal: p.ID, Admin: p.Admin(),
 		TokenHash: cfg.TokenHash, JSON: raw, Config: rawCfg, Replay: raw, Now: now, ClosesAt: closes,
@@ -175,6 +183,12 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
 	case store.HookIdemConflict:
 		return Reply{}, ErrIdempotency
+	}
+	// Refused: nothing was stored, so the key is free for another body.
+	if err := s.store.ReleaseIdempotency(ctx, idem); err != nil {
+		return Reply{}, err
+	}
+	switch res.Outcome {
 	case store.HookSessionMissing, store.HookTaskMissing:
 		return Reply{}, ErrNotFound
 	case store.HookSessionNotActive:
