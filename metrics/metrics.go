@@ -24,7 +24,7 @@ type Metrics struct {
 	Wakeups      prometheus.Counter     // wake-up entries read by the fan-in readers
 
 	RedisCommands   *prometheus.CounterVec   // command
-	RedisRoundTrips *prometheus.CounterVec   // pool: "requests" or "wakeups"
+	RedisRoundTrips *prometheus.CounterVec   // pool: "requests", "wakeups" or "connect" (new connections' set-up)
 	RedisErrors     *prometheus.CounterVec   // command
 	RedisLatency    *prometheus.HistogramVec // pool
 

@@ -54,6 +54,9 @@ func (h instrument) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 
 func (h instrument) observe(ctx context.Context, start time.Time, cmds []redis.Cmder) {
 	pool := poolOf(ctx)
+	if handshake(cmds) {
+		pool = "connect" // a new pooled connection's set-up, not the work of a request
+	}
 	h.m.RedisRoundTrips.WithLabelValues(pool).Inc()
 	h.m.RedisLatency.WithLabelValues(pool).Observe(time.Since(start).Seconds())
 	for _, c := range cmds {
@@ -63,4 +66,17 @@ func (h instrument) observe(ctx context.Context, start time.Time, cmds []redis.C
 			h.m.RedisErrors.WithLabelValues(name).Inc()
 		}
 	}
+}
+
+// handshake reports whether cmds are what go-redis sends to set up a new
+// connection (HELLO, AUTH, SELECT, CLIENT SETINFO ...).
+func handshake(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		switch strings.ToLower(c.Name()) {
+		case "hello", "auth", "select", "client", "readonly":
+		default:
+			return false
+		}
+	}
+	return len(cmds) > 0
 }
