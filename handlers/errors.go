@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -33,8 +34,8 @@ const (
 	CodeStoreUnavailable  = "store_unavailable"
 	CodeInternal          = "internal"
 	CodeMethodNotAllowed  = "method_not_allowed"
-	CodeUnsupportedMedia  = "unsupported_media_type"
 	retryAfterUnavailable = "1"
+	statusClientClosed    = 499
 	notFoundMessage       = "no such resource"
 )
 
@@ -142,6 +143,12 @@ func toAPIError(err error) *APIError {
 // writeError answers with the error body. An unknown error is a 500 with an
 // errorId that is also logged; its text never reaches the client.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client went away mid-request: nobody reads an answer, and it is
+		// not a server error. 499 is what the request log and metrics show.
+		w.WriteHeader(statusClientClosed)
+		return
+	}
 	e := toAPIError(err)
 	if e == nil {
 		id := newErrorID()
