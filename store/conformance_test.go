@@ -338,3 +338,31 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 		t.Fatal("no wake-up from another replica's writes")
 	})
 }
+
+// A task that outlives its session's own lifetime keeps the session, its log
+// and its place in the owner's session index alive with it.
+func TestTasksExtendTheirSession(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		f := newFixture(t, s, "alice") // the session lives an hour
+		later := f.now.Add(48 * time.Hour)
+		id := store.NewID(store.TaskPrefix, f.part)
+		res, err := s.CreateTask(ctx, store.TaskCreate{
+			Partition: f.part, ID: id, SessionID: f.session, Principal: "alice", JSON: []byte(`{}`),
+			Event: []byte(`{}`), Now: f.now, ExpiresAt: later, Retention: time.Hour,
+		})
+		if err != nil || res.Outcome != store.OK {
+			t.Fatal(res, err)
+		}
+		for _, key := range []string{
+			s.Keys.Session(f.part, f.session), s.Keys.SessionLog(f.part, f.session),
+			s.Keys.SessionTasks(f.part, f.session), s.Keys.OwnerSessions(f.part, "alice"),
+		} {
+			at, err := s.RDB.PExpireTime(ctx, key).Result()
+			if err != nil || at.Milliseconds() != later.UnixMilli() {
+				t.Errorf("%s expires at %v (%v), want the task's %d", key, at.Milliseconds(), err, later.UnixMilli())
+			}
+		}
+	})
+}

@@ -120,7 +120,7 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	keys := []string{
 		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID),
 		s.Keys.SessionLog(p, w.SessionID), s.Keys.OwnerTasks(p, w.Principal),
-		s.Keys.SessionTasks(p, w.SessionID), idemKey, s.Keys.Wake(p),
+		s.Keys.SessionTasks(p, w.SessionID), idemKey, s.Keys.Wake(p), s.Keys.OwnerSessions(p, w.Principal),
 	}
 	admin := "0"
 	if w.Admin {
