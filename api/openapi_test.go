@@ -33,7 +33,10 @@ var publicRoutes = []string{"/healthz", "/readyz", "/metrics"}
 
 // capabilityRoutes take no bearer token either: the token in the path is the
 // credential, and a 401 there is a refused signature, not a bearer challenge.
-var capabilityRoutes = []string{"/v1/callback/{token}"}
+var capabilityRoutes = []string{"/v1/callback/{token}", "/v1/input/{token}"}
+
+// rawBodyRoutes take any bytes as their body, whatever their type.
+var rawBodyRoutes = []string{"/v1/callback/{token}"}
 
 func TestDocumentValidates(t *testing.T) {
 	loader := openapi3.NewLoader()
@@ -87,8 +90,7 @@ func TestDocumentValidates(t *testing.T) {
 				switch {
 				case op.RequestBody == nil:
 					t.Errorf("%s: no request body", where)
-				case capability:
-					// Any bytes, whatever their type.
+				case slices.Contains(rawBodyRoutes, path):
 					if op.RequestBody.Value.Content.Get("*/*") == nil {
 						t.Errorf("%s: the request body must take */*", where)
 					}
@@ -272,7 +274,9 @@ type task struct {
 
 type inputRequest struct {
 	RequestID string `json:"requestId"`
+	Kind      string `json:"kind"`
 	Display   string `json:"display"`
+	AnswerURL string `json:"answerUrl"`
 	Options   []struct {
 		ID string `json:"id"`
 	} `json:"options"`
@@ -535,6 +539,56 @@ func TestContract(t *testing.T) {
 		if res.Status != "completed" {
 			t.Errorf("result status %q", res.Status)
 		}
+	})
+
+	t.Run("answer url", func(t *testing.T) {
+		var ta, asked task
+		alice.want(alice.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID, "requester": "carol"}), 201, "", &ta)
+		tp := "/v1/tasks/" + ta.TaskID
+		alice.want(alice.do("POST", tp+"/input-requests", map[string]any{"requests": []any{
+			map[string]any{"requestId": "go", "prompt": "Go?"},
+			map[string]any{"requestId": "why", "prompt": "Why?", "allowFreeform": true},
+			map[string]any{"requestId": "login", "kind": "authorization", "prompt": "Sign in", "connection": "github"},
+		}}), 200, "", &asked)
+		urls := map[string]string{}
+		for _, q := range asked.InputRequests {
+			if q.Kind == "ask" && !strings.HasPrefix(q.AnswerURL, srv.URL+"/v1/input/ans_") {
+				t.Fatalf("answerUrl of %s: %q", q.RequestID, q.AnswerURL)
+			}
+			if q.Kind != "ask" && q.AnswerURL != "" {
+				t.Errorf("an %s request has an answerUrl", q.Kind)
+			}
+			urls[q.RequestID] = strings.TrimPrefix(q.AnswerURL, srv.URL)
+		}
+		goURL, whyURL := urls["go"], urls["why"]
+		anon.want(anon.do("POST", goURL, map[string]any{"optionId": "maybe"}), 400, "invalid_request", nil)
+		anon.want(anon.do("POST", goURL, map[string]any{"text": "free"}), 400, "invalid_request", nil)
+		anon.want(anon.do("POST", goURL, map[string]any{}), 400, "invalid_request", nil)
+		anon.want(anon.do("POST", goURL, `{"optionId":"yes","requestId":"go"}`), 400, "invalid_request", nil)
+		anon.want(anon.do("POST", goURL, `{"optionId":`), 400, "invalid_json", nil)
+		anon.want(anon.do("POST", goURL, `{"text":"`+strings.Repeat("a", 1<<20)+`"}`), 413, "payload_too_large", nil)
+		anon.want(anon.do("POST", "/v1/input/ans_nope", map[string]any{"optionId": "yes"}), 404, "not_found", nil)
+		anon.want(anon.do("POST", goURL+"x", map[string]any{"optionId": "yes"}), 404, "not_found", nil)
+		anon.want(anon.do("GET", goURL, nil), 405, "method_not_allowed", nil)
+
+		var ans struct {
+			OK        bool   `json:"ok"`
+			TaskID    string `json:"taskId"`
+			RequestID string `json:"requestId"`
+			Status    string `json:"status"`
+		}
+		first := anon.want(anon.do("POST", goURL, map[string]any{"optionId": "yes"}, "Idempotency-Key", "a-1"), 200, "", &ans)
+		if !ans.OK || ans.TaskID != ta.TaskID || ans.RequestID != "go" || ans.Status != "input_required" {
+			t.Errorf("answer: %+v", ans)
+		}
+		again := anon.want(anon.do("POST", goURL, map[string]any{"optionId": "yes"}, "Idempotency-Key", "a-1"), 200, "", nil)
+		if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.body, again.body) {
+			t.Errorf("replay: %v %s", again.header, again.body)
+		}
+		anon.want(anon.do("POST", goURL, map[string]any{"optionId": "no"}, "Idempotency-Key", "a-1"), 409, "idempotency_conflict", nil)
+		anon.want(anon.do("POST", goURL, map[string]any{"optionId": "yes"}), 410, "input_closed", nil)
+		alice.want(alice.do("POST", tp+"/complete", nil), 200, "", nil)
+		anon.want(anon.do("POST", whyURL, map[string]any{"text": "late"}), 410, "input_closed", nil)
 	})
 
 	t.Run("terminal", func(t *testing.T) {

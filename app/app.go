@@ -84,7 +84,9 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		log.Warn("using the embedded in-memory store: data does not survive a restart; set TASKHOOK_REDIS_URL for a durable store")
 	}
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log)
-	a.Tasks = tasks.NewService(tasks.Config{DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL}, a.Store, a.FanIn, a.Metrics, time.Now)
+	a.Tasks = tasks.NewService(tasks.Config{
+		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL,
+	}, a.Store, a.FanIn, a.Metrics, time.Now)
 	a.Sessions = sessions.NewService(sessions.Config{}, a.Store, a.FanIn, time.Now)
 	a.Hooks, err = hooks.NewService(hooks.Config{
 		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,

@@ -45,6 +45,37 @@ func TestReadmeWalkthrough(t *testing.T) {
 	}
 }
 
+// The answerUrl subsection works as printed, after the walk-through it
+// continues.
+func TestReadmeAnswerURL(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	var script []string
+	for _, line := range strings.Split(readmeBlock(t, "## A first session with curl"), "\n") {
+		if strings.HasPrefix(line, "API=") {
+			line = "API=" + srv.URL + "/v1"
+		}
+		if strings.HasPrefix(line, "API=") || strings.HasPrefix(line, "AUTH=") || strings.HasPrefix(line, "field()") || strings.HasPrefix(line, "SID=") {
+			script = append(script, line)
+		}
+	}
+	script = append(script, readmeBlock(t, "### Answering through answerUrl"))
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+strings.Join(script, "\n"))
+	cmd.Env = append(os.Environ(), "TOKEN="+apptest.Token(t, "dev"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the answerUrl walk-through failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{`{"ok":true,"taskId":"task_`, `"requestId":"merge","status":"working"}`, `"code":"input_closed"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the answerUrl walk-through's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // The hooks walk-through works as printed too (it uses jq and openssl).
 func TestReadmeHooksWalkthrough(t *testing.T) {
 	t.Parallel()

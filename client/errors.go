@@ -23,6 +23,7 @@ const (
 	CodeIdempotencyConflict = "idempotency_conflict"
 	CodeSessionNotActive    = "session_not_active"
 	CodeHookClosed          = "hook_closed"
+	CodeInputClosed         = "input_closed"
 	CodeSignatureInvalid    = "signature_invalid"
 	CodePayloadTooLarge     = "payload_too_large"
 	CodeRateLimited         = "rate_limited"

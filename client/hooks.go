@@ -295,45 +295,14 @@ const maxPostAnswer = 1 << 20
 // signature_invalid, 429 rate_limited ...). No error text carries the
 // URL's token.
 func (c *Client) Post(ctx context.Context, callbackURL string, body []byte, header http.Header) (*PostResult, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, callbackURL, bytes.NewReader(body))
+	resp, err := c.postCapability(ctx, "callback", callbackURL, body, header, nil)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the parse error without the URL
-		}
-		return nil, fmt.Errorf("taskhook: post: the callback URL is not valid: %w", err)
-	}
-	for k, vs := range header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", userAgent)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			ue.URL = redactCallbackURL(ue.URL)
-		}
-		return nil, fmt.Errorf("taskhook: %w", err)
+		return nil, err
 	}
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 	}()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		if token := path.Base(req.URL.Path); len(token) > 1 {
-			// In case a proxy's page echoes the path: redacted in the whole
-			// answer, before an excerpt of it can cut the token short.
-			raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-			redacted := *resp
-			redacted.Body = io.NopCloser(bytes.NewReader(bytes.ReplaceAll(raw, []byte(token), []byte("[redacted]"))))
-			return nil, c.decodeError(&redacted)
-		}
-		return nil, c.decodeError(resp)
-	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxPostAnswer))
 	if err != nil {
 		return nil, fmt.Errorf("taskhook: read the answer to a post (status %d): %w", resp.StatusCode, err)
@@ -351,8 +320,63 @@ func (c *Client) Post(ctx context.Context, callbackURL string, body []byte, head
 	return res, nil
 }
 
+// postCapability posts body to a capability URL (a hook's callback URL, a
+// request's answer URL): the URL is the credential, so no Authorization
+// header is sent and no error text carries the URL's token. A 2xx answer is
+// returned for the caller to read and close; any other is an *Error. meta,
+// when not nil, gets the answer's metadata.
+func (c *Client) postCapability(ctx context.Context, what, rawURL string, body []byte, header http.Header, meta *Response) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the parse error without the URL
+		}
+		return nil, fmt.Errorf("taskhook: post: the %s URL is not valid: %w", what, err)
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", userAgent)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redactCallbackURL(ue.URL)
+		}
+		return nil, fmt.Errorf("taskhook: %w", err)
+	}
+	if meta != nil {
+		*meta = Response{
+			Status: resp.StatusCode, Header: resp.Header,
+			Replayed:  resp.Header.Get("Idempotent-Replayed") == "true",
+			RequestID: resp.Header.Get("X-Request-Id"),
+		}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return resp, nil
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}()
+	if token := path.Base(req.URL.Path); len(token) > 1 {
+		// In case a proxy's page echoes the path: redacted in the whole
+		// answer, before an excerpt of it can cut the token short.
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		redacted := *resp
+		redacted.Body = io.NopCloser(bytes.NewReader(bytes.ReplaceAll(raw, []byte(token), []byte("[redacted]"))))
+		return nil, c.decodeError(&redacted)
+	}
+	return nil, c.decodeError(resp)
+}
+
 // redactCallbackURL drops the last path segment (the token) and the query
-// of a callback URL, for error texts.
+// of a capability URL, for error texts.
 func redactCallbackURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -25,6 +25,7 @@ const (
 	CodeNotInputRequired  = "not_input_required"
 	CodeUnknownRequest    = "unknown_request"
 	CodeInputConflict     = "input_conflict"
+	CodeInputClosed       = "input_closed"
 	CodeIdempotency       = "idempotency_conflict"
 	CodeSessionNotActive  = "session_not_active"
 	CodeHookClosed        = "hook_closed"
@@ -125,6 +126,8 @@ func toAPIError(err error) *APIError {
 		errors.Is(err, tasks.ErrSessionNotFound), errors.Is(err, store.ErrNotFound),
 		errors.Is(err, hooks.ErrNotFound), errors.Is(err, hooks.ErrUnknownToken):
 		return errNotFound
+	case errors.Is(err, tasks.ErrInputClosed):
+		return apiError(http.StatusGone, CodeInputClosed, "the input request is no longer open")
 	case errors.Is(err, hooks.ErrTaskTerminal):
 		return apiError(http.StatusConflict, CodeTaskTerminal, "the task has ended")
 	case errors.Is(err, tasks.ErrSessionNotActive), errors.Is(err, hooks.ErrSessionNotActive):

@@ -98,6 +98,7 @@ func New(d Deps) http.Handler {
 			}
 		})
 		// Capability routes: the token in the path is the credential.
+		r.Post("/input/{token}", a.answerInput)
 		if a.hooks != nil {
 			r.Post("/callback/{token}", a.callback)
 		}

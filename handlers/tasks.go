@@ -194,3 +194,23 @@ func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 		writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
 	}
 }
+
+// answerInput answers one input request through its answer URL: no JWT, the
+// token in the path is the capability. The path (and so the token) is never
+// logged: the request log has the route template only.
+func (a *api) answerInput(w http.ResponseWriter, r *http.Request) {
+	var in tasks.AnswerInput
+	_, idem, ok := a.decodePost(w, r, &in)
+	if !ok {
+		return
+	}
+	ans, replayed, err := a.tasks.Answer(r.Context(), chi.URLParam(r, "token"), in, idem)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusOK, ans)
+}

@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -126,7 +125,7 @@ func (s *Service) Ingest(ctx context.Context, cb Callback) (Accepted, error) {
 // resolve finds the hook of a token hash: from this replica's cache, or
 // from the store (two reads, once per hook and replica).
 func (s *Service) resolve(ctx context.Context, part int, hash string) (ingestConfig, error) {
-	if cfg, ok := s.tokens.Get(hash); ok && sameHash(cfg.TokenHash, hash) {
+	if cfg, ok := s.tokens.Get(hash); ok && store.SameHash(cfg.TokenHash, hash) {
 		return cfg, nil
 	}
 	_, raw, err := s.store.HookByToken(ctx, part, hash)
@@ -140,14 +139,12 @@ func (s *Service) resolve(ctx context.Context, part int, hash string) (ingestCon
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return ingestConfig{}, fmt.Errorf("decode hook config: %w", err)
 	}
-	if !sameHash(cfg.TokenHash, hash) {
+	if !store.SameHash(cfg.TokenHash, hash) {
 		return ingestConfig{}, ErrUnknownToken
 	}
 	s.tokens.Put(hash, cfg, nil)
 	return cfg, nil
 }
-
-func sameHash(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 // receivedHead renders the hook.received event for the session log without
 // its last data members: the ingest script appends the event id and seq it

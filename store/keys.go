@@ -64,6 +64,10 @@ func (k Keys) Hook(p int, id string) string { return k.Tag(p) + "hook:" + id }
 // HookToken maps the SHA-256 of a callback token to its hook id.
 func (k Keys) HookToken(p int, tokenHash string) string { return k.Tag(p) + "hooktok:" + tokenHash }
 
+// AnswerToken maps the SHA-256 of an input request's answer token to its
+// task and request (a string), in the task's slot; it expires with the task.
+func (k Keys) AnswerToken(p int, tokenHash string) string { return k.Tag(p) + "anstok:" + tokenHash }
+
 // HookQueue is the hook's event stream, read through consumer groups.
 func (k Keys) HookQueue(p int, id string) string { return k.Tag(p) + "hook:" + id + ":q" }
 

@@ -145,23 +145,51 @@ type TaskUpdate struct {
 	Now            time.Time
 	Retention      time.Duration
 	Idem           Idempotency
+	AnswerTokens   []AnswerToken // the answer tokens of the requests this change adds
+	ExpiresAt      time.Time     // the task's expiry, when the mappings of AnswerTokens end
+}
+
+// AnswerToken maps the hash of an input request's answer token to the
+// request; Value is what AnswerByToken returns.
+type AnswerToken struct {
+	Hash  string
+	Value []byte
 }
 
 // ApplyTask writes a change if the task is still at ExpectRevision.
 func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash := s.idemKey(p, w.Idem)
-	keys := []string{
-		s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
-		idemKey, s.Keys.Wake(p),
+	keys := make([]string, 0, 5+len(w.AnswerTokens))
+	keys = append(keys, s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
+		idemKey, s.Keys.Wake(p))
+	for _, a := range w.AnswerTokens {
+		keys = append(keys, s.Keys.AnswerToken(p, a.Hash))
 	}
-	args := make([]any, 0, 11+len(w.Events))
+	args := make([]any, 0, 14+len(w.Events)+len(w.AnswerTokens))
 	args = append(args, idemHash, IdempotencyTTL.Milliseconds(), w.ExpectRevision, w.Status, w.JSON,
-		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeSnapshot(w.JSON), 200)
+		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeSnapshot(w.JSON), 200, len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e)
 	}
+	args = append(args, ms(w.ExpiresAt))
+	for _, a := range w.AnswerTokens {
+		args = append(args, a.Value)
+	}
 	return s.run(ctx, s.Scripts.TaskApply, keys, args)
+}
+
+// AnswerByToken returns what ApplyTask stored for an answer token's hash, or
+// ErrNotFound.
+func (s *Store) AnswerByToken(ctx context.Context, p int, tokenHash string) ([]byte, error) {
+	b, err := s.RDB.Get(ctx, s.Keys.AnswerToken(p, tokenHash)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return b, nil
 }
 
 // ClaimIdempotency binds the key to its body hash for the key's life, in the

@@ -32,6 +32,7 @@ type Command struct {
 	Data          json.RawMessage // message
 	Requests      []InputRequest  // require_input
 	Responses     []InputResponse // respond
+	OpenOnly      bool            // respond: through an answer URL, so each request must still be open
 	Result        json.RawMessage // complete
 	Error         *TaskError      // fail
 	Reason        string          // cancel
@@ -44,6 +45,7 @@ var (
 	ErrNotInputRequired = errors.New("task is not waiting for input")
 	ErrUnknownRequest   = errors.New("unknown input request")
 	ErrInputConflict    = errors.New("request already answered differently")
+	ErrInputClosed      = errors.New("input request is no longer open")
 )
 
 // ValidationError is a request that can never succeed as sent (400).
@@ -115,7 +117,7 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 			{Type: events.InputRequested, Data: map[string]any{"requests": cmd.Requests}},
 		}
 	case CmdRespond:
-		recorded, err := judgeResponses(task, cmd.Responses)
+		recorded, err := judgeResponses(task, cmd.Responses, cmd.OpenOnly)
 		if err != nil {
 			return Change{}, err
 		}
@@ -207,8 +209,9 @@ func checkNewRequests(task Task, reqs []InputRequest) error {
 }
 
 // judgeResponses checks a batch of answers, all or nothing, and returns the
-// ones to record (answers already recorded are dropped as no-ops).
-func judgeResponses(task Task, resps []InputResponse) ([]InputResponse, error) {
+// ones to record (answers already recorded are dropped as no-ops, unless
+// openOnly: an answer URL answers an open request once, then is closed).
+func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputResponse, error) {
 	if len(resps) == 0 {
 		return nil, invalid("responses", "must hold at least one response")
 	}
@@ -229,6 +232,9 @@ func judgeResponses(task Task, resps []InputResponse) ([]InputResponse, error) {
 		}
 		seen[r.RequestID] = true
 		if prev, ok := answered[r.RequestID]; ok {
+			if openOnly {
+				return nil, fmt.Errorf("%w: request %s", ErrInputClosed, r.RequestID)
+			}
 			if !prev.sameAnswer(r) {
 				return nil, fmt.Errorf("%w: request %s", ErrInputConflict, r.RequestID)
 			}

@@ -135,6 +135,11 @@ func respondCmd(resps ...tasks.InputResponse) tasks.Command {
 	return tasks.Command{Kind: tasks.CmdRespond, Responses: resps}
 }
 
+func openOnly(c tasks.Command) tasks.Command {
+	c.OpenOnly = true
+	return c
+}
+
 func completeCmd() tasks.Command {
 	return tasks.Command{Kind: tasks.CmdComplete, Result: json.RawMessage(`{"ok":true}`)}
 }
@@ -163,7 +168,8 @@ type applyCase struct {
 	want want
 }
 
-var sentinels = []error{tasks.ErrNotFound, tasks.ErrTerminal, tasks.ErrNotInputRequired, tasks.ErrUnknownRequest, tasks.ErrInputConflict}
+var sentinels = []error{tasks.ErrNotFound, tasks.ErrTerminal, tasks.ErrNotInputRequired, tasks.ErrUnknownRequest,
+	tasks.ErrInputConflict, tasks.ErrInputClosed}
 
 func refused(err error) want { return want{err: err} }
 
@@ -549,6 +555,15 @@ func TestApplyAnswers(t *testing.T) {
 			respondCmd(tasks.InputResponse{RequestID: "done2", OptionID: "yes", Text: "main"}), refused(tasks.ErrInputConflict)},
 		{"working/recorded answer judged before status", workingTask(),
 			respondCmd(tasks.InputResponse{RequestID: "done1", Text: "sure"}), refused(tasks.ErrInputConflict)},
+
+		// Through an answer URL (OpenOnly) a recorded answer closes the
+		// request, even the same answer; an open one is judged as usual.
+		{"open only/same answer as recorded", waitingTask(), openOnly(respondCmd(done1)), refused(tasks.ErrInputClosed)},
+		{"open only/other answer than recorded", waitingTask(),
+			openOnly(respondCmd(tasks.InputResponse{RequestID: "done1", OptionID: "no"})), refused(tasks.ErrInputClosed)},
+		{"open only/working, same answer as recorded", workingTask(), openOnly(respondCmd(done1)), refused(tasks.ErrInputClosed)},
+		{"open only/option not among the options", waitingTask(),
+			openOnly(respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "asia"})), invalid},
 
 		// An open request: the option must be its own; text only when freeform.
 		{"option not among the options", waitingTask(),

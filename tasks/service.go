@@ -18,7 +18,8 @@ type Config struct {
 	DefaultTTL   time.Duration // default 7 days
 	MaxTTL       time.Duration // default 30 days
 	PollInterval time.Duration // suggested to pollers; default 5s
-	CacheSize    int           // snapshots kept on this replica; default 10000
+	CacheSize    int           // snapshots (and answer tokens) kept on this replica; default 10000
+	PublicURL    string        // answer URLs start with it; default "http://localhost:8080"
 }
 
 func (c Config) withDefaults() Config {
@@ -36,6 +37,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CacheSize == 0 {
 		c.CacheSize = 10000
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "http://localhost:8080"
 	}
 	return c
 }
@@ -64,13 +68,15 @@ type Service struct {
 	fanin   *store.FanIn
 	metrics *metrics.Metrics
 	cache   cache
+	answers *store.Cache[answerRef] // by token hash
 	now     func() time.Time
 }
 
 // NewService wires the service. now is the clock (time.Now in production).
 func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, now func() time.Time) *Service {
 	cfg = cfg.withDefaults()
-	svc := &Service{cfg: cfg, store: s, fanin: f, metrics: m, cache: newCache(cfg.CacheSize), now: now}
+	svc := &Service{cfg: cfg, store: s, fanin: f, metrics: m, cache: newCache(cfg.CacheSize),
+		answers: store.NewCache[answerRef](cfg.CacheSize), now: now}
 	f.OnWake(func(wk store.Wake) {
 		if wk.Kind != "t" {
 			return
@@ -222,6 +228,18 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Task, 
 	if err != nil {
 		return Task{}, nil, ErrNotFound
 	}
+	t, raw, err := s.load(ctx, part, id)
+	if err != nil {
+		return Task{}, nil, err
+	}
+	if !canRead(p, t) {
+		return Task{}, nil, ErrNotFound
+	}
+	return t, raw, nil
+}
+
+// load reads the stored task, whoever asks, and caches it.
+func (s *Service) load(ctx context.Context, part int, id string) (Task, []byte, error) {
 	raw, err := s.store.GetJSON(ctx, s.store.Keys.Task(part, id))
 	if errors.Is(err, store.ErrNotFound) {
 		s.cache.drop(id)
@@ -233,9 +251,6 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Task, 
 	var t Task
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return Task{}, nil, fmt.Errorf("decode task: %w", err)
-	}
-	if !canRead(p, t) {
-		return Task{}, nil, ErrNotFound
 	}
 	s.cache.put(id, t.Revision, raw)
 	return t, raw, nil
@@ -262,8 +277,11 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 	if err != nil {
 		return Reply{}, ErrNotFound
 	}
+	var tokens []store.AnswerToken
 	if cmd.Kind == CmdRequireInput {
+		// Made once, before Apply: a retry after a lost race reuses them.
 		cmd.Requests = PrepareRequests(cmd.Requests, store.NewRequestID)
+		cmd.Requests, tokens = s.answerTokens(part, id, cmd.Requests)
 	}
 	t, raw, fromCache := s.cache.get(id)
 	if !fromCache {
@@ -313,7 +331,7 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 		res, err := s.store.ApplyTask(ctx, store.TaskUpdate{
 			Partition: part, ID: id, SessionID: t.SessionID, ExpectRevision: t.Revision,
 			Status: string(change.Task.Status), JSON: next, Events: evs, Now: now,
-			Retention: s.cfg.MaxTTL, Idem: idem,
+			Retention: s.cfg.MaxTTL, Idem: idem, AnswerTokens: tokens, ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
 		})
 		if err != nil {
 			s.count(cmd.Kind, err)

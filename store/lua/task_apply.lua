@@ -3,11 +3,15 @@
 -- caller recomputes on 'conflict' with the current task this returns.
 -- KEYS[1] task hash   KEYS[2] task log   KEYS[3] session log
 -- KEYS[4] idempotency   KEYS[5] wake stream
+-- KEYS[6..5+m] answer token keys, one per input request the change adds (m may be 0)
 -- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
 -- ARGV[10] wake snapshot ('' when large)   ARGV[11] response status
--- ARGV[12..] event json, one per event, in order
+-- ARGV[12] n, the number of events
+-- ARGV[13..12+n] event json, one per event, in order
+-- ARGV[13+n] the task's expire-at ms (the answer token keys end with it)
+-- ARGV[14+n..13+n+m] the value of each answer token key, in KEYS order
 -- Returns {'ok', eventId...} | {'replay', status, body} | {'idem_conflict'}
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])
@@ -16,16 +20,21 @@ local cur = redis.call('HMGET', KEYS[1], 'rev', 'json')
 if not cur[1] then return {'not_found'} end
 if cur[1] ~= ARGV[3] then return {'conflict', cur[2]} end
 
+local n = tonumber(ARGV[12])
+local expire_at = ARGV[13 + n]
 local rev = tonumber(ARGV[3]) + 1
 redis.call('HSET', KEYS[1], 'rev', rev, 'status', ARGV[4], 'json', ARGV[5])
 local ms, seq = next_id(ARGV[6], {KEYS[3], KEYS[2]})
 local out = {'ok'}
-for i = 12, #ARGV do
+for i = 13, 12 + n do
   local id = format_id(ms, seq)
   redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[7], id, 'e', ARGV[i])
   redis.call('XADD', KEYS[2], id, 'e', ARGV[i])
   out[#out + 1] = id
   seq = seq + 1
+end
+for k = 6, #KEYS do
+  redis.call('SET', KEYS[k], ARGV[13 + n + k - 5], 'PXAT', expire_at)
 end
 idem_store(KEYS[4], ARGV[1], ARGV[2], ARGV[11], ARGV[5])
 wake(KEYS[5], 't', ARGV[8], ARGV[9], rev, ARGV[10])

@@ -1,0 +1,232 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// noAuthTransport counts requests to answer URLs that carry an
+// Authorization header: a capability call must send none.
+type noAuthTransport struct {
+	next    http.RoundTripper
+	withJWT atomic.Int64
+}
+
+func (n *noAuthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasPrefix(req.URL.Path, "/v1/input/") && req.Header.Get("Authorization") != "" {
+		n.withJWT.Add(1)
+	}
+	return n.next.RoundTrip(req)
+}
+
+// TestAnswerURL drives a request's answerUrl as a channel would: no JWT, one
+// answer per request, the same rules as POST /v1/tasks/{id}/input.
+func TestAnswerURL(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			srv := apptest.Start(t, b.Config(t), withTestDefaults(app.Config{}))
+			ctx := context.Background()
+			owner := newClient(t, srv.URL, apptest.Token(t, "alice"))
+			tr := &noAuthTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
+			t.Cleanup(tr.next.(*http.Transport).CloseIdleConnections)
+			// The channel's client holds a token of its own: AnswerInput must not send it.
+			channel := client.New("http://unused.invalid", apptest.Token(t, "channel"),
+				client.WithHTTPClient(&http.Client{Transport: &checkingTransport{t: t, next: tr}}))
+
+			ses, err := owner.CreateSession(ctx, client.CreateSessionInput{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Requester: "carol"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked, err := owner.RequireInput(ctx, task.TaskID, []client.InputRequest{
+				{RequestID: "go", Prompt: "Deploy?"},
+				{RequestID: "pick", Prompt: "Which?", Options: []client.Choice{{ID: "a", Label: "A"}, {ID: "b", Label: "B"}}},
+				{RequestID: "why", Prompt: "Why?", AllowFreeform: true},
+				{RequestID: "login", Kind: "authorization", Prompt: "Sign in", Connection: "github"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			urls := map[string]string{}
+			var tokens []string
+			for _, q := range asked.InputRequests {
+				if q.Kind == "authorization" {
+					if q.AnswerURL != "" {
+						t.Errorf("the authorization request has an answerUrl")
+					}
+					continue
+				}
+				if !strings.HasPrefix(q.AnswerURL, srv.URL+"/v1/input/ans_") {
+					t.Fatalf("answerUrl of %s: %q", q.RequestID, q.AnswerURL)
+				}
+				urls[q.RequestID] = q.AnswerURL
+				tokens = append(tokens, q.AnswerURL[strings.LastIndexByte(q.AnswerURL, '/')+1:])
+			}
+			if len(urls) != 3 || urls["go"] == urls["pick"] {
+				t.Fatalf("answer URLs: %v", urls)
+			}
+
+			// A bad option is refused and changes nothing.
+			before, err := owner.GetTask(ctx, task.TaskID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := channel.AnswerInput(ctx, urls["pick"], "zzz", ""); !client.IsCode(err, client.CodeInvalidRequest) {
+				t.Fatalf("bad option: %v", err)
+			}
+			if _, err := channel.AnswerInput(ctx, urls["pick"], "", "free text"); !client.IsCode(err, client.CodeInvalidRequest) {
+				t.Fatalf("text without freeform: %v", err)
+			}
+			if now, err := owner.GetTask(ctx, task.TaskID); err != nil || now.Revision != before.Revision {
+				t.Fatalf("a refused answer changed the task: %v, revision %d → %d", err, before.Revision, now.Revision)
+			}
+
+			// An answer moves the task as /input does.
+			ans, err := channel.AnswerInput(ctx, urls["pick"], "b", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ans.OK || ans.TaskID != task.TaskID || ans.RequestID != "pick" || ans.Status != client.StatusInputRequired {
+				t.Fatalf("answer: %+v", ans)
+			}
+			after, err := owner.GetTask(ctx, task.TaskID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.Revision != before.Revision+1 || len(after.InputRequests) != 3 ||
+				len(after.InputResponses) != 1 || after.InputResponses[0].OptionID != "b" {
+				t.Fatalf("after the answer: revision %d (was %d), %+v", after.Revision, before.Revision, after)
+			}
+			evs, err := owner.TaskEvents(ctx, task.TaskID, client.EventsParams{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := evs.Events[len(evs.Events)-1]; last.Type != "input.resolved" || last.Revision != after.Revision {
+				t.Fatalf("last event: %s at revision %d", last.Type, last.Revision)
+			}
+
+			// The token is spent, even for the same answer.
+			if _, err := channel.AnswerInput(ctx, urls["pick"], "b", ""); !client.IsCode(err, client.CodeInputClosed) {
+				t.Fatalf("second answer: %v", err)
+			}
+			// Answered through /input, the URL is closed too.
+			if _, err := owner.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: "why", Text: "because"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := channel.AnswerInput(ctx, urls["why"], "", "because"); !client.IsCode(err, client.CodeInputClosed) {
+				t.Fatalf("answered through /input: %v", err)
+			}
+
+			// Unknown and malformed tokens are 404, and the error names no token.
+			fake := urls["go"][:len(urls["go"])-4] + "AAAA"
+			for _, u := range []string{fake, srv.URL + "/v1/input/ans_short"} {
+				_, err := channel.AnswerInput(ctx, u, "yes", "")
+				if !client.IsCode(err, client.CodeNotFound) {
+					t.Fatalf("unknown token: %v", err)
+				}
+				if tok := u[strings.LastIndexByte(u, '/')+1:]; strings.Contains(err.Error(), tok) {
+					t.Errorf("the error names the token: %v", err)
+				}
+			}
+
+			// The last open ask (login, an authorization request, stays open);
+			// a replay with the same Idempotency-Key is its first answer.
+			var meta client.Response
+			ans, err = channel.AnswerInput(ctx, urls["go"], "yes", "", client.WithIdempotencyKey("k1"), client.WithResponse(&meta))
+			if err != nil || ans.Status != client.StatusInputRequired || meta.Replayed {
+				t.Fatalf("answer go: %+v %v %+v", ans, err, meta)
+			}
+			again, err := channel.AnswerInput(ctx, urls["go"], "yes", "", client.WithIdempotencyKey("k1"), client.WithResponse(&meta))
+			if err != nil || *again != *ans || !meta.Replayed {
+				t.Fatalf("replay: %+v %v %+v", again, err, meta)
+			}
+			if tr.withJWT.Load() != 0 {
+				t.Errorf("%d answers carried an Authorization header", tr.withJWT.Load())
+			}
+			for _, tok := range tokens {
+				if strings.Contains(srv.Logs.String(), tok) {
+					t.Fatalf("a token is in the server's logs")
+				}
+			}
+		})
+	}
+}
+
+// TestAnswerURLBackToWorking: answering the last open request through its
+// URL moves the task back to working; after the task ends, a request still
+// open answers 410.
+func TestAnswerURLBackToWorking(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			srv := apptest.Start(t, b.Config(t), withTestDefaults(app.Config{}))
+			ctx := context.Background()
+			owner := newClient(t, srv.URL, apptest.Token(t, "alice"))
+			channel := newClient(t, "http://unused.invalid", "")
+			ses, err := owner.CreateSession(ctx, client.CreateSessionInput{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ask := func() *client.Task {
+				t.Helper()
+				task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if task, err = owner.RequireInput(ctx, task.TaskID, []client.InputRequest{
+					{RequestID: "one", Prompt: "One?"}, {RequestID: "two", Prompt: "Two?"}}); err != nil {
+					t.Fatal(err)
+				}
+				return task
+			}
+
+			task := ask()
+			if _, err := channel.AnswerInput(ctx, task.InputRequests[0].AnswerURL, "yes", ""); err != nil {
+				t.Fatal(err)
+			}
+			ans, err := channel.AnswerInput(ctx, task.InputRequests[1].AnswerURL, "no", "")
+			if err != nil || ans.Status != client.StatusWorking {
+				t.Fatalf("last answer: %+v %v", ans, err)
+			}
+			got, err := owner.GetTask(ctx, task.TaskID)
+			if err != nil || got.Status != client.StatusWorking || got.Revision != task.Revision+2 || len(got.InputResponses) != 2 {
+				t.Fatalf("after both answers: %+v %v", got, err)
+			}
+			evs, err := owner.TaskEvents(ctx, task.TaskID, client.EventsParams{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(evs.Events)
+			if n < 2 || evs.Events[n-2].Type != "input.resolved" || evs.Events[n-1].Type != "task.status" {
+				t.Fatalf("last events: %+v", evs.Events[max(0, n-2):])
+			}
+
+			task = ask()
+			if _, err := owner.Complete(ctx, task.TaskID, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := channel.AnswerInput(ctx, task.InputRequests[0].AnswerURL, "yes", ""); !client.IsCode(err, client.CodeInputClosed) {
+				t.Fatalf("after complete: %v", err)
+			}
+			task = ask()
+			if _, err := owner.Cancel(ctx, task.TaskID, "stop"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := channel.AnswerInput(ctx, task.InputRequests[1].AnswerURL, "yes", ""); !client.IsCode(err, client.CodeInputClosed) {
+				t.Fatalf("after cancel: %v", err)
+			}
+		})
+	}
+}

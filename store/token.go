@@ -1,0 +1,60 @@
+package store
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+)
+
+// Capability tokens (hook callback tokens, input answer tokens) are a prefix,
+// the two characters NewID uses to name the partition (so any replica finds
+// the record's slot), and base64url of 32 random bytes (256 bits). Redis
+// keeps only their hash.
+const tokenRandomBytes = 32
+
+// noRandom stands in for the random part of an id, to read its partition back.
+const noRandom = "00000000000000000000000000"
+
+// NewToken returns a fresh capability token for a record of partition p.
+func NewToken(prefix string, p int) string {
+	buf := make([]byte, tokenRandomBytes)
+	_, _ = rand.Read(buf) // crypto/rand.Read never fails on supported platforms
+	return prefix + NewID("", p)[:2] + base64.RawURLEncoding.EncodeToString(buf)
+}
+
+// TokenLen is the length of every token made by NewToken with prefix.
+func TokenLen(prefix string) int {
+	return len(prefix) + 2 + base64.RawURLEncoding.EncodedLen(tokenRandomBytes)
+}
+
+// HashToken is what Redis keeps of a token: the hex SHA-256.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// SameHash compares two token hashes in constant time.
+func SameHash(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// ParseToken returns the partition of a well-formed token, or false. It reads
+// only the token's shape: whether it names a record is for the store.
+func ParseToken(token, prefix string, partitions int) (int, bool) {
+	if len(token) != TokenLen(prefix) || !strings.HasPrefix(token, prefix) {
+		return 0, false
+	}
+	rest := token[len(prefix):]
+	p, err := PartitionOf(rest[:2]+noRandom, "", partitions)
+	if err != nil {
+		return 0, false
+	}
+	for i := 2; i < len(rest); i++ {
+		c := rest[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return 0, false
+		}
+	}
+	return p, true
+}

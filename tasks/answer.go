@@ -1,0 +1,155 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/store"
+)
+
+// AnswerTokenPrefix starts every answer token: the capability in an ask
+// request's answerUrl.
+const AnswerTokenPrefix = "ans_"
+
+// answerRef is what the store keeps under an answer token's hash: the one
+// request the token answers. It never changes, so replicas cache it.
+type answerRef struct {
+	Hash      string `json:"h"`
+	TaskID    string `json:"t"`
+	RequestID string `json:"r"`
+}
+
+// answerTokens gives each ask request of a new batch its answer token and
+// URL. It returns the requests as Apply should see them and the mappings the
+// write stores.
+func (s *Service) answerTokens(part int, taskID string, reqs []InputRequest) ([]InputRequest, []store.AnswerToken) {
+	var tokens []store.AnswerToken
+	for i := range reqs {
+		if reqs[i].Kind != KindAsk {
+			continue
+		}
+		token := store.NewToken(AnswerTokenPrefix, part)
+		ref := answerRef{Hash: store.HashToken(token), TaskID: taskID, RequestID: reqs[i].RequestID}
+		val, _ := json.Marshal(ref) // three strings: cannot fail
+		tokens = append(tokens, store.AnswerToken{Hash: ref.Hash, Value: val})
+		reqs[i].AnswerURL = s.cfg.PublicURL + "/v1/input/" + token
+	}
+	return reqs, tokens
+}
+
+// expiresAt is when a task's answer tokens end: with the task.
+func expiresAt(t Task, now time.Time, max time.Duration) time.Time {
+	if t.ExpiresAt != nil {
+		return t.ExpiresAt.Time
+	}
+	return now.Add(max)
+}
+
+// AnswerInput is the body of POST /v1/input/{token}.
+type AnswerInput struct {
+	OptionID string `json:"optionId,omitempty"`
+	Text     string `json:"text,omitempty"`
+}
+
+// Answered is what an answer URL answers with: not the task, which the
+// holder of the capability may not read.
+type Answered struct {
+	OK        bool   `json:"ok"`
+	TaskID    string `json:"taskId"`
+	RequestID string `json:"requestId"`
+	Status    Status `json:"status"`
+}
+
+// Answer answers the one request an answer token names, as the task's
+// requester and under the rules of respond. ErrNotFound: no such token;
+// ErrInputClosed: the request was answered or the task ended.
+func (s *Service) Answer(ctx context.Context, token string, in AnswerInput, idem store.Idempotency) (Answered, bool, error) {
+	part, ok := store.ParseToken(token, AnswerTokenPrefix, s.store.Partitions)
+	if !ok {
+		return Answered{}, false, ErrNotFound
+	}
+	hash := store.HashToken(token)
+	ref, cached, err := s.resolveAnswer(ctx, part, hash, true)
+	if err != nil {
+		return Answered{}, false, err
+	}
+	t, _, fromCache := s.cache.get(ref.TaskID)
+	if !fromCache {
+		t, _, err = s.load(ctx, part, ref.TaskID)
+	}
+	if errors.Is(err, ErrNotFound) && cached {
+		// The task is gone: so may the token be (404), or it outlives it (410).
+		s.answers.Drop(hash, nil)
+		if _, _, err = s.resolveAnswer(ctx, part, hash, false); err == nil {
+			err = ErrInputClosed
+		}
+	}
+	if err != nil {
+		if errors.Is(err, ErrNotFound) && !cached {
+			err = ErrInputClosed
+		}
+		return Answered{}, false, err
+	}
+	cmd := Command{Kind: CmdRespond, OpenOnly: true,
+		Responses: []InputResponse{{RequestID: ref.RequestID, OptionID: in.OptionID, Text: in.Text}}}
+	reply, err := s.Run(ctx, authz.Principal{ID: t.Requester}, ref.TaskID, cmd, idem)
+	if err != nil {
+		return Answered{}, false, answerError(err)
+	}
+	var done Task
+	if err := json.Unmarshal(reply.JSON, &done); err != nil {
+		return Answered{}, false, fmt.Errorf("decode task: %w", err)
+	}
+	return Answered{OK: true, TaskID: done.TaskID, RequestID: ref.RequestID, Status: done.Status}, reply.Replayed, nil
+}
+
+// resolveAnswer finds the request of a token hash: from this replica's
+// cache (when useCache), or with one read of the store.
+func (s *Service) resolveAnswer(ctx context.Context, part int, hash string, useCache bool) (answerRef, bool, error) {
+	if ref, ok := s.answers.Get(hash); useCache && ok && store.SameHash(ref.Hash, hash) {
+		return ref, true, nil
+	}
+	raw, err := s.store.AnswerByToken(ctx, part, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return answerRef{}, false, ErrNotFound
+	}
+	if err != nil {
+		return answerRef{}, false, err
+	}
+	var ref answerRef
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		return answerRef{}, false, fmt.Errorf("decode answer token: %w", err)
+	}
+	if !store.SameHash(ref.Hash, hash) {
+		return answerRef{}, false, ErrNotFound
+	}
+	s.answers.Put(hash, ref, nil)
+	return ref, false, nil
+}
+
+// answerError turns what respond refused into what an answer URL says: the
+// request is closed, with no task in the error (its holder may not read it);
+// a field is named as the answer's body names it.
+func answerError(err error) error {
+	var verr *ValidationError
+	if errors.As(err, &verr) {
+		field := verr.Field
+		if i := strings.LastIndexByte(field, '.'); i >= 0 {
+			field = field[i+1:]
+		} else if strings.HasPrefix(field, "responses") {
+			field = "optionId"
+		}
+		return &ValidationError{Field: field, Message: verr.Message}
+	}
+	for _, closed := range []error{ErrTerminal, ErrNotInputRequired, ErrUnknownRequest, ErrInputConflict, ErrInputClosed, ErrNotFound} {
+		if errors.Is(err, closed) {
+			return ErrInputClosed
+		}
+	}
+	return err
+}
