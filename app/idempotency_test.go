@@ -115,17 +115,7 @@ func TestTaskCreateKeyAcrossSessions(t *testing.T) {
 			srv := apptest.Start(t, b.Config(t), app.Config{})
 			ctx := context.Background()
 			cl := client.New(srv.URL, apptest.Token(t, "idem-sessions"))
-			partition := func(id string) string { return id[len("ses_"):][:2] }
-			first, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			second := first
-			for partition(second.SessionID) == partition(first.SessionID) {
-				if second, err = cl.CreateSession(ctx, client.CreateSessionInput{}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			first, second := sessionsInTwoPartitions(t, cl)
 			task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID}, client.WithIdempotencyKey("t-1"))
 			if err != nil {
 				t.Fatal(err)
@@ -165,17 +155,7 @@ func TestHookCreateKeyAcrossSessions(t *testing.T) {
 	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
 	ctx := context.Background()
 	cl := client.New(srv.URL, apptest.Token(t, "idem-hooks"))
-	partition := func(id string) string { return id[len("ses_"):][:2] }
-	first, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := first
-	for partition(second.SessionID) == partition(first.SessionID) {
-		if second, err = cl.CreateSession(ctx, client.CreateSessionInput{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	first, second := sessionsInTwoPartitions(t, cl)
 	hook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: first.SessionID}, client.WithIdempotencyKey("h-1"))
 	if err != nil {
 		t.Fatal(err)
@@ -192,4 +172,23 @@ func TestHookCreateKeyAcrossSessions(t *testing.T) {
 	if err != nil || len(list.Items) != 0 {
 		t.Fatalf("a hook was created in the second session: %+v %v", list, err)
 	}
+}
+
+// sessionsInTwoPartitions opens sessions until two live in different
+// partitions (ids carry theirs in the two characters after the prefix).
+func sessionsInTwoPartitions(t *testing.T, cl *client.Client) (*client.Session, *client.Session) {
+	t.Helper()
+	ctx := context.Background()
+	partition := func(id string) string { return id[len("ses_"):][:2] }
+	first, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := first
+	for partition(second.SessionID) == partition(first.SessionID) {
+		if second, err = cl.CreateSession(ctx, client.CreateSessionInput{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return first, second
 }

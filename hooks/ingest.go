@@ -101,21 +101,21 @@ func (s *Service) Ingest(ctx context.Context, cb Callback) (Accepted, error) {
 		return Accepted{}, err
 	}
 	switch res.Outcome {
-	case store.HookOK:
+	case store.OK:
 		s.count(outcomeStored)
 		s.fanin.Notify(store.Wake{Kind: "h", ID: cfg.HookID, SessionID: cfg.SessionID})
 		return Accepted{EventID: res.EventID, Response: cfg.Response}, nil
-	case store.HookDuplicate:
+	case store.Duplicate:
 		s.count(outcomeDuplicate)
 		return Accepted{EventID: res.EventID, Duplicate: true, Response: cfg.Response}, nil
-	case store.HookMissing:
+	case store.Missing:
 		s.tokens.Drop(hash, nil)
 		s.count(outcomeNotFound)
 		return Accepted{}, ErrUnknownToken
-	case store.HookClosed:
+	case store.Closed:
 		s.count(outcomeClosed)
 		return Accepted{}, &ClosedError{Reason: res.Reason}
-	case store.HookRateLimited:
+	case store.RateLimited:
 		s.count(outcomeRateLimited)
 		return Accepted{}, &RateLimitedError{RetryAfter: res.RetryAfter}
 	}

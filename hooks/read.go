@@ -154,10 +154,10 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 			return Batch{}, err
 		}
 		switch b.Outcome {
-		case store.HookOK:
-		case store.HookMissing:
+		case store.OK:
+		case store.Missing:
 			return Batch{}, ErrNotFound
-		case store.HookTooManyGroups:
+		case store.TooManyGroups:
 			return Batch{}, invalidf("group", "the hook has %d consumer groups already", s.cfg.MaxGroups)
 		default:
 			return Batch{}, fmt.Errorf("read hook: unexpected outcome %d", b.Outcome)
@@ -268,13 +268,13 @@ func (s *Service) Ack(ctx context.Context, p authz.Principal, id string, in AckI
 		return Reply{}, err
 	}
 	switch res.Outcome {
-	case store.HookOK:
+	case store.OK:
 		return Reply{JSON: []byte(`{"acked":` + strconv.FormatInt(res.Acked, 10) + `}`)}, nil
-	case store.HookReplayed:
+	case store.Replayed:
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
-	case store.HookIdemConflict:
+	case store.IdemConflict:
 		return Reply{}, ErrIdempotency
-	case store.HookMissing:
+	case store.Missing:
 		return Reply{}, ErrNotFound
 	}
 	return Reply{}, fmt.Errorf("ack hook: unexpected outcome %d", res.Outcome)

@@ -175,13 +175,13 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return Reply{}, err
 	}
 	switch res.Outcome {
-	case store.HookOK:
+	case store.OK:
 		s.tokens.Put(cfg.TokenHash, cfg, nil)
 		s.refs.Put(h.HookID, hookRef{TaskID: h.TaskID, SessionID: sessionID, ClosesAt: h.ExpiresAt.Time}, nil)
 		return Reply{JSON: created}, nil
-	case store.HookReplayed:
+	case store.Replayed:
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
-	case store.HookIdemConflict:
+	case store.IdemConflict:
 		return Reply{}, ErrIdempotency
 	}
 	// Refused: nothing was stored, so the key is free for another body.
@@ -189,11 +189,11 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return Reply{}, err
 	}
 	switch res.Outcome {
-	case store.HookSessionMissing, store.HookTaskMissing:
+	case store.SessionMissing, store.TaskMissing:
 		return Reply{}, ErrNotFound
-	case store.HookSessionNotActive:
+	case store.SessionNotActive:
 		return Reply{}, ErrSessionNotActive
-	case store.HookTaskTerminal:
+	case store.TaskTerminal:
 		return Reply{}, ErrTaskTerminal
 	}
 	return Reply{}, fmt.Errorf("create hook: unexpected outcome %d", res.Outcome)
@@ -431,15 +431,15 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 		return Reply{}, err
 	}
 	switch res.Outcome {
-	case store.HookOK:
+	case store.OK:
 		// The script woke the other replicas' reads through the wake stream.
 		s.fanin.Notify(store.Wake{Kind: "h", ID: id, SessionID: h.SessionID})
 		return Reply{JSON: res.JSON}, nil
-	case store.HookReplayed:
+	case store.Replayed:
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
-	case store.HookIdemConflict:
+	case store.IdemConflict:
 		return Reply{}, ErrIdempotency
-	case store.HookMissing:
+	case store.Missing:
 		return Reply{}, ErrNotFound
 	}
 	return Reply{}, fmt.Errorf("close hook: unexpected outcome %d", res.Outcome)

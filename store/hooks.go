@@ -10,25 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// HookOutcome is what a hook script answered.
-type HookOutcome int
-
-const (
-	HookOK               HookOutcome = iota // applied
-	HookReplayed                            // an idempotent repeat: ReplayStatus and ReplayBody hold the first response
-	HookIdemConflict                        // the idempotency key was used with another body
-	HookMissing                             // no such hook (or not the caller's)
-	HookSessionMissing                      // create: the session does not exist for this principal
-	HookSessionNotActive                    // create: the session is cancelled
-	HookTaskMissing                         // create: the task does not exist
-	HookTaskTerminal                        // create: the task has ended
-	HookExists                              // create: the id or token is taken (never in practice)
-	HookDuplicate                           // ingest: the provider event id was seen; EventID is the first event
-	HookClosed                              // ingest: the hook takes no more requests; Reason says why
-	HookRateLimited                         // ingest: over the hook's rate; RetryAfter says when to come back
-	HookTooManyGroups                       // read: the hook has as many consumer groups as it may
-)
-
 // Reasons a hook is closed, as ingest and reads report them.
 const (
 	ClosedExplicitly       = "closed"
@@ -39,7 +20,7 @@ const (
 
 // HookResult is a hook script's answer.
 type HookResult struct {
-	Outcome      HookOutcome
+	Outcome      Outcome
 	EventID      string        // ingest: the stored (or, for a duplicate, the first) event
 	Seq          int64         // ingest: the stored event's number within the hook
 	Reason       string        // ingest: why the hook is closed
@@ -261,7 +242,7 @@ type HookRead struct {
 
 // HookBatch is what one read delivered.
 type HookBatch struct {
-	Outcome      HookOutcome
+	Outcome      Outcome
 	Entries      []HookEntry
 	Pending      int64         // the group's unacknowledged events after the read
 	DeadLettered int           // events this read moved to the dead-letter stream
@@ -299,9 +280,9 @@ func parseHookBatch(reply []any) (HookBatch, error) {
 	}
 	switch reply[0] {
 	case "not_found":
-		return HookBatch{Outcome: HookMissing}, nil
+		return HookBatch{Outcome: Missing}, nil
 	case "too_many_groups":
-		return HookBatch{Outcome: HookTooManyGroups}, nil
+		return HookBatch{Outcome: TooManyGroups}, nil
 	case "ok":
 	default:
 		return HookBatch{}, fmt.Errorf("unexpected script reply %v", reply[0])
@@ -421,7 +402,7 @@ func parseHookReply(reply []any) (HookResult, error) {
 	}
 	switch str(0) {
 	case "ok":
-		r := HookResult{Outcome: HookOK}
+		r := HookResult{Outcome: OK}
 		if len(reply) == 3 { // ingest
 			r.EventID, r.Seq = str(1), toInt(reply[2])
 		} else if len(reply) == 2 {
@@ -434,28 +415,28 @@ func parseHookReply(reply []any) (HookResult, error) {
 		return r, nil
 	case "replay":
 		status, _ := strconv.Atoi(str(1))
-		return HookResult{Outcome: HookReplayed, ReplayStatus: status, ReplayBody: []byte(str(2))}, nil
+		return HookResult{Outcome: Replayed, ReplayStatus: status, ReplayBody: []byte(str(2))}, nil
 	case "idem_conflict":
-		return HookResult{Outcome: HookIdemConflict}, nil
+		return HookResult{Outcome: IdemConflict}, nil
 	case "not_found":
-		return HookResult{Outcome: HookMissing}, nil
+		return HookResult{Outcome: Missing}, nil
 	case "session_not_found":
-		return HookResult{Outcome: HookSessionMissing}, nil
+		return HookResult{Outcome: SessionMissing}, nil
 	case "session_not_active":
-		return HookResult{Outcome: HookSessionNotActive}, nil
+		return HookResult{Outcome: SessionNotActive}, nil
 	case "task_not_found":
-		return HookResult{Outcome: HookTaskMissing}, nil
+		return HookResult{Outcome: TaskMissing}, nil
 	case "task_terminal":
-		return HookResult{Outcome: HookTaskTerminal}, nil
+		return HookResult{Outcome: TaskTerminal}, nil
 	case "exists":
-		return HookResult{Outcome: HookExists}, nil
+		return HookResult{Outcome: Exists}, nil
 	case "duplicate":
-		return HookResult{Outcome: HookDuplicate, EventID: str(1)}, nil
+		return HookResult{Outcome: Duplicate, EventID: str(1)}, nil
 	case "closed":
-		return HookResult{Outcome: HookClosed, Reason: str(1)}, nil
+		return HookResult{Outcome: Closed, Reason: str(1)}, nil
 	case "rate_limited":
 		n, _ := strconv.ParseInt(str(1), 10, 64)
-		return HookResult{Outcome: HookRateLimited, RetryAfter: time.Duration(n) * time.Millisecond}, nil
+		return HookResult{Outcome: RateLimited, RetryAfter: time.Duration(n) * time.Millisecond}, nil
 	}
 	return HookResult{}, fmt.Errorf("unexpected script reply %q", str(0))
 }

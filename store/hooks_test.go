@@ -33,7 +33,7 @@ func newHookFixture(t *testing.T, s *store.Store, owner string, withTask bool) h
 		}
 	}
 	res, id := f.createHook(t, owner, f.now.Add(time.Hour), store.Idempotency{})
-	if res.Outcome != store.HookOK {
+	if res.Outcome != store.OK {
 		t.Fatalf("create hook: %+v", res)
 	}
 	f.hook = id
@@ -200,7 +200,7 @@ func TestHookCreate(t *testing.T) {
 
 		// Somebody else's session does not exist; a stranger cannot hang a
 		// hook on it.
-		if res, _ := f.createHook(t, "mallory", closes, store.Idempotency{}); res.Outcome != store.HookSessionMissing {
+		if res, _ := f.createHook(t, "mallory", closes, store.Idempotency{}); res.Outcome != store.SessionMissing {
 			t.Errorf("stranger: %+v", res)
 		}
 		// An admin can.
@@ -208,20 +208,20 @@ func TestHookCreate(t *testing.T) {
 			Partition: f.part, ID: store.NewID(store.HookPrefix, f.part), SessionID: f.session, Principal: "root", Admin: true,
 			TokenHash: "h-admin", JSON: []byte(`{}`), Config: []byte(`{}`), Now: f.now, ClosesAt: closes, ExpiresAt: closes,
 		})
-		if err != nil || res.Outcome != store.HookOK {
+		if err != nil || res.Outcome != store.OK {
 			t.Errorf("admin: %+v %v", res, err)
 		}
 
 		// Idempotent repeat: the replay body, and no second hook.
 		idem := store.Idempotency{Scope: "alice\nPOST /v1/hooks\nk1", BodyHash: "b1"}
-		if res, _ := f.createHook(t, "alice", closes, idem); res.Outcome != store.HookOK {
+		if res, _ := f.createHook(t, "alice", closes, idem); res.Outcome != store.OK {
 			t.Fatalf("first: %+v", res)
 		}
 		res, _ = f.createHook(t, "alice", closes, idem)
-		if res.Outcome != store.HookReplayed || res.ReplayStatus != 201 || string(res.ReplayBody) != `{"replay":true}` {
+		if res.Outcome != store.Replayed || res.ReplayStatus != 201 || string(res.ReplayBody) != `{"replay":true}` {
 			t.Errorf("replay: %+v", res)
 		}
-		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{Scope: idem.Scope, BodyHash: "b2"}); res.Outcome != store.HookIdemConflict {
+		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{Scope: idem.Scope, BodyHash: "b2"}); res.Outcome != store.IdemConflict {
 			t.Errorf("idem conflict: %+v", res)
 		}
 
@@ -229,11 +229,11 @@ func TestHookCreate(t *testing.T) {
 		if _, err := s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed").Result(); err != nil {
 			t.Fatal(err)
 		}
-		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.HookTaskTerminal {
+		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.TaskTerminal {
 			t.Errorf("terminal task: %+v", res)
 		}
 		f.task = store.NewID(store.TaskPrefix, f.part)
-		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.HookTaskMissing {
+		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.TaskMissing {
 			t.Errorf("missing task: %+v", res)
 		}
 		// Nor does a cancelled session.
@@ -241,7 +241,7 @@ func TestHookCreate(t *testing.T) {
 		if _, err := s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled").Result(); err != nil {
 			t.Fatal(err)
 		}
-		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.HookSessionNotActive {
+		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.SessionNotActive {
 			t.Errorf("cancelled session: %+v", res)
 		}
 	})
@@ -257,7 +257,7 @@ func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
 		var got []store.HookResult
 		for i := range 3 {
 			res := f.ingest(t, post{body: fmt.Sprintf(`{"n":%d,"secret":"body-text"}`, i)})
-			if res.Outcome != store.HookOK || res.Seq != int64(i+1) {
+			if res.Outcome != store.OK || res.Seq != int64(i+1) {
 				t.Fatalf("post %d: %+v", i, res)
 			}
 			if i > 0 && !streamLess(got[i-1].EventID, res.EventID) {
@@ -315,15 +315,15 @@ func TestHookIngestDedupes(t *testing.T) {
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", false)
 		first := f.ingest(t, post{pid: "delivery-1", body: "a"})
-		if first.Outcome != store.HookOK {
+		if first.Outcome != store.OK {
 			t.Fatal(first)
 		}
 		again := f.ingest(t, post{pid: "delivery-1", body: "a, sent again"})
-		if again.Outcome != store.HookDuplicate || again.EventID != first.EventID {
+		if again.Outcome != store.Duplicate || again.EventID != first.EventID {
 			t.Fatalf("repeat: %+v, want duplicate of %s", again, first.EventID)
 		}
 		other := f.ingest(t, post{pid: "delivery-2", body: "b"})
-		if other.Outcome != store.HookOK || other.Seq != 2 {
+		if other.Outcome != store.OK || other.Seq != 2 {
 			t.Fatalf("other: %+v", other)
 		}
 		if n := f.queueLen(t); n != 2 {
@@ -347,7 +347,7 @@ func TestHookIngestRefusesClosedHooks(t *testing.T) {
 		}{
 			{"closed", store.ClosedExplicitly, false, func(f *hookFixture) time.Time {
 				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
-				if err != nil || res.Outcome != store.HookOK || string(res.JSON) != `{"status":"closed"}` {
+				if err != nil || res.Outcome != store.OK || string(res.JSON) != `{"status":"closed"}` {
 					t.Fatalf("close: %+v %v", res, err)
 				}
 				// Closing again changes nothing and answers the record as stored.
@@ -376,7 +376,7 @@ func TestHookIngestRefusesClosedHooks(t *testing.T) {
 			before := len(f.sessionLog(t))
 			at := c.setup(&f)
 			res := f.ingest(t, post{at: at, pid: "p1", body: "late"})
-			if res.Outcome != store.HookClosed || res.Reason != c.reason {
+			if res.Outcome != store.Closed || res.Reason != c.reason {
 				t.Errorf("%s: %+v, want closed (%s)", c.name, res, c.reason)
 			}
 			if n := f.queueLen(t); n != 0 {
@@ -389,11 +389,11 @@ func TestHookIngestRefusesClosedHooks(t *testing.T) {
 
 		// A hook that is gone, and a stranger closing one.
 		f := newHookFixture(t, s, "alice", false)
-		if res, _ := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "mallory"}); res.Outcome != store.HookMissing {
+		if res, _ := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "mallory"}); res.Outcome != store.Missing {
 			t.Errorf("stranger close: %+v", res)
 		}
 		s.RDB.Del(ctx, s.Keys.Hook(f.part, f.hook))
-		if res := f.ingest(t, post{body: "x"}); res.Outcome != store.HookMissing {
+		if res := f.ingest(t, post{body: "x"}); res.Outcome != store.Missing {
 			t.Errorf("gone: %+v", res)
 		}
 	})
@@ -407,7 +407,7 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 		ctx := context.Background()
 		for _, withTask := range []bool{true, false} {
 			f := newHookFixture(t, s, "alice", withTask)
-			if b := f.read(t, readOpts{consumer: "a"}); b.Outcome != store.HookOK || b.Closed || b.Reason != "" {
+			if b := f.read(t, readOpts{consumer: "a"}); b.Outcome != store.OK || b.Closed || b.Reason != "" {
 				t.Errorf("open hook (task %v): %+v", withTask, b)
 			}
 		}
@@ -420,7 +420,7 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 			{"closed", store.ClosedExplicitly, true, func(f *hookFixture) time.Time {
 				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
 					Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
-				if err != nil || res.Outcome != store.HookOK {
+				if err != nil || res.Outcome != store.OK {
 					t.Fatalf("close: %+v %v", res, err)
 				}
 				// Reads waiting on the hook, on any replica, are woken.
@@ -459,18 +459,18 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 			at := c.setup(&f)
 			// What the hook took while open is still delivered, with the reason.
 			b := f.read(t, readOpts{consumer: "a", now: at})
-			if b.Outcome != store.HookOK || !b.Closed || b.Reason != c.reason || len(b.Entries) != 1 || b.Entries[0].ID != first {
+			if b.Outcome != store.OK || !b.Closed || b.Reason != c.reason || len(b.Entries) != 1 || b.Entries[0].ID != first {
 				t.Errorf("%s: first read %+v, want %s delivered and closed (%s)", c.name, b, first, c.reason)
 			}
 			if res := f.ack(t, "alice", "g", first); res.Acked != 1 {
 				t.Errorf("%s: ack %+v", c.name, res)
 			}
 			b = f.read(t, readOpts{consumer: "a", now: at})
-			if b.Outcome != store.HookOK || !b.Closed || b.Reason != c.reason || len(b.Entries) != 0 || b.Pending != 0 {
+			if b.Outcome != store.OK || !b.Closed || b.Reason != c.reason || len(b.Entries) != 0 || b.Pending != 0 {
 				t.Errorf("%s: drained read %+v, want empty and closed (%s)", c.name, b, c.reason)
 			}
 			// The read and ingest agree.
-			if res := f.ingest(t, post{at: at, body: "late"}); res.Outcome != store.HookClosed || res.Reason != c.reason {
+			if res := f.ingest(t, post{at: at, body: "late"}); res.Outcome != store.Closed || res.Reason != c.reason {
 				t.Errorf("%s: ingest %+v, want closed (%s)", c.name, res, c.reason)
 			}
 		}
@@ -485,20 +485,20 @@ func TestHookIngestRateLimit(t *testing.T) {
 		p := post{at: now, interval: time.Second, burst: 3}
 		for i := range 3 {
 			p.body = fmt.Sprint(i)
-			if res := f.ingest(t, p); res.Outcome != store.HookOK {
+			if res := f.ingest(t, p); res.Outcome != store.OK {
 				t.Fatalf("post %d within the burst: %+v", i, res)
 			}
 		}
 		res := f.ingest(t, p)
-		if res.Outcome != store.HookRateLimited || res.RetryAfter != time.Second {
+		if res.Outcome != store.RateLimited || res.RetryAfter != time.Second {
 			t.Fatalf("over the burst: %+v, want rate limited for 1s", res)
 		}
 		// A refused post costs nothing: one interval later, one more fits.
 		p.at = now.Add(time.Second)
-		if res := f.ingest(t, p); res.Outcome != store.HookOK {
+		if res := f.ingest(t, p); res.Outcome != store.OK {
 			t.Fatalf("after one interval: %+v", res)
 		}
-		if res := f.ingest(t, p); res.Outcome != store.HookRateLimited {
+		if res := f.ingest(t, p); res.Outcome != store.RateLimited {
 			t.Fatalf("second post after one interval: %+v", res)
 		}
 		if n := f.queueLen(t); n != 4 {
@@ -515,7 +515,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 
 		// Reading before anything arrived makes the group, on a queue that
 		// expires with the hook.
-		if b := f.read(t, readOpts{consumer: "a"}); b.Outcome != store.HookOK || len(b.Entries) != 0 || b.NextVisible != -1 {
+		if b := f.read(t, readOpts{consumer: "a"}); b.Outcome != store.OK || len(b.Entries) != 0 || b.NextVisible != -1 {
 			t.Fatalf("empty read: %+v", b)
 		}
 		if at, err := s.RDB.PExpireTime(ctx, s.Keys.HookQueue(f.part, f.hook)).Result(); err != nil || at <= 0 {
@@ -552,7 +552,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		// b acks one; it never comes back. The other returns to b (its own
 		// now) with delivery 3, then is dead-lettered on the next attempt
 		// with max deliveries 3.
-		if res := f.ack(t, "alice", "g", e1, e1); res.Outcome != store.HookOK || res.Acked != 1 {
+		if res := f.ack(t, "alice", "g", e1, e1); res.Outcome != store.OK || res.Acked != 1 {
 			t.Fatalf("ack: %+v", res)
 		}
 		got = nil
@@ -613,27 +613,27 @@ func TestHookGroupsReadIndependently(t *testing.T) {
 			t.Fatalf("group two: %v", ids(b))
 		}
 		// A hook has a bounded number of groups.
-		if b := f.read(t, readOpts{group: "three", consumer: "x", maxGroups: 2}); b.Outcome != store.HookTooManyGroups {
+		if b := f.read(t, readOpts{group: "three", consumer: "x", maxGroups: 2}); b.Outcome != store.TooManyGroups {
 			t.Fatalf("third group: %+v", b)
 		}
-		if b := f.read(t, readOpts{group: "two", consumer: "x", maxGroups: 2}); b.Outcome != store.HookOK {
+		if b := f.read(t, readOpts{group: "two", consumer: "x", maxGroups: 2}); b.Outcome != store.OK {
 			t.Fatalf("existing group at the limit: %+v", b)
 		}
 		// Strangers see nothing; admins see it all.
-		if b := f.read(t, readOpts{principal: "mallory", group: "one"}); b.Outcome != store.HookMissing {
+		if b := f.read(t, readOpts{principal: "mallory", group: "one"}); b.Outcome != store.Missing {
 			t.Errorf("stranger read: %+v", b)
 		}
-		if res := f.ack(t, "mallory", "one", "0-1"); res.Outcome != store.HookMissing {
+		if res := f.ack(t, "mallory", "one", "0-1"); res.Outcome != store.Missing {
 			t.Errorf("stranger ack: %+v", res)
 		}
-		if res := f.ack(t, "alice", "nosuchgroup", "0-1"); res.Outcome != store.HookOK || res.Acked != 0 {
+		if res := f.ack(t, "alice", "nosuchgroup", "0-1"); res.Outcome != store.OK || res.Acked != 0 {
 			t.Errorf("ack in a group that does not exist: %+v", res)
 		}
 		b, err := s.ReadHook(context.Background(), store.HookRead{
 			Partition: f.part, ID: f.hook, SessionID: f.session, Principal: "root", Admin: true, Group: "one", Consumer: "y",
 			Count: 10, Visibility: time.Hour, MaxDeliveries: 10, MaxGroups: 16, Now: time.Now(),
 		})
-		if err != nil || b.Outcome != store.HookOK || b.Pending != 5 || b.Closed {
+		if err != nil || b.Outcome != store.OK || b.Pending != 5 || b.Closed {
 			t.Errorf("admin read: %+v %v", b, err)
 		}
 	})
@@ -657,13 +657,13 @@ func TestHookAckIdempotency(t *testing.T) {
 			}
 			return res
 		}
-		if res := ack("h"); res.Outcome != store.HookOK || res.Acked != 1 {
+		if res := ack("h"); res.Outcome != store.OK || res.Acked != 1 {
 			t.Fatalf("ack: %+v", res)
 		}
-		if res := ack("h"); res.Outcome != store.HookReplayed || string(res.ReplayBody) != `{"acked":1}` || res.ReplayStatus != 200 {
+		if res := ack("h"); res.Outcome != store.Replayed || string(res.ReplayBody) != `{"acked":1}` || res.ReplayStatus != 200 {
 			t.Fatalf("repeat: %+v", res)
 		}
-		if res := ack("other"); res.Outcome != store.HookIdemConflict {
+		if res := ack("other"); res.Outcome != store.IdemConflict {
 			t.Fatalf("other body: %+v", res)
 		}
 	})

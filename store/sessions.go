@@ -57,11 +57,6 @@ type SessionCancel struct {
 	Idem      Idempotency
 }
 
-// Outcomes particular to CancelSession.
-const (
-	AlreadyCancelled Outcome = 100 + iota
-)
-
 // CancelSession writes the cancellation in one script, all or nothing.
 func (s *Store) CancelSession(ctx context.Context, w SessionCancel) (Result, error) {
 	p := w.Partition

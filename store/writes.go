@@ -22,6 +22,13 @@ const (
 	SessionMissing                  // the session does not exist for this principal
 	SessionNotActive                // the session is cancelled
 	Exists                          // the id is taken (never in practice: ids are random)
+	AlreadyCancelled                // session cancel: the session is cancelled already
+	TaskMissing                     // hook create: the task does not exist
+	TaskTerminal                    // hook create: the task has ended
+	Duplicate                       // hook ingest: the provider event id was seen; EventID is the first event
+	Closed                          // hook ingest: the hook takes no more requests; Reason says why
+	RateLimited                     // hook ingest: over the hook's rate; RetryAfter says when to come back
+	TooManyGroups                   // hook read: the hook has as many consumer groups as it may
 )
 
 // Result is a write script's answer.
