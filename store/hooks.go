@@ -275,17 +275,12 @@ func (s *Store) ReadHook(ctx context.Context, r HookRead) (HookBatch, error) {
 }
 
 func parseHookBatch(reply []any) (HookBatch, error) {
-	if len(reply) == 0 {
-		return HookBatch{}, errors.New("empty script reply")
+	o, err := scriptReply(reply).outcome()
+	if err != nil {
+		return HookBatch{}, err
 	}
-	switch reply[0] {
-	case "not_found":
-		return HookBatch{Outcome: Missing}, nil
-	case "too_many_groups":
-		return HookBatch{Outcome: TooManyGroups}, nil
-	case "ok":
-	default:
-		return HookBatch{}, fmt.Errorf("unexpected script reply %v", reply[0])
+	if o != OK {
+		return HookBatch{Outcome: o}, nil
 	}
 	if len(reply) != 8 {
 		return HookBatch{}, fmt.Errorf("read reply has %d members", len(reply))
@@ -386,59 +381,34 @@ func (s *Store) ReadHookLog(ctx context.Context, p int, id, after string, limit,
 // {'ok', eventId, seq} (ingest), {'ok', acked} with an integer (ack) and
 // {'ok', json} (close).
 func parseHookReply(reply []any) (HookResult, error) {
-	if len(reply) == 0 {
-		return HookResult{}, errors.New("empty script reply")
+	r := scriptReply(reply)
+	o, err := r.outcome()
+	if err != nil {
+		return HookResult{}, err
 	}
-	str := func(i int) string {
-		if i < len(reply) {
-			switch v := reply[i].(type) {
-			case string:
-				return v
-			case int64:
-				return strconv.FormatInt(v, 10)
-			}
-		}
-		return ""
-	}
-	switch str(0) {
-	case "ok":
-		r := HookResult{Outcome: OK}
-		if len(reply) == 3 { // ingest
-			r.EventID, r.Seq = str(1), toInt(reply[2])
-		} else if len(reply) == 2 {
-			if n, ok := reply[1].(int64); ok { // ack
-				r.Acked = n
+	res := HookResult{Outcome: o}
+	switch o {
+	case OK:
+		if len(r) == 3 { // ingest
+			res.EventID, res.Seq = r.str(1), toInt(r[2])
+		} else if len(r) == 2 {
+			if n, ok := r[1].(int64); ok { // ack
+				res.Acked = n
 			} else { // close
-				r.JSON = []byte(str(1))
+				res.JSON = []byte(r.str(1))
 			}
 		}
-		return r, nil
-	case "replay":
-		status, _ := strconv.Atoi(str(1))
-		return HookResult{Outcome: Replayed, ReplayStatus: status, ReplayBody: []byte(str(2))}, nil
-	case "idem_conflict":
-		return HookResult{Outcome: IdemConflict}, nil
-	case "not_found":
-		return HookResult{Outcome: Missing}, nil
-	case "session_not_found":
-		return HookResult{Outcome: SessionMissing}, nil
-	case "session_not_active":
-		return HookResult{Outcome: SessionNotActive}, nil
-	case "task_not_found":
-		return HookResult{Outcome: TaskMissing}, nil
-	case "task_terminal":
-		return HookResult{Outcome: TaskTerminal}, nil
-	case "exists":
-		return HookResult{Outcome: Exists}, nil
-	case "duplicate":
-		return HookResult{Outcome: Duplicate, EventID: str(1)}, nil
-	case "closed":
-		return HookResult{Outcome: Closed, Reason: str(1)}, nil
-	case "rate_limited":
-		n, _ := strconv.ParseInt(str(1), 10, 64)
-		return HookResult{Outcome: RateLimited, RetryAfter: time.Duration(n) * time.Millisecond}, nil
+	case Replayed:
+		res.ReplayStatus, res.ReplayBody = r.replay()
+	case Duplicate:
+		res.EventID = r.str(1)
+	case Closed:
+		res.Reason = r.str(1)
+	case RateLimited:
+		n, _ := strconv.ParseInt(r.str(1), 10, 64)
+		res.RetryAfter = time.Duration(n) * time.Millisecond
 	}
-	return HookResult{}, fmt.Errorf("unexpected script reply %q", str(0))
+	return res, nil
 }
 
 func flag(b bool) string {

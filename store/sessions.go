@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,16 +69,5 @@ func (s *Store) CancelSession(ctx context.Context, w SessionCancel) (Result, err
 		keys = append(keys, s.Keys.Task(p, t.ID), s.Keys.TaskLog(p, t.ID))
 		args = append(args, t.ID, t.ExpectRevision, t.JSON, wakeSnapshot(t.JSON), t.Event)
 	}
-	reply, err := s.Scripts.SessionCancel.Run(ctx, s.RDB, keys, args...).Slice()
-	if err != nil {
-		return Result{}, unavailable(err)
-	}
-	if len(reply) > 0 && reply[0] == "already" {
-		return Result{Outcome: AlreadyCancelled}, nil
-	}
-	res, err := parseResult(reply)
-	if err != nil {
-		return Result{}, fmt.Errorf("cancel session: %w", err)
-	}
-	return res, nil
+	return s.run(ctx, s.Scripts.SessionCancel, keys, args)
 }

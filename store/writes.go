@@ -276,44 +276,21 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args [
 }
 
 func parseResult(reply []any) (Result, error) {
-	if len(reply) == 0 {
-		return Result{}, fmt.Errorf("empty script reply")
+	r := scriptReply(reply)
+	o, err := r.outcome()
+	if err != nil {
+		return Result{}, err
 	}
-	str := func(i int) string {
-		if i < len(reply) {
-			if s, ok := reply[i].(string); ok {
-				return s
-			}
+	res := Result{Outcome: o}
+	switch o {
+	case OK:
+		for i := 1; i < len(r); i++ {
+			res.EventIDs = append(res.EventIDs, r.str(i))
 		}
-		return ""
+	case Replayed:
+		res.ReplayStatus, res.ReplayBody = r.replay()
+	case Conflict:
+		res.Current = []byte(r.str(1))
 	}
-	switch str(0) {
-	case "ok":
-		r := Result{Outcome: OK}
-		for i := 1; i < len(reply); i++ {
-			r.EventIDs = append(r.EventIDs, str(i))
-		}
-		return r, nil
-	case "replay":
-		status, _ := strconv.Atoi(str(1))
-		if status == 0 {
-			if n, ok := reply[1].(int64); ok {
-				status = int(n)
-			}
-		}
-		return Result{Outcome: Replayed, ReplayStatus: status, ReplayBody: []byte(str(2))}, nil
-	case "idem_conflict":
-		return Result{Outcome: IdemConflict}, nil
-	case "conflict":
-		return Result{Outcome: Conflict, Current: []byte(str(1))}, nil
-	case "not_found":
-		return Result{Outcome: Missing}, nil
-	case "session_not_found":
-		return Result{Outcome: SessionMissing}, nil
-	case "session_not_active":
-		return Result{Outcome: SessionNotActive}, nil
-	case "exists":
-		return Result{Outcome: Exists}, nil
-	}
-	return Result{}, fmt.Errorf("unexpected script reply %q", str(0))
+	return res, nil
 }
