@@ -33,14 +33,7 @@ func TestBadInputGetsItsCode(t *testing.T) {
 	ctx := context.Background()
 	good := signed(t, jwt.MapClaims{"sub": "bad", "aud": "taskhook", "exp": time.Now().Add(time.Hour).Unix()}, apptest.Secret)
 	cl := client.New(srv.URL, good)
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ses, task := sessionWithTask(t, cl)
 	tp := "/v1/tasks/" + task.TaskID
 	cases := []struct {
 		name, method, path, body, token string
@@ -137,14 +130,7 @@ func TestHugeWaitIsCutToTheMaximum(t *testing.T) {
 	ctx := context.Background()
 	tok := apptest.Token(t, "wait-huge")
 	cl := client.New(srv.URL, tok)
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, task := sessionWithTask(t, cl)
 	if _, err := cl.Complete(ctx, task.TaskID, "done"); err != nil {
 		t.Fatal(err)
 	}

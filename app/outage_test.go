@@ -78,14 +78,7 @@ func TestRedisOutage(t *testing.T) {
 	srv := apptest.Start(t, store.Config{URL: "redis://" + rs.addr() + "/0", Prefix: "outage:"}, app.Config{})
 	ctx := context.Background()
 	cl := client.New(srv.URL, apptest.Token(t, "ops"))
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ses, task := sessionWithTask(t, cl)
 	bin := rs.cmd.Path
 	rs.stop()
 

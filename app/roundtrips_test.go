@@ -69,14 +69,7 @@ func TestWaitingLongPollCostsNoRoundTrips(t *testing.T) {
 	srv := apptest.Start(t, storetest.Standalone(t), app.Config{WakeBlock: 20 * time.Millisecond, Partitions: 4})
 	ctx := context.Background()
 	cl := client.New(srv.URL, apptest.Token(t, "lp"))
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, task := sessionWithTask(t, cl)
 	before := roundTrips(srv, "requests")
 	type result struct {
 		task *client.Task

@@ -43,14 +43,7 @@ func TestEventStreams(t *testing.T) {
 	defer cancel()
 	tok := apptest.Token(t, "streamer")
 	cl := client.New(a.URL, tok)
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ses, task := sessionWithTask(t, cl)
 	const changes = 6
 	// Two subscribers on two replicas, started before the changes.
 	results := make(chan []client.Event, 2)
