@@ -76,6 +76,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	}
 	a.Store, err = store.Open(ctx, store.Config{
 		URL: cfg.RedisURL, Cluster: cfg.RedisCluster, Prefix: cfg.RedisPrefix, Partitions: cfg.Partitions,
+		Timeout: cfg.RedisTimeout,
 	}, a.Metrics, log)
 	if err != nil {
 		return nil, err

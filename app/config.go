@@ -19,6 +19,7 @@ type Config struct {
 	RedisCluster    bool          // TASKHOOK_REDIS_CLUSTER
 	RedisPrefix     string        // TASKHOOK_REDIS_PREFIX, default "th:"
 	Partitions      int           // TASKHOOK_PARTITIONS, default 16
+	RedisTimeout    time.Duration // TASKHOOK_REDIS_TIMEOUT: the whole of one Redis command, default 2s
 	JWTSecret       string        // TASKHOOK_JWT_SECRET (HS256, at least 32 bytes)
 	JWKSFile        string        // TASKHOOK_JWKS_FILE
 	JWTAudience     string        // TASKHOOK_JWT_AUDIENCE
@@ -56,6 +57,9 @@ func (c Config) Validate() error {
 	}
 	if c.PublicURL != "" && !strings.HasPrefix(c.PublicURL, "http://") && !strings.HasPrefix(c.PublicURL, "https://") {
 		errs = append(errs, errors.New("TASKHOOK_PUBLIC_URL must start with http:// or https://"))
+	}
+	if c.RedisTimeout < 0 || (c.RedisTimeout > 0 && c.RedisTimeout < 10*time.Millisecond) {
+		errs = append(errs, errors.New("TASKHOOK_REDIS_TIMEOUT must be at least 10ms"))
 	}
 	if c.HookMaxDeliveries < 0 {
 		errs = append(errs, errors.New("TASKHOOK_HOOK_MAX_DELIVERIES must be at least 1"))
@@ -122,6 +126,7 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_DEFAULT_TTL", dur(&c.DefaultTTL))
 	parse("TASKHOOK_MAX_TTL", dur(&c.MaxTTL))
 	parse("TASKHOOK_SHUTDOWN_TIMEOUT", dur(&c.ShutdownTimeout))
+	parse("TASKHOOK_REDIS_TIMEOUT", dur(&c.RedisTimeout))
 	parse("TASKHOOK_RECHECK_INTERVAL", dur(&c.RecheckInterval))
 	parse("TASKHOOK_WAKE_BLOCK", dur(&c.WakeBlock))
 	parse("TASKHOOK_HOOK_MAX_DELIVERIES", func(v string) (err error) { c.HookMaxDeliveries, err = strconv.Atoi(v); return err })

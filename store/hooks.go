@@ -58,7 +58,7 @@ type HookCreate struct {
 // CreateHook writes a hook, its token mapping and its indexes in one script.
 func (s *Store) CreateHook(ctx context.Context, w HookCreate) (HookResult, error) {
 	p := w.Partition
-	idemKey, idemHash := s.idemKey(p, w.Idem)
+	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
 	taskKey, taskIndex := s.Keys.Hook(p, w.ID), s.Keys.Hook(p, w.ID) // unread for a session hook
 	if w.TaskID != "" {
 		taskKey, taskIndex = s.Keys.Task(p, w.TaskID), s.Keys.TaskHooks(p, w.TaskID)
@@ -69,12 +69,12 @@ func (s *Store) CreateHook(ctx context.Context, w HookCreate) (HookResult, error
 		s.Keys.SessionLog(p, w.SessionID),
 	}
 	args := []any{
-		idemHash, IdempotencyTTL.Milliseconds(), w.Principal, flag(w.Admin), w.ID, w.TaskID, w.JSON,
+		idemHash, idemTTL, w.Principal, flag(w.Admin), w.ID, w.TaskID, w.JSON,
 		w.Config, ms(w.Now), ms(w.ClosesAt), ms(w.ExpiresAt), w.Replay,
 	}
-	reply, err := s.Scripts.HookCreate.Run(ctx, s.RDB, keys, args...).Slice()
+	reply, err := s.exec(ctx, s.Scripts.HookCreate, keys, args)
 	if err != nil {
-		return HookResult{}, unavailable(err)
+		return HookResult{}, err
 	}
 	return parseHookReply(reply)
 }
@@ -128,9 +128,10 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (HookResult, error
 	if w.TaskID != "" {
 		taskKey, hasTask = s.Keys.Task(p, w.TaskID), "1"
 	}
+	cmdKey, cmdHash, cmdTTL := s.idemKey(p, Idempotency{})
 	keys := []string{
 		s.Keys.Hook(p, w.HookID), taskKey, s.Keys.Session(p, w.SessionID), s.Keys.HookQueue(p, w.HookID),
-		s.Keys.HookDedupe(p, w.HookID), s.Keys.SessionLog(p, w.SessionID), s.Keys.Wake(p),
+		s.Keys.HookDedupe(p, w.HookID), s.Keys.SessionLog(p, w.SessionID), s.Keys.Wake(p), cmdKey,
 	}
 	bodyField := "b"
 	if w.BodyIsBase64 {
@@ -139,11 +140,11 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (HookResult, error
 	args := []any{
 		ms(w.Now), hasTask, w.ProviderEventID, w.RateInterval.Milliseconds(), w.Burst, w.ReceivedAt,
 		w.Method, w.ContentType, w.Headers, bodyField, w.Body, logMinID(w.Now, w.Retention),
-		w.HookID, w.SessionID, w.EventHead,
+		w.HookID, w.SessionID, w.EventHead, cmdHash, cmdTTL,
 	}
-	reply, err := s.Scripts.HookIngest.Run(ctx, s.RDB, keys, args...).Slice()
+	reply, err := s.exec(ctx, s.Scripts.HookIngest, keys, args)
 	if err != nil {
-		return HookResult{}, unavailable(err)
+		return HookResult{}, err
 	}
 	return parseHookReply(reply)
 }
@@ -206,12 +207,12 @@ type HookClose struct {
 // CloseHook closes a hook in one script and wakes the reads waiting on it;
 // JSON in the result is the record as stored afterwards.
 func (s *Store) CloseHook(ctx context.Context, w HookClose) (HookResult, error) {
-	idemKey, idemHash := s.idemKey(w.Partition, w.Idem)
+	idemKey, idemHash, idemTTL := s.idemKey(w.Partition, w.Idem)
 	keys := []string{s.Keys.Hook(w.Partition, w.ID), idemKey, s.Keys.Wake(w.Partition)}
-	args := []any{idemHash, IdempotencyTTL.Milliseconds(), w.Principal, flag(w.Admin), w.ClosedJSON, w.ID, w.SessionID}
-	reply, err := s.Scripts.HookClose.Run(ctx, s.RDB, keys, args...).Slice()
+	args := []any{idemHash, idemTTL, w.Principal, flag(w.Admin), w.ClosedJSON, w.ID, w.SessionID}
+	reply, err := s.exec(ctx, s.Scripts.HookClose, keys, args)
 	if err != nil {
-		return HookResult{}, unavailable(err)
+		return HookResult{}, err
 	}
 	return parseHookReply(reply)
 }
@@ -323,16 +324,16 @@ type HookAck struct {
 
 // AckHook acknowledges events in one script.
 func (s *Store) AckHook(ctx context.Context, a HookAck) (HookResult, error) {
-	idemKey, idemHash := s.idemKey(a.Partition, a.Idem)
+	idemKey, idemHash, idemTTL := s.idemKey(a.Partition, a.Idem)
 	keys := []string{s.Keys.Hook(a.Partition, a.ID), s.Keys.HookQueue(a.Partition, a.ID), idemKey}
 	args := make([]any, 0, 5+len(a.EventIDs))
-	args = append(args, idemHash, IdempotencyTTL.Milliseconds(), a.Principal, flag(a.Admin), a.Group)
+	args = append(args, idemHash, idemTTL, a.Principal, flag(a.Admin), a.Group)
 	for _, id := range a.EventIDs {
 		args = append(args, id)
 	}
-	reply, err := s.Scripts.HookAck.Run(ctx, s.RDB, keys, args...).Slice()
+	reply, err := s.exec(ctx, s.Scripts.HookAck, keys, args)
 	if err != nil {
-		return HookResult{}, unavailable(err)
+		return HookResult{}, err
 	}
 	return parseHookReply(reply)
 }

@@ -48,6 +48,10 @@ func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id 
 // Idempotency is the stored response of an idempotent request (a hash: h, s, b).
 func (k Keys) Idempotency(p int, scope string) string { return k.Tag(p) + "idem:" + digest(scope) }
 
+// Command is the record of a command id the server made for one write (a
+// hash: h, b), kept CommandTTL.
+func (k Keys) Command(p int, id string) string { return k.Tag(p) + "cmd:" + id }
+
 // IdempotencyClaim binds an idempotency key to its body hash in the scope's
 // own partition (a string), for a create whose record lives in a partition
 // the body chooses.

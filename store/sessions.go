@@ -59,11 +59,11 @@ type SessionCancel struct {
 // CancelSession writes the cancellation in one script, all or nothing.
 func (s *Store) CancelSession(ctx context.Context, w SessionCancel) (Result, error) {
 	p := w.Partition
-	idemKey, idemHash := s.idemKey(p, w.Idem)
+	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
 	keys := []string{
 		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.SessionTasks(p, w.ID), idemKey, s.Keys.Wake(p),
 	}
-	args := []any{idemHash, IdempotencyTTL.Milliseconds(), w.JSON, ms(w.Now), logMinID(w.Now, w.Retention),
+	args := []any{idemHash, idemTTL, w.JSON, ms(w.Now), logMinID(w.Now, w.Retention),
 		w.Event, w.ID, w.Response, w.IndexSize}
 	for _, t := range w.Tasks {
 		keys = append(keys, s.Keys.Task(p, t.ID), s.Keys.TaskLog(p, t.ID))

@@ -67,6 +67,12 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// noRetries turns off the client library's own re-sending: it re-sends a
+// command after a read timeout while the first may still run, and a stall
+// would cost two timeouts. Writes are retried by exec instead, under their
+// command id.
+const noRetries = -1
+
 // Store is the handle every service uses.
 type Store struct {
 	RDB        redis.UniversalClient
@@ -103,14 +109,14 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 		s.RDB = redis.NewClient(&redis.Options{
 			Addr: s.embedded.Addr(), PoolSize: cfg.PoolSize,
 			ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, DialTimeout: cfg.Timeout,
-			ContextTimeoutEnabled: true,
+			MaxRetries: noRetries, ContextTimeoutEnabled: true,
 		})
 	case cfg.Cluster:
 		s.Kind = KindRedisCluster
 		s.RDB = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: strings.Split(cfg.URL, ","), PoolSize: cfg.PoolSize,
 			ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, DialTimeout: cfg.Timeout,
-			MaxRetries: 1, ContextTimeoutEnabled: true,
+			MaxRetries: noRetries, ContextTimeoutEnabled: true,
 		})
 	default:
 		opts, err := redis.ParseURL(cfg.URL)
@@ -119,11 +125,12 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 		}
 		opts.PoolSize = cfg.PoolSize
 		opts.ReadTimeout, opts.WriteTimeout, opts.DialTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
-		opts.MaxRetries = 1
+		opts.MaxRetries = noRetries
 		opts.ContextTimeoutEnabled = true
 		s.Kind = KindRedis
 		s.RDB = redis.NewClient(opts)
 	}
+	s.RDB.AddHook(budget{timeout: cfg.Timeout})
 	if m != nil {
 		s.RDB.AddHook(instrument{m: m})
 	}

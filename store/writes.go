@@ -50,12 +50,23 @@ type Idempotency struct {
 // IdempotencyTTL is how long a response is kept for replay.
 const IdempotencyTTL = 24 * time.Hour
 
-// idemKey returns the key and hash ARGV for a script in partition p.
-func (s *Store) idemKey(p int, idem Idempotency) (string, string) {
+// CommandTTL is how long the record of a command id the server made is
+// kept: long enough for any re-run of the same script (a library re-send, a
+// retry after a dropped connection) to find it, short enough to cost little.
+const CommandTTL = time.Minute
+
+// commandHash marks the record of a server-made command id to the scripts.
+const commandHash = "cmd"
+
+// idemKey returns the command record's key, hash and ttl ARGV for a script in
+// partition p: the caller's idempotency key, or, without one, a command id
+// made for this one write. Every run of the script for this write (the
+// retry in exec included) carries the same id.
+func (s *Store) idemKey(p int, idem Idempotency) (key, hash string, ttlMs int64) {
 	if idem.Scope == "" {
-		return s.Keys.Idempotency(p, "-"), ""
+		return s.Keys.Command(p, randomBase32(26)), commandHash, CommandTTL.Milliseconds()
 	}
-	return s.Keys.Idempotency(p, idem.Scope), idem.BodyHash
+	return s.Keys.Idempotency(p, idem.Scope), idem.BodyHash, IdempotencyTTL.Milliseconds()
 }
 
 // wakeSnapshotMax is the largest snapshot a wake-up carries; a larger task is
@@ -92,13 +103,13 @@ type SessionCreate struct {
 // CreateSession writes a session and its session.created event in one script.
 func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, error) {
 	p := w.Partition
-	idemKey, idemHash := s.idemKey(p, w.Idem)
+	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
 	keys := []string{
 		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.OwnerSessions(p, w.Owner),
 		idemKey, s.Keys.Wake(p),
 	}
 	args := []any{
-		idemHash, IdempotencyTTL.Milliseconds(), w.ID, w.Owner, w.JSON, ms(w.Now),
+		idemHash, idemTTL, w.ID, w.Owner, w.JSON, ms(w.Now),
 		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention),
 	}
 	return s.run(ctx, s.Scripts.SessionCreate, keys, args)
@@ -123,7 +134,7 @@ type TaskCreate struct {
 // logs and the indexes, in one script.
 func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	p := w.Partition
-	idemKey, idemHash := s.idemKey(p, w.Idem)
+	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
 	keys := []string{
 		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID),
 		s.Keys.SessionLog(p, w.SessionID), s.Keys.OwnerTasks(p, w.Principal),
@@ -134,7 +145,7 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 		admin = "1"
 	}
 	args := []any{
-		idemHash, IdempotencyTTL.Milliseconds(), w.Principal, admin, w.ID, w.JSON, ms(w.Now),
+		idemHash, idemTTL, w.Principal, admin, w.ID, w.JSON, ms(w.Now),
 		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention), wakeSnapshot(w.JSON), w.SessionID,
 	}
 	return s.run(ctx, s.Scripts.TaskCreate, keys, args)
@@ -166,7 +177,7 @@ type AnswerToken struct {
 // ApplyTask writes a change if the task is still at ExpectRevision.
 func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	p := w.Partition
-	idemKey, idemHash := s.idemKey(p, w.Idem)
+	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
 	keys := make([]string, 0, 5+len(w.AnswerTokens))
 	keys = append(keys, s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
 		idemKey, s.Keys.Wake(p))
@@ -174,7 +185,7 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		keys = append(keys, s.Keys.AnswerToken(p, a.Hash))
 	}
 	args := make([]any, 0, 14+len(w.Events)+len(w.AnswerTokens))
-	args = append(args, idemHash, IdempotencyTTL.Milliseconds(), w.ExpectRevision, w.Status, w.JSON,
+	args = append(args, idemHash, idemTTL, w.ExpectRevision, w.Status, w.JSON,
 		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeSnapshot(w.JSON), 200, len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e)
@@ -268,11 +279,29 @@ func (s *Store) Replay(ctx context.Context, p int, idem Idempotency) (Result, bo
 }
 
 func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args []any) (Result, error) {
-	reply, err := sc.Run(ctx, s.RDB, keys, args...).Slice()
+	reply, err := s.exec(ctx, sc, keys, args)
 	if err != nil {
-		return Result{}, unavailable(err)
+		return Result{}, err
 	}
 	return parseResult(reply)
+}
+
+// exec runs a write script. When the connection breaks under it (Redis
+// restarted, a connection reset) the script may or may not have run, so it
+// is sent once more: the command id among its keys makes a second run answer
+// what the first one did. A timeout is not retried: the request's time is
+// spent, and the caller answers 503 with the outcome unknown. The client
+// library itself never re-sends (MaxRetries is off), so a stall costs one
+// timeout, not two.
+func (s *Store) exec(ctx context.Context, sc *redis.Script, keys []string, args []any) ([]any, error) {
+	reply, err := sc.Run(ctx, s.RDB, keys, args...).Slice()
+	if err != nil && connectionLost(err) && ctx.Err() == nil {
+		reply, err = sc.Run(ctx, s.RDB, keys, args...).Slice()
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return reply, nil
 }
 
 func parseResult(reply []any) (Result, error) {

@@ -58,6 +58,9 @@ func Start(t testing.TB, sc store.Config, cfg app.Config) *Server {
 		cfg.JWTSecret = Secret
 	}
 	cfg.RedisURL, cfg.RedisCluster, cfg.RedisPrefix, cfg.Partitions = sc.URL, sc.Cluster, sc.Prefix, sc.Partitions
+	if cfg.RedisTimeout == 0 {
+		cfg.RedisTimeout = sc.Timeout
+	}
 	logs := &SafeBuffer{}
 	ctx := context.Background()
 	a, err := app.New(ctx, cfg, logs)

@@ -1,7 +1,7 @@
 -- hook_ack: acknowledges events of a hook for one consumer group, so they are
 -- never delivered to that group again.
 -- KEYS[1] hook hash   KEYS[2] hook queue   KEYS[3] idempotency
--- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin   ARGV[5] group
 -- ARGV[6..] event ids
 -- Returns {'ok', acked} | {'replay', status, body} | {'idem_conflict'} | {'not_found'}
@@ -21,5 +21,4 @@ end
 -- Every check is done; writes start here.
 local n = 0
 if has_group then n = redis.call('XACK', KEYS[2], ARGV[5], unpack(ARGV, 6)) end
-idem_store(KEYS[3], ARGV[1], ARGV[2], 200, '{"acked":' .. n .. '}')
-return {'ok', n}
+return idem_done(KEYS[3], ARGV[1], ARGV[2], 200, '{"acked":' .. n .. '}', {'ok', n})

@@ -2,7 +2,7 @@
 -- readable until the hook's keys expire, and reads waiting on it are woken to
 -- say it closed. Closing a closed hook changes nothing.
 -- KEYS[1] hook hash   KEYS[2] idempotency   KEYS[3] wake stream
--- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] closed hook json (used only while the hook is open)
 -- ARGV[6] hook id   ARGV[7] the hook's session id
@@ -19,5 +19,4 @@ if h[2] == 'open' then
   redis.call('HSET', KEYS[1], 'status', 'closed', 'json', json)
   wake(KEYS[3], 'h', ARGV[6], ARGV[7], 0, '')
 end
-idem_store(KEYS[2], ARGV[1], ARGV[2], 200, json)
-return {'ok', json}
+return idem_done(KEYS[2], ARGV[1], ARGV[2], 200, json, {'ok', json})

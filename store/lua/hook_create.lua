@@ -4,7 +4,7 @@
 -- KEYS[4] task hash (any key of the slot for a session hook: not read)
 -- KEYS[5] session's hook index   KEYS[6] task's hook index (unused for a session hook)
 -- KEYS[7] owner's hook index   KEYS[8] idempotency   KEYS[9] session log
--- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] hook id   ARGV[6] task id ('' for a session hook)   ARGV[7] hook json
 -- ARGV[8] ingest config json (holds the verify secret; never returned)
@@ -37,5 +37,4 @@ if ARGV[6] ~= '' then
   extend[#extend + 1] = KEYS[6]
 end
 extend_to(ARGV[11], extend)
-idem_store(KEYS[8], ARGV[1], ARGV[2], 201, ARGV[12])
-return {'ok'}
+return idem_done(KEYS[8], ARGV[1], ARGV[2], 201, ARGV[12], {'ok'})

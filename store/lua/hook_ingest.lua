@@ -3,7 +3,7 @@
 -- the rest in one step: state, rate limit, dedupe, append, session event.
 -- KEYS[1] hook hash   KEYS[2] task hash (any key of the slot for a session hook: not read)
 -- KEYS[3] session hash   KEYS[4] hook queue   KEYS[5] hook dedupe hash
--- KEYS[6] session log   KEYS[7] wake stream
+-- KEYS[6] session log   KEYS[7] wake stream   KEYS[8] command record
 -- ARGV[1] now ms   ARGV[2] '1' when the hook belongs to a task
 -- ARGV[3] provider event id ('' for none)
 -- ARGV[4] rate limit emission interval ms ('0': no limit)   ARGV[5] burst
@@ -12,9 +12,12 @@
 -- ARGV[11] body   ARGV[12] session log min id   ARGV[13] hook id   ARGV[14] session id
 -- ARGV[15] hook.received event json up to its data's last members: this
 --          appends "eventId":"...","seq":N}} to it
+-- ARGV[16] command hash ('cmd')   ARGV[17] command record ttl ms
 -- Returns {'ok', eventId, seq} | {'duplicate', first eventId} | {'not_found'}
 --       | {'closed', reason} (reason: closed, expired, task_terminal, session_cancelled)
 --       | {'rate_limited', retry after ms}
+local r = idem_replay(KEYS[8], ARGV[16])
+if r then return r end
 local now = tonumber(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'status', 'exp', 'tat', 'kexp')
 if not h[1] then return {'not_found'} end
@@ -60,4 +63,4 @@ local ms, sq = next_id(ARGV[1], {KEYS[6]})
 local ev = ARGV[15] .. '"eventId":"' .. id .. '","seq":' .. seq .. '}}'
 redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], format_id(ms, sq), 'e', ev)
 wake(KEYS[7], 'h', ARGV[13], ARGV[14], 0, '')
-return {'ok', id, seq}
+return idem_done(KEYS[8], ARGV[16], ARGV[17], 202, '', {'ok', id, seq})

@@ -1,22 +1,36 @@
 -- prelude.lua is put in front of every script. It holds the helpers the
 -- scripts share; none of them writes before the caller's checks are done.
 
--- idem_replay answers a repeated request: nil when there is no record (or no
--- key was sent), {'replay', status, body} for the same body, {'idem_conflict'}
--- for a different one.
+-- Every write carries a command id: the caller's idempotency key, or one the
+-- server made for this one command (hash 'cmd'). A script run again with the
+-- same id (a client library re-sending after a timeout, a retry after a
+-- dropped connection) answers what the first run answered and changes
+-- nothing.
+--
+-- idem_replay answers a repeated command: nil when there is no record, the
+-- first run's reply for a server-made id, {'replay', status, body} for a
+-- caller's key with the same body, {'idem_conflict'} for another body.
 local function idem_replay(key, hash)
   if hash == '' then return nil end
   local rec = redis.call('HMGET', key, 'h', 's', 'b')
   if not rec[1] then return nil end
+  if hash == 'cmd' then return cjson.decode(rec[3]) end
   if rec[1] ~= hash then return {'idem_conflict'} end
   return {'replay', rec[2], rec[3]}
 end
 
--- idem_store keeps the response of a request that carried an idempotency key.
-local function idem_store(key, hash, ttl, status, body)
-  if hash == '' then return end
-  redis.call('HSET', key, 'h', hash, 's', status, 'b', body)
+-- idem_done records the command and returns reply: for a server-made id the
+-- reply itself (it is small), for a caller's key the response body and
+-- status, kept for replay.
+local function idem_done(key, hash, ttl, status, body, reply)
+  if hash == '' then return reply end
+  if hash == 'cmd' then
+    redis.call('HSET', key, 'h', hash, 'b', cjson.encode(reply))
+  else
+    redis.call('HSET', key, 'h', hash, 's', status, 'b', body)
+  end
   redis.call('PEXPIRE', key, ttl)
+  return reply
 end
 
 -- next_id returns a stream id above the last id of every given log and not

@@ -5,7 +5,7 @@
 -- KEYS[1] session hash   KEYS[2] session log   KEYS[3] session's task index
 -- KEYS[4] idempotency    KEYS[5] wake stream
 -- KEYS[6..] two per live task: task hash, task log
--- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] new session json   ARGV[4] now ms   ARGV[5] log min id
 -- ARGV[6] session.cancelled event json   ARGV[7] session id
 -- ARGV[8] response body   ARGV[9] size of the task index the caller read
@@ -39,6 +39,5 @@ for i = 0, ntasks - 1 do
 end
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'json', ARGV[3])
 redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[5], format_id(ms, seq), 'e', ARGV[6])
-idem_store(KEYS[4], ARGV[1], ARGV[2], 200, ARGV[8])
 wake(KEYS[5], 's', ARGV[7], ARGV[7], 0, '')
-return {'ok'}
+return idem_done(KEYS[4], ARGV[1], ARGV[2], 200, ARGV[8], {'ok'})

@@ -1,7 +1,7 @@
 -- session_create: a new active session and its session.created event.
 -- KEYS[1] session hash   KEYS[2] session log   KEYS[3] owner's session index
 -- KEYS[4] idempotency    KEYS[5] wake stream
--- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] session id   ARGV[4] owner   ARGV[5] session json   ARGV[6] now ms
 -- ARGV[7] expire-at ms   ARGV[8] event json   ARGV[9] log min id
 -- Returns {'ok', eventId} | {'replay', status, body} | {'idem_conflict'} | {'exists'}
@@ -17,6 +17,5 @@ redis.call('ZADD', KEYS[3], ARGV[6], ARGV[3])
 redis.call('PEXPIREAT', KEYS[1], ARGV[7])
 redis.call('PEXPIREAT', KEYS[2], ARGV[7])
 extend_to(ARGV[7], {KEYS[3]})
-idem_store(KEYS[4], ARGV[1], ARGV[2], 201, ARGV[5])
 wake(KEYS[5], 's', ARGV[3], ARGV[3], 0, '')
-return {'ok', id}
+return idem_done(KEYS[4], ARGV[1], ARGV[2], 201, ARGV[5], {'ok', id})

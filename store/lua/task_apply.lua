@@ -4,7 +4,7 @@
 -- KEYS[1] task hash   KEYS[2] task log   KEYS[3] session log
 -- KEYS[4] idempotency   KEYS[5] wake stream
 -- KEYS[6..5+m] answer token keys, one per input request the change adds (m may be 0)
--- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
 -- ARGV[10] wake snapshot ('' when large)   ARGV[11] response status
@@ -36,6 +36,5 @@ end
 for k = 6, #KEYS do
   redis.call('SET', KEYS[k], ARGV[13 + n + k - 5], 'PXAT', expire_at)
 end
-idem_store(KEYS[4], ARGV[1], ARGV[2], ARGV[11], ARGV[5])
 wake(KEYS[5], 't', ARGV[8], ARGV[9], rev, ARGV[10])
-return out
+return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[11], ARGV[5], out)

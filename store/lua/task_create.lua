@@ -5,7 +5,7 @@
 -- KEYS[7] idempotency   KEYS[8] wake stream
 -- KEYS[9] the principal's session index (kept as long as the session when the
 --         principal owns it)
--- ARGV[1] idempotency body hash ('' for none)   ARGV[2] idempotency ttl ms
+-- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
 -- ARGV[9] event json   ARGV[10] log min id   ARGV[11] wake snapshot ('' when large)
@@ -30,6 +30,5 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 extend_to(ARGV[8], {KEYS[1], KEYS[4], KEYS[5], KEYS[6]})
 if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
-idem_store(KEYS[7], ARGV[1], ARGV[2], 201, ARGV[6])
 wake(KEYS[8], 't', ARGV[5], ARGV[12], 1, ARGV[11])
-return {'ok', id}
+return idem_done(KEYS[7], ARGV[1], ARGV[2], 201, ARGV[6], {'ok', id})

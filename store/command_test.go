@@ -1,0 +1,50 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// A connection lost after Redis ran a script but before its answer arrived:
+// the store sends the script again under the same command id, and the
+// second run answers what the first did instead of applying the write again
+// (or reading its own write as a lost race).
+func TestLostReplyIsNotAppliedTwice(t *testing.T) {
+	t.Parallel()
+	cfg := storetest.Standalone(t)
+	u := strings.TrimPrefix(cfg.URL, "redis://")
+	addr, db, _ := strings.Cut(u, "/")
+	proxy := storetest.StartProxy(t, addr)
+	cfg.URL = "redis://" + proxy.Addr() + "/" + db
+	s := open(t, cfg)
+	f := newFixture(t, s, "alice")
+	ctx := context.Background()
+
+	proxy.CutAfterReply("evalsha")
+	id, res := f.createTask(t, "alice", store.Idempotency{})
+	if res.Outcome != store.OK {
+		t.Fatalf("create with its reply lost: %+v, want ok", res)
+	}
+	proxy.CutAfterReply("evalsha")
+	if r := f.apply(t, id, 1, store.Idempotency{}, `{"type":"task.message"}`); r.Outcome != store.OK {
+		t.Fatalf("apply with its reply lost: %+v, want ok", r)
+	}
+	if proxy.Cuts() != 2 {
+		t.Fatalf("%d connections cut, want 2", proxy.Cuts())
+	}
+	raw, err := s.GetJSON(ctx, s.Keys.Task(f.part, id))
+	if err != nil || string(raw) != `{"rev":2}` {
+		t.Fatalf("task: %s %v, want revision 2", raw, err)
+	}
+	log, err := s.ReadLog(ctx, s.Keys.TaskLog(f.part, id), "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 2 {
+		t.Fatalf("task log holds %d events, want created and one message", len(log))
+	}
+}

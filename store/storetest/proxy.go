@@ -1,0 +1,158 @@
+package storetest
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy is a TCP proxy in front of a Redis server that sees what the
+// service sends: it counts commands by name and can cut a connection right
+// after Redis answered a command, before the answer reaches the client, as
+// a network failing at the worst moment would.
+type Proxy struct {
+	ln       net.Listener
+	upstream string
+
+	mu     sync.Mutex
+	counts map[string]int
+	cutOn  string // cut the connection that sends this command, after Redis answers it
+	cuts   int
+	conns  []net.Conn
+}
+
+// StartProxy listens on loopback and forwards every connection to upstream;
+// it stops when the test ends.
+func StartProxy(t testing.TB, upstream string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, upstream: upstream, counts: map[string]int{}}
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+// Addr is the proxy's address, to put in the store's URL.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Count is how many commands named name (lower case, as go-redis sends them)
+// went through.
+func (p *Proxy) Count(name string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts[name]
+}
+
+// CutAfterReply makes the next connection that sends the command name lose
+// its connection once Redis has run it, before the reply reaches the client.
+func (p *Proxy) CutAfterReply(name string) {
+	p.mu.Lock()
+	p.cutOn = name
+	p.mu.Unlock()
+}
+
+// Cuts is how many connections CutAfterReply has cut.
+func (p *Proxy) Cuts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cuts
+}
+
+func (p *Proxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+func (p *Proxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", p.upstream)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		p.mu.Unlock()
+		cut := make(chan struct{}, 1)
+		go p.forwardRequests(c, u, cut)
+		go p.forwardReplies(u, c, cut)
+	}
+}
+
+// forwardRequests copies client to Redis, counting command names (RESP bulk
+// strings that follow an array header).
+func (p *Proxy) forwardRequests(c, u net.Conn, cut chan<- struct{}) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			p.observe(buf[:n], cut)
+			if _, werr := u.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	u.Close()
+	c.Close()
+}
+
+func (p *Proxy) observe(chunk []byte, cut chan<- struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, line := range bytes.Split(chunk, []byte("\r\n")) {
+		name := string(bytes.ToLower(line))
+		switch name {
+		case "evalsha", "eval", "get", "hmget", "xadd", "xread", "ping", "set":
+			p.counts[name]++
+			if p.cutOn != "" && p.cutOn == name {
+				p.cutOn = ""
+				cut <- struct{}{}
+			}
+		}
+	}
+}
+
+// forwardReplies copies Redis to the client; after a cut was asked for on
+// this connection, the next reply is swallowed and the connection closed.
+func (p *Proxy) forwardReplies(u, c net.Conn, cut <-chan struct{}) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := u.Read(buf)
+		if n > 0 {
+			select {
+			case <-cut:
+				p.mu.Lock()
+				p.cuts++
+				p.mu.Unlock()
+				c.Close()
+				u.Close()
+				return
+			default:
+			}
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	_, _ = io.Copy(io.Discard, u)
+	c.Close()
+}
