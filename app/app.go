@@ -36,6 +36,7 @@ type App struct {
 	FanIn    *store.FanIn
 	Tasks    *tasks.Service
 	Sessions *sessions.Service
+	Resumer  *sessions.Resumer
 	Hooks    *hooks.Service
 	Handler  http.Handler
 
@@ -87,8 +88,10 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log)
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL,
+		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes,
 	}, a.Store, a.FanIn, a.Metrics, time.Now)
 	a.Sessions = sessions.NewService(sessions.Config{}, a.Store, a.FanIn, time.Now)
+	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	a.Hooks, err = hooks.NewService(hooks.Config{
 		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,
 		MaxDeliveries: cfg.HookMaxDeliveries, RateLimit: cfg.HookRateLimit, Burst: cfg.HookBurst,
@@ -112,6 +115,9 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.listener = ln
 	a.FanIn.Start(ctx)
+	if err := a.Resumer.Start(ctx); err != nil {
+		return err
+	}
 	a.server = &http.Server{
 		Handler:           a.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -146,6 +152,7 @@ func (a *App) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, a.Resumer.Stop(ctx))
 	errs = append(errs, a.Store.Close()) // also ends the readers' blocking reads
 	a.FanIn.Stop(ctx)
 	return errors.Join(errs...)

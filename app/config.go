@@ -13,24 +13,26 @@ import (
 // Validate checks it once at start. cmd/server fills it from flags and
 // TASKHOOK_* variables.
 type Config struct {
-	Addr            string        // TASKHOOK_ADDR, default ":8080"
-	PublicURL       string        // TASKHOOK_PUBLIC_URL, default "http://localhost:8080"
-	RedisURL        string        // TASKHOOK_REDIS_URL; empty: the embedded store
-	RedisCluster    bool          // TASKHOOK_REDIS_CLUSTER
-	RedisPrefix     string        // TASKHOOK_REDIS_PREFIX, default "th:"
-	Partitions      int           // TASKHOOK_PARTITIONS, default 16
-	RedisTimeout    time.Duration // TASKHOOK_REDIS_TIMEOUT: the whole of one Redis command, default 2s
-	JWTSecret       string        // TASKHOOK_JWT_SECRET (HS256, at least 32 bytes)
-	JWKSFile        string        // TASKHOOK_JWKS_FILE
-	JWTAudience     string        // TASKHOOK_JWT_AUDIENCE
-	JWTIssuer       string        // TASKHOOK_JWT_ISSUER
-	MaxBodyBytes    int64         // TASKHOOK_MAX_BODY_BYTES, default 1 MiB
-	DefaultTTL      time.Duration // TASKHOOK_DEFAULT_TTL, default 7 days
-	MaxTTL          time.Duration // TASKHOOK_MAX_TTL, default 30 days
-	ShutdownTimeout time.Duration // TASKHOOK_SHUTDOWN_TIMEOUT, default 20s
-	RecheckInterval time.Duration // TASKHOOK_RECHECK_INTERVAL: a waiter's safety-net re-read; default 15s
-	WakeBlock       time.Duration // TASKHOOK_WAKE_BLOCK: one blocking read of a fan-in reader; default 5s
-	LogLevel        string        // TASKHOOK_LOG_LEVEL: debug, info, warn, error; default info
+	Addr               string        // TASKHOOK_ADDR, default ":8080"
+	PublicURL          string        // TASKHOOK_PUBLIC_URL, default "http://localhost:8080"
+	RedisURL           string        // TASKHOOK_REDIS_URL; empty: the embedded store
+	RedisCluster       bool          // TASKHOOK_REDIS_CLUSTER
+	RedisPrefix        string        // TASKHOOK_REDIS_PREFIX, default "th:"
+	Partitions         int           // TASKHOOK_PARTITIONS, default 16
+	RedisTimeout       time.Duration // TASKHOOK_REDIS_TIMEOUT: the whole of one Redis command, default 2s
+	JWTSecret          string        // TASKHOOK_JWT_SECRET (HS256, at least 32 bytes)
+	JWKSFile           string        // TASKHOOK_JWKS_FILE
+	JWTAudience        string        // TASKHOOK_JWT_AUDIENCE
+	JWTIssuer          string        // TASKHOOK_JWT_ISSUER
+	MaxBodyBytes       int64         // TASKHOOK_MAX_BODY_BYTES, default 1 MiB
+	MaxTasksPerSession int           // TASKHOOK_MAX_TASKS_PER_SESSION: live tasks in one session, default 1000
+	MaxTaskBytes       int           // TASKHOOK_MAX_TASK_BYTES: a task record as JSON, default 1 MiB
+	DefaultTTL         time.Duration // TASKHOOK_DEFAULT_TTL, default 7 days
+	MaxTTL             time.Duration // TASKHOOK_MAX_TTL, default 30 days
+	ShutdownTimeout    time.Duration // TASKHOOK_SHUTDOWN_TIMEOUT, default 20s
+	RecheckInterval    time.Duration // TASKHOOK_RECHECK_INTERVAL: a waiter's safety-net re-read; default 15s
+	WakeBlock          time.Duration // TASKHOOK_WAKE_BLOCK: one blocking read of a fan-in reader; default 5s
+	LogLevel           string        // TASKHOOK_LOG_LEVEL: debug, info, warn, error; default info
 
 	HookMaxDeliveries int     // TASKHOOK_HOOK_MAX_DELIVERIES: deliveries of a hook event to a group before it is dead-lettered; default 10
 	HookRateLimit     float64 // TASKHOOK_HOOK_RATE_LIMIT: callbacks per second per hook; default 50
@@ -57,6 +59,12 @@ func (c Config) Validate() error {
 	}
 	if c.PublicURL != "" && !strings.HasPrefix(c.PublicURL, "http://") && !strings.HasPrefix(c.PublicURL, "https://") {
 		errs = append(errs, errors.New("TASKHOOK_PUBLIC_URL must start with http:// or https://"))
+	}
+	if c.MaxTasksPerSession < 0 {
+		errs = append(errs, errors.New("TASKHOOK_MAX_TASKS_PER_SESSION must be at least 1"))
+	}
+	if c.MaxTaskBytes < 0 || (c.MaxTaskBytes > 0 && c.MaxTaskBytes < 4096) {
+		errs = append(errs, errors.New("TASKHOOK_MAX_TASK_BYTES must be at least 4096"))
 	}
 	if c.RedisTimeout < 0 || (c.RedisTimeout > 0 && c.RedisTimeout < 10*time.Millisecond) {
 		errs = append(errs, errors.New("TASKHOOK_REDIS_TIMEOUT must be at least 10ms"))
@@ -123,6 +131,8 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_REDIS_CLUSTER", func(v string) (err error) { c.RedisCluster, err = strconv.ParseBool(v); return err })
 	parse("TASKHOOK_PARTITIONS", func(v string) (err error) { c.Partitions, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_MAX_BODY_BYTES", func(v string) (err error) { c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64); return err })
+	parse("TASKHOOK_MAX_TASKS_PER_SESSION", func(v string) (err error) { c.MaxTasksPerSession, err = strconv.Atoi(v); return err })
+	parse("TASKHOOK_MAX_TASK_BYTES", func(v string) (err error) { c.MaxTaskBytes, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_DEFAULT_TTL", dur(&c.DefaultTTL))
 	parse("TASKHOOK_MAX_TTL", dur(&c.MaxTTL))
 	parse("TASKHOOK_SHUTDOWN_TIMEOUT", dur(&c.ShutdownTimeout))

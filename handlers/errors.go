@@ -35,6 +35,8 @@ const (
 	CodeStoreUnavailable  = "store_unavailable"
 	CodeInternal          = "internal"
 	CodeMethodNotAllowed  = "method_not_allowed"
+	CodeTooManyTasks      = "too_many_tasks"
+	CodeTaskTooLarge      = "task_too_large"
 	retryAfterUnavailable = "1"
 	statusClientClosed    = 499
 	notFoundMessage       = "no such resource"
@@ -102,6 +104,16 @@ func toAPIError(err error) *APIError {
 		// The text names what was wrong (a missing header, a stale
 		// timestamp), never a secret or a signature.
 		return apiError(http.StatusUnauthorized, CodeSignatureInvalid, err.Error())
+	}
+	var tooMany *tasks.TooManyTasksError
+	if errors.As(err, &tooMany) {
+		return &APIError{Status: http.StatusTooManyRequests, Code: CodeTooManyTasks, Message: tooMany.Error(),
+			Extra: map[string]any{"limit": tooMany.Max}}
+	}
+	var tooLarge *tasks.TooLargeError
+	if errors.As(err, &tooLarge) {
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTaskTooLarge, Message: tooLarge.Error(),
+			Extra: map[string]any{"limit": tooLarge.Max}}
 	}
 	var state *tasks.StateError
 	if errors.As(err, &state) {

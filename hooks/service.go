@@ -360,11 +360,21 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 		if err != nil {
 			return store.Page{}, nil
 		}
+		// A task or session that is not the caller's answers exactly as one
+		// that does not exist.
+		owner, err := s.store.Owner(ctx, s.store.Keys.Task(part, f.TaskID))
+		if err != nil || owner != p.ID {
+			return store.Page{}, err
+		}
 		indexes = []string{s.store.Keys.TaskHooks(part, f.TaskID)}
 	case f.SessionID != "":
 		part, err := store.PartitionOf(f.SessionID, store.SessionPrefix, s.store.Partitions)
 		if err != nil {
 			return store.Page{}, nil
+		}
+		owner, err := s.store.Owner(ctx, s.store.Keys.Session(part, f.SessionID))
+		if err != nil || owner != p.ID {
+			return store.Page{}, err
 		}
 		indexes = []string{s.store.Keys.SessionHooks(part, f.SessionID)}
 	default:
@@ -377,14 +387,10 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 		part, _ := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
 		return s.store.Keys.Hook(part, id)
 	}
-	keep := func(raw []byte) bool {
-		var h struct{ Owner, TaskID, SessionID string }
-		if json.Unmarshal(raw, &h) != nil || h.Owner != p.ID {
-			return false
-		}
-		return (f.TaskID == "" || h.TaskID == f.TaskID) && (f.SessionID == "" || h.SessionID == f.SessionID)
-	}
-	page, err := s.store.ListIndexed(ctx, indexes, record, after, limit, keep)
+	page, err := s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
+		Fields: []string{"owner"},
+		Keep:   func(v []string) bool { return v[0] == p.ID },
+	})
 	if err != nil {
 		return store.Page{}, err
 	}

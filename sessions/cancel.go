@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
+	"time"
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
@@ -18,91 +19,180 @@ type CancelAnswer struct {
 	CancelledTaskIDs []string        `json:"cancelledTaskIds"`
 }
 
-// maxCancelAttempts bounds the retries when tasks change under a cancel.
-const maxCancelAttempts = 32
+// Batches of a session cancel: each reads at most cancelReadBatch live tasks
+// and writes at most cancelWriteBytes of new task records in one script, so
+// no script's work grows with the session (a 1,000-task session is many
+// short scripts, with other tenants' commands in between).
+const (
+	cancelReadBatch  = 16
+	cancelWriteBytes = 1 << 20
+	maxCancelRounds  = 10000
+)
 
-// Cancel ends the session: every live task is cancelled and the session
-// becomes cancelled, in one script; hooks of the session close with it. A
-// repeat is a no-op that answers the session as it is.
+// Cancel ends the session: it stops taking tasks and its hooks close at
+// once, then every live task is cancelled in bounded batches and the cancel
+// ends with session.cancelled. A replica that dies midway leaves the cancel
+// to another one (Resumer), and a repeat of the request finishes it too. A
+// repeat after the end is a no-op that answers the session as it is.
 func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error) {
-	for attempt := 0; attempt < maxCancelAttempts; attempt++ {
-		ses, raw, err := s.Get(ctx, p, id)
-		if err != nil {
-			return nil, false, err
-		}
-		part, _ := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
-		if ses.Status != Active {
-			if res, ok, err := s.store.Replay(ctx, part, idem); err != nil || ok {
-				return replayed(res, ok, err)
-			}
-			body, err := json.Marshal(CancelAnswer{Session: raw, CancelledTaskIDs: []string{}})
-			return body, false, err
-		}
-		size, stored, err := s.store.SessionTasks(ctx, part, id)
-		if err != nil {
-			return nil, false, err
-		}
+	ses, raw, err := s.Get(ctx, p, id)
+	if err != nil {
+		return nil, false, err
+	}
+	part, _ := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
+	if res, ok, err := s.store.Replay(ctx, part, idem); err != nil || ok {
+		return replayed(res, ok, err)
+	}
+	if ses.Status == Active {
 		now := s.now()
-		var changes []store.TaskCancel
-		for _, traw := range stored {
-			c, live, err := tasks.CancelChange(traw, reason, now)
-			if err != nil {
-				return nil, false, err
-			}
-			if live {
-				changes = append(changes, c)
-			}
-		}
-		sort.Slice(changes, func(i, j int) bool { return changes[i].ID < changes[j].ID })
-		ids := make([]string, len(changes))
-		for i, c := range changes {
-			ids[i] = c.ID
-		}
 		ses.Status, ses.LastUpdatedAt = Cancelled, events.At(now)
 		sraw, err := json.Marshal(ses)
 		if err != nil {
 			return nil, false, err
 		}
-		data, err := json.Marshal(map[string]any{
-			"session": json.RawMessage(sraw), "reason": reason, "cancelledTaskIds": ids,
-		})
-		if err != nil {
-			return nil, false, err
-		}
-		ev, err := json.Marshal(events.Event{
-			Type: events.SessionCancelled, At: events.At(now), SessionID: id, Data: data,
-		})
-		if err != nil {
-			return nil, false, err
-		}
-		body, err := json.Marshal(CancelAnswer{Session: sraw, CancelledTaskIDs: ids})
-		if err != nil {
-			return nil, false, err
-		}
-		res, err := s.store.CancelSession(ctx, store.SessionCancel{
-			Partition: part, ID: id, JSON: sraw, Event: ev, IndexSize: size, Tasks: changes, Response: body,
-			Now: now, Retention: s.cfg.Retention, Idem: idem,
-		})
+		res, err := s.store.BeginCancel(ctx, part, id, sraw, reason, now)
 		if err != nil {
 			return nil, false, err
 		}
 		switch res.Outcome {
 		case store.OK:
-			for _, c := range changes {
-				s.fanin.Notify(store.Wake{Kind: "t", ID: c.ID, SessionID: id, Revision: c.ExpectRevision + 1, Snapshot: c.JSON})
-			}
 			s.fanin.Notify(store.Wake{Kind: "s", ID: id, SessionID: id})
-			return body, false, nil
-		case store.Replayed, store.IdemConflict:
-			return replayed(res, true, nil)
 		case store.Missing:
 			return nil, false, ErrNotFound
-		case store.Conflict, store.AlreadyCancelled:
-			continue // tasks moved or another cancel won: read again
 		}
-		return nil, false, fmt.Errorf("cancel session: unexpected outcome %d", res.Outcome)
+	}
+	body, done, err := s.finishCancel(ctx, part, id, idem)
+	if err != nil || done {
+		return body, false, err
+	}
+	// Ended before this request came (or by another replica meanwhile).
+	if res, ok, err := s.store.Replay(ctx, part, idem); err != nil || ok {
+		return replayed(res, ok, err)
+	}
+	if _, raw, err = s.Get(ctx, p, id); err != nil {
+		return nil, false, err
+	}
+	body, err = json.Marshal(CancelAnswer{Session: raw, CancelledTaskIDs: []string{}})
+	return body, false, err
+}
+
+// finishCancel cancels the live tasks of a cancelling session batch by batch
+// and ends the cancel. done is false when the session was not cancelling
+// (its cancel had ended already).
+func (s *Service) finishCancel(ctx context.Context, part int, id string, idem store.Idempotency) ([]byte, bool, error) {
+	for round := 0; round < maxCancelRounds; round++ {
+		now := s.now()
+		st, err := s.store.CancelBatch(ctx, part, id, cancelReadBatch, now)
+		if err != nil {
+			return nil, false, err
+		}
+		if !st.Cancelling {
+			return nil, false, nil
+		}
+		if len(st.Live) > 0 {
+			if err := s.cancelBatch(ctx, part, id, st, now); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		body, ok, err := s.endCancel(ctx, part, id, idem, now)
+		if err != nil || ok {
+			return body, ok, err
+		}
 	}
 	return nil, false, fmt.Errorf("%w: the session's tasks keep changing", store.ErrUnavailable)
+}
+
+// cancelBatch cancels the live tasks st names, up to cancelWriteBytes of
+// new records in one script.
+func (s *Service) cancelBatch(ctx context.Context, part int, id string, st store.CancelState, now time.Time) error {
+	raws, err := s.store.TaskJSONs(ctx, part, st.Live)
+	if err != nil {
+		return err
+	}
+	var changes []store.TaskCancel
+	size := 0
+	for _, traw := range raws {
+		if traw == nil {
+			continue // expired: its live entry is pruned by score
+		}
+		c, live, err := tasks.CancelChange(traw, st.Reason, now)
+		if err != nil {
+			return err
+		}
+		if !live {
+			continue
+		}
+		if len(changes) > 0 && size+len(c.JSON) > cancelWriteBytes {
+			break
+		}
+		size += len(c.JSON)
+		changes = append(changes, c)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	cancelled, err := s.store.CancelTasks(ctx, part, id, changes, now, s.cfg.Retention)
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if slices.Contains(cancelled, c.ID) {
+			s.fanin.Notify(store.Wake{Kind: "t", ID: c.ID, SessionID: id, Revision: c.ExpectRevision + 1, Snapshot: c.JSON})
+		}
+	}
+	return nil
+}
+
+// endCancel writes session.cancelled with every task the cancel ended, once
+// no live task is left. ok is false when tasks are left after all.
+func (s *Service) endCancel(ctx context.Context, part int, id string, idem store.Idempotency, now time.Time) ([]byte, bool, error) {
+	ids, err := s.store.CancelledSoFar(ctx, part, id)
+	if err != nil {
+		return nil, false, err
+	}
+	sraw, err := s.store.GetJSON(ctx, s.store.Keys.Session(part, id))
+	if err != nil {
+		return nil, false, err
+	}
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	st, err := s.store.CancelBatch(ctx, part, id, 0, now)
+	if err != nil {
+		return nil, false, err
+	}
+	data, err := json.Marshal(map[string]any{
+		"session": json.RawMessage(sraw), "reason": st.Reason, "cancelledTaskIds": sorted,
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	ev, err := json.Marshal(events.Event{Type: events.SessionCancelled, At: events.At(now), SessionID: id, Data: data})
+	if err != nil {
+		return nil, false, err
+	}
+	body, err := json.Marshal(CancelAnswer{Session: sraw, CancelledTaskIDs: sorted})
+	if err != nil {
+		return nil, false, err
+	}
+	res, err := s.store.EndCancel(ctx, store.SessionCancelDone{
+		Partition: part, ID: id, Event: ev, Response: body, Cancelled: len(ids), Now: now,
+		Retention: s.cfg.Retention, Idem: idem,
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	switch res.Outcome {
+	case store.OK:
+		s.fanin.Notify(store.Wake{Kind: "s", ID: id, SessionID: id})
+		return body, true, nil
+	case store.Replayed, store.IdemConflict:
+		b, _, err := replayed(res, true, nil)
+		return b, err == nil, err
+	case store.AlreadyCancelled:
+		return nil, false, nil
+	}
+	return nil, false, nil // tasks left: another round
 }
 
 func replayed(res store.Result, ok bool, err error) ([]byte, bool, error) {

@@ -129,7 +129,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 	if err != nil {
 		return Session{}, nil, ErrNotFound
 	}
-	raw, err := s.store.GetJSON(ctx, s.store.Keys.Session(part, id))
+	raw, err := s.store.GetOwned(ctx, s.store.Keys.Session(part, id), p.ID, p.Admin(), false)
 	if errors.Is(err, store.ErrNotFound) {
 		return Session{}, nil, ErrNotFound
 	}
@@ -159,14 +159,10 @@ func (s *Service) List(ctx context.Context, p authz.Principal, status string, af
 		part, _ := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
 		return s.store.Keys.Session(part, id)
 	}
-	keep := func(raw []byte) bool {
-		if status == "" {
-			return true
-		}
-		var ses struct{ Status string }
-		return json.Unmarshal(raw, &ses) == nil && ses.Status == status
-	}
-	return s.store.ListIndexed(ctx, indexes, record, after, limit, keep)
+	return s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
+		Fields: []string{"owner", "status"},
+		Keep:   func(v []string) bool { return v[0] == p.ID && (status == "" || v[1] == status) },
+	})
 }
 
 // Events reads the session's log after a cursor, waiting up to wait for an

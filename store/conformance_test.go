@@ -270,7 +270,7 @@ func TestListIndexedPages(t *testing.T) {
 		var pos *store.Position
 		pages := 0
 		for {
-			page, err := s.ListIndexed(context.Background(), index, record, pos, 3, func([]byte) bool { return true })
+			page, err := s.ListIndexed(context.Background(), index, record, pos, 3, store.ListFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,6 +29,24 @@ func (k Keys) SessionLog(p int, id string) string { return k.Tag(p) + "ses:" + i
 // SessionTasks indexes a session's tasks by creation time.
 func (k Keys) SessionTasks(p int, id string) string { return k.Tag(p) + "ses:" + id + ":tasks" }
 
+// SessionLive holds a session's live (not yet terminal) tasks, scored by
+// when each expires, so the expired ones can be pruned before counting.
+func (k Keys) SessionLive(p int, id string) string { return k.Tag(p) + "ses:" + id + ":live" }
+
+// SessionTasksByStatus indexes a session's tasks in one status by creation time.
+func (k Keys) SessionTasksByStatus(p int, id, status string) string {
+	return k.Tag(p) + "ses:" + id + ":tasks:" + status
+}
+
+// SessionCancelled lists the tasks a session cancel has cancelled so far,
+// for the session.cancelled event it ends with.
+func (k Keys) SessionCancelled(p int, id string) string { return k.Tag(p) + "ses:" + id + ":cancelled" }
+
+// Cancels holds the partition's session cancels in progress, scored by when
+// the replica working on each loses its lease, so another one finishes a
+// cancel whose replica died.
+func (k Keys) Cancels(p int) string { return k.Tag(p) + "cancels" }
+
 // OwnerSessions indexes an owner's sessions in one partition by creation time.
 func (k Keys) OwnerSessions(p int, owner string) string {
 	return k.Tag(p) + "own:" + digest(owner) + ":ses"
@@ -39,7 +57,20 @@ func (k Keys) OwnerTasks(p int, owner string) string {
 	return k.Tag(p) + "own:" + digest(owner) + ":tasks"
 }
 
-// Task is the task record (a hash: rev, status, json).
+// OwnerTasksByStatus indexes an owner's tasks in one status, in one
+// partition, by creation time.
+func (k Keys) OwnerTasksByStatus(p int, owner, status string) string {
+	return k.Tag(p) + "own:" + digest(owner) + ":tasks:" + status
+}
+
+// OwnerTasksByKind indexes an owner's tasks of one kind, in one partition,
+// by creation time.
+func (k Keys) OwnerTasksByKind(p int, owner, kind string) string {
+	return k.Tag(p) + "own:" + digest(owner) + ":kind:" + digest(kind)
+}
+
+// Task is the task record (a hash: rev, status, json, owner, requester,
+// kind, created).
 func (k Keys) Task(p int, id string) string { return k.Tag(p) + "task:" + id }
 
 // TaskLog is the task's event stream.

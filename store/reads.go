@@ -106,19 +106,38 @@ type Page struct {
 	Next  *Position
 }
 
+// ListFilter decides which indexed records a list keeps by a few small
+// fields of each record's hash, read before (and instead of) the record's
+// json: a filter costs the same whatever the records' size. Keep gets the
+// values of Fields in order ("" for a missing one).
+type ListFilter struct {
+	Fields []string
+	Keep   func(vals []string) bool
+}
+
+// maxListScan bounds the index entries one list call examines: a filter that
+// rejects most entries answers a short (even empty) page with a cursor to go
+// on, instead of reading on without bound.
+const maxListScan = 1000
+
 // ListIndexed pages through sorted-set indexes (one per partition, scored by
-// creation time) newest first, loads each record's json and keeps those keep
-// accepts. It reads in batches, so a filter that rejects most items costs
-// more reads but never returns a short page while items remain.
+// creation time) newest first, keeps the records the filter accepts and
+// loads their json. It reads in batches and examines at most maxListScan
+// index entries per call; when it stops early, Next says where to go on.
 func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(id string) string,
-	after *Position, limit int, keep func([]byte) bool) (Page, error) {
+	after *Position, limit int, f ListFilter) (Page, error) {
 	type item struct {
 		score int64
 		id    string
 	}
 	var page Page
 	pos := after
-	for round := 0; round < 20 && len(page.Items) < limit; round++ {
+	scanned := 0
+	for len(page.Items) < limit {
+		if scanned >= maxListScan {
+			page.Next = pos
+			return page, nil
+		}
 		batch := limit - len(page.Items) + 8
 		max := "+inf"
 		if pos != nil {
@@ -156,18 +175,48 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 		if len(items) > batch {
 			items = items[:batch]
 		}
+		scanned += len(items)
+		keep := make([]bool, len(items))
+		if len(f.Fields) > 0 {
+			pipe = s.RDB.Pipeline()
+			fields := make([]*redis.SliceCmd, len(items))
+			for i, it := range items {
+				fields[i] = pipe.HMGet(ctx, record(it.id), f.Fields...)
+			}
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				return Page{}, unavailable(err)
+			}
+			for i, c := range fields {
+				vals := make([]string, len(f.Fields))
+				for j, v := range c.Val() {
+					vals[j], _ = v.(string)
+				}
+				keep[i] = f.Keep(vals)
+			}
+		} else {
+			for i := range keep {
+				keep[i] = true
+			}
+		}
 		pipe = s.RDB.Pipeline()
 		gets := make([]*redis.StringCmd, len(items))
 		for i, it := range items {
-			gets[i] = pipe.HGet(ctx, record(it.id), "json")
+			if keep[i] {
+				gets[i] = pipe.HGet(ctx, record(it.id), "json")
+			}
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return Page{}, unavailable(err)
+		if pipe.Len() > 0 {
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				return Page{}, unavailable(err)
+			}
 		}
 		for i, g := range gets {
 			pos = &Position{Score: items[i].score, ID: items[i].id}
+			if g == nil {
+				continue
+			}
 			b, err := g.Bytes()
-			if err != nil || !keep(b) { // an expired record leaves its index entry behind
+			if err != nil { // an expired record leaves its index entry behind
 				continue
 			}
 			page.Items = append(page.Items, b)
@@ -184,4 +233,32 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 	}
 	page.Next = pos
 	return page, nil
+}
+
+// GetOwned reads a record's json for a principal allowed to see it (its
+// owner, an admin, or with requesterToo the task's requester), or
+// ErrNotFound, in one round trip that costs the same for somebody else's
+// record as for a missing one.
+func (s *Store) GetOwned(ctx context.Context, key, principal string, admin, requesterToo bool) ([]byte, error) {
+	b, err := s.Scripts.ReadOwned.Run(ctx, s.RDB, []string{key}, principal, flag(admin), flag(requesterToo)).Text()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return []byte(b), nil
+}
+
+// Owner is the owner field of a record's hash, "" when the record does not
+// exist: for a list filtered by a parent, which must be the caller's.
+func (s *Store) Owner(ctx context.Context, key string) (string, error) {
+	o, err := s.RDB.HGet(ctx, key, "owner").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", unavailable(err)
+	}
+	return o, nil
 }

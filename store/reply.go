@@ -12,6 +12,7 @@ var replyOutcomes = map[string]Outcome{
 	"not_found": Missing, "session_not_found": SessionMissing, "session_not_active": SessionNotActive,
 	"exists": Exists, "already": AlreadyCancelled, "task_not_found": TaskMissing, "task_terminal": TaskTerminal,
 	"duplicate": Duplicate, "closed": Closed, "rate_limited": RateLimited, "too_many_groups": TooManyGroups,
+	"too_many_tasks": TooManyTasks, "not_cancelling": AlreadyCancelled, "tasks_left": Conflict,
 }
 
 // scriptReply is a script's answer: an outcome word, then what that outcome

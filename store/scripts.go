@@ -14,15 +14,18 @@ var luaFiles embed.FS
 // Scripts are every Lua script the service runs, each with the shared prelude
 // in front. All Lua lives in store/lua.
 type Scripts struct {
-	SessionCreate *redis.Script
-	TaskCreate    *redis.Script
-	TaskApply     *redis.Script
-	SessionCancel *redis.Script
-	HookCreate    *redis.Script
-	HookIngest    *redis.Script
-	HookRead      *redis.Script
-	HookAck       *redis.Script
-	HookClose     *redis.Script
+	SessionCreate      *redis.Script
+	TaskCreate         *redis.Script
+	TaskApply          *redis.Script
+	SessionCancel      *redis.Script
+	SessionCancelTasks *redis.Script
+	SessionCancelDone  *redis.Script
+	HookCreate         *redis.Script
+	HookIngest         *redis.Script
+	HookRead           *redis.Script
+	HookAck            *redis.Script
+	HookClose          *redis.Script
+	ReadOwned          *redis.Script
 }
 
 func loadScripts() (*Scripts, error) {
@@ -49,15 +52,18 @@ func loadScripts() (*Scripts, error) {
 // named maps each script file's name to its field.
 func (s *Scripts) named() map[string]**redis.Script {
 	return map[string]**redis.Script{
-		"session_create": &s.SessionCreate,
-		"task_create":    &s.TaskCreate,
-		"task_apply":     &s.TaskApply,
-		"session_cancel": &s.SessionCancel,
-		"hook_create":    &s.HookCreate,
-		"hook_ingest":    &s.HookIngest,
-		"hook_read":      &s.HookRead,
-		"hook_ack":       &s.HookAck,
-		"hook_close":     &s.HookClose,
+		"session_create":       &s.SessionCreate,
+		"task_create":          &s.TaskCreate,
+		"task_apply":           &s.TaskApply,
+		"session_cancel":       &s.SessionCancel,
+		"session_cancel_tasks": &s.SessionCancelTasks,
+		"session_cancel_done":  &s.SessionCancelDone,
+		"hook_create":          &s.HookCreate,
+		"hook_ingest":          &s.HookIngest,
+		"hook_read":            &s.HookRead,
+		"hook_ack":             &s.HookAck,
+		"hook_close":           &s.HookClose,
+		"read_owned":           &s.ReadOwned,
 	}
 }
 

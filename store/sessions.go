@@ -2,72 +2,159 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// SessionTasks reads every task of a session: its index size and, for each
-// task still stored, its json (expired tasks are left out).
-func (s *Store) SessionTasks(ctx context.Context, p int, sessionID string) (int, map[string][]byte, error) {
-	ids, err := s.RDB.ZRange(ctx, s.Keys.SessionTasks(p, sessionID), 0, -1).Result()
-	if err != nil {
-		return 0, nil, unavailable(err)
-	}
-	out := make(map[string][]byte, len(ids))
-	if len(ids) == 0 {
-		return 0, out, nil
-	}
-	pipe := s.RDB.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGet(ctx, s.Keys.Task(p, id), "json")
-	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return 0, nil, unavailable(err)
-	}
-	for i, c := range cmds {
-		if b, err := c.Bytes(); err == nil {
-			out[ids[i]] = b
-		}
-	}
-	return len(ids), out, nil
-}
-
 // TaskCancel is one live task's cancellation, computed from ExpectRevision.
 type TaskCancel struct {
 	ID             string
+	Owner          string
+	OldStatus      string
 	ExpectRevision int64
 	JSON           []byte
 	Event          []byte
 }
 
-// SessionCancel is a session's cancellation with its live tasks'.
-type SessionCancel struct {
+// CancelLease is how long a replica working on a session cancel holds it
+// before another one may take it over.
+const CancelLease = 30 * time.Second
+
+// BeginCancel marks a session cancelled and cancelling in one script: it
+// takes no more tasks and its hooks close. Outcome OK, Missing, or
+// AlreadyCancelled (cancelled, or being cancelled by another request).
+func (s *Store) BeginCancel(ctx context.Context, p int, id string, sessionJSON []byte, reason string, now time.Time) (Result, error) {
+	key, hash, ttl := s.idemKey(p, Idempotency{})
+	keys := []string{s.Keys.Session(p, id), key, s.Keys.Cancels(p), s.Keys.Wake(p)}
+	args := []any{hash, ttl, sessionJSON, reason, ms(now.Add(CancelLease)), id}
+	return s.run(ctx, s.Scripts.SessionCancel, keys, args)
+}
+
+// CancelState is a cancelling session as a batch sees it.
+type CancelState struct {
+	Cancelling bool
+	Reason     string
+	Live       []string // up to the batch's count of live task ids
+}
+
+// CancelBatch reads whether the session is still cancelling, its reason and
+// up to count of its live tasks, in one round trip.
+func (s *Store) CancelBatch(ctx context.Context, p int, id string, count int, now time.Time) (CancelState, error) {
+	pipe := s.RDB.Pipeline()
+	h := pipe.HMGet(ctx, s.Keys.Session(p, id), "cancelling", "reason")
+	live := pipe.ZRangeArgs(ctx, redis.ZRangeArgs{
+		Key: s.Keys.SessionLive(p, id), Start: "(" + ms(now), Stop: "+inf", ByScore: true, Count: int64(count),
+	})
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return CancelState{}, unavailable(err)
+	}
+	v := h.Val()
+	st := CancelState{Live: live.Val()}
+	if len(v) == 2 {
+		st.Cancelling = v[0] == "1"
+		st.Reason, _ = v[1].(string)
+	}
+	return st, nil
+}
+
+// TaskJSONs reads the records of some tasks of one partition (nil for one
+// that expired), in one round trip.
+func (s *Store) TaskJSONs(ctx context.Context, p int, ids []string) ([][]byte, error) {
+	pipe := s.RDB.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGet(ctx, s.Keys.Task(p, id), "json")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable(err)
+	}
+	out := make([][]byte, len(ids))
+	for i, c := range cmds {
+		if b, err := c.Bytes(); err == nil {
+			out[i] = b
+		}
+	}
+	return out, nil
+}
+
+// CancelTasks writes one batch of a session cancel; EventIDs in the result
+// are the ids of the tasks it cancelled (a task that moved on is left out).
+func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks []TaskCancel, now time.Time, retention time.Duration) ([]string, error) {
+	key, hash, ttl := s.idemKey(p, Idempotency{})
+	keys := []string{
+		s.Keys.Session(p, sessionID), s.Keys.SessionLog(p, sessionID), s.Keys.SessionLive(p, sessionID),
+		s.Keys.SessionCancelled(p, sessionID), s.Keys.Cancels(p), s.Keys.Wake(p), key,
+	}
+	args := []any{hash, ttl, ms(now), logMinID(now, retention), sessionID, ms(now.Add(CancelLease))}
+	for _, t := range tasks {
+		keys = append(keys, s.Keys.Task(p, t.ID), s.Keys.TaskLog(p, t.ID),
+			s.Keys.OwnerTasksByStatus(p, t.Owner, t.OldStatus), s.Keys.OwnerTasksByStatus(p, t.Owner, "cancelled"),
+			s.Keys.SessionTasksByStatus(p, sessionID, t.OldStatus), s.Keys.SessionTasksByStatus(p, sessionID, "cancelled"))
+		args = append(args, t.ID, t.ExpectRevision, t.JSON, wakeSnapshot(t.JSON), t.Event)
+	}
+	res, err := s.run(ctx, s.Scripts.SessionCancelTasks, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	if res.Outcome != OK {
+		return nil, nil
+	}
+	return res.EventIDs, nil
+}
+
+// CancelledSoFar is every task the session's cancel has cancelled.
+func (s *Store) CancelledSoFar(ctx context.Context, p int, sessionID string) ([]string, error) {
+	ids, err := s.RDB.LRange(ctx, s.Keys.SessionCancelled(p, sessionID), 0, -1).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return ids, nil
+}
+
+// SessionCancelDone ends a cancel: the session.cancelled event and the answer
+// kept for a repeat.
+type SessionCancelDone struct {
 	Partition int
 	ID        string
-	JSON      []byte // the cancelled session
-	Event     []byte // session.cancelled
-	IndexSize int    // the size of the session's task index when the tasks were read
-	Tasks     []TaskCancel
-	Response  []byte // stored for idempotent replay
+	Event     []byte
+	Response  []byte
+	Cancelled int // the length of the cancelled list the event names
 	Now       time.Time
 	Retention time.Duration
 	Idem      Idempotency
 }
 
-// CancelSession writes the cancellation in one script, all or nothing.
-func (s *Store) CancelSession(ctx context.Context, w SessionCancel) (Result, error) {
+// EndCancel writes the end of a cancel. Outcome OK, Replayed, IdemConflict,
+// AlreadyCancelled (another replica ended it) or Conflict (tasks are left).
+func (s *Store) EndCancel(ctx context.Context, w SessionCancelDone) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
 	keys := []string{
-		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.SessionTasks(p, w.ID), idemKey, s.Keys.Wake(p),
+		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.SessionLive(p, w.ID),
+		s.Keys.SessionCancelled(p, w.ID), s.Keys.Cancels(p), idemKey, s.Keys.Wake(p),
 	}
-	args := []any{idemHash, idemTTL, w.JSON, ms(w.Now), logMinID(w.Now, w.Retention),
-		w.Event, w.ID, w.Response, w.IndexSize}
-	for _, t := range w.Tasks {
-		keys = append(keys, s.Keys.Task(p, t.ID), s.Keys.TaskLog(p, t.ID))
-		args = append(args, t.ID, t.ExpectRevision, t.JSON, wakeSnapshot(t.JSON), t.Event)
+	args := []any{idemHash, idemTTL, ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.Event, w.Response, w.Cancelled}
+	return s.run(ctx, s.Scripts.SessionCancelDone, keys, args)
+}
+
+// StalledCancels are the session cancels of partition p whose lease ran out
+// (their replica died, or is slow): each is leased to the caller for
+// CancelLease.
+func (s *Store) StalledCancels(ctx context.Context, p int, now time.Time, count int) ([]string, error) {
+	ids, err := s.RDB.ZRangeArgs(ctx, redis.ZRangeArgs{
+		Key: s.Keys.Cancels(p), Start: "-inf", Stop: ms(now), ByScore: true, Count: int64(count),
+	}).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, unavailable(err)
 	}
-	return s.run(ctx, s.Scripts.SessionCancel, keys, args)
+	zs := make([]redis.Z, len(ids))
+	for i, id := range ids {
+		zs[i] = redis.Z{Score: float64(now.Add(CancelLease).UnixMilli()), Member: id}
+	}
+	if err := s.RDB.ZAddXX(ctx, s.Keys.Cancels(p), zs...).Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	return ids, nil
 }

@@ -29,6 +29,7 @@ const (
 	Closed                          // hook ingest: the hook takes no more requests; Reason says why
 	RateLimited                     // hook ingest: over the hook's rate; RetryAfter says when to come back
 	TooManyGroups                   // hook read: the hook has as many consumer groups as it may
+	TooManyTasks                    // task create: the session holds as many live tasks as it may
 )
 
 // Result is a write script's answer.
@@ -128,6 +129,9 @@ type TaskCreate struct {
 	ExpiresAt time.Time
 	Retention time.Duration
 	Idem      Idempotency
+	Requester string
+	Kind      string // "" for none
+	MaxLive   int    // most live tasks the session may hold; 0: no limit
 }
 
 // CreateTask writes the receipt: the task, its task.created event in both
@@ -139,6 +143,8 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID),
 		s.Keys.SessionLog(p, w.SessionID), s.Keys.OwnerTasks(p, w.Principal),
 		s.Keys.SessionTasks(p, w.SessionID), idemKey, s.Keys.Wake(p), s.Keys.OwnerSessions(p, w.Principal),
+		s.Keys.SessionLive(p, w.SessionID), s.Keys.OwnerTasksByStatus(p, w.Principal, "working"),
+		s.Keys.SessionTasksByStatus(p, w.SessionID, "working"), s.Keys.OwnerTasksByKind(p, w.Principal, w.Kind),
 	}
 	admin := "0"
 	if w.Admin {
@@ -147,6 +153,7 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	args := []any{
 		idemHash, idemTTL, w.Principal, admin, w.ID, w.JSON, ms(w.Now),
 		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention), wakeSnapshot(w.JSON), w.SessionID,
+		w.MaxLive, w.Requester, w.Kind,
 	}
 	return s.run(ctx, s.Scripts.TaskCreate, keys, args)
 }
@@ -165,6 +172,8 @@ type TaskUpdate struct {
 	Idem           Idempotency
 	AnswerTokens   []AnswerToken // the answer tokens of the requests this change adds
 	ExpiresAt      time.Time     // the task's expiry, when the mappings of AnswerTokens end
+	Owner          string        // the task's owner, whose status indexes the change moves it between
+	OldStatus      string        // the status at ExpectRevision
 }
 
 // AnswerToken maps the hash of an input request's answer token to the
@@ -178,12 +187,15 @@ type AnswerToken struct {
 func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
-	keys := make([]string, 0, 5+len(w.AnswerTokens))
+	keys := make([]string, 0, 10+len(w.AnswerTokens))
 	keys = append(keys, s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
 		idemKey, s.Keys.Wake(p))
 	for _, a := range w.AnswerTokens {
 		keys = append(keys, s.Keys.AnswerToken(p, a.Hash))
 	}
+	keys = append(keys, s.Keys.SessionLive(p, w.SessionID),
+		s.Keys.OwnerTasksByStatus(p, w.Owner, w.OldStatus), s.Keys.OwnerTasksByStatus(p, w.Owner, w.Status),
+		s.Keys.SessionTasksByStatus(p, w.SessionID, w.OldStatus), s.Keys.SessionTasksByStatus(p, w.SessionID, w.Status))
 	args := make([]any, 0, 14+len(w.Events)+len(w.AnswerTokens))
 	args = append(args, idemHash, idemTTL, w.ExpectRevision, w.Status, w.JSON,
 		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeSnapshot(w.JSON), 200, len(w.Events))

@@ -20,6 +20,8 @@ type Config struct {
 	PollInterval time.Duration // suggested to pollers; default 5s
 	CacheSize    int           // snapshots (and answer tokens) kept on this replica; default 10000
 	PublicURL    string        // answer URLs start with it; default "http://localhost:8080"
+	MaxLive      int           // live tasks one session may hold; default 1000
+	MaxTaskBytes int           // a task record's largest size, as JSON; default 1 MiB
 }
 
 func (c Config) withDefaults() Config {
@@ -41,6 +43,12 @@ func (c Config) withDefaults() Config {
 	if c.PublicURL == "" {
 		c.PublicURL = "http://localhost:8080"
 	}
+	if c.MaxLive == 0 {
+		c.MaxLive = 1000
+	}
+	if c.MaxTaskBytes == 0 {
+		c.MaxTaskBytes = 1 << 20
+	}
 	return c
 }
 
@@ -49,7 +57,31 @@ var (
 	ErrSessionNotFound  = errors.New("session not found")
 	ErrSessionNotActive = errors.New("session is not active")
 	ErrIdempotency      = errors.New("idempotency key reused with a different body")
+	// ErrTooManyTasks and ErrTooLarge are what TooManyTasksError and
+	// TooLargeError are (errors.Is).
+	ErrTooManyTasks = errors.New("too many live tasks in the session")
+	ErrTooLarge     = errors.New("task too large")
 )
+
+// TooManyTasksError refuses a create in a session that holds as many live
+// tasks as it may.
+type TooManyTasksError struct{ Max int }
+
+func (e *TooManyTasksError) Is(target error) bool { return target == ErrTooManyTasks }
+
+func (e *TooManyTasksError) Error() string {
+	return fmt.Sprintf("the session holds %d live tasks, the most it may; finish or cancel some first", e.Max)
+}
+
+// TooLargeError refuses a change that would make the task record larger than
+// it may be.
+type TooLargeError struct{ Size, Max int }
+
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the task would be %d bytes as JSON, above the limit of %d", e.Size, e.Max)
+}
 
 // StateError is a command the task's state refuses; Task is the task as it
 // is, so the caller sees the real outcome.
@@ -154,6 +186,9 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err != nil {
 		return Reply{}, err
 	}
+	if len(raw) > s.cfg.MaxTaskBytes {
+		return Reply{}, &TooLargeError{Size: len(raw), Max: s.cfg.MaxTaskBytes}
+	}
 	ev, err := eventJSON(t, now, Emitted{Type: events.TaskCreated, Data: map[string]any{}}, raw)
 	if err != nil {
 		return Reply{}, err
@@ -169,6 +204,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	res, err := s.store.CreateTask(ctx, store.TaskCreate{
 		Partition: part, ID: t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
 		JSON: raw, Event: ev, Now: now, ExpiresAt: expires.Time, Retention: s.cfg.MaxTTL, Idem: idem,
+		Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
 	})
 	if err != nil {
 		s.count(CommandKind("create"), err)
@@ -185,12 +221,16 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
 	case store.IdemConflict:
 		return Reply{}, ErrIdempotency
-	case store.SessionMissing, store.SessionNotActive:
+	case store.SessionMissing, store.SessionNotActive, store.TooManyTasks:
 		if err := s.store.ReleaseIdempotency(ctx, idem); err != nil {
 			return Reply{}, err
 		}
-		if res.Outcome == store.SessionMissing {
+		switch res.Outcome {
+		case store.SessionMissing:
 			return Reply{}, ErrSessionNotFound
+		case store.TooManyTasks:
+			s.count("create", ErrTooManyTasks)
+			return Reply{}, &TooManyTasksError{Max: s.cfg.MaxLive}
 		}
 		return Reply{}, ErrSessionNotActive
 	}
@@ -223,18 +263,28 @@ func (s *Service) checkCreate(in CreateInput) error {
 }
 
 // Get reads a task for someone allowed to see it (owner, requester, admin).
+// The store checks who asks before it sends the record, so another
+// principal's task costs what a missing one costs.
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Task, []byte, error) {
 	part, err := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
 	if err != nil {
 		return Task{}, nil, ErrNotFound
 	}
-	t, raw, err := s.load(ctx, part, id)
+	raw, err := s.store.GetOwned(ctx, s.store.Keys.Task(part, id), p.ID, p.Admin(), true)
+	if errors.Is(err, store.ErrNotFound) {
+		return Task{}, nil, ErrNotFound
+	}
 	if err != nil {
 		return Task{}, nil, err
+	}
+	var t Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return Task{}, nil, fmt.Errorf("decode task: %w", err)
 	}
 	if !canRead(p, t) {
 		return Task{}, nil, ErrNotFound
 	}
+	s.cache.put(id, t.Revision, raw)
 	return t, raw, nil
 }
 
@@ -289,6 +339,12 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 			return Reply{}, err
 		}
 	}
+	if fromCache && !canRead(p, t) {
+		// Somebody else's task answers as a missing one does: after a read.
+		if _, _, err := s.Get(ctx, p, id); err != nil {
+			return Reply{}, err
+		}
+	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if !canRun(p, t, cmd.Kind) {
 			return Reply{}, ErrNotFound
@@ -322,6 +378,10 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 		if err != nil {
 			return Reply{}, err
 		}
+		if len(next) > s.cfg.MaxTaskBytes {
+			s.count(cmd.Kind, ErrTooLarge)
+			return Reply{}, &TooLargeError{Size: len(next), Max: s.cfg.MaxTaskBytes}
+		}
 		evs := make([][]byte, len(change.Events))
 		for i, e := range change.Events {
 			if evs[i], err = eventJSON(change.Task, now, e, next); err != nil {
@@ -332,6 +392,7 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 			Partition: part, ID: id, SessionID: t.SessionID, ExpectRevision: t.Revision,
 			Status: string(change.Task.Status), JSON: next, Events: evs, Now: now,
 			Retention: s.cfg.MaxTTL, Idem: idem, AnswerTokens: tokens, ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
+			Owner: t.Owner, OldStatus: string(t.Status),
 		})
 		if err != nil {
 			s.count(cmd.Kind, err)
@@ -430,41 +491,55 @@ type ListFilter struct {
 	Kind      string
 }
 
-// List pages through the caller's own tasks, newest first.
+// List pages through the caller's own tasks, newest first. A filter picks
+// an index (the session's, or the caller's, by status or by kind when given),
+// so a list never reads the records it does not return. A session that is
+// not the caller's answers exactly as one that does not exist: an empty page.
 func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, after *store.Position, limit int) (store.Page, error) {
 	switch f.Status {
 	case "", Working, InputRequired, Completed, Failed, Cancelled:
 	default:
 		return store.Page{}, invalid("status", "must be working, input_required, completed, failed or cancelled")
 	}
+	keys := s.store.Keys
 	var indexes []string
 	if f.SessionID != "" {
 		part, err := store.PartitionOf(f.SessionID, store.SessionPrefix, s.store.Partitions)
 		if err != nil {
 			return store.Page{}, nil
 		}
-		indexes = []string{s.store.Keys.SessionTasks(part, f.SessionID)}
+		owner, err := s.store.Owner(ctx, keys.Session(part, f.SessionID))
+		if err != nil || owner != p.ID {
+			return store.Page{}, err
+		}
+		if f.Status != "" {
+			indexes = []string{keys.SessionTasksByStatus(part, f.SessionID, string(f.Status))}
+		} else {
+			indexes = []string{keys.SessionTasks(part, f.SessionID)}
+		}
 	} else {
 		indexes = make([]string, s.store.Partitions)
 		for i := range indexes {
-			indexes[i] = s.store.Keys.OwnerTasks(i, p.ID)
+			switch {
+			case f.Status != "":
+				indexes[i] = keys.OwnerTasksByStatus(i, p.ID, string(f.Status))
+			case f.Kind != "":
+				indexes[i] = keys.OwnerTasksByKind(i, p.ID, f.Kind)
+			default:
+				indexes[i] = keys.OwnerTasks(i, p.ID)
+			}
 		}
 	}
 	record := func(id string) string {
 		part, _ := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
-		return s.store.Keys.Task(part, id)
+		return keys.Task(part, id)
 	}
-	keep := func(raw []byte) bool {
-		var t struct {
-			Owner, Kind string
-			Status      Status
-		}
-		if json.Unmarshal(raw, &t) != nil || t.Owner != p.ID {
-			return false
-		}
-		return (f.Status == "" || t.Status == f.Status) && (f.Kind == "" || t.Kind == f.Kind)
-	}
-	return s.store.ListIndexed(ctx, indexes, record, after, limit, keep)
+	return s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
+		Fields: []string{"owner", "status", "kind"},
+		Keep: func(v []string) bool {
+			return v[0] == p.ID && (f.Status == "" || v[1] == string(f.Status)) && (f.Kind == "" || v[2] == f.Kind)
+		},
+	})
 }
 
 // CancelChange decides the cancellation of one stored task for a session

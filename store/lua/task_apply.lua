@@ -4,6 +4,9 @@
 -- KEYS[1] task hash   KEYS[2] task log   KEYS[3] session log
 -- KEYS[4] idempotency   KEYS[5] wake stream
 -- KEYS[6..5+m] answer token keys, one per input request the change adds (m may be 0)
+-- KEYS[6+m..10+m] the session's live tasks; the owner's tasks in the old
+--         status and in the new one; the session's tasks in the old status
+--         and in the new one
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
@@ -16,9 +19,10 @@
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
-local cur = redis.call('HMGET', KEYS[1], 'rev', 'json')
+local cur = redis.call('HMGET', KEYS[1], 'rev', 'json', 'status', 'created')
 if not cur[1] then return {'not_found'} end
 if cur[1] ~= ARGV[3] then return {'conflict', cur[2]} end
+local m = #KEYS - 10
 
 local n = tonumber(ARGV[12])
 local expire_at = ARGV[13 + n]
@@ -33,8 +37,19 @@ for i = 13, 12 + n do
   out[#out + 1] = id
   seq = seq + 1
 end
-for k = 6, #KEYS do
+for k = 6, 5 + m do
   redis.call('SET', KEYS[k], ARGV[13 + n + k - 5], 'PXAT', expire_at)
+end
+if cur[3] ~= ARGV[4] and cur[4] then
+  local ix = 6 + m
+  if ARGV[4] == 'completed' or ARGV[4] == 'failed' or ARGV[4] == 'cancelled' then
+    redis.call('ZREM', KEYS[ix], ARGV[8])
+  end
+  redis.call('ZREM', KEYS[ix + 1], ARGV[8])
+  redis.call('ZADD', KEYS[ix + 2], cur[4], ARGV[8])
+  redis.call('ZREM', KEYS[ix + 3], ARGV[8])
+  redis.call('ZADD', KEYS[ix + 4], cur[4], ARGV[8])
+  extend_to(expire_at, {KEYS[ix + 2], KEYS[ix + 4]})
 end
 wake(KEYS[5], 't', ARGV[8], ARGV[9], rev, ARGV[10])
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[11], ARGV[5], out)

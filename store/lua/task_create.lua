@@ -5,30 +5,49 @@
 -- KEYS[7] idempotency   KEYS[8] wake stream
 -- KEYS[9] the principal's session index (kept as long as the session when the
 --         principal owns it)
+-- KEYS[10] session's live tasks   KEYS[11] owner's working tasks
+-- KEYS[12] session's working tasks   KEYS[13] owner's tasks of this kind
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
 -- ARGV[9] event json   ARGV[10] log min id   ARGV[11] wake snapshot ('' when large)
--- ARGV[12] session id
+-- ARGV[12] session id   ARGV[13] most live tasks a session may hold ('0': no limit)
+-- ARGV[14] requester   ARGV[15] kind ('' for none)
 -- Returns {'ok', eventId} | {'replay', status, body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'} | {'exists'}
+--       | {'too_many_tasks', live}
 local r = idem_replay(KEYS[7], ARGV[1])
 if r then return r end
 local s = redis.call('HMGET', KEYS[1], 'owner', 'status')
 if not s[1] or (s[1] ~= ARGV[3] and ARGV[4] ~= '1') then return {'session_not_found'} end
 if s[2] ~= 'active' then return {'session_not_active'} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
+local max_live = tonumber(ARGV[13])
+if max_live > 0 then
+  local live = redis.call('ZCOUNT', KEYS[10], '(' .. ARGV[7], '+inf')
+  if live >= max_live then return {'too_many_tasks', live} end
+end
 
-redis.call('HSET', KEYS[2], 'rev', 1, 'status', 'working', 'json', ARGV[6])
+redis.call('HSET', KEYS[2], 'rev', 1, 'status', 'working', 'json', ARGV[6], 'owner', ARGV[3],
+  'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7])
 local ms, seq = next_id(ARGV[7], {KEYS[4], KEYS[3]})
 local id = format_id(ms, seq)
 redis.call('XADD', KEYS[4], 'MINID', '~', ARGV[10], id, 'e', ARGV[9])
 redis.call('XADD', KEYS[3], id, 'e', ARGV[9])
 redis.call('ZADD', KEYS[5], ARGV[7], ARGV[5])
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', ARGV[7]) -- live tasks that expired
+redis.call('ZADD', KEYS[10], ARGV[8], ARGV[5])
+redis.call('ZADD', KEYS[11], ARGV[7], ARGV[5])
+redis.call('ZADD', KEYS[12], ARGV[7], ARGV[5])
+local indexes = {KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[10], KEYS[11], KEYS[12]}
+if ARGV[15] ~= '' then
+  redis.call('ZADD', KEYS[13], ARGV[7], ARGV[5])
+  indexes[#indexes + 1] = KEYS[13]
+end
 redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('PEXPIREAT', KEYS[3], ARGV[8])
-extend_to(ARGV[8], {KEYS[1], KEYS[4], KEYS[5], KEYS[6]})
+extend_to(ARGV[8], indexes)
 if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
 wake(KEYS[8], 't', ARGV[5], ARGV[12], 1, ARGV[11])
 return idem_done(KEYS[7], ARGV[1], ARGV[2], 201, ARGV[6], {'ok', id})

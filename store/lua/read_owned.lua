@@ -1,0 +1,14 @@
+-- read_owned: a record's json, only for a principal allowed to see it. The
+-- owner (and, where asked, the requester) is checked on small fields kept
+-- beside the json, so the answer for somebody else's record costs what the
+-- answer for a missing one costs, whatever the record's size.
+-- KEYS[1] record hash (fields json, owner, and requester for a task)
+-- ARGV[1] principal   ARGV[2] '1' when the principal is an admin
+-- ARGV[3] '1' when the requester may read too
+-- Returns the json, or false when there is no such record for this principal.
+local h = redis.call('HMGET', KEYS[1], 'owner', 'requester')
+if not h[1] then return false end
+if h[1] == ARGV[1] or ARGV[2] == '1' or (ARGV[3] == '1' and h[2] == ARGV[1]) then
+  return redis.call('HGET', KEYS[1], 'json')
+end
+return false

@@ -1,0 +1,56 @@
+-- session_cancel_tasks: cancels one batch of a cancelling session's live
+-- tasks. Each task's cancellation was computed from the revision the caller
+-- read; a task that moved on since is left out (the caller reads it again),
+-- the others are written as task_apply would write a cancel.
+-- KEYS[1] session hash   KEYS[2] session log   KEYS[3] session's live tasks
+-- KEYS[4] session's cancelled list   KEYS[5] partition's cancels
+-- KEYS[6] wake stream   KEYS[7] command record
+-- KEYS[8..] six per task: task hash, task log, owner's tasks in the old status,
+--           owner's cancelled tasks, session's tasks in the old status,
+--           session's cancelled tasks
+-- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms   ARGV[3] now ms
+-- ARGV[4] log min id   ARGV[5] session id   ARGV[6] lease end ms
+-- ARGV[7..] five per task, in KEYS order: task id, expected revision,
+--           cancelled task json, wake snapshot, task.terminal event json
+-- Returns {'ok', cancelled task id...} | {'not_cancelling'}
+local r = idem_replay(KEYS[7], ARGV[1])
+if r then return r end
+if redis.call('HGET', KEYS[1], 'cancelling') ~= '1' then return {'not_cancelling'} end
+local ntasks = (#KEYS - 7) / 6
+local take = {}
+local logs = {KEYS[2]}
+for i = 0, ntasks - 1 do
+  local t = redis.call('HMGET', KEYS[8 + 6 * i], 'rev', 'created')
+  if t[1] == ARGV[8 + 5 * i] then
+    take[#take + 1] = {i, t[2]}
+    logs[#logs + 1] = KEYS[9 + 6 * i]
+  end
+end
+
+local out = {'ok'}
+local ms, seq = next_id(ARGV[3], logs)
+for _, pick in ipairs(take) do
+  local i, created = pick[1], pick[2]
+  local k, a = 8 + 6 * i, 7 + 5 * i
+  local id = format_id(ms, seq)
+  seq = seq + 1
+  local rev = tonumber(ARGV[a + 1]) + 1
+  redis.call('HSET', KEYS[k], 'rev', rev, 'status', 'cancelled', 'json', ARGV[a + 2])
+  redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], id, 'e', ARGV[a + 4])
+  redis.call('XADD', KEYS[k + 1], id, 'e', ARGV[a + 4])
+  redis.call('ZREM', KEYS[3], ARGV[a])
+  if created then
+    redis.call('ZREM', KEYS[k + 2], ARGV[a])
+    redis.call('ZADD', KEYS[k + 3], created, ARGV[a])
+    redis.call('ZREM', KEYS[k + 4], ARGV[a])
+    redis.call('ZADD', KEYS[k + 5], created, ARGV[a])
+    local exp = redis.call('PEXPIRETIME', KEYS[k])
+    if exp > 0 then extend_to(exp, {KEYS[k + 3], KEYS[k + 5]}) end
+  end
+  redis.call('RPUSH', KEYS[4], ARGV[a])
+  wake(KEYS[6], 't', ARGV[a], ARGV[5], rev, ARGV[a + 3])
+  out[#out + 1] = ARGV[a]
+end
+redis.call('PEXPIRE', KEYS[4], 86400000)
+redis.call('ZADD', KEYS[5], ARGV[6], ARGV[5])
+return idem_done(KEYS[7], ARGV[1], ARGV[2], 200, '', out)
