@@ -87,7 +87,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL,
 	}, a.Store, a.FanIn, a.Metrics, time.Now)
-	a.Sessions = sessions.NewService(sessions.Config{}, a.Store, a.FanIn, time.Now)
+	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks()}, a.Store, a.FanIn, time.Now)
 	a.Hooks, err = hooks.NewService(hooks.Config{
 		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,
 		MaxDeliveries: cfg.HookMaxDeliveries, RateLimit: cfg.HookRateLimit, Burst: cfg.HookBurst,
