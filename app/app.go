@@ -75,6 +75,10 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jwt: %w", err)
 	}
+	answerKey, keySource, err := cfg.answerKey()
+	if err != nil {
+		return nil, fmt.Errorf("answer key: %w", err)
+	}
 	a.Store, err = store.Open(ctx, store.Config{
 		URL: cfg.RedisURL, Cluster: cfg.RedisCluster, Prefix: cfg.RedisPrefix, Partitions: cfg.Partitions,
 		Timeout: cfg.RedisTimeout,
@@ -85,12 +89,13 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if a.Store.Kind == store.KindEmbedded {
 		log.Warn("using the embedded in-memory store: data does not survive a restart; set TASKHOOK_REDIS_URL for a durable store")
 	}
+	log.Info("answer links keyed", "source", keySource)
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log)
 	a.Tasks = tasks.NewService(tasks.Config{
-		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL,
+		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
 		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes,
 	}, a.Store, a.FanIn, a.Metrics, time.Now)
-	a.Sessions = sessions.NewService(sessions.Config{}, a.Store, a.FanIn, time.Now)
+	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks()}, a.Store, a.FanIn, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	a.Hooks, err = hooks.NewService(hooks.Config{
 		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,

@@ -1,12 +1,17 @@
 package app
 
 import (
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskhook/taskhook/tasks"
 )
 
 // Config is every setting of the service. The zero value means the defaults;
@@ -24,6 +29,7 @@ type Config struct {
 	JWKSFile           string        // TASKHOOK_JWKS_FILE
 	JWTAudience        string        // TASKHOOK_JWT_AUDIENCE
 	JWTIssuer          string        // TASKHOOK_JWT_ISSUER
+	AnswerKey          string        // TASKHOOK_ANSWER_KEY: base64 of at least 32 bytes; answer tokens are made with it (see answerKey)
 	MaxBodyBytes       int64         // TASKHOOK_MAX_BODY_BYTES, default 1 MiB
 	MaxTasksPerSession int           // TASKHOOK_MAX_TASKS_PER_SESSION: live tasks in one session, default 1000
 	MaxTaskBytes       int           // TASKHOOK_MAX_TASK_BYTES: a task record as JSON, default 1 MiB
@@ -47,6 +53,14 @@ func (c Config) Validate() error {
 	}
 	if c.JWTSecret != "" && len(c.JWTSecret) < 32 {
 		errs = append(errs, errors.New("TASKHOOK_JWT_SECRET must be at least 32 bytes"))
+	}
+	if c.AnswerKey != "" {
+		if k, err := decodeKey(c.AnswerKey); err != nil || len(k) < tasks.MinAnswerKeyBytes {
+			errs = append(errs, fmt.Errorf("TASKHOOK_ANSWER_KEY must be base64 of at least %d bytes", tasks.MinAnswerKeyBytes))
+		}
+	} else if c.RedisURL != "" && c.JWTSecret == "" {
+		errs = append(errs, errors.New("TASKHOOK_ANSWER_KEY is required with a Redis store and no TASKHOOK_JWT_SECRET: "+
+			"every replica must make the same answer links"))
 	}
 	if c.RedisCluster && c.RedisURL == "" {
 		errs = append(errs, errors.New("TASKHOOK_REDIS_CLUSTER needs TASKHOOK_REDIS_URL with the node addresses"))
@@ -86,6 +100,35 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// answerKey is the key answer tokens are made with, and where it came from:
+// TASKHOOK_ANSWER_KEY; else a key derived from TASKHOOK_JWT_SECRET (HKDF-
+// SHA256), which every replica shares already; else, on the embedded store
+// only (Validate refuses a Redis store), none: the task service makes a
+// random one, which lives as long as the embedded data does.
+func (c Config) answerKey() ([]byte, string, error) {
+	switch {
+	case c.AnswerKey != "":
+		k, err := decodeKey(c.AnswerKey)
+		return k, "TASKHOOK_ANSWER_KEY", err
+	case c.JWTSecret != "":
+		k, err := hkdf.Key(sha256.New, []byte(c.JWTSecret), nil, "taskhook answer tokens", tasks.MinAnswerKeyBytes)
+		return k, "TASKHOOK_JWT_SECRET", err
+	}
+	return nil, "random", nil
+}
+
+// decodeKey reads a key in base64, standard or URL alphabet, padded or not.
+func decodeKey(s string) ([]byte, error) {
+	var err error
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		var k []byte
+		if k, err = enc.DecodeString(s); err == nil {
+			return k, nil
+		}
+	}
+	return nil, err
+}
+
 func (c Config) withDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = ":8080"
@@ -116,6 +159,7 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	str(&c.JWKSFile, "jwks-file", "TASKHOOK_JWKS_FILE", "JWKS file of RS256/ES256/EdDSA keys")
 	str(&c.JWTAudience, "jwt-audience", "TASKHOOK_JWT_AUDIENCE", "required aud")
 	str(&c.JWTIssuer, "jwt-issuer", "TASKHOOK_JWT_ISSUER", "required iss")
+	str(&c.AnswerKey, "answer-key", "TASKHOOK_ANSWER_KEY", "base64 key (at least 32 bytes) of answer tokens, the same on every replica")
 	str(&c.LogLevel, "log-level", "TASKHOOK_LOG_LEVEL", "debug, info, warn or error")
 	var errs []error
 	parse := func(env string, set func(string) error) {

@@ -2,10 +2,12 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
@@ -226,6 +228,186 @@ func TestAnswerURLBackToWorking(t *testing.T) {
 			}
 			if _, err := channel.AnswerInput(ctx, task.InputRequests[1].AnswerURL, "yes", ""); !client.IsCode(err, client.CodeInputClosed) {
 				t.Fatalf("after cancel: %v", err)
+			}
+		})
+	}
+}
+
+// TestAnswerTokensNotInRedis: answer tokens are made from the server's key
+// when a task is shown, never stored. After a task asks (with an idempotency
+// key), is read every way a reader reads it and is answered through a URL,
+// no Redis key or value under the test's prefix holds a token or an answer
+// URL; yet the URL is in every view SPEC names, the same in all, and works.
+func TestAnswerTokensNotInRedis(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			sc := b.Config(t)
+			srv := apptest.Start(t, sc, withTestDefaults(app.Config{}))
+			ctx := testContext(t)
+			owner := newClient(t, srv.URL, apptest.Token(t, "alice"))
+			channel := newClient(t, "http://unused.invalid", "")
+			ses, err := owner.CreateSession(ctx, client.CreateSessionInput{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked, err := owner.RequireInput(ctx, task.TaskID, []client.InputRequest{
+				{RequestID: "deploy", Prompt: "Deploy?"},
+				{RequestID: "why", Prompt: "Why?", AllowFreeform: true},
+				{RequestID: "login", Kind: "authorization", Prompt: "Sign in", Connection: "github"},
+			}, client.WithIdempotencyKey("ask-1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			urls := map[string]string{}
+			for _, q := range asked.InputRequests {
+				if q.AnswerURL != "" {
+					urls[q.RequestID] = q.AnswerURL
+				}
+			}
+			if len(urls) != 2 || !strings.HasPrefix(urls["deploy"], srv.URL+"/v1/input/ans_") {
+				t.Fatalf("answer URLs: %v", urls)
+			}
+			// sameURLs checks one view of the open requests.
+			sameURLs := func(view string, reqs []client.InputRequest, open ...string) {
+				t.Helper()
+				got := map[string]string{}
+				for _, q := range reqs {
+					if q.AnswerURL != "" {
+						got[q.RequestID] = q.AnswerURL
+					}
+				}
+				if len(got) != len(open) {
+					t.Errorf("%s: answer URLs %v, want those of %v", view, got, open)
+				}
+				for _, id := range open {
+					if got[id] != urls[id] {
+						t.Errorf("%s: answerUrl of %s is %q, want %q", view, id, got[id], urls[id])
+					}
+				}
+			}
+			sameEvents := func(view string, evs []client.Event, open ...string) {
+				t.Helper()
+				var snapshots, requested int
+				for _, e := range evs {
+					if e.TaskID != task.TaskID || e.Revision != asked.Revision {
+						continue
+					}
+					switch e.Type {
+					case "task.status":
+						snap, err := e.Task()
+						if err != nil {
+							t.Fatal(err)
+						}
+						sameURLs(view+" task.status data.task", snap.InputRequests, open...)
+						snapshots++
+					case "input.requested":
+						var d struct{ Requests []client.InputRequest }
+						if err := json.Unmarshal(e.Data, &d); err != nil {
+							t.Fatal(err)
+						}
+						sameURLs(view+" input.requested data", d.Requests, open...)
+						requested++
+					}
+				}
+				if snapshots != 1 || requested != 1 {
+					t.Errorf("%s: %d task.status and %d input.requested events of the ask", view, snapshots, requested)
+				}
+			}
+
+			var meta client.Response
+			again, err := owner.RequireInput(ctx, task.TaskID, []client.InputRequest{
+				{RequestID: "deploy", Prompt: "Deploy?"},
+				{RequestID: "why", Prompt: "Why?", AllowFreeform: true},
+				{RequestID: "login", Kind: "authorization", Prompt: "Sign in", Connection: "github"},
+			}, client.WithIdempotencyKey("ask-1"), client.WithResponse(&meta))
+			if err != nil || !meta.Replayed {
+				t.Fatalf("replay: %v, replayed %v", err, meta.Replayed)
+			}
+			sameURLs("the replayed answer", again.InputRequests, "deploy", "why")
+			got, err := owner.GetTask(ctx, task.TaskID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameURLs("GET", got.InputRequests, "deploy", "why")
+			polled, err := owner.WaitTask(ctx, task.TaskID, task.Revision, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameURLs("the long-poll", polled.InputRequests, "deploy", "why")
+			list, err := owner.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID})
+			if err != nil || len(list.Items) != 1 {
+				t.Fatalf("list: %v %+v", err, list)
+			}
+			sameURLs("the list", list.Items[0].InputRequests, "deploy", "why")
+			tevs, err := owner.TaskEvents(ctx, task.TaskID, client.EventsParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameEvents("task log", tevs.Events, "deploy", "why")
+			sevs, err := owner.SessionEvents(ctx, ses.SessionID, client.EventsParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameEvents("session log", sevs.Events, "deploy", "why")
+			var streamed []client.Event
+			sctx, stop := context.WithCancel(ctx)
+			for e, err := range client.New(srv.URL, apptest.Token(t, "alice")).StreamTaskEvents(sctx, task.TaskID, "") {
+				if err != nil {
+					t.Fatal(err)
+				}
+				streamed = append(streamed, e)
+				if e.Type == "input.requested" {
+					break
+				}
+			}
+			stop()
+			sameEvents("SSE", streamed, "deploy", "why")
+
+			// A second replica of the same deployment shows the same links
+			// and takes their answers.
+			answerVia := srv
+			if b.Name != "embedded" {
+				answerVia = apptest.Start(t, sc, withTestDefaults(app.Config{PublicURL: srv.URL}))
+				other, err := newClient(t, answerVia.URL, apptest.Token(t, "alice")).GetTask(ctx, task.TaskID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameURLs("GET on another replica", other.InputRequests, "deploy", "why")
+			}
+			viaURL := answerVia.URL + strings.TrimPrefix(urls["deploy"], srv.URL)
+			if _, err := channel.AnswerInput(ctx, viaURL, "yes", "", client.WithIdempotencyKey("a-1")); err != nil {
+				t.Fatalf("answer: %v", err)
+			}
+			if got, err = owner.GetTask(ctx, task.TaskID); err != nil {
+				t.Fatal(err)
+			}
+			sameURLs("GET after the answer", got.InputRequests, "why")
+			if _, err := channel.AnswerInput(ctx, urls["deploy"], "yes", ""); !client.IsCode(err, client.CodeInputClosed) {
+				t.Fatalf("second answer: %v", err)
+			}
+
+			var tokens []string
+			for _, u := range urls {
+				tokens = append(tokens, u[strings.LastIndexByte(u, '/')+1:])
+			}
+			values := storetest.Dump(t, srv.App.Store.RDB, sc.Prefix)
+			if len(values) < 8 {
+				t.Fatalf("only %d keys under the prefix: %v", len(values), values)
+			}
+			for key, v := range values {
+				for _, tok := range tokens {
+					if strings.Contains(key, tok) || strings.Contains(v, tok) || strings.Contains(v, tok[len("ans_")+2:]) {
+						t.Errorf("key %s holds an answer token", key)
+					}
+				}
+				if strings.Contains(v, "/v1/input/") || strings.Contains(v, "answerUrl") {
+					t.Errorf("key %s holds an answer URL", key)
+				}
 			}
 		})
 	}

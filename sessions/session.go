@@ -12,6 +12,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tasks"
 )
 
 // Statuses of a session.
@@ -52,6 +53,10 @@ func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
 type Config struct {
 	TTL       time.Duration // a session lives this long after creation, longer while its tasks do; default 30 days
 	Retention time.Duration // how long its log keeps events; default 30 days
+	// AnswerLinks puts the answerUrl of open requests into the task events of
+	// the log as readers see them (tasks.Service.AnswerLinks); nil shows the
+	// events as stored, without links.
+	AnswerLinks *tasks.AnswerLinks
 }
 
 // Service creates and reads sessions.
@@ -174,5 +179,9 @@ func (s *Service) Events(ctx context.Context, p authz.Principal, id, after strin
 		return nil, err
 	}
 	part, _ := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
-	return s.fanin.ReadLog(ctx, w, s.store.Keys.SessionLog(part, id), after, limit, wait)
+	entries, err := s.fanin.ReadLog(ctx, w, s.store.Keys.SessionLog(part, id), after, limit, wait)
+	if s.cfg.AnswerLinks != nil {
+		entries = s.cfg.AnswerLinks.Events(entries)
+	}
+	return entries, err
 }

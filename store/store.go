@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskhook/taskhook/metrics"
@@ -81,7 +80,7 @@ type Store struct {
 	Partitions int
 	Kind       string
 
-	embedded *miniredis.Miniredis
+	embedded *embedded // the in-process server, when no Redis is configured
 }
 
 // Open connects (or starts the embedded server), loads the scripts and checks
@@ -100,17 +99,10 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 	s := &Store{Keys: NewKeys(cfg.Prefix), Scripts: scripts, Partitions: cfg.Partitions}
 	switch {
 	case cfg.URL == "":
-		s.embedded = miniredis.NewMiniRedis()
-		s.embedded.ClockTTL(true)
-		if err := s.embedded.StartAddr("127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("start embedded store: %w", err)
-		}
+		var opts *redis.Options
+		s.embedded, opts = openEmbedded(cfg)
 		s.Kind = KindEmbedded
-		s.RDB = redis.NewClient(&redis.Options{
-			Addr: s.embedded.Addr(), PoolSize: cfg.PoolSize,
-			ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, DialTimeout: cfg.Timeout,
-			MaxRetries: noRetries, ContextTimeoutEnabled: true,
-		})
+		s.RDB = redis.NewClient(opts)
 	case cfg.Cluster:
 		s.Kind = KindRedisCluster
 		s.RDB = redis.NewClusterClient(&redis.ClusterOptions{
@@ -156,7 +148,7 @@ func (s *Store) Ready(ctx context.Context) error {
 func (s *Store) Close() error {
 	err := s.RDB.Close()
 	if s.embedded != nil {
-		s.embedded.Close()
+		s.embedded.close()
 	}
 	return err
 }

@@ -11,8 +11,9 @@ import (
 
 // Capability tokens (hook callback tokens, input answer tokens) are a prefix,
 // the two characters NewID uses to name the partition (so any replica finds
-// the record's slot), and base64url of 32 random bytes (256 bits). Redis
-// keeps only their hash.
+// the record's slot), and base64url of 32 bytes (256 bits): random for hook
+// tokens (NewToken), an HMAC for answer tokens (package tasks). Redis keeps
+// only their hash.
 const tokenRandomBytes = 32
 
 // noRandom stands in for the random part of an id, to read its partition back.

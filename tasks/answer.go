@@ -24,20 +24,21 @@ type answerRef struct {
 	RequestID string `json:"r"`
 }
 
-// answerTokens gives each ask request of a new batch its answer token and
-// URL. It returns the requests as Apply should see them and the mappings the
-// write stores.
-func (s *Service) answerTokens(part int, taskID string, reqs []InputRequest) ([]InputRequest, []store.AnswerToken) {
+// answerTokens makes the mapping of each ask request of a new batch: its
+// answer token's hash to the request. It returns the requests as Apply should
+// see them (with no answerUrl: links are derived when a task is shown, never
+// stored) and the mappings the write stores.
+func (s *Service) answerTokens(taskID string, reqs []InputRequest) ([]InputRequest, []store.AnswerToken) {
 	var tokens []store.AnswerToken
 	for i := range reqs {
+		reqs[i].AnswerURL = ""
 		if reqs[i].Kind != KindAsk {
 			continue
 		}
-		token := store.NewToken(AnswerTokenPrefix, part)
+		token := s.links.Token(taskID, reqs[i].RequestID)
 		ref := answerRef{Hash: store.HashToken(token), TaskID: taskID, RequestID: reqs[i].RequestID}
 		val, _ := json.Marshal(ref) // three strings: cannot fail
 		tokens = append(tokens, store.AnswerToken{Hash: ref.Hash, Value: val})
-		reqs[i].AnswerURL = s.cfg.PublicURL + "/v1/input/" + token
 	}
 	return reqs, tokens
 }
@@ -97,7 +98,7 @@ func (s *Service) Answer(ctx context.Context, token string, in AnswerInput, idem
 	}
 	cmd := Command{Kind: CmdRespond, OpenOnly: true,
 		Responses: []InputResponse{{RequestID: ref.RequestID, OptionID: in.OptionID, Text: in.Text}}}
-	reply, err := s.Run(ctx, authz.Principal{ID: t.Requester}, ref.TaskID, cmd, idem)
+	reply, err := s.run(ctx, authz.Principal{ID: t.Requester}, ref.TaskID, cmd, idem)
 	if err != nil {
 		return Answered{}, false, answerError(err)
 	}

@@ -22,6 +22,10 @@ type Config struct {
 	PublicURL    string        // answer URLs start with it; default "http://localhost:8080"
 	MaxLive      int           // live tasks one session may hold; default 1000
 	MaxTaskBytes int           // a task record's largest size, as JSON; default 1 MiB
+	// AnswerKey makes the answer tokens (see AnswerLinks): every replica of a
+	// deployment needs the same one. Default: a random key made once per
+	// process, so answer links work on this process only.
+	AnswerKey []byte
 }
 
 func (c Config) withDefaults() Config {
@@ -48,6 +52,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxTaskBytes == 0 {
 		c.MaxTaskBytes = 1 << 20
+	}
+	if len(c.AnswerKey) == 0 {
+		c.AnswerKey = processAnswerKey()
 	}
 	return c
 }
@@ -101,6 +108,7 @@ type Service struct {
 	metrics *metrics.Metrics
 	cache   cache
 	answers *store.Cache[answerRef] // by token hash
+	links   *AnswerLinks
 	now     func() time.Time
 }
 
@@ -108,7 +116,7 @@ type Service struct {
 func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, now func() time.Time) *Service {
 	cfg = cfg.withDefaults()
 	svc := &Service{cfg: cfg, store: s, fanin: f, metrics: m, cache: newCache(cfg.CacheSize),
-		answers: store.NewCache[answerRef](cfg.CacheSize), now: now}
+		answers: store.NewCache[answerRef](cfg.CacheSize), links: NewAnswerLinks(cfg.AnswerKey, cfg.PublicURL), now: now}
 	f.OnWake(func(wk store.Wake) {
 		if wk.Kind != "t" {
 			return
@@ -262,10 +270,25 @@ func (s *Service) checkCreate(in CreateInput) error {
 	return nil
 }
 
-// Get reads a task for someone allowed to see it (owner, requester, admin).
-// The store checks who asks before it sends the record, so another
-// principal's task costs what a missing one costs.
+// AnswerLinks is what puts the answerUrl of open requests into tasks and
+// events as readers see them.
+func (s *Service) AnswerLinks() *AnswerLinks { return s.links }
+
+// Get reads a task for someone allowed to see it (owner, requester, admin),
+// as they see it. The store checks who asks before it sends the record, so
+// another principal's task costs what a missing one costs.
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Task, []byte, error) {
+	t, raw, err := s.read(ctx, p, id)
+	if err != nil {
+		return Task{}, nil, err
+	}
+	s.links.ShowTask(&t)
+	return t, s.links.Task(raw), nil
+}
+
+// read is Get in the stored form: what commands are decided on and written
+// from, with no answer link in it.
+func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task, []byte, error) {
 	part, err := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
 	if err != nil {
 		return Task{}, nil, ErrNotFound
@@ -321,8 +344,22 @@ const maxAttempts = 64
 
 // Run applies a command: decide with Apply on the snapshot at hand, write
 // with one compare-and-set script, and on a lost race decide again on the
-// task the script returned.
+// task the script returned. It answers with the task as its caller sees it.
 func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (Reply, error) {
+	reply, err := s.run(ctx, p, id, cmd, idem)
+	if err != nil {
+		var state *StateError
+		if errors.As(err, &state) {
+			s.links.ShowTask(&state.Task)
+		}
+		return Reply{}, err
+	}
+	reply.JSON = s.links.Task(reply.JSON)
+	return reply, nil
+}
+
+// run is Run answering with the stored form.
+func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (Reply, error) {
 	part, err := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
 	if err != nil {
 		return Reply{}, ErrNotFound
@@ -331,17 +368,17 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 	if cmd.Kind == CmdRequireInput {
 		// Made once, before Apply: a retry after a lost race reuses them.
 		cmd.Requests = PrepareRequests(cmd.Requests, store.NewRequestID)
-		cmd.Requests, tokens = s.answerTokens(part, id, cmd.Requests)
+		cmd.Requests, tokens = s.answerTokens(id, cmd.Requests)
 	}
 	t, raw, fromCache := s.cache.get(id)
 	if !fromCache {
-		if t, raw, err = s.Get(ctx, p, id); err != nil {
+		if t, raw, err = s.read(ctx, p, id); err != nil {
 			return Reply{}, err
 		}
 	}
 	if fromCache && !canRead(p, t) {
 		// Somebody else's task answers as a missing one does: after a read.
-		if _, _, err := s.Get(ctx, p, id); err != nil {
+		if _, _, err := s.read(ctx, p, id); err != nil {
 			return Reply{}, err
 		}
 	}
@@ -353,7 +390,7 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 		change, err := Apply(t, cmd, now)
 		if err != nil || !change.Changed {
 			if fromCache { // a cached snapshot may be stale: judge again on the stored task
-				if t, raw, err = s.Get(ctx, p, id); err != nil {
+				if t, raw, err = s.read(ctx, p, id); err != nil {
 					return Reply{}, err
 				}
 				fromCache = false
@@ -534,12 +571,16 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 		part, _ := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
 		return keys.Task(part, id)
 	}
-	return s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
+	page, err := s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
 		Fields: []string{"owner", "status", "kind"},
 		Keep: func(v []string) bool {
 			return v[0] == p.ID && (f.Status == "" || v[1] == string(f.Status)) && (f.Kind == "" || v[2] == f.Kind)
 		},
 	})
+	for i := range page.Items {
+		page.Items[i] = s.links.Task(page.Items[i])
+	}
+	return page, err
 }
 
 // CancelChange decides the cancellation of one stored task for a session

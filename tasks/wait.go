@@ -21,7 +21,18 @@ func (s *Service) WaitFor(ctx context.Context, p authz.Principal, id string, wai
 	done func(Task) bool) (Task, []byte, error) {
 	w := s.fanin.Wait(store.WaitKey("t", id))
 	defer w.Stop()
-	t, raw, err := s.Get(ctx, p, id)
+	t, raw, err := s.wait(ctx, w, p, id, wait, done)
+	if err != nil {
+		return Task{}, nil, err
+	}
+	s.links.ShowTask(&t)
+	return t, s.links.Task(raw), nil
+}
+
+// wait is WaitFor in the stored form.
+func (s *Service) wait(ctx context.Context, w *store.Waiter, p authz.Principal, id string, wait time.Duration,
+	done func(Task) bool) (Task, []byte, error) {
+	t, raw, err := s.read(ctx, p, id)
 	if err != nil || done(t) || wait <= 0 {
 		return t, raw, err
 	}
@@ -42,7 +53,7 @@ func (s *Service) WaitFor(ctx context.Context, p authz.Principal, id string, wai
 			}
 			fallthrough
 		case store.Recheck:
-			if t, raw, err = s.Get(ctx, p, id); err != nil {
+			if t, raw, err = s.read(ctx, p, id); err != nil {
 				return t, raw, err
 			}
 		default:
@@ -66,12 +77,13 @@ func (s *Service) Events(ctx context.Context, p authz.Principal, id, after strin
 	wait time.Duration) ([]store.LogEntry, error) {
 	w := s.fanin.Wait(store.WaitKey("t", id))
 	defer w.Stop()
-	t, _, err := s.Get(ctx, p, id)
+	t, _, err := s.read(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
 	part, _ := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
-	return s.fanin.ReadLog(ctx, w, s.store.Keys.TaskLog(part, t.TaskID), after, limit, wait)
+	entries, err := s.fanin.ReadLog(ctx, w, s.store.Keys.TaskLog(part, t.TaskID), after, limit, wait)
+	return s.links.Events(entries), err
 }
 
 // Draining is closed when the server begins to shut down.

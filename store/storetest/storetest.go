@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,6 +122,63 @@ func deletePrefix(rdb *redis.Client, prefix string) {
 	for _, k := range batch {
 		rdb.Unlink(ctx, k) // one by one: keys of several slots
 	}
+}
+
+// Dump reads every key under prefix with its value as text (every field and
+// member of a hash, stream, sorted set, set or list, joined by newlines), on
+// each master of a cluster: for tests that check what Redis holds.
+func Dump(t testing.TB, rdb redis.UniversalClient, prefix string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	var mu sync.Mutex
+	dump := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			key := iter.Val()
+			var parts []string
+			switch typ := c.Type(ctx, key).Val(); typ {
+			case "string":
+				parts = append(parts, c.Get(ctx, key).Val())
+			case "hash":
+				for f, v := range c.HGetAll(ctx, key).Val() {
+					parts = append(parts, f, v)
+				}
+			case "stream":
+				for _, m := range c.XRange(ctx, key, "-", "+").Val() {
+					for f, v := range m.Values {
+						parts = append(parts, m.ID, f, fmt.Sprint(v))
+					}
+				}
+			case "zset":
+				parts = append(parts, c.ZRange(ctx, key, 0, -1).Val()...)
+			case "set":
+				parts = append(parts, c.SMembers(ctx, key).Val()...)
+			case "list":
+				parts = append(parts, c.LRange(ctx, key, 0, -1).Val()...)
+			case "none": // expired since the scan saw it
+			default:
+				return fmt.Errorf("key %s has type %s", key, typ)
+			}
+			mu.Lock()
+			out[key] = strings.Join(parts, "\n")
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.Client:
+		err = dump(ctx, c)
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, dump)
+	default:
+		err = fmt.Errorf("cannot scan a %T", rdb)
+	}
+	if err != nil {
+		t.Fatalf("dump %s*: %v", prefix, err)
+	}
+	return out
 }
 
 // WaitFor polls cond until it holds, failing the test after 15 s. It waits on

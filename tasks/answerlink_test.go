@@ -1,0 +1,148 @@
+package tasks
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/store"
+)
+
+var testKey = bytes.Repeat([]byte{7}, MinAnswerKeyBytes)
+
+// An answer token is the same for the same key, task and request, differs
+// when any of them does, and has the shape (and the task's partition) of
+// every capability token.
+func TestAnswerToken(t *testing.T) {
+	l := NewAnswerLinks(testKey, "https://th.example")
+	other := NewAnswerLinks(bytes.Repeat([]byte{8}, MinAnswerKeyBytes), "https://th.example")
+	task, task2 := store.NewID(store.TaskPrefix, 13), store.NewID(store.TaskPrefix, 13)
+	tok := l.Token(task, "go")
+	if tok != l.Token(task, "go") {
+		t.Fatal("the token changes")
+	}
+	for name, o := range map[string]string{
+		"another request": l.Token(task, "stop"), "another task": l.Token(task2, "go"), "another key": other.Token(task, "go"),
+		"a shifted boundary": l.Token(task+"g", "o"),
+	} {
+		if o == tok {
+			t.Errorf("%s gives the same token", name)
+		}
+	}
+	if p, ok := store.ParseToken(tok, AnswerTokenPrefix, 16); !ok || p != 13 {
+		t.Errorf("ParseToken(%q) = %d, %v; want partition 13", tok, p, ok)
+	}
+	if got, want := l.URL(task, "go"), "https://th.example/v1/input/"+tok; got != want {
+		t.Errorf("URL %q, want %q", got, want)
+	}
+}
+
+// askingTask is a stored task with an open ask, an authorization request and
+// user data that happens to hold the ask marker.
+func askingTask(t testing.TB) (Task, []Emitted) {
+	t.Helper()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	task := Task{TaskID: store.NewID(store.TaskPrefix, 3), SessionID: store.NewID(store.SessionPrefix, 3),
+		Owner: "o", Requester: "o", Status: Working, Revision: 1, InputResponses: []InputResponse{},
+		Input: json.RawMessage(`{"kind":"ask","html":"<b>&</b>"}`), CreatedAt: events.At(now), LastUpdatedAt: events.At(now)}
+	change, err := Apply(task, Command{Kind: CmdRequireInput, Requests: PrepareRequests([]InputRequest{
+		{RequestID: "go", Prompt: "Go <now>?"},
+		{RequestID: "login", Kind: KindAuthorization, Prompt: "Sign in", Connection: "github"},
+	}, store.NewRequestID)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return change.Task, change.Events
+}
+
+// A stored task is shown with the link of each open ask and is otherwise
+// byte for byte as stored; a task with nothing to link is the stored slice.
+func TestAnswerLinksTask(t *testing.T) {
+	l := NewAnswerLinks(testKey, "https://th.example")
+	task, _ := askingTask(t)
+	raw, _ := json.Marshal(task)
+	want := task.clone()
+	want.InputRequests[0].AnswerURL = l.URL(task.TaskID, "go")
+	wantRaw, _ := json.Marshal(want)
+	if got := l.Task(raw); !bytes.Equal(got, wantRaw) {
+		t.Errorf("shown:\n%s\nwant:\n%s", got, wantRaw)
+	}
+
+	plain := task.clone()
+	plain.InputRequests = plain.InputRequests[1:] // the authorization request only
+	for name, tk := range map[string]Task{
+		"no open ask": plain, "no request": {TaskID: task.TaskID, Input: task.Input}, "no marker": {TaskID: task.TaskID},
+	} {
+		raw, _ := json.Marshal(tk)
+		if got := l.Task(raw); &got[0] != &raw[0] {
+			t.Errorf("%s: the task was copied: %s", name, got)
+		}
+	}
+
+	legacy := want.clone()
+	legacy.InputRequests[0].AnswerURL = "https://old.example/v1/input/ans_stored"
+	raw, _ = json.Marshal(legacy)
+	if got := l.Task(raw); !bytes.Equal(got, raw) {
+		t.Errorf("a stored link was replaced: %s", got)
+	}
+}
+
+// Stored events are shown with the links in data.task and in the requests of
+// input.requested, and are otherwise as stored.
+func TestAnswerLinksEvent(t *testing.T) {
+	l := NewAnswerLinks(testKey, "https://th.example")
+	task, emitted := askingTask(t)
+	snapshot, _ := json.Marshal(task)
+	shownTask := task.clone()
+	l.ShowTask(&shownTask)
+	shownSnapshot, _ := json.Marshal(shownTask)
+	now := task.LastUpdatedAt.Time
+	for _, e := range emitted {
+		stored, err := eventJSON(task, now, e, snapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == events.InputRequested {
+			e.Data = map[string]any{"requests": shownTask.InputRequests}
+		}
+		want, err := eventJSON(task, now, e, shownSnapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		withID := func(b []byte) []byte { return append([]byte(`{"id":"1-0",`), b[1:]...) }
+		got := l.Events([]store.LogEntry{{ID: "1-0", JSON: withID(stored)}})[0].JSON
+		if !bytes.Equal(got, withID(want)) {
+			t.Errorf("%s shown:\n%s\nwant:\n%s", e.Type, got, withID(want))
+		}
+		if !strings.Contains(string(got), l.URL(task.TaskID, "go")) {
+			t.Errorf("%s has no link", e.Type)
+		}
+	}
+	resolved, _ := eventJSON(task, now, Emitted{Type: events.InputResolved,
+		Data: map[string]any{"responses": []InputResponse{{RequestID: "go", Text: `"kind":"ask"`}}}}, snapshot)
+	if got := l.Event(resolved); !bytes.Equal(got, resolved) {
+		t.Errorf("an event with nothing to link changed: %s", got)
+	}
+}
+
+// The cost of showing a task: nothing for one with no open ask (the common
+// case), a decode and an encode for one that asks.
+func BenchmarkAnswerLinksTask(b *testing.B) {
+	l := NewAnswerLinks(testKey, "https://th.example")
+	task, _ := askingTask(b)
+	task.Input = json.RawMessage(`{"repo":"acme/api"}`)
+	asking, _ := json.Marshal(task)
+	task.InputRequests = nil
+	working, _ := json.Marshal(task)
+	for name, raw := range map[string][]byte{"working": working, "asking": asking} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = l.Task(raw)
+			}
+		})
+	}
+}
