@@ -16,11 +16,12 @@ type Proxy struct {
 	ln       net.Listener
 	upstream string
 
-	mu     sync.Mutex
-	counts map[string]int
-	cutOn  string // cut the connection that sends this command, after Redis answers it
-	cuts   int
-	conns  []net.Conn
+	mu         sync.Mutex
+	counts     map[string]int
+	cutOn      string // cut the connection that sends this command, after Redis answers it
+	cuts       int
+	replyBytes int64
+	conns      []net.Conn
 }
 
 // StartProxy listens on loopback and forwards every connection to upstream;
@@ -54,6 +55,13 @@ func (p *Proxy) CutAfterReply(name string) {
 	p.mu.Lock()
 	p.cutOn = name
 	p.mu.Unlock()
+}
+
+// ReplyBytes is how many bytes Redis has sent back so far.
+func (p *Proxy) ReplyBytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.replyBytes
 }
 
 // Cuts is how many connections CutAfterReply has cut.
@@ -135,6 +143,9 @@ func (p *Proxy) forwardReplies(u, c net.Conn, cut <-chan struct{}) {
 	for {
 		n, err := u.Read(buf)
 		if n > 0 {
+			p.mu.Lock()
+			p.replyBytes += int64(n)
+			p.mu.Unlock()
 			select {
 			case <-cut:
 				p.mu.Lock()

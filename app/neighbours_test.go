@@ -1,0 +1,292 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// startBehindProxy runs a server whose Redis traffic goes through a proxy
+// that counts it.
+func startBehindProxy(t *testing.T, cfg app.Config) (*apptest.Server, *storetest.Proxy) {
+	t.Helper()
+	sc := storetest.Standalone(t)
+	addr, db, _ := strings.Cut(strings.TrimPrefix(sc.URL, "redis://"), "/")
+	proxy := storetest.StartProxy(t, addr)
+	sc.URL = "redis://" + proxy.Addr() + "/" + db
+	return apptest.Start(t, sc, cfg), proxy
+}
+
+// A filter naming another principal's session or task answers exactly as a
+// filter naming one that does not exist: no items and no cursor holding one
+// of their ids.
+func TestForeignFilterAnswersAsMissing(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	ctx := context.Background()
+	alice := client.New(srv.URL, apptest.Token(t, "alice"))
+	bob := client.New(srv.URL, apptest.Token(t, "bob"))
+	ses, task := sessionWithTask(t, alice)
+	for range 3 {
+		if _, err := alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := alice.CreateHook(ctx, client.CreateHookInput{TaskID: task.TaskID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	missingSession := store.NewID(store.SessionPrefix, 1)
+	missingTask := store.NewID(store.TaskPrefix, 1)
+	same := func(what string, foreign, missing any) {
+		t.Helper()
+		a, _ := json.Marshal(foreign)
+		b, _ := json.Marshal(missing)
+		if string(a) != string(b) {
+			t.Errorf("%s: another principal's answers %s, a missing one %s", what, a, b)
+		}
+	}
+	for _, status := range []string{"", "working"} {
+		foreign, err := bob.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID, Status: status, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing, err := bob.ListTasks(ctx, client.ListTasksParams{SessionID: missingSession, Status: status, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		same("tasks by session, status "+status, foreign, missing)
+	}
+	foreign, err := bob.ListHooks(ctx, client.ListHooksParams{TaskID: task.TaskID, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := bob.ListHooks(ctx, client.ListHooksParams{TaskID: missingTask, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("hooks by task", foreign, missing)
+	foreign, err = bob.ListHooks(ctx, client.ListHooksParams{SessionID: ses.SessionID, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err = bob.ListHooks(ctx, client.ListHooksParams{SessionID: missingSession, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("hooks by session", foreign, missing)
+	// Alice still pages through her own.
+	page, err := alice.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID, Limit: 1})
+	if err != nil || len(page.Items) != 1 || page.NextCursor == "" {
+		t.Fatalf("owner's page: %+v %v", page, err)
+	}
+}
+
+// Another principal's large task or session is refused before its record
+// leaves Redis, so the refusal costs what a missing id costs whatever the
+// record's size; a filtered list reads no record it does not return.
+func TestRecordsAreNotReadForNothing(t *testing.T) {
+	t.Parallel()
+	srv, proxy := startBehindProxy(t, app.Config{})
+	ctx := context.Background()
+	alice := client.New(srv.URL, apptest.Token(t, "alice"))
+	bob := client.New(srv.URL, apptest.Token(t, "bob"))
+	big := strings.Repeat("x", 900<<10)
+	ses, err := alice.CreateSession(ctx, client.CreateSessionInput{Metadata: map[string]any{"big": big}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: big})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(what string, call func() error) int64 {
+		t.Helper()
+		before := proxy.ReplyBytes()
+		if err := call(); !client.IsCode(err, client.CodeNotFound) {
+			t.Fatalf("%s: %v, want not_found", what, err)
+		}
+		return proxy.ReplyBytes() - before
+	}
+	foreign := read("bob reads alice's task", func() error { _, err := bob.GetTask(ctx, task.TaskID); return err })
+	missing := read("bob reads a missing task", func() error {
+		_, err := bob.GetTask(ctx, store.NewID(store.TaskPrefix, 2))
+		return err
+	})
+	if foreign > 1024 || missing > 1024 {
+		t.Errorf("refusing a task read %d bytes from Redis (a missing one %d), want no record", foreign, missing)
+	}
+	foreign = read("bob reads alice's session", func() error { _, err := bob.GetSession(ctx, ses.SessionID); return err })
+	if foreign > 1024 {
+		t.Errorf("refusing a session read %d bytes from Redis, want no record", foreign)
+	}
+
+	// Ten large tasks, all completed: a list of working ones is empty and
+	// reads none of them.
+	for range 10 {
+		tk, err := alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: big[:100<<10]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := alice.Complete(ctx, tk.TaskID, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := alice.Complete(ctx, task.TaskID, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []client.ListTasksParams{{Status: "working", Limit: 100}, {SessionID: ses.SessionID, Status: "working", Limit: 100}} {
+		before := proxy.ReplyBytes()
+		page, err := alice.ListTasks(ctx, p)
+		if err != nil || len(page.Items) != 0 || page.NextCursor != "" {
+			t.Fatalf("working tasks: %+v %v, want an empty last page", page, err)
+		}
+		if n := proxy.ReplyBytes() - before; n > 16<<10 {
+			t.Errorf("an empty filtered list (%+v) read %d bytes from Redis", p, n)
+		}
+	}
+	page, err := alice.ListTasks(ctx, client.ListTasksParams{Status: "completed", Limit: 100})
+	if err != nil || len(page.Items) != 11 {
+		t.Fatalf("completed tasks: %d %v, want 11", len(page.Items), err)
+	}
+}
+
+// A session holds at most TASKHOOK_MAX_TASKS_PER_SESSION live tasks (429
+// too_many_tasks), and a task record at most TASKHOOK_MAX_TASK_BYTES (413
+// task_too_large, the task unchanged).
+func TestSessionLimits(t *testing.T) {
+	t.Parallel()
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			srv := apptest.Start(t, b.Config(t), app.Config{MaxTasksPerSession: 3, MaxTaskBytes: 8192})
+			ctx := context.Background()
+			cl := client.New(srv.URL, apptest.Token(t, "limits"))
+			ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var live []*client.Task
+			for range 3 {
+				tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				live = append(live, tk)
+			}
+			_, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+			var e *client.Error
+			if !asError(err, &e) || e.Status != 429 || e.Code != "too_many_tasks" {
+				t.Fatalf("a fourth live task: %v, want 429 too_many_tasks", err)
+			}
+			if _, err := cl.Complete(ctx, live[0].TaskID, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID}); err != nil {
+				t.Fatalf("a task after one finished: %v", err)
+			}
+
+			_, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: strings.Repeat("y", 9000)})
+			if !asError(err, &e) || e.Status != 413 || e.Code != "task_too_large" {
+				t.Fatalf("a task above the size limit: %v, want 413 task_too_large", err)
+			}
+			_, err = cl.Progress(ctx, live[1].TaskID, client.ProgressInput{Progress: strings.Repeat("z", 9000)})
+			if !asError(err, &e) || e.Status != 413 || e.Code != "task_too_large" {
+				t.Fatalf("progress past the size limit: %v, want 413 task_too_large", err)
+			}
+			got, err := cl.GetTask(ctx, live[1].TaskID)
+			if err != nil || got.Revision != 1 {
+				t.Fatalf("task after a refused progress: %+v %v, want revision 1", got, err)
+			}
+		})
+	}
+}
+
+// A session cancel over many tasks runs as many short scripts, not one long
+// one, and a cancel whose replica died after it began is finished by
+// another replica's resumer.
+func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
+	t.Parallel()
+	srv, proxy := startBehindProxy(t, app.Config{})
+	ctx := context.Background()
+	cl := client.New(srv.URL, apptest.Token(t, "canceller"))
+	const n = 100
+	open := func() (*client.Session, []string) {
+		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for range n {
+			tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: strings.Repeat("i", 2048)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, tk.TaskID)
+		}
+		return ses, ids
+	}
+
+	ses, ids := open()
+	before := proxy.Count("evalsha")
+	out, err := cl.CancelSession(ctx, ses.SessionID, "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.CancelledTaskIDs) != n {
+		t.Fatalf("cancelled %d tasks, want %d", len(out.CancelledTaskIDs), n)
+	}
+	if scripts := proxy.Count("evalsha") - before; scripts < n/16 {
+		t.Errorf("the cancel of %d tasks ran %d scripts, want batches of at most 16 tasks", n, scripts)
+	}
+
+	// A replica began a cancel and died: the session is cancelling, its
+	// tasks live, and its lease has run out.
+	ses, ids = open()
+	part, _ := store.PartitionOf(ses.SessionID, store.SessionPrefix, srv.App.Store.Partitions)
+	raw, err := srv.App.Store.GetJSON(ctx, srv.App.Store.Keys.Session(part, ses.SessionID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sesJSON map[string]any
+	_ = json.Unmarshal(raw, &sesJSON)
+	sesJSON["status"] = "cancelled"
+	raw, _ = json.Marshal(sesJSON)
+	res, err := srv.App.Store.BeginCancel(ctx, part, ses.SessionID, raw, "replica died", time.Now().Add(-time.Hour))
+	if err != nil || res.Outcome != store.OK {
+		t.Fatalf("begin cancel: %+v %v", res, err)
+	}
+	if _, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID}); !client.IsCode(err, client.CodeSessionNotActive) {
+		t.Fatalf("a task in a cancelling session: %v, want session_not_active", err)
+	}
+	srv.App.Resumer.Sweep(ctx)
+	for _, id := range ids {
+		tk, err := cl.GetTask(ctx, id)
+		if err != nil || tk.Status != "cancelled" || tk.CancelReason != "replica died" {
+			t.Fatalf("task after the resumed cancel: %+v %v", tk, err)
+		}
+	}
+	evs, err := cl.SessionEvents(ctx, ses.SessionID, client.EventsParams{After: "", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs.Events[len(evs.Events)-1]
+	var data struct {
+		CancelledTaskIDs []string `json:"cancelledTaskIds"`
+	}
+	if last.Type != events.SessionCancelled || json.Unmarshal(last.Data, &data) != nil || len(data.CancelledTaskIDs) != n {
+		t.Fatalf("last session event %s with %d ids, want session.cancelled with %d", last.Type, len(data.CancelledTaskIDs), n)
+	}
+	again, err := cl.CancelSession(ctx, ses.SessionID, "again")
+	if err != nil || len(again.CancelledTaskIDs) != 0 || again.Session.Status != client.SessionCancelled {
+		t.Fatalf("cancel after the resumed one: %+v %v, want a no-op", again, err)
+	}
+}
