@@ -28,6 +28,8 @@ const (
 	CodePayloadTooLarge     = "payload_too_large"
 	CodeRateLimited         = "rate_limited"
 	CodeStoreUnavailable    = "store_unavailable"
+	CodeTooManyTasks        = "too_many_tasks" // 429: the session holds as many live tasks as it may
+	CodeTaskTooLarge        = "task_too_large" // 413: the task record would be above the size limit
 	CodeInternal            = "internal"
 )
 

@@ -108,7 +108,7 @@ func toAPIError(err error) *APIError {
 	var tooMany *tasks.TooManyTasksError
 	if errors.As(err, &tooMany) {
 		return &APIError{Status: http.StatusTooManyRequests, Code: CodeTooManyTasks, Message: tooMany.Error(),
-			Extra: map[string]any{"limit": tooMany.Max}}
+			Extra: map[string]any{"limit": tooMany.Max}, RetryAfter: "5"}
 	}
 	var tooLarge *tasks.TooLargeError
 	if errors.As(err, &tooLarge) {
