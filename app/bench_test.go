@@ -79,3 +79,99 @@ func BenchmarkTaskLifecycleHTTP(b *testing.B) {
 	b.ReportMetric(float64(3*b.N)/elapsed.Seconds(), "commands/s")
 	lat.report(b)
 }
+
+// BenchmarkNoisyNeighbour measures another tenant's command latency on one
+// Redis and two replicas while one tenant cancels a session of 1,000 tasks
+// (4 KiB each) and lists its tasks with filters in a loop, against the same
+// tenant's latency with nobody else about. Each op is one quiet and one noisy
+// round of 200 commands (create, then get); the ratio of the p99s is
+// reported.
+func BenchmarkNoisyNeighbour(b *testing.B) {
+	sc := storetest.Standalone(b)
+	cfg := app.Config{LogLevel: "warn", MaxTasksPerSession: 2000}
+	quietSrv, noisySrv := apptest.Start(b, sc, cfg), apptest.Start(b, sc, cfg)
+	ctx := context.Background()
+	other := client.New(quietSrv.URL, apptest.Token(b, "other-tenant"))
+	noisy := client.New(noisySrv.URL, apptest.Token(b, "noisy-tenant"))
+	otherSes, err := other.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := string(make([]byte, 4096))
+	round := func(lat *latencies, name string) {
+		for range 200 {
+			t0 := time.Now()
+			tk, err := other.CreateTask(ctx, client.CreateTaskInput{SessionID: otherSes.SessionID})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := other.GetTask(ctx, tk.TaskID); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := other.Complete(ctx, tk.TaskID, nil); err != nil {
+				b.Fatal(err)
+			}
+			lat.add(name, time.Since(t0))
+		}
+	}
+	lat := &latencies{by: map[string][]time.Duration{}}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		ses, err := noisy.CreateSession(ctx, client.CreateSessionInput{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < 1000; i += 8 {
+					if _, err := noisy.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "k", Input: payload}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		b.StartTimer()
+		round(lat, "quiet")
+		stop := make(chan struct{})
+		var noise sync.WaitGroup
+		noise.Add(3)
+		go func() {
+			defer noise.Done()
+			if _, err := noisy.CancelSession(ctx, ses.SessionID, "noise"); err != nil {
+				b.Error(err)
+			}
+		}()
+		for _, status := range []string{"working", "completed"} {
+			go func() {
+				defer noise.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := noisy.ListTasks(ctx, client.ListTasksParams{Status: status, Kind: "k", Limit: 100}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		round(lat, "noisy")
+		close(stop)
+		noise.Wait()
+	}
+	b.StopTimer()
+	lat.report(b)
+	q := func(name string) float64 {
+		ds := lat.by[name]
+		return float64(ds[int(0.99*float64(len(ds)-1))])
+	}
+	b.ReportMetric(q("noisy")/q("quiet"), "p99-ratio")
+}
