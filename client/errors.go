@@ -26,8 +26,10 @@ const (
 	CodeInputClosed         = "input_closed"
 	CodeSignatureInvalid    = "signature_invalid"
 	CodePayloadTooLarge     = "payload_too_large"
+	CodeRequestTimeout      = "request_timeout"
 	CodeRateLimited         = "rate_limited"
 	CodeStoreUnavailable    = "store_unavailable"
+	CodeOverloaded          = "overloaded"
 	CodeInternal            = "internal"
 )
 

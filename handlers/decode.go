@@ -19,19 +19,9 @@ import (
 	"github.com/taskhook/taskhook/tasks"
 )
 
-// readBody reads the whole body under the size limit.
-func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.maxBody))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, apiError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
-			fmt.Sprintf("the body is larger than %d bytes", a.maxBody))
-	}
-	if err != nil {
-		return nil, apiError(http.StatusBadRequest, CodeInvalidJSON, "could not read the body")
-	}
-	return body, nil
-}
+// readBody reads the whole body under the size limit, the body deadline and
+// the server's budget of body bytes (see body.go).
+func (a *api) readBody(r *http.Request) ([]byte, error) { return a.body.read(r) }
 
 // DecodeJSON decodes one JSON object strictly: unknown fields, trailing data
 // and type mismatches are refused with the field at fault. An empty body
@@ -178,7 +168,7 @@ func parseCursor(r *http.Request) (*store.Position, error) {
 // readPost reads a POST: its body under the size limit, the principal and the
 // idempotency key scoped to both. On failure it has answered and ok is false.
 func (a *api) readPost(w http.ResponseWriter, r *http.Request) (body []byte, p authz.Principal, idem store.Idempotency, ok bool) {
-	body, err := a.readBody(w, r)
+	body, err := a.readBody(r)
 	if err == nil {
 		p = principal(r)
 		idem, err = idempotency(r, p, body)

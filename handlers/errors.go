@@ -35,6 +35,8 @@ const (
 	CodeStoreUnavailable  = "store_unavailable"
 	CodeInternal          = "internal"
 	CodeMethodNotAllowed  = "method_not_allowed"
+	CodeRequestTimeout    = "request_timeout"
+	CodeOverloaded        = "overloaded"
 	retryAfterUnavailable = "1"
 	statusClientClosed    = 499
 	notFoundMessage       = "no such resource"

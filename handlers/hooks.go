@@ -138,7 +138,7 @@ func (a *api) hookLog(w http.ResponseWriter, r *http.Request) {
 // capability. The path (and so the token) is never logged: the request log
 // has the route template only.
 func (a *api) callback(w http.ResponseWriter, r *http.Request) {
-	body, err := a.readBody(w, r)
+	body, err := a.readBody(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
