@@ -144,3 +144,22 @@ func TestBodiesOfEveryLength(t *testing.T) {
 		return gauge(t, e, "taskhook_http_body_bytes_reserved") == 0
 	})
 }
+
+// A replica that took posts for a hook closed through another replica learns
+// it from the first refused post; from then on it refuses the hook's posts
+// before their bodies are read.
+func TestClosedHookLearnedOnAWarmReplica(t *testing.T) {
+	t.Parallel()
+	sc := storetest.Standalone(t)
+	a := startEnv(t, sc, app.Config{BodyTimeout: time.Minute})
+	b := startEnv(t, sc, app.Config{})
+	hook, token := a.hook(t, map[string]any{"sessionId": a.session(t)})
+	a.must(t, 202, a.post(t, token, "warm"))
+	b.must(t, 200, b.do(t, "POST", "/v1/hooks/"+hook+"/close", b.alice, nil))
+	wantError(t, a.post(t, token, "late"), 410, "hook_closed")
+	addr := strings.TrimPrefix(a.srv.URL, "http://")
+	late := rawExchange(addr, "POST /v1/callback/"+token+" HTTP/1.1\r\nHost: "+addr+"\r\nContent-Length: 1000", nil)
+	if late.status != 410 || late.code() != "hook_closed" || !late.closed {
+		t.Fatalf("a post to the hook now known closed: %v", late)
+	}
+}
