@@ -86,23 +86,30 @@ func jsonKind(goKind string) string {
 // idempotency reads Idempotency-Key and scopes it to the principal and the
 // request path.
 func idempotency(r *http.Request, p authz.Principal, body []byte) (store.Idempotency, error) {
+	scope, err := idempotencyScope(r, p)
+	if err != nil || scope == "" {
+		return store.Idempotency{}, err
+	}
+	sum := sha256.Sum256(body)
+	return store.Idempotency{Scope: scope, BodyHash: hex.EncodeToString(sum[:])}, nil
+}
+
+// idempotencyScope is the scope of the request's Idempotency-Key, known
+// before its body is read; "" without a key.
+func idempotencyScope(r *http.Request, p authz.Principal) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
-		return store.Idempotency{}, nil
+		return "", nil
 	}
 	if len(key) > 255 {
-		return store.Idempotency{}, invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
+		return "", invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < 0x20 || key[i] > 0x7e {
-			return store.Idempotency{}, invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
+			return "", invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
 		}
 	}
-	sum := sha256.Sum256(body)
-	return store.Idempotency{
-		Scope:    p.ID + "\n" + r.Method + " " + r.URL.Path + "\n" + key,
-		BodyHash: hex.EncodeToString(sum[:]),
-	}, nil
+	return p.ID + "\n" + r.Method + " " + r.URL.Path + "\n" + key, nil
 }
 
 // parseWait reads ?wait= as a Go duration or seconds; above the maximum it
