@@ -110,6 +110,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ln = handlers.StampServerErrors(ln, a.log)
 	a.listener = ln
 	a.FanIn.Start(ctx)
 	a.server = &http.Server{
