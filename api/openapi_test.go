@@ -78,7 +78,7 @@ func TestDocumentValidates(t *testing.T) {
 				if p := op.Parameters.GetByInAndName(openapi3.ParameterInHeader, "Idempotency-Key"); p == nil {
 					t.Errorf("%s: no Idempotency-Key", where)
 				}
-				want := []int{http.StatusRequestEntityTooLarge}
+				want := []int{http.StatusRequestEntityTooLarge, http.StatusRequestTimeout}
 				if bearer {
 					want = append(want, http.StatusBadRequest, http.StatusConflict)
 				}

@@ -107,6 +107,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Store: a.Store, Verifier: verifier,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
+		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 	})
 	return a, nil
 }
@@ -118,6 +119,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ln = handlers.StampServerErrors(ln, a.log)
 	a.listener = ln
 	a.FanIn.Start(ctx)
 	if err := a.Resumer.Start(ctx); err != nil {

@@ -43,6 +43,9 @@ type Config struct {
 	HookMaxDeliveries int     // TASKHOOK_HOOK_MAX_DELIVERIES: deliveries of a hook event to a group before it is dead-lettered; default 10
 	HookRateLimit     float64 // TASKHOOK_HOOK_RATE_LIMIT: callbacks per second per hook; default 50
 	HookBurst         int     // TASKHOOK_HOOK_BURST: callbacks a hook takes at once above its rate; default 100
+
+	BodyTimeout          time.Duration // TASKHOOK_BODY_TIMEOUT: a request's whole body must arrive within it; default 15s
+	MaxInflightBodyBytes int64         // TASKHOOK_MAX_INFLIGHT_BODY_BYTES: body bytes held in memory across all requests; default 64 MiB
 }
 
 // Validate reports every setting that cannot work.
@@ -67,6 +70,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, errors.New("TASKHOOK_MAX_BODY_BYTES must not be negative"))
+	}
+	if c.BodyTimeout < 0 {
+		errs = append(errs, errors.New("TASKHOOK_BODY_TIMEOUT must not be negative"))
+	}
+	if d := c.withDefaults(); c.MaxInflightBodyBytes < 0 || (c.MaxInflightBodyBytes > 0 && c.MaxInflightBodyBytes < d.MaxBodyBytes) {
+		errs = append(errs, errors.New("TASKHOOK_MAX_INFLIGHT_BODY_BYTES must be at least TASKHOOK_MAX_BODY_BYTES"))
 	}
 	if c.MaxTTL < 0 || c.DefaultTTL < 0 || (c.MaxTTL > 0 && c.DefaultTTL > c.MaxTTL) {
 		errs = append(errs, errors.New("TASKHOOK_DEFAULT_TTL must be positive and not above TASKHOOK_MAX_TTL"))
@@ -140,6 +149,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = 15 * time.Second
+	}
+	if c.MaxInflightBodyBytes == 0 {
+		c.MaxInflightBodyBytes = 64 << 20
+	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 20 * time.Second
 	}
@@ -177,6 +192,11 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_MAX_BODY_BYTES", func(v string) (err error) { c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64); return err })
 	parse("TASKHOOK_MAX_TASKS_PER_SESSION", func(v string) (err error) { c.MaxTasksPerSession, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_MAX_TASK_BYTES", func(v string) (err error) { c.MaxTaskBytes, err = strconv.Atoi(v); return err })
+	parse("TASKHOOK_BODY_TIMEOUT", dur(&c.BodyTimeout))
+	parse("TASKHOOK_MAX_INFLIGHT_BODY_BYTES", func(v string) (err error) {
+		c.MaxInflightBodyBytes, err = strconv.ParseInt(v, 10, 64)
+		return err
+	})
 	parse("TASKHOOK_DEFAULT_TTL", dur(&c.DefaultTTL))
 	parse("TASKHOOK_MAX_TTL", dur(&c.MaxTTL))
 	parse("TASKHOOK_SHUTDOWN_TIMEOUT", dur(&c.ShutdownTimeout))
@@ -189,6 +209,10 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
+	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout,
+		"a request's whole body must arrive within it (TASKHOOK_BODY_TIMEOUT)")
+	fs.Int64Var(&c.MaxInflightBodyBytes, "max-inflight-body-bytes", c.MaxInflightBodyBytes,
+		"body bytes held in memory across all requests (TASKHOOK_MAX_INFLIGHT_BODY_BYTES)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -26,10 +26,12 @@ const (
 	CodeInputClosed         = "input_closed"
 	CodeSignatureInvalid    = "signature_invalid"
 	CodePayloadTooLarge     = "payload_too_large"
+	CodeRequestTimeout      = "request_timeout"
 	CodeRateLimited         = "rate_limited"
 	CodeStoreUnavailable    = "store_unavailable"
 	CodeTooManyTasks        = "too_many_tasks" // 429: the session holds as many live tasks as it may
 	CodeTaskTooLarge        = "task_too_large" // 413: the task record would be above the size limit
+	CodeOverloaded          = "overloaded"
 	CodeInternal            = "internal"
 )
 

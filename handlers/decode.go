@@ -19,19 +19,9 @@ import (
 	"github.com/taskhook/taskhook/tasks"
 )
 
-// readBody reads the whole body under the size limit.
-func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.maxBody))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, apiError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
-			fmt.Sprintf("the body is larger than %d bytes", a.maxBody))
-	}
-	if err != nil {
-		return nil, apiError(http.StatusBadRequest, CodeInvalidJSON, "could not read the body")
-	}
-	return body, nil
-}
+// readBody reads the whole body under the size limit, the body deadline and
+// the server's budget of body bytes (see body.go).
+func (a *api) readBody(r *http.Request) ([]byte, error) { return a.body.read(r) }
 
 // DecodeJSON decodes one JSON object strictly: unknown fields, trailing data
 // and type mismatches are refused with the field at fault. An empty body
@@ -96,23 +86,30 @@ func jsonKind(goKind string) string {
 // idempotency reads Idempotency-Key and scopes it to the principal and the
 // request path.
 func idempotency(r *http.Request, p authz.Principal, body []byte) (store.Idempotency, error) {
+	scope, err := idempotencyScope(r, p)
+	if err != nil || scope == "" {
+		return store.Idempotency{}, err
+	}
+	sum := sha256.Sum256(body)
+	return store.Idempotency{Scope: scope, BodyHash: hex.EncodeToString(sum[:])}, nil
+}
+
+// idempotencyScope is the scope of the request's Idempotency-Key, known
+// before its body is read; "" without a key.
+func idempotencyScope(r *http.Request, p authz.Principal) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
-		return store.Idempotency{}, nil
+		return "", nil
 	}
 	if len(key) > 255 {
-		return store.Idempotency{}, invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
+		return "", invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < 0x20 || key[i] > 0x7e {
-			return store.Idempotency{}, invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
+			return "", invalidRequest("Idempotency-Key", "must be 1 to 255 printable characters")
 		}
 	}
-	sum := sha256.Sum256(body)
-	return store.Idempotency{
-		Scope:    p.ID + "\n" + r.Method + " " + r.URL.Path + "\n" + key,
-		BodyHash: hex.EncodeToString(sum[:]),
-	}, nil
+	return p.ID + "\n" + r.Method + " " + r.URL.Path + "\n" + key, nil
 }
 
 // parseWait reads ?wait= as a Go duration or seconds; above the maximum it
@@ -178,7 +175,7 @@ func parseCursor(r *http.Request) (*store.Position, error) {
 // readPost reads a POST: its body under the size limit, the principal and the
 // idempotency key scoped to both. On failure it has answered and ok is false.
 func (a *api) readPost(w http.ResponseWriter, r *http.Request) (body []byte, p authz.Principal, idem store.Idempotency, ok bool) {
-	body, err := a.readBody(w, r)
+	body, err := a.readBody(r)
 	if err == nil {
 		p = principal(r)
 		idem, err = idempotency(r, p, body)

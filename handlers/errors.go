@@ -37,6 +37,8 @@ const (
 	CodeMethodNotAllowed  = "method_not_allowed"
 	CodeTooManyTasks      = "too_many_tasks"
 	CodeTaskTooLarge      = "task_too_large"
+	CodeRequestTimeout    = "request_timeout"
+	CodeOverloaded        = "overloaded"
 	retryAfterUnavailable = "1"
 	statusClientClosed    = 499
 	notFoundMessage       = "no such resource"

@@ -136,16 +136,20 @@ func (a *api) hookLog(w http.ResponseWriter, r *http.Request) {
 
 // callback takes a webhook: no JWT, the token in the path is the
 // capability. The path (and so the token) is never logged: the request log
-// has the route template only.
+// has the route template only. The token is resolved before the body is
+// read, so a post to an unknown or dead hook costs no body bytes.
 func (a *api) callback(w http.ResponseWriter, r *http.Request) {
-	body, err := a.readBody(w, r)
+	target, err := a.hooks.Resolve(r.Context(), chi.URLParam(r, "token"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	acc, err := a.hooks.Ingest(r.Context(), hooks.Callback{
-		Token: chi.URLParam(r, "token"), Method: r.Method, Header: r.Header, Body: body,
-	})
+	body, err := a.readBody(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	acc, err := a.hooks.Ingest(r.Context(), target, hooks.Callback{Method: r.Method, Header: r.Header, Body: body})
 	if err != nil {
 		a.writeError(w, r, err)
 		return

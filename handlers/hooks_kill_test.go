@@ -21,8 +21,9 @@ import (
 )
 
 // startProcess runs the real server binary as its own process on the store
-// of sc and returns its base URL. The test kills it as it likes.
-func startProcess(t *testing.T, sc store.Config) (*exec.Cmd, string) {
+// of sc, with env (NAME=value) added, and returns its base URL. The test
+// kills it as it likes.
+func startProcess(t *testing.T, sc store.Config, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "taskhook")
 	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/taskhook/taskhook/cmd/server")
@@ -33,6 +34,7 @@ func startProcess(t *testing.T, sc store.Config) (*exec.Cmd, string) {
 	cmd.Env = append(os.Environ(),
 		"TASKHOOK_ADDR=127.0.0.1:0", "TASKHOOK_REDIS_URL="+sc.URL, "TASKHOOK_REDIS_PREFIX="+sc.Prefix,
 		"TASKHOOK_JWT_SECRET="+apptest.Secret, "TASKHOOK_WAKE_BLOCK=500ms")
+	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -29,13 +29,17 @@ func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
 		if !saneRequestID(id) {
-			b := make([]byte, 12)
-			_, _ = rand.Read(b)
-			id = "rq_" + hex.EncodeToString(b)
+			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 	})
+}
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "rq_" + hex.EncodeToString(b)
 }
 
 func saneRequestID(id string) bool {

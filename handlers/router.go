@@ -6,6 +6,7 @@ package handlers
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -28,6 +29,12 @@ type Deps struct {
 	Log          *slog.Logger
 	MaxBodyBytes int64  // default 1 MiB
 	Version      string // reported by /v1/info
+
+	// BodyTimeout is how long a request's body may take to arrive (default
+	// 15s); MaxInflightBodyBytes bounds the body bytes held in memory across
+	// all requests (default 64 MiB, at least MaxBodyBytes).
+	BodyTimeout          time.Duration
+	MaxInflightBodyBytes int64
 }
 
 type api struct {
@@ -38,7 +45,7 @@ type api struct {
 	verifier *authz.Verifier
 	metrics  *metrics.Metrics
 	log      *slog.Logger
-	maxBody  int64
+	body     *bodyGuard
 	version  string
 }
 
@@ -46,13 +53,21 @@ type api struct {
 func New(d Deps) http.Handler {
 	a := &api{
 		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, store: d.Store, verifier: d.Verifier,
-		metrics: d.Metrics, log: d.Log, maxBody: d.MaxBodyBytes, version: d.Version,
+		metrics: d.Metrics, log: d.Log, version: d.Version,
 	}
-	if a.maxBody == 0 {
-		a.maxBody = 1 << 20
+	maxBody, timeout, inflight := d.MaxBodyBytes, d.BodyTimeout, d.MaxInflightBodyBytes
+	if maxBody == 0 {
+		maxBody = 1 << 20
 	}
+	if timeout == 0 {
+		timeout = 15 * time.Second
+	}
+	if inflight == 0 {
+		inflight = 64 << 20
+	}
+	a.body = newBodyGuard(maxBody, timeout, max(inflight, maxBody), d.Metrics.BodyBytes)
 	r := chi.NewRouter()
-	r.Use(withRequestID, a.observe)
+	r.Use(a.body.guard, withRequestID, a.observe)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeAPIError(w, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, apiError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route"))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -197,14 +199,26 @@ func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 
 // answerInput answers one input request through its answer URL: no JWT, the
 // token in the path is the capability. The path (and so the token) is never
-// logged: the request log has the route template only.
+// logged: the request log has the route template only. The token is
+// resolved before the body is read, so an answer to an unknown or dead token
+// costs no body bytes.
 func (a *api) answerInput(w http.ResponseWriter, r *http.Request) {
+	scope, err := idempotencyScope(r, authz.Principal{})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	target, err := a.tasks.ResolveAnswer(r.Context(), chi.URLParam(r, "token"), store.Idempotency{Scope: scope})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	var in tasks.AnswerInput
 	_, idem, ok := a.decodePost(w, r, &in)
 	if !ok {
 		return
 	}
-	ans, replayed, err := a.tasks.Answer(r.Context(), chi.URLParam(r, "token"), in, idem)
+	ans, replayed, err := a.tasks.Answer(r.Context(), target, in, idem)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

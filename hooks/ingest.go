@@ -17,10 +17,26 @@ import (
 
 // Callback is one request to a hook's callback URL.
 type Callback struct {
-	Token  string
 	Method string
 	Header http.Header
 	Body   []byte
+}
+
+// Target is the hook a callback token names, as Resolve found it from the
+// token alone, before the request's body is read.
+type Target struct {
+	part int
+	hash string
+	cfg  ingestConfig
+}
+
+// tokenEntry is what this replica keeps of a token it resolved: the hook's
+// config, when the hook's TTL runs out, and why it takes no more posts once
+// a refusal said so (a closed hook never opens again).
+type tokenEntry struct {
+	cfg      ingestConfig
+	closesAt time.Time
+	closed   string // a ClosedError reason; "" while the hook is taken to be open
 }
 
 // Accepted is a callback the hook took: stored now, or stored before (a
@@ -45,24 +61,47 @@ const (
 // maxStoredContentType bounds the Content-Type an event keeps.
 const maxStoredContentType = 256
 
-// Ingest stores a callback request in its hook's queue. The signature is
-// checked here, before the store sees anything; the rest (the hook's state,
-// its task's and session's, the rate limit, dedupe, the append and the
-// session's hook.received event) is one script, so a callback whose token is
-// cached costs one round trip.
-func (s *Service) Ingest(ctx context.Context, cb Callback) (Accepted, error) {
-	part, ok := parseToken(cb.Token, s.store.Partitions)
+// Resolve finds the hook a callback token names from the token alone, so a
+// request to an unknown or dead token is answered before its body is read:
+// ErrUnknownToken for no such hook, a *ClosedError for a hook this replica
+// knows takes no more posts (closed, past its TTL, or refused a post
+// before). It costs nothing when this replica has resolved the token before,
+// and two reads otherwise. Whether the hook's task and session still take
+// posts is checked by Ingest, in the same round trip as the append.
+func (s *Service) Resolve(ctx context.Context, token string) (Target, error) {
+	part, ok := parseToken(token, s.store.Partitions)
 	if !ok {
 		s.count(outcomeNotFound)
-		return Accepted{}, ErrUnknownToken
+		return Target{}, ErrUnknownToken
 	}
-	hash := HashToken(cb.Token)
-	cfg, err := s.resolve(ctx, part, hash)
+	hash := HashToken(token)
+	e, err := s.resolve(ctx, part, hash)
 	if err != nil {
 		if errors.Is(err, ErrUnknownToken) {
 			s.count(outcomeNotFound)
 		}
-		return Accepted{}, err
+		return Target{}, err
+	}
+	reason := e.closed
+	if reason == "" && !e.closesAt.IsZero() && !s.now().Before(e.closesAt) {
+		reason = store.ClosedExpired
+	}
+	if reason != "" {
+		s.count(outcomeClosed)
+		return Target{}, &ClosedError{Reason: reason}
+	}
+	return Target{part: part, hash: hash, cfg: e.cfg}, nil
+}
+
+// Ingest stores a callback request in the queue of the hook Resolve found.
+// The signature is checked here, before the store sees anything; the rest
+// (the hook's state, its task's and session's, the rate limit, dedupe, the
+// append and the session's hook.received event) is one script, so a
+// callback whose token is cached costs one round trip.
+func (s *Service) Ingest(ctx context.Context, t Target, cb Callback) (Accepted, error) {
+	part, hash, cfg := t.part, t.hash, t.cfg
+	if cfg.HookID == "" {
+		return Accepted{}, errors.New("ingest: the target was not resolved")
 	}
 	now := s.now()
 	if cfg.Verify != nil {
@@ -114,6 +153,7 @@ func (s *Service) Ingest(ctx context.Context, cb Callback) (Accepted, error) {
 		return Accepted{}, ErrUnknownToken
 	case store.Closed:
 		s.count(outcomeClosed)
+		s.tokens.Put(hash, tokenEntry{cfg: cfg, closed: res.Reason}, nil)
 		return Accepted{}, &ClosedError{Reason: res.Reason}
 	case store.RateLimited:
 		s.count(outcomeRateLimited)
@@ -124,26 +164,30 @@ func (s *Service) Ingest(ctx context.Context, cb Callback) (Accepted, error) {
 
 // resolve finds the hook of a token hash: from this replica's cache, or
 // from the store (two reads, once per hook and replica).
-func (s *Service) resolve(ctx context.Context, part int, hash string) (ingestConfig, error) {
-	if cfg, ok := s.tokens.Get(hash); ok && store.SameHash(cfg.TokenHash, hash) {
-		return cfg, nil
+func (s *Service) resolve(ctx context.Context, part int, hash string) (tokenEntry, error) {
+	if e, ok := s.tokens.Get(hash); ok && store.SameHash(e.cfg.TokenHash, hash) {
+		return e, nil
 	}
-	_, raw, err := s.store.HookByToken(ctx, part, hash)
+	tok, err := s.store.HookByToken(ctx, part, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return ingestConfig{}, ErrUnknownToken
+		return tokenEntry{}, ErrUnknownToken
 	}
 	if err != nil {
-		return ingestConfig{}, err
+		return tokenEntry{}, err
 	}
 	var cfg ingestConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return ingestConfig{}, fmt.Errorf("decode hook config: %w", err)
+	if err := json.Unmarshal(tok.Config, &cfg); err != nil {
+		return tokenEntry{}, fmt.Errorf("decode hook config: %w", err)
 	}
 	if !store.SameHash(cfg.TokenHash, hash) {
-		return ingestConfig{}, ErrUnknownToken
+		return tokenEntry{}, ErrUnknownToken
 	}
-	s.tokens.Put(hash, cfg, nil)
-	return cfg, nil
+	e := tokenEntry{cfg: cfg, closesAt: tok.ClosesAt}
+	if !tok.Open {
+		e.closed = store.ClosedExplicitly
+	}
+	s.tokens.Put(hash, e, nil)
+	return e, nil
 }
 
 // receivedHead renders the hook.received event for the session log without

@@ -95,8 +95,8 @@ type Service struct {
 	fanin   *store.FanIn
 	metrics *metrics.Metrics
 	log     *slog.Logger
-	tokens  *store.Cache[ingestConfig]
-	refs    *store.Cache[hookRef] // by hook id
+	tokens  *store.Cache[tokenEntry] // by token hash
+	refs    *store.Cache[hookRef]    // by hook id
 	now     func() time.Time
 }
 
@@ -111,7 +111,7 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
-		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: store.NewCache[ingestConfig](cfg.CacheSize),
+		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: store.NewCache[tokenEntry](cfg.CacheSize),
 		refs: store.NewCache[hookRef](cfg.CacheSize), now: now,
 	}, nil
 }
@@ -176,7 +176,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	}
 	switch res.Outcome {
 	case store.OK:
-		s.tokens.Put(cfg.TokenHash, cfg, nil)
+		s.tokens.Put(cfg.TokenHash, tokenEntry{cfg: cfg, closesAt: closes}, nil)
 		s.refs.Put(h.HookID, hookRef{TaskID: h.TaskID, SessionID: sessionID, ClosesAt: h.ExpiresAt.Time}, nil)
 		return Reply{JSON: created}, nil
 	case store.Replayed:

@@ -17,6 +17,7 @@ type Metrics struct {
 
 	HTTPRequests *prometheus.CounterVec   // route, method, status
 	HTTPDuration *prometheus.HistogramVec // route, method
+	BodyBytes    prometheus.Gauge         // request body bytes held or reserved, out of the server's budget
 
 	TaskCommands *prometheus.CounterVec // command, outcome
 	TasksEntered *prometheus.CounterVec // status
@@ -46,6 +47,10 @@ func New() *Metrics {
 		Name: "taskhook_http_request_duration_seconds", Help: "HTTP request latency by route template.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 30, 60},
 	}, []string{"route", "method"})
+	m.BodyBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "taskhook_http_body_bytes_reserved",
+		Help: "Bytes of the in-flight request body budget (TASKHOOK_MAX_INFLIGHT_BODY_BYTES) reserved by bodies being read or held.",
+	})
 	m.TaskCommands = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "taskhook_task_commands_total", Help: "Task commands by kind and outcome.",
 	}, []string{"command", "outcome"})
@@ -85,7 +90,7 @@ func New() *Metrics {
 		Buckets: []float64{0, 1, 5, 10, 50, 100, 500, 1000, 10000},
 	})
 	for _, c := range []prometheus.Collector{
-		m.HTTPRequests, m.HTTPDuration, m.TaskCommands, m.TasksEntered, m.Waiters, m.Wakeups,
+		m.HTTPRequests, m.HTTPDuration, m.BodyBytes, m.TaskCommands, m.TasksEntered, m.Waiters, m.Wakeups,
 		m.RedisCommands, m.RedisRoundTrips, m.RedisErrors, m.RedisLatency,
 		m.HookEvents, m.HookRedeliveries, m.HookDeadLetters, m.HookPending,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

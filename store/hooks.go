@@ -79,25 +79,42 @@ func (s *Store) CreateHook(ctx context.Context, w HookCreate) (HookResult, error
 	return parseHookReply(reply)
 }
 
-// HookByToken returns the id of the hook a token hash belongs to and the
-// hook's ingest config, or ErrNotFound. Neither ever changes, so callers
-// cache them.
-func (s *Store) HookByToken(ctx context.Context, p int, tokenHash string) (string, []byte, error) {
+// HookToken is what a callback token hash resolves to: the hook's id and
+// ingest config, which never change (so callers cache them), and the hook's
+// own state as stored. Whether its task or session still takes posts is
+// for the ingest script to check.
+type HookToken struct {
+	ID       string
+	Config   []byte
+	Open     bool      // not closed by its owner
+	ClosesAt time.Time // when its TTL runs out (zero: not known)
+}
+
+// HookByToken resolves a token hash to its hook, or ErrNotFound.
+func (s *Store) HookByToken(ctx context.Context, p int, tokenHash string) (HookToken, error) {
 	id, err := s.RDB.Get(ctx, s.Keys.HookToken(p, tokenHash)).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", nil, ErrNotFound
+		return HookToken{}, ErrNotFound
 	}
 	if err != nil {
-		return "", nil, unavailable(err)
+		return HookToken{}, unavailable(err)
 	}
-	cfg, err := s.RDB.HGet(ctx, s.Keys.Hook(p, id), hookFieldConfig).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return "", nil, ErrNotFound
-	}
+	vals, err := s.RDB.HMGet(ctx, s.Keys.Hook(p, id), hookFieldConfig, "status", "exp").Result()
 	if err != nil {
-		return "", nil, unavailable(err)
+		return HookToken{}, unavailable(err)
 	}
-	return id, cfg, nil
+	cfg, ok := vals[0].(string)
+	if !ok {
+		return HookToken{}, ErrNotFound
+	}
+	status, _ := vals[1].(string)
+	tok := HookToken{ID: id, Config: []byte(cfg), Open: status == "open"}
+	if exp, ok := vals[2].(string); ok {
+		if ms, err := strconv.ParseInt(exp, 10, 64); err == nil {
+			tok.ClosesAt = time.UnixMilli(ms)
+		}
+	}
+	return tok, nil
 }
 
 // HookIngest is one callback request to store.

@@ -186,11 +186,12 @@ func TestHookCreate(t *testing.T) {
 				t.Errorf("%s expires at %d, want %d", k, at.Milliseconds(), want)
 			}
 		}
-		id, cfgJSON, err := s.HookByToken(ctx, f.part, "hash-"+f.hook)
-		if err != nil || id != f.hook || string(cfgJSON) != `{"h":"`+f.hook+`"}` {
-			t.Fatalf("HookByToken: %q %s %v", id, cfgJSON, err)
+		tok, err := s.HookByToken(ctx, f.part, "hash-"+f.hook)
+		if err != nil || tok.ID != f.hook || string(tok.Config) != `{"h":"`+f.hook+`"}` || !tok.Open ||
+			!tok.ClosesAt.Equal(time.UnixMilli(closes.UnixMilli())) {
+			t.Fatalf("HookByToken: %+v %v", tok, err)
 		}
-		if _, _, err := s.HookByToken(ctx, f.part, "unknown"); err != store.ErrNotFound {
+		if _, err := s.HookByToken(ctx, f.part, "unknown"); err != store.ErrNotFound {
 			t.Fatalf("unknown token: %v", err)
 		}
 		rec, err := s.GetHook(ctx, f.part, f.hook)

@@ -66,18 +66,29 @@ type Answered struct {
 	Status    Status `json:"status"`
 }
 
-// Answer answers the one request an answer token names, as the task's
-// requester and under the rules of respond. ErrNotFound: no such token;
-// ErrInputClosed: the request was answered or the task ended.
-func (s *Service) Answer(ctx context.Context, token string, in AnswerInput, idem store.Idempotency) (Answered, bool, error) {
+// AnswerTarget is the input request an answer token names, as
+// ResolveAnswer found it from the token alone, before the answer is read.
+type AnswerTarget struct {
+	ref       answerRef
+	requester string
+}
+
+// ResolveAnswer finds the request an answer token names from the token
+// alone, so a request to an unknown or dead token is answered before its
+// body is read. ErrNotFound: no such token; ErrInputClosed: the request was
+// answered or its task ended, unless idem names an answer stored under its
+// key (only idem.Scope is read: the body is not known yet), which the
+// answer will replay. It reads the store only for what this replica has not
+// cached, so a warm answer still costs one round trip in all.
+func (s *Service) ResolveAnswer(ctx context.Context, token string, idem store.Idempotency) (AnswerTarget, error) {
 	part, ok := store.ParseToken(token, AnswerTokenPrefix, s.store.Partitions)
 	if !ok {
-		return Answered{}, false, ErrNotFound
+		return AnswerTarget{}, ErrNotFound
 	}
 	hash := store.HashToken(token)
 	ref, cached, err := s.resolveAnswer(ctx, part, hash, true)
 	if err != nil {
-		return Answered{}, false, err
+		return AnswerTarget{}, err
 	}
 	t, _, fromCache := s.cache.get(ref.TaskID)
 	if !fromCache {
@@ -94,11 +105,40 @@ func (s *Service) Answer(ctx context.Context, token string, in AnswerInput, idem
 		if errors.Is(err, ErrNotFound) && !cached {
 			err = ErrInputClosed
 		}
-		return Answered{}, false, err
+		return AnswerTarget{}, err
+	}
+	if !t.awaits(ref.RequestID) && fromCache {
+		// A cached snapshot may be stale: judge again on the stored task.
+		if t, _, err = s.load(ctx, part, ref.TaskID); errors.Is(err, ErrNotFound) {
+			err = ErrInputClosed
+		}
+		if err != nil {
+			return AnswerTarget{}, err
+		}
+	}
+	if !t.awaits(ref.RequestID) {
+		_, stored, err := s.store.Replay(ctx, part, idem) // ok for any answer stored under the key
+		if err != nil {
+			return AnswerTarget{}, err
+		}
+		if !stored {
+			return AnswerTarget{}, ErrInputClosed
+		}
+	}
+	return AnswerTarget{ref: ref, requester: t.Requester}, nil
+}
+
+// Answer answers the request ResolveAnswer found, as the task's requester
+// and under the rules of respond. ErrInputClosed: the request was answered
+// or the task ended meanwhile.
+func (s *Service) Answer(ctx context.Context, at AnswerTarget, in AnswerInput, idem store.Idempotency) (Answered, bool, error) {
+	ref := at.ref
+	if ref.TaskID == "" {
+		return Answered{}, false, errors.New("answer: the target was not resolved")
 	}
 	cmd := Command{Kind: CmdRespond, OpenOnly: true,
 		Responses: []InputResponse{{RequestID: ref.RequestID, OptionID: in.OptionID, Text: in.Text}}}
-	reply, err := s.run(ctx, authz.Principal{ID: t.Requester}, ref.TaskID, cmd, idem)
+	reply, err := s.run(ctx, authz.Principal{ID: at.requester}, ref.TaskID, cmd, idem)
 	if err != nil {
 		return Answered{}, false, answerError(err)
 	}
@@ -131,6 +171,19 @@ func (s *Service) resolveAnswer(ctx context.Context, part int, hash string, useC
 	}
 	s.answers.Put(hash, ref, nil)
 	return ref, false, nil
+}
+
+// awaits reports whether the task still waits for an answer to the request.
+func (t Task) awaits(requestID string) bool {
+	if t.Status != InputRequired {
+		return false
+	}
+	for _, r := range t.InputRequests {
+		if r.RequestID == requestID {
+			return true
+		}
+	}
+	return false
 }
 
 // answerError turns what respond refused into what an answer URL says: the

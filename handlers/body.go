@@ -1,0 +1,276 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
+)
+
+// The server has no connection-wide read timeout: it would also cut
+// long-polls and event streams, which read no body. Instead each request
+// that carries a body gets a read deadline of its own while the body is
+// read, and the bytes of bodies held in memory are drawn from one budget
+// for the whole server, so slow or stalled uploads can pin neither
+// connections nor memory.
+//
+// budgetWait is how long a read waits for room in the budget before it is
+// refused with 503 overloaded.
+const budgetWait = time.Second
+
+// bodyGuard holds the limits every request body is read under.
+type bodyGuard struct {
+	max     int64         // larger bodies are a 413
+	timeout time.Duration // the whole body must arrive within it
+	budget  *budget       // bytes of bodies held in memory, server-wide
+}
+
+func newBodyGuard(max int64, timeout time.Duration, size int64, gauge prometheus.Gauge) *bodyGuard {
+	return &bodyGuard{max: max, timeout: timeout, budget: &budget{sem: semaphore.NewWeighted(size), gauge: gauge}}
+}
+
+// budget is the server's bytes of request bodies, its use shown as a gauge.
+type budget struct {
+	sem   *semaphore.Weighted
+	gauge prometheus.Gauge
+}
+
+func (b *budget) acquire(ctx context.Context, n int64) error {
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return err
+	}
+	b.gauge.Add(float64(n))
+	return nil
+}
+
+func (b *budget) release(n int64) {
+	b.gauge.Sub(float64(n))
+	b.sem.Release(n)
+}
+
+// guard sets the body deadline of a request that carries a body and
+// releases what its read reserved when the handler is done. A handler that
+// answers without reading the whole body (an unknown capability token, a
+// refused bearer token, a body declared too large) hangs up: net/http would
+// otherwise wait for the rest of the body, however slowly it comes. It must
+// be the router's first middleware, to hold net/http's own ResponseWriter.
+func (g *bodyGuard) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		b := &guardedBody{src: r.Body, w: w, rc: http.NewResponseController(w), budget: g.budget,
+			deadline: time.Now().Add(g.timeout)}
+		_ = b.rc.SetReadDeadline(b.deadline)
+		defer b.finish()
+		r.Body = b
+		next.ServeHTTP(&bodyWriter{ResponseWriter: w, body: b}, r)
+	})
+}
+
+// guardedBody is a request body read under the guard: it clears the read
+// deadline once the body is read to its end, so the connection's later
+// reads (net/http watches for the client going away) are not cut.
+type guardedBody struct {
+	src      io.ReadCloser
+	w        http.ResponseWriter // net/http's own
+	rc       *http.ResponseController
+	budget   *budget
+	deadline time.Time
+	done     bool  // read to its end
+	hungUp   bool  // the rest of the body is not read
+	reserved int64 // bytes of the budget held
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	n, err := b.src.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+func (b *guardedBody) Close() error { return b.src.Close() }
+
+// reserve takes n more bytes of the budget, waiting up to budgetWait (and
+// never past the body deadline) for room.
+func (b *guardedBody) reserve(ctx context.Context, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	until := time.Now().Add(budgetWait)
+	if b.deadline.Before(until) {
+		until = b.deadline
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	if err := b.budget.acquire(ctx, n); err != nil {
+		return err
+	}
+	b.reserved += n
+	return nil
+}
+
+// hangUp gives up on the rest of a body nobody reads: the connection is
+// closed after the answer. A MaxBytesReader over its limit is net/http's
+// documented way to ask for that, and it half-closes the connection first,
+// so the client reads the answer before the bytes it still sends are
+// refused. The past read deadline ends net/http's own wait for the body.
+func (b *guardedBody) hangUp() {
+	if b.done || b.hungUp {
+		return
+	}
+	b.hungUp = true
+	_, _ = http.MaxBytesReader(b.w, io.NopCloser(strings.NewReader("-")), 0).Read(make([]byte, 1))
+	_ = b.rc.SetReadDeadline(time.Unix(1, 0))
+}
+
+// finish runs when the handler is done with the request.
+func (b *guardedBody) finish() {
+	b.hangUp()
+	if b.reserved > 0 {
+		b.budget.release(b.reserved)
+		b.reserved = 0
+	}
+}
+
+// bodyWriter hangs up before the answer is written when the body was not
+// read to its end.
+type bodyWriter struct {
+	http.ResponseWriter
+	body  *guardedBody
+	wrote bool
+}
+
+func (w *bodyWriter) WriteHeader(code int) {
+	if !w.wrote && code >= http.StatusOK {
+		w.wrote = true
+		w.body.hangUp()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *bodyWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *bodyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// read reads the whole body under the guard's limits. The bytes go into
+// pooled chunks as they arrive, so a stalled upload holds what it sent and
+// no more, and are joined once the body is whole: no buffer is ever sized
+// by a declared Content-Length before the bytes are there. The budget is
+// reserved before the bytes are read: all of a declared length at once (so
+// a request never holds part of the budget while it waits for the rest), or
+// chunk by chunk when the length is not declared.
+func (g *bodyGuard) read(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return nil, nil
+	}
+	if r.ContentLength > g.max {
+		return nil, g.tooLarge()
+	}
+	b, ok := r.Body.(*guardedBody)
+	if !ok {
+		return nil, errors.New("read body: the request was not guarded")
+	}
+	size := r.ContentLength // -1: not declared
+	limit := g.max
+	if size >= 0 {
+		limit = size
+		if err := b.reserve(r.Context(), size); err != nil {
+			return nil, g.budgetError(r)
+		}
+	}
+	var parts []*chunk
+	defer func() {
+		for _, c := range parts {
+			chunks.Put(c)
+		}
+	}()
+	var total int64
+	for {
+		if total == limit {
+			// All the body may be is here: one more byte is either its end
+			// or too much.
+			var probe [1]byte
+			n, err := io.ReadFull(b, probe[:])
+			if n > 0 {
+				return nil, g.tooLarge()
+			}
+			if err == io.EOF {
+				return join(parts, total), nil
+			}
+			return nil, g.readError(err)
+		}
+		if total == int64(len(parts))*chunkSize {
+			if size < 0 {
+				if err := b.reserve(r.Context(), min(chunkSize, limit-total)); err != nil {
+					return nil, g.budgetError(r)
+				}
+			}
+			parts = append(parts, chunks.Get().(*chunk))
+		}
+		at := total - int64(len(parts)-1)*chunkSize
+		n, err := b.Read(parts[len(parts)-1][at:min(chunkSize, at+limit-total)])
+		total += int64(n)
+		if err == io.EOF {
+			return join(parts, total), nil
+		}
+		if err != nil {
+			return nil, g.readError(err)
+		}
+	}
+}
+
+// chunkSize is the unit a body is read in.
+const chunkSize = 32 << 10
+
+type chunk [chunkSize]byte
+
+var chunks = sync.Pool{New: func() any { return new(chunk) }}
+
+// join copies the first total bytes of parts into one buffer.
+func join(parts []*chunk, total int64) []byte {
+	out := make([]byte, total)
+	for i, c := range parts {
+		copy(out[int64(i)*chunkSize:], c[:])
+	}
+	return out
+}
+
+func (g *bodyGuard) tooLarge() error {
+	return apiError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+		fmt.Sprintf("the body is larger than %d bytes", g.max))
+}
+
+func (g *bodyGuard) readError(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return apiError(http.StatusRequestTimeout, CodeRequestTimeout,
+			fmt.Sprintf("the body did not arrive within %s", g.timeout))
+	}
+	return apiError(http.StatusBadRequest, CodeInvalidJSON, "could not read the body")
+}
+
+// budgetError is the answer to a read that found no room in the budget in
+// time: the server is busy, not the store or the client at fault.
+func (g *bodyGuard) budgetError(r *http.Request) error {
+	if r.Context().Err() != nil {
+		return r.Context().Err() // the client went away
+	}
+	return apiError(http.StatusServiceUnavailable, CodeOverloaded,
+		"the server is taking in too many request bodies at once; retry shortly")
+}
