@@ -80,19 +80,19 @@ func BenchmarkTaskLifecycleHTTP(b *testing.B) {
 	lat.report(b)
 }
 
-// BenchmarkNoisyNeighbour measures another tenant's command latency on one
-// Redis and two replicas while one tenant cancels a session of 1,000 tasks
-// (4 KiB each) and lists its tasks with filters in a loop, against the same
-// tenant's latency with nobody else about. Each op is one quiet and one noisy
-// round of 200 commands (create, then get); the ratio of the p99s is
-// reported.
+// BenchmarkNoisyNeighbour measures another tenant's task lifecycle latency
+// on one Redis and two replicas (real server processes) while one tenant, on
+// the other replica, cancels a session of 1,000 tasks (4 KiB each) and lists
+// its tasks with filters in two loops, against the same tenant's latency with
+// nobody else about. Each op is one quiet and one noisy round of 200
+// lifecycles (create, get, complete); the ratio of the p99s is reported.
 func BenchmarkNoisyNeighbour(b *testing.B) {
 	sc := storetest.Standalone(b)
-	cfg := app.Config{LogLevel: "warn", MaxTasksPerSession: 2000}
-	quietSrv, noisySrv := apptest.Start(b, sc, cfg), apptest.Start(b, sc, cfg)
+	_, quietURL := apptest.StartProcess(b, sc, "TASKHOOK_LOG_LEVEL=warn")
+	_, noisyURL := apptest.StartProcess(b, sc, "TASKHOOK_LOG_LEVEL=warn")
 	ctx := context.Background()
-	other := client.New(quietSrv.URL, apptest.Token(b, "other-tenant"))
-	noisy := client.New(noisySrv.URL, apptest.Token(b, "noisy-tenant"))
+	other := client.New(quietURL, apptest.Token(b, "other-tenant"))
+	noisy := client.New(noisyURL, apptest.Token(b, "noisy-tenant"))
 	otherSes, err := other.CreateSession(ctx, client.CreateSessionInput{})
 	if err != nil {
 		b.Fatal(err)

@@ -1,14 +1,8 @@
 package handlers_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,57 +10,8 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
-
-// startProcess runs the real server binary as its own process on the store
-// of sc, with env (NAME=value) added, and returns its base URL. The test
-// kills it as it likes.
-func startProcess(t *testing.T, sc store.Config, env ...string) (*exec.Cmd, string) {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "taskhook")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/taskhook/taskhook/cmd/server")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the server: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(),
-		"TASKHOOK_ADDR=127.0.0.1:0", "TASKHOOK_REDIS_URL="+sc.URL, "TASKHOOK_REDIS_PREFIX="+sc.Prefix,
-		"TASKHOOK_JWT_SECRET="+apptest.Secret, "TASKHOOK_WAKE_BLOCK=500ms")
-	cmd.Env = append(cmd.Env, env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			var line struct{ Msg, Addr string }
-			if !sent && json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
-				sent = true
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return cmd, "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server process did not start listening")
-	}
-	return nil, ""
-}
 
 // A replica killed with SIGKILL while a long-poll read is open loses no hook
 // event: what it took and never saw acknowledged is delivered again through
@@ -77,7 +22,7 @@ func TestHookEventsSurviveAKilledReplica(t *testing.T) {
 	}
 	t.Parallel()
 	sc := storetest.Standalone(t)
-	proc, procURL := startProcess(t, sc)
+	proc, procURL := apptest.StartProcess(t, sc)
 	b := startEnv(t, sc, app.Config{})
 	a := &hookEnv{srv: &apptest.Server{URL: procURL}, alice: b.alice}
 

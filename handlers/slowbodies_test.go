@@ -91,7 +91,7 @@ func TestSlowBodiesHoldNeitherConnectionsNorMemory(t *testing.T) {
 	t.Parallel()
 	sc := storetest.Standalone(t)
 	const deadline = 2 * time.Second
-	proc, procURL := startProcess(t, sc,
+	proc, procURL := apptest.StartProcess(t, sc,
 		"TASKHOOK_BODY_TIMEOUT="+deadline.String(), "TASKHOOK_MAX_INFLIGHT_BODY_BYTES="+strconv.Itoa(16<<20))
 	p := &hookEnv{srv: &apptest.Server{URL: procURL}, alice: apptest.Token(t, "alice")}
 	other := startEnv(t, sc, app.Config{}) // a second replica, on the same store
