@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -33,9 +34,11 @@ func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// DecodeJSON decodes one JSON object strictly: unknown fields, trailing data
-// and type mismatches are refused with the field at fault. An empty body
-// reads as {} (every route whose body is all optional accepts none).
+// DecodeJSON decodes one JSON object strictly: unknown fields (names match
+// exactly, case included), invalid UTF-8, unpaired surrogate escapes, nesting
+// deeper than MaxBodyDepth, trailing data and type mismatches are refused
+// with the field at fault. An empty body reads as {} (every route whose body
+// is all optional accepts none).
 func DecodeJSON(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -47,6 +50,11 @@ func DecodeJSON(body []byte, dst any) error {
 		}
 		return invalidRequest("body", "must be a JSON object")
 	}
+	if problem := checkBody(trimmed, shapeOf(reflect.TypeOf(dst))); problem != nil {
+		return problem
+	}
+	// checkBody has seen exactly one well-formed object: what the decoder
+	// can still refuse is a type mismatch.
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -67,12 +75,6 @@ func DecodeJSON(body []byte, dst any) error {
 		default:
 			return invalidRequest("body", "could not be decoded")
 		}
-	}
-	if dec.More() {
-		return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
 	}
 	return nil
 }
