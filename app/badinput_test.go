@@ -107,6 +107,12 @@ func TestBadInputGetsItsCode(t *testing.T) {
 		{"wrong key", "GET", "/v1/tasks", "", signed(t, jwt.MapClaims{"sub": "bad", "aud": "taskhook", "exp": time.Now().Add(time.Hour).Unix()}, "another-secret-that-is-32-bytes-long!!"), 401, "unauthorized", ""},
 		{"wrong audience", "GET", "/v1/tasks", "", signed(t, jwt.MapClaims{"sub": "bad", "aud": "elsewhere", "exp": time.Now().Add(time.Hour).Unix()}, apptest.Secret), 401, "unauthorized", ""},
 		{"no exp", "GET", "/v1/tasks", "", signed(t, jwt.MapClaims{"sub": "bad", "aud": "taskhook"}, apptest.Secret), 401, "unauthorized", ""},
+		{"lifetime above the maximum age", "GET", "/v1/tasks", "", signed(t, jwt.MapClaims{"sub": "bad", "aud": "taskhook",
+			"iat": time.Now().Unix(), "exp": time.Now().Add(25 * time.Hour).Unix()}, apptest.Secret), 401, "unauthorized", ""},
+		{"a year-long token", "GET", "/v1/tasks", "", signed(t, jwt.MapClaims{"sub": "bad", "aud": "taskhook",
+			"iat": time.Now().Add(-time.Hour).Unix(), "exp": time.Now().AddDate(1, 0, 0).Unix()}, apptest.Secret), 401, "unauthorized", ""},
+		{"no iat, exp two days ahead", "GET", "/v1/tasks", "", signed(t, jwt.MapClaims{"sub": "bad", "aud": "taskhook",
+			"exp": time.Now().Add(48 * time.Hour).Unix()}, apptest.Secret), 401, "unauthorized", ""},
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
@@ -133,9 +139,23 @@ func TestBadInputGetsItsCode(t *testing.T) {
 		if c.status == 401 && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 			t.Errorf("%s: no WWW-Authenticate: Bearer", c.name)
 		}
+		if c.status == 401 && c.token != "" && !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+			t.Errorf("%s: WWW-Authenticate %q has no error=\"invalid_token\"", c.name, resp.Header.Get("WWW-Authenticate"))
+		}
+		if strings.Contains(c.name, "maximum age") || strings.Contains(c.name, "year-long") || strings.Contains(c.name, "two days") {
+			if !strings.Contains(body.Error.Message, "maximum age") {
+				t.Errorf("%s: message %q does not name the maximum age", c.name, body.Error.Message)
+			}
+		}
 		if resp.Header.Get("X-Request-Id") == "" {
 			t.Errorf("%s: no X-Request-Id", c.name)
 		}
+	}
+	// A token of exactly the maximum age, as the development token is, works.
+	day := signed(t, jwt.MapClaims{"sub": "bad", "aud": "taskhook", "iat": time.Now().Unix(),
+		"exp": time.Now().Add(24 * time.Hour).Unix()}, apptest.Secret)
+	if _, err := client.New(srv.URL, day).ListTasks(ctx, client.ListTasksParams{}); err != nil {
+		t.Fatalf("a token of the maximum age: %v", err)
 	}
 	// None of it changed or stored anything.
 	for _, before := range []*client.Task{task, asked} {

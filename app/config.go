@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskhook/taskhook/authz"
 )
 
 // Config is every setting of the service. The zero value means the defaults;
@@ -23,6 +25,7 @@ type Config struct {
 	JWKSFile        string        // TASKHOOK_JWKS_FILE
 	JWTAudience     string        // TASKHOOK_JWT_AUDIENCE
 	JWTIssuer       string        // TASKHOOK_JWT_ISSUER
+	JWTMaxAge       time.Duration // TASKHOOK_JWT_MAX_AGE: the longest token lifetime taken (exp - iat, or exp - now without iat); default 24h
 	MaxBodyBytes    int64         // TASKHOOK_MAX_BODY_BYTES, default 1 MiB
 	DefaultTTL      time.Duration // TASKHOOK_DEFAULT_TTL, default 7 days
 	MaxTTL          time.Duration // TASKHOOK_MAX_TTL, default 30 days
@@ -47,6 +50,9 @@ func (c Config) Validate() error {
 	}
 	if c.RedisCluster && c.RedisURL == "" {
 		errs = append(errs, errors.New("TASKHOOK_REDIS_CLUSTER needs TASKHOOK_REDIS_URL with the node addresses"))
+	}
+	if c.JWTMaxAge < 0 {
+		errs = append(errs, errors.New("TASKHOOK_JWT_MAX_AGE must not be negative"))
 	}
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, errors.New("TASKHOOK_MAX_BODY_BYTES must not be negative"))
@@ -88,6 +94,9 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 20 * time.Second
 	}
+	if c.JWTMaxAge == 0 {
+		c.JWTMaxAge = authz.DefaultMaxAge
+	}
 	return c
 }
 
@@ -119,6 +128,8 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_REDIS_CLUSTER", func(v string) (err error) { c.RedisCluster, err = strconv.ParseBool(v); return err })
 	parse("TASKHOOK_PARTITIONS", func(v string) (err error) { c.Partitions, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_MAX_BODY_BYTES", func(v string) (err error) { c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64); return err })
+	parse("TASKHOOK_JWT_MAX_AGE", dur(&c.JWTMaxAge))
+	fs.DurationVar(&c.JWTMaxAge, "jwt-max-age", c.JWTMaxAge, "longest token lifetime taken, such as 24h or 15m (TASKHOOK_JWT_MAX_AGE)")
 	parse("TASKHOOK_DEFAULT_TTL", dur(&c.DefaultTTL))
 	parse("TASKHOOK_MAX_TTL", dur(&c.MaxTTL))
 	parse("TASKHOOK_SHUTDOWN_TIMEOUT", dur(&c.ShutdownTimeout))
