@@ -28,7 +28,8 @@ const maxPathKey = 64
 // the field. A syntax error anywhere wins over those problems, as it would in
 // the decoder, so a broken body is always invalid_json.
 func checkBody(body []byte, root *shape) *APIError {
-	sc := bodyScan{data: body, validUTF8: utf8.Valid(body), frames: make([]frame, 0, 8)}
+	// On the stack, as its frames are: no allocation, no write barriers.
+	sc := bodyScan{data: body, validUTF8: utf8.Valid(body)}
 	if !sc.scan(root) {
 		return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON")
 	}
@@ -151,8 +152,9 @@ func addFields(s *shape, t reflect.Type, building map[reflect.Type]*shape, depth
 type bodyScan struct {
 	data      []byte
 	pos       int
-	validUTF8 bool     // the whole body is: no string needs a look of its own
-	frames    []frame  // the open containers, up to MaxBodyDepth
+	validUTF8 bool                // the whole body is: no string needs a look of its own
+	frames    [MaxBodyDepth]frame // the open containers, up to MaxBodyDepth
+	nframes   int
 	deeper    []uint64 // open containers past MaxBodyDepth, a bit each: 1 for an array
 	ndeeper   int
 	problem   *APIError // the first problem; after it only the syntax is checked
@@ -218,7 +220,7 @@ func (sc *bodyScan) scan(root *shape) bool {
 			}
 			if sc.problem == nil && (!sc.validUTF8 || escaped) {
 				if msg := textProblem(sc.data[sc.pos+1:end], !sc.validUTF8, escaped); msg != "" {
-					sc.problem = invalidRequest(sc.path(len(sc.frames), false), msg)
+					sc.problem = invalidRequest(sc.path(sc.nframes, false), msg)
 				}
 			}
 			sc.pos = end + 1
@@ -253,7 +255,7 @@ func (sc *bodyScan) scan(root *shape) bool {
 					return false
 				}
 				if sc.ndeeper == 0 {
-					sc.frames[len(sc.frames)-1].index++
+					sc.frames[sc.nframes-1].index++
 				}
 			} else {
 				if c == '}' {
@@ -285,20 +287,21 @@ func (sc *bodyScan) skipSpace() {
 	}
 }
 
-func (sc *bodyScan) depth() int { return len(sc.frames) + sc.ndeeper }
+func (sc *bodyScan) depth() int { return sc.nframes + sc.ndeeper }
 
 // open starts an object or an array of shape s.
 func (sc *bodyScan) open(s *shape, array bool) {
-	if len(sc.frames) < MaxBodyDepth {
+	if sc.nframes < MaxBodyDepth {
 		f := frame{shape: s, array: array, child: freeShape}
 		if array && s.kind == shapeList {
 			f.child = s.elem
 		}
-		sc.frames = append(sc.frames, f)
+		sc.frames[sc.nframes] = f
+		sc.nframes++
 		return
 	}
 	if sc.problem == nil {
-		sc.problem = invalidRequest(sc.path(len(sc.frames), true),
+		sc.problem = invalidRequest(sc.path(sc.nframes, true),
 			"nests objects and arrays deeper than "+strconv.Itoa(MaxBodyDepth)+" levels")
 	}
 	word, bit := sc.ndeeper/64, uint(sc.ndeeper%64)
@@ -318,7 +321,7 @@ func (sc *bodyScan) close() {
 		sc.ndeeper--
 		return
 	}
-	sc.frames = sc.frames[:len(sc.frames)-1]
+	sc.nframes--
 }
 
 func (sc *bodyScan) topIsArray() bool {
@@ -326,14 +329,14 @@ func (sc *bodyScan) topIsArray() bool {
 		n := sc.ndeeper - 1
 		return sc.deeper[n/64]&(1<<uint(n%64)) != 0
 	}
-	return sc.frames[len(sc.frames)-1].array
+	return sc.frames[sc.nframes-1].array
 }
 
 func (sc *bodyScan) childShape() *shape {
 	if sc.ndeeper > 0 {
 		return freeShape
 	}
-	return sc.frames[len(sc.frames)-1].child
+	return sc.frames[sc.nframes-1].child
 }
 
 // member reads `"key" :` of the innermost object, at pos, and looks the key
@@ -356,14 +359,14 @@ func (sc *bodyScan) member() bool {
 	if sc.ndeeper > 0 {
 		return true
 	}
-	f := &sc.frames[len(sc.frames)-1]
+	f := &sc.frames[sc.nframes-1]
 	f.key, f.escaped, f.child = key, escaped, freeShape
 	if sc.problem != nil {
 		return true
 	}
 	if !sc.validUTF8 || escaped {
 		if msg := textProblem(key, !sc.validUTF8, escaped); msg != "" {
-			sc.problem = invalidRequest(sc.path(len(sc.frames)-1, false), "has a field name that "+msg)
+			sc.problem = invalidRequest(sc.path(sc.nframes-1, false), "has a field name that "+msg)
 			return true
 		}
 	}
@@ -376,7 +379,7 @@ func (sc *bodyScan) member() bool {
 			child, known = f.shape.fields[unquote(key)]
 		}
 		if !known {
-			sc.problem = invalidRequest(sc.path(len(sc.frames), false), unknownFieldMessage(f.shape, f))
+			sc.problem = invalidRequest(sc.path(sc.nframes, false), unknownFieldMessage(f.shape, f))
 			return true
 		}
 		f.child = child
