@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +72,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	}
 	verifier, err := authz.NewVerifier(authz.VerifierConfig{
 		HMACSecret: secret, JWKSFile: cfg.JWKSFile, Audience: cfg.JWTAudience, Issuer: cfg.JWTIssuer,
+		MaxAge: cfg.JWTMaxAge,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jwt: %w", err)
@@ -176,9 +178,11 @@ func Run(ctx context.Context, cfg Config, logOut, out io.Writer) error {
 		return err
 	}
 	if a.DevSecret != nil {
-		tok, err := authz.IssueDevToken(a.DevSecret, "dev", nil, 24*time.Hour, time.Now())
+		// A day, or less when tokens may not live that long.
+		ttl := min(24*time.Hour, a.cfg.JWTMaxAge)
+		tok, err := authz.IssueDevToken(a.DevSecret, "dev", nil, ttl, time.Now())
 		if err == nil {
-			fmt.Fprintf(out, "\nDevelopment token (subject \"dev\", valid 24h):\n\n  export TOKEN=%s\n\n", tok)
+			fmt.Fprintf(out, "\nDevelopment token (subject \"dev\", valid %s):\n\n  export TOKEN=%s\n\n", shortDuration(ttl), tok)
 		}
 	}
 	<-ctx.Done()
@@ -186,4 +190,16 @@ func Run(ctx context.Context, cfg Config, logOut, out io.Writer) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
 	return a.Stop(stopCtx)
+}
+
+// shortDuration writes 24h and 15m rather than 24h0m0s and 15m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }

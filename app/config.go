@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -29,6 +30,7 @@ type Config struct {
 	JWKSFile           string        // TASKHOOK_JWKS_FILE
 	JWTAudience        string        // TASKHOOK_JWT_AUDIENCE
 	JWTIssuer          string        // TASKHOOK_JWT_ISSUER
+	JWTMaxAge          time.Duration // TASKHOOK_JWT_MAX_AGE: the longest token lifetime taken (exp - iat, or exp - now without iat); default 24h
 	AnswerKey          string        // TASKHOOK_ANSWER_KEY: base64 of at least 32 bytes; answer tokens are made with it (see answerKey)
 	MaxBodyBytes       int64         // TASKHOOK_MAX_BODY_BYTES, default 1 MiB
 	MaxTasksPerSession int           // TASKHOOK_MAX_TASKS_PER_SESSION: live tasks in one session, default 1000
@@ -67,6 +69,9 @@ func (c Config) Validate() error {
 	}
 	if c.RedisCluster && c.RedisURL == "" {
 		errs = append(errs, errors.New("TASKHOOK_REDIS_CLUSTER needs TASKHOOK_REDIS_URL with the node addresses"))
+	}
+	if c.JWTMaxAge < 0 {
+		errs = append(errs, errors.New("TASKHOOK_JWT_MAX_AGE must not be negative"))
 	}
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, errors.New("TASKHOOK_MAX_BODY_BYTES must not be negative"))
@@ -158,6 +163,9 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 20 * time.Second
 	}
+	if c.JWTMaxAge == 0 {
+		c.JWTMaxAge = authz.DefaultMaxAge
+	}
 	return c
 }
 
@@ -197,6 +205,8 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 		c.MaxInflightBodyBytes, err = strconv.ParseInt(v, 10, 64)
 		return err
 	})
+	parse("TASKHOOK_JWT_MAX_AGE", dur(&c.JWTMaxAge))
+	fs.DurationVar(&c.JWTMaxAge, "jwt-max-age", c.JWTMaxAge, "longest token lifetime taken, such as 24h or 15m (TASKHOOK_JWT_MAX_AGE)")
 	parse("TASKHOOK_DEFAULT_TTL", dur(&c.DefaultTTL))
 	parse("TASKHOOK_MAX_TTL", dur(&c.MaxTTL))
 	parse("TASKHOOK_SHUTDOWN_TIMEOUT", dur(&c.ShutdownTimeout))

@@ -28,6 +28,7 @@ func TestNewVerifierConfig(t *testing.T) {
 		{name: "only audience and issuer", cfg: VerifierConfig{Audience: "a", Issuer: "i"}, wantErr: "no JWT key configured"},
 		{name: "short HMAC secret", cfg: VerifierConfig{HMACSecret: []byte("dev-secret")}, wantErr: "at least 32 bytes"},
 		{name: "negative leeway", cfg: VerifierConfig{HMACSecret: k.hmac, Leeway: -time.Second}, wantErr: "leeway"},
+		{name: "negative maximum age", cfg: VerifierConfig{HMACSecret: k.hmac, MaxAge: -time.Hour}, wantErr: "maximum age"},
 		{name: "missing JWKS file", cfg: VerifierConfig{JWKSFile: filepath.Join(t.TempDir(), "absent.json")}, wantErr: "read JWKS file"},
 		{name: "missing JWKS file beside a secret", cfg: VerifierConfig{HMACSecret: k.hmac, JWKSFile: filepath.Join(t.TempDir(), "absent.json")}, wantErr: "read JWKS file"},
 		{name: "HMAC only", cfg: VerifierConfig{HMACSecret: k.hmac}},

@@ -40,7 +40,13 @@ const (
 	errMissingIssuer   rejection = "missing iss claim"
 	errIssuer          rejection = "issuer mismatch"
 	errTokenRejected   rejection = "token rejected"
+	errLifetime        rejection = "token lifetime (exp - iat) above the maximum age"
+	errExpiresTooLate  rejection = "token without iat expires beyond the maximum age from now"
 )
+
+// DefaultMaxAge is the longest lifetime a token may have when
+// VerifierConfig.MaxAge is zero.
+const DefaultMaxAge = 24 * time.Hour
 
 const (
 	defaultLeeway = 30 * time.Second
@@ -67,6 +73,11 @@ type VerifierConfig struct {
 	Audience   string        // when set, "aud" must contain it
 	Issuer     string        // when set, "iss" must equal it
 	Leeway     time.Duration // zero means 30s
+	// MaxAge caps how long a token lives: exp - iat must not exceed it, and
+	// a token without iat must not expire more than MaxAge (plus the
+	// leeway) from now. A stolen token is then worth a bounded time,
+	// whatever lifetime its issuer chose. Zero means DefaultMaxAge.
+	MaxAge time.Duration
 }
 
 // Verifier checks bearer JWTs. It is safe for concurrent use; all keys are
@@ -75,6 +86,8 @@ type Verifier struct {
 	hmacSecret []byte
 	keys       map[string]*keySet // JWKS keys by algorithm
 	issuer     string
+	maxAge     time.Duration
+	leeway     time.Duration
 	parser     *jwt.Parser
 	now        func() time.Time // replaced by tests
 }
@@ -112,6 +125,13 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		return nil, errors.New("authz: JWT leeway must not be negative")
 	case leeway == 0:
 		leeway = defaultLeeway
+	}
+	v.leeway = leeway
+	switch v.maxAge = cfg.MaxAge; {
+	case v.maxAge < 0:
+		return nil, errors.New("authz: JWT maximum age must not be negative")
+	case v.maxAge == 0:
+		v.maxAge = DefaultMaxAge
 	}
 
 	opts := []jwt.ParserOption{
@@ -156,6 +176,9 @@ func (v *Verifier) Verify(token string) (Principal, error) {
 	if !parsed.Valid {
 		return Principal{}, errTokenRejected
 	}
+	if err := v.checkLifetime(&claims); err != nil {
+		return Principal{}, err
+	}
 	if claims.Subject == "" {
 		return Principal{}, errMissingSub
 	}
@@ -165,6 +188,24 @@ func (v *Verifier) Verify(token string) (Principal, error) {
 		id = v.issuer + "#" + claims.Subject
 	}
 	return Principal{ID: id, Scopes: parseScopes(claims.Scope)}, nil
+}
+
+// checkLifetime refuses a token that lives longer than the maximum age: by
+// its own iat and exp when it has both (no leeway: one clock set both), else
+// by how far its exp is from now. The parser has checked exp is there, iat
+// is not in the future, and the signature.
+func (v *Verifier) checkLifetime(c *tokenClaims) error {
+	exp := c.ExpiresAt.Time
+	if c.IssuedAt != nil {
+		if exp.Sub(c.IssuedAt.Time) > v.maxAge {
+			return errLifetime
+		}
+		return nil
+	}
+	if exp.Sub(v.now()) > v.maxAge+v.leeway {
+		return errExpiresTooLate
+	}
+	return nil
 }
 
 // parseScopes splits a space-separated scope claim; no scopes is nil.

@@ -35,12 +35,13 @@ func TestVerify(t *testing.T) {
 		edJWK("", k.otherEd.Public().(ed25519.PublicKey)), edJWK("", k.ed.Public().(ed25519.PublicKey)),
 	)
 	verifiers := map[string]*Verifier{
-		"hmac":    newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac}),
-		"jwks":    newTestVerifier(t, VerifierConfig{JWKSFile: jwksPath}),
-		"nokid":   newTestVerifier(t, VerifierConfig{JWKSFile: noKIDPath}),
-		"both":    newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac, JWKSFile: jwksPath}),
-		"strict":  newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac, JWKSFile: jwksPath, Audience: testAudience, Issuer: testIssuer}),
-		"leeway1": newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac, Leeway: time.Second}),
+		"hmac":     newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac}),
+		"jwks":     newTestVerifier(t, VerifierConfig{JWKSFile: jwksPath}),
+		"nokid":    newTestVerifier(t, VerifierConfig{JWKSFile: noKIDPath}),
+		"both":     newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac, JWKSFile: jwksPath}),
+		"strict":   newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac, JWKSFile: jwksPath, Audience: testAudience, Issuer: testIssuer}),
+		"leeway1":  newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac, Leeway: time.Second}),
+		"maxage1h": newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac, JWKSFile: jwksPath, MaxAge: time.Hour}),
 	}
 
 	hs := func(c jwt.MapClaims) string { return sign(t, jwt.SigningMethodHS256, k.hmac, "", c) }
@@ -150,6 +151,24 @@ func TestVerify(t *testing.T) {
 		{name: "missing exp", verifier: "hmac", token: hs(claims(jwt.MapClaims{"exp": nil})), want: errMissingExp},
 		{name: "missing exp on JWKS", verifier: "jwks", token: sign(t, jwt.SigningMethodEdDSA, k.ed, "ed-1", claims(jwt.MapClaims{"exp": nil})), want: errMissingExp},
 		{name: "exp not a number", verifier: "hmac", token: hs(claims(jwt.MapClaims{"exp": "tomorrow"})), want: errMalformed},
+
+		// Lifetime: exp - iat at most the maximum age (24h by default); without
+		// iat, exp at most the maximum age (and the leeway) from now.
+		{name: "lifetime at the default maximum", verifier: "hmac", token: hs(claims(jwt.MapClaims{"exp": testNow.Add(24 * time.Hour).Unix()})), wantID: "alice"},
+		{name: "lifetime a second above the default maximum", verifier: "hmac", token: hs(claims(jwt.MapClaims{"exp": testNow.Add(24*time.Hour + time.Second).Unix()})), want: errLifetime},
+		{name: "a year-long token", verifier: "hmac", token: hs(claims(jwt.MapClaims{"exp": testNow.AddDate(1, 0, 0).Unix()})), want: errLifetime},
+		{name: "exp at the end of time", verifier: "hmac", token: hs(claims(jwt.MapClaims{"exp": int64(1) << 53})), want: errLifetime},
+		{name: "old iat, long lifetime, not expired yet", verifier: "hmac", token: hs(claims(jwt.MapClaims{"iat": testNow.Add(-20 * time.Hour).Unix(), "exp": testNow.Add(5 * time.Hour).Unix()})), want: errLifetime},
+		{name: "old iat within the lifetime", verifier: "hmac", token: hs(claims(jwt.MapClaims{"iat": testNow.Add(-20 * time.Hour).Unix(), "exp": testNow.Add(4 * time.Hour).Unix()})), wantID: "alice"},
+		{name: "no iat, exp within the maximum", verifier: "hmac", token: hs(claims(jwt.MapClaims{"iat": nil, "exp": testNow.Add(23 * time.Hour).Unix()})), wantID: "alice"},
+		{name: "no iat, exp at the maximum and the leeway", verifier: "hmac", token: hs(claims(jwt.MapClaims{"iat": nil, "exp": testNow.Add(24*time.Hour + 30*time.Second).Unix()})), wantID: "alice"},
+		{name: "no iat, exp past the maximum and the leeway", verifier: "hmac", token: hs(claims(jwt.MapClaims{"iat": nil, "exp": testNow.Add(24*time.Hour + 31*time.Second).Unix()})), want: errExpiresTooLate},
+		{name: "no iat, exp years ahead", verifier: "hmac", token: hs(claims(jwt.MapClaims{"iat": nil, "exp": testNow.AddDate(10, 0, 0).Unix()})), want: errExpiresTooLate},
+		{name: "configured maximum age", verifier: "maxage1h", token: hs(claims(jwt.MapClaims{"exp": testNow.Add(time.Hour).Unix()})), wantID: "alice"},
+		{name: "above the configured maximum age", verifier: "maxage1h", token: hs(claims(jwt.MapClaims{"exp": testNow.Add(2 * time.Hour).Unix()})), want: errLifetime},
+		{name: "above the configured maximum age on JWKS", verifier: "maxage1h", token: sign(t, jwt.SigningMethodEdDSA, k.ed, "ed-1", claims(jwt.MapClaims{"exp": testNow.Add(2 * time.Hour).Unix()})), want: errLifetime},
+		{name: "no iat, above the configured maximum age", verifier: "maxage1h", token: hs(claims(jwt.MapClaims{"iat": nil, "exp": testNow.Add(2 * time.Hour).Unix()})), want: errExpiresTooLate},
+		{name: "long-lived and wrong key says signature", verifier: "hmac", token: sign(t, jwt.SigningMethodHS256, k.otherHMAC, "", claims(jwt.MapClaims{"exp": testNow.AddDate(1, 0, 0).Unix()})), want: errSignature},
 
 		// Audience, issuer, subject.
 		{name: "wrong audience", verifier: "strict", token: hs(strictClaims(jwt.MapClaims{"aud": "other"})), want: errAudience},
@@ -302,6 +321,31 @@ func TestVerifyUsesRealClock(t *testing.T) {
 	}
 	if _, err := v.Verify(stale); !errors.Is(err, errExpired) {
 		t.Errorf("stale token: %v, want %v", err, errExpired)
+	}
+}
+
+// The development token app.Run prints lives the default maximum age, and
+// is taken.
+func TestDevTokenOfTheMaximumAgeIsAccepted(t *testing.T) {
+	t.Parallel()
+	k := sharedKeys()
+	v, err := NewVerifier(VerifierConfig{HMACSecret: k.hmac})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := IssueDevToken(k.hmac, "dev", nil, DefaultMaxAge, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(token); err != nil {
+		t.Fatalf("dev token: %v", err)
+	}
+	longer, err := IssueDevToken(k.hmac, "dev", nil, DefaultMaxAge+time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(longer); !errors.Is(err, errLifetime) {
+		t.Fatalf("a dev token above the maximum age: %v, want %v", err, errLifetime)
 	}
 }
 

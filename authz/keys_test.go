@@ -186,5 +186,5 @@ var allRejections = []rejection{
 	errCriticalHeader, errUnknownKID, errSignature, errExpired,
 	errNotYetValid, errIssuedInFuture, errMissingExp, errMissingSub,
 	errMissingAudience, errAudience, errMissingIssuer, errIssuer,
-	errTokenRejected,
+	errTokenRejected, errLifetime, errExpiresTooLate,
 }

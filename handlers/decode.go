@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -23,9 +24,11 @@ import (
 // the server's budget of body bytes (see body.go).
 func (a *api) readBody(r *http.Request) ([]byte, error) { return a.body.read(r) }
 
-// DecodeJSON decodes one JSON object strictly: unknown fields, trailing data
-// and type mismatches are refused with the field at fault. An empty body
-// reads as {} (every route whose body is all optional accepts none).
+// DecodeJSON decodes one JSON object strictly: unknown fields (names match
+// exactly, case included), invalid UTF-8, unpaired surrogate escapes, nesting
+// deeper than MaxBodyDepth, trailing data and type mismatches are refused
+// with the field at fault. An empty body reads as {} (every route whose body
+// is all optional accepts none).
 func DecodeJSON(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -37,6 +40,11 @@ func DecodeJSON(body []byte, dst any) error {
 		}
 		return invalidRequest("body", "must be a JSON object")
 	}
+	if problem := checkBody(trimmed, shapeOf(reflect.TypeOf(dst))); problem != nil {
+		return problem
+	}
+	// checkBody has seen exactly one well-formed object: what the decoder
+	// can still refuse is a type mismatch.
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -57,12 +65,6 @@ func DecodeJSON(body []byte, dst any) error {
 		default:
 			return invalidRequest("body", "could not be decoded")
 		}
-	}
-	if dec.More() {
-		return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
 	}
 	return nil
 }

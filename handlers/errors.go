@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/sessions"
@@ -51,6 +52,9 @@ type APIError struct {
 	Message    string
 	Extra      map[string]any
 	RetryAfter string // Retry-After of a 429 (a 503 always has one)
+	// BearerError is the RFC 6750 error code of an unauthorized answer:
+	// invalid_token when a token was sent and refused; empty when none was.
+	BearerError string
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
@@ -190,7 +194,12 @@ func writeAPIError(w http.ResponseWriter, e *APIError) {
 		w.Header().Set("Retry-After", retryAfterUnavailable)
 	case http.StatusUnauthorized:
 		if e.Code == CodeUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="taskhook"`)
+			challenge := `Bearer realm="taskhook"`
+			if e.BearerError != "" {
+				// The message is one of the verifier's fixed reasons.
+				challenge += `, error="` + e.BearerError + `", error_description="` + strings.ReplaceAll(e.Message, `"`, "'") + `"`
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
 		}
 	}
 	writeJSON(w, e.Status, map[string]any{"error": body})

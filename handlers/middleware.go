@@ -136,7 +136,9 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 		}
 		p, err := a.verifier.Verify(strings.TrimSpace(token))
 		if err != nil {
-			writeAPIError(w, apiError(http.StatusUnauthorized, CodeUnauthorized, err.Error()))
+			e := apiError(http.StatusUnauthorized, CodeUnauthorized, err.Error())
+			e.BearerError = "invalid_token"
+			writeAPIError(w, e)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(authz.WithPrincipal(r.Context(), p)))
