@@ -10,7 +10,7 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -29,8 +29,8 @@ func TestOtherPrincipalsSeeNotFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	missingTask := store.NewID(store.TaskPrefix, 0)
-	missingSession := store.NewID(store.SessionPrefix, 0)
+	missingTask := ids.New(ids.TaskPrefix, 0)
+	missingSession := ids.New(ids.SessionPrefix, 0)
 	routes := []struct{ method, path, body string }{
 		{"GET", "/v1/sessions/{s}", ""},
 		{"GET", "/v1/sessions/{s}/events", ""},

@@ -11,6 +11,7 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -44,8 +45,8 @@ func TestForeignFilterAnswersAsMissing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	missingSession := store.NewID(store.SessionPrefix, 1)
-	missingTask := store.NewID(store.TaskPrefix, 1)
+	missingSession := ids.New(ids.SessionPrefix, 1)
+	missingTask := ids.New(ids.TaskPrefix, 1)
 	same := func(what string, foreign, missing any) {
 		t.Helper()
 		a, _ := json.Marshal(foreign)
@@ -118,7 +119,7 @@ func TestRecordsAreNotReadForNothing(t *testing.T) {
 	}
 	foreign := read("bob reads alice's task", func() error { _, err := bob.GetTask(ctx, task.TaskID); return err })
 	missing := read("bob reads a missing task", func() error {
-		_, err := bob.GetTask(ctx, store.NewID(store.TaskPrefix, 2))
+		_, err := bob.GetTask(ctx, ids.New(ids.TaskPrefix, 2))
 		return err
 	})
 	if foreign > 1024 || missing > 1024 {
@@ -224,18 +225,18 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []string
+		var taskIDs []string
 		for range n {
 			tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: strings.Repeat("i", 2048)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ids = append(ids, tk.TaskID)
+			taskIDs = append(taskIDs, tk.TaskID)
 		}
-		return ses, ids
+		return ses, taskIDs
 	}
 
-	ses, ids := open()
+	ses, taskIDs := open()
 	before := proxy.Count("evalsha")
 	out, err := cl.CancelSession(ctx, ses.SessionID, "done")
 	if err != nil {
@@ -250,8 +251,8 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 
 	// A replica began a cancel and died: the session is cancelling, its
 	// tasks live, and its lease has run out.
-	ses, ids = open()
-	part, _ := store.PartitionOf(ses.SessionID, store.SessionPrefix, srv.App.Store.Partitions)
+	ses, taskIDs = open()
+	part, _ := ids.PartitionOf(ses.SessionID, ids.SessionPrefix, srv.App.Store.Partitions)
 	raw, err := srv.App.Store.GetJSON(ctx, srv.App.Store.Keys.Session(part, ses.SessionID))
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +269,7 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 		t.Fatalf("a task in a cancelling session: %v, want session_not_active", err)
 	}
 	srv.App.Resumer.Sweep(ctx)
-	for _, id := range ids {
+	for _, id := range taskIDs {
 		tk, err := cl.GetTask(ctx, id)
 		if err != nil || tk.Status != "cancelled" || tk.CancelReason != "replica died" {
 			t.Fatalf("task after the resumed cancel: %+v %v", tk, err)

@@ -27,7 +27,7 @@ func collect(ctx context.Context, seq func(func(client.Event, error) bool), n in
 	return out, ctx.Err()
 }
 
-func ids(evs []client.Event) []string {
+func eventIDs(evs []client.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.ID
@@ -59,8 +59,8 @@ func TestEventStreams(t *testing.T) {
 		}
 	}
 	first, second := <-results, <-results
-	if len(first) != changes+1 || !slices.Equal(ids(first), ids(second)) {
-		t.Fatalf("subscribers saw %v and %v", ids(first), ids(second))
+	if len(first) != changes+1 || !slices.Equal(eventIDs(first), eventIDs(second)) {
+		t.Fatalf("subscribers saw %v and %v", eventIDs(first), eventIDs(second))
 	}
 	for i, ev := range first {
 		if ev.Revision != int64(i+1) {
@@ -69,8 +69,8 @@ func TestEventStreams(t *testing.T) {
 	}
 	// Resuming after an id gives exactly what follows it.
 	rest, err := collect(ctx, cl.StreamTaskEvents(ctx, task.TaskID, first[2].ID), changes-2)
-	if err != nil || !slices.Equal(ids(rest), ids(first[3:])) {
-		t.Fatalf("resumed after %s: %v %v", first[2].ID, ids(rest), err)
+	if err != nil || !slices.Equal(eventIDs(rest), eventIDs(first[3:])) {
+		t.Fatalf("resumed after %s: %v %v", first[2].ID, eventIDs(rest), err)
 	}
 	// A stream of another principal's task is a 404.
 	for _, err := range client.New(a.URL, apptest.Token(t, "other")).StreamTaskEvents(ctx, task.TaskID, "") {

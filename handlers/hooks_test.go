@@ -20,6 +20,7 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -317,7 +318,7 @@ func TestHookCreateRefusals(t *testing.T) {
 		"bad dedupe header": {`{"sessionId":"` + ses + `","dedupeHeader":"a b"}`, 400, "invalid_request", "dedupeHeader"},
 		"other session":     {`{"taskId":"` + task + `","sessionId":"` + other + `"}`, 400, "invalid_request", "sessionId"},
 		"unknown session":   {`{"sessionId":"ses_nope"}`, 404, "not_found", ""},
-		"unknown task":      {`{"taskId":"` + store.NewID(store.TaskPrefix, 0) + `"}`, 404, "not_found", ""},
+		"unknown task":      {`{"taskId":"` + ids.New(ids.TaskPrefix, 0) + `"}`, 404, "not_found", ""},
 	} {
 		a := e.do(t, "POST", "/v1/hooks", e.alice, c.body)
 		if a.status != c.status || a.str("error", "code") != c.code || (c.field != "" && a.str("error", "details", "0", "field") != c.field) {
@@ -390,7 +391,7 @@ func TestHookOwnership(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
 	hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
 	e.must(t, 202, e.post(t, token, "x"))
-	missing := e.do(t, "GET", "/v1/hooks/"+store.NewID(store.HookPrefix, 1), e.alice, nil)
+	missing := e.do(t, "GET", "/v1/hooks/"+ids.New(ids.HookPrefix, 1), e.alice, nil)
 	wantError(t, missing, 404, "not_found")
 	for _, r := range []struct{ method, path string }{
 		{"GET", "/v1/hooks/" + hook}, {"POST", "/v1/hooks/" + hook + "/close"},
@@ -625,7 +626,7 @@ func TestHookClosesAfterItsTTL(t *testing.T) {
 func TestHookUnknownTokens(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
 	hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
-	missing := e.do(t, "GET", "/v1/hooks/"+store.NewID(store.HookPrefix, 0), e.alice, nil)
+	missing := e.do(t, "GET", "/v1/hooks/"+ids.New(ids.HookPrefix, 0), e.alice, nil)
 	random := make([]byte, 32)
 	_, _ = rand.Read(random)
 	for name, tok := range map[string]string{

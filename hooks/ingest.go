@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tokens"
 )
 
 // Callback is one request to a hook's callback URL.
@@ -165,7 +166,7 @@ func (s *Service) Ingest(ctx context.Context, t Target, cb Callback) (Accepted, 
 // resolve finds the hook of a token hash: from this replica's cache, or
 // from the store (two reads, once per hook and replica).
 func (s *Service) resolve(ctx context.Context, part int, hash string) (tokenEntry, error) {
-	if e, ok := s.tokens.Get(hash); ok && store.SameHash(e.cfg.TokenHash, hash) {
+	if e, ok := s.tokens.Get(hash); ok && tokens.SameHash(e.cfg.TokenHash, hash) {
 		return e, nil
 	}
 	tok, err := s.store.HookByToken(ctx, part, hash)
@@ -179,7 +180,7 @@ func (s *Service) resolve(ctx context.Context, part int, hash string) (tokenEntr
 	if err := json.Unmarshal(tok.Config, &cfg); err != nil {
 		return tokenEntry{}, fmt.Errorf("decode hook config: %w", err)
 	}
-	if !store.SameHash(cfg.TokenHash, hash) {
+	if !tokens.SameHash(cfg.TokenHash, hash) {
 		return tokenEntry{}, ErrUnknownToken
 	}
 	e := tokenEntry{cfg: cfg, closesAt: tok.ClosesAt}

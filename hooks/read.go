@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 )
 
@@ -125,7 +126,7 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 	if err := o.normalize(); err != nil {
 		return Batch{}, err
 	}
-	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
 		return Batch{}, ErrNotFound
 	}
@@ -257,7 +258,7 @@ func (s *Service) Ack(ctx context.Context, p authz.Principal, id string, in AckI
 			return Reply{}, invalidf("eventIds["+strconv.Itoa(i)+"]", "is not an event id")
 		}
 	}
-	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
 		return Reply{}, ErrNotFound
 	}
@@ -298,7 +299,7 @@ func (s *Service) Log(ctx context.Context, p authz.Principal, id, after string, 
 	if after != "" && !store.ValidStreamID(after) {
 		return LogPage{}, invalidf("after", "is not an event id")
 	}
-	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
 		return LogPage{}, ErrNotFound
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/cache"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -95,8 +97,8 @@ type Service struct {
 	fanin   *store.FanIn
 	metrics *metrics.Metrics
 	log     *slog.Logger
-	tokens  *store.Cache[tokenEntry] // by token hash
-	refs    *store.Cache[hookRef]    // by hook id
+	tokens  *cache.LRU[tokenEntry] // by token hash
+	refs    *cache.LRU[hookRef]    // by hook id
 	now     func() time.Time
 }
 
@@ -111,8 +113,8 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
-		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: store.NewCache[tokenEntry](cfg.CacheSize),
-		refs: store.NewCache[hookRef](cfg.CacheSize), now: now,
+		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: cache.New[tokenEntry](cfg.CacheSize),
+		refs: cache.New[hookRef](cfg.CacheSize), now: now,
 	}, nil
 }
 
@@ -137,7 +139,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	}
 	closes := now.Add(ttl)
 	h := Hook{
-		HookID: store.NewID(store.HookPrefix, part), Status: Open, Owner: p.ID, SessionID: sessionID,
+		HookID: ids.New(ids.HookPrefix, part), Status: Open, Owner: p.ID, SessionID: sessionID,
 		TaskID: in.TaskID, Label: in.Label, CreatedAt: events.At(now), ExpiresAt: events.At(closes),
 		TTLMs: ttl.Milliseconds(), Verify: viewOf(in.Verify), Response: in.Response, DedupeHeader: in.DedupeHeader,
 	}
@@ -209,13 +211,13 @@ func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, 
 	}
 	ttl = min(ttl, s.cfg.MaxTTL)
 	if in.TaskID == "" {
-		part, err := store.PartitionOf(in.SessionID, store.SessionPrefix, s.store.Partitions)
+		part, err := ids.PartitionOf(in.SessionID, ids.SessionPrefix, s.store.Partitions)
 		if err != nil {
 			return 0, 0, "", ErrNotFound
 		}
 		return ttl, part, in.SessionID, nil
 	}
-	part, err := store.PartitionOf(in.TaskID, store.TaskPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(in.TaskID, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
 		return 0, 0, "", ErrNotFound
 	}
@@ -269,7 +271,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Hook, 
 
 // load reads a hook's record as stored, for its owner (or an admin).
 func (s *Service) load(ctx context.Context, p authz.Principal, id string) (Hook, int, error) {
-	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
 		return Hook{}, 0, ErrNotFound
 	}
@@ -296,7 +298,7 @@ func (s *Service) load(ctx context.Context, p authz.Principal, id string) (Hook,
 func (s *Service) settle(ctx context.Context, hs []*Hook) error {
 	now := s.now()
 	parents := func(h *Hook) (task, session string) {
-		part, _ := store.PartitionOf(h.HookID, store.HookPrefix, s.store.Partitions)
+		part, _ := ids.PartitionOf(h.HookID, ids.HookPrefix, s.store.Partitions)
 		if h.TaskID != "" {
 			task = s.store.Keys.Task(part, h.TaskID)
 		}
@@ -356,7 +358,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 	var indexes []string
 	switch {
 	case f.TaskID != "":
-		part, err := store.PartitionOf(f.TaskID, store.TaskPrefix, s.store.Partitions)
+		part, err := ids.PartitionOf(f.TaskID, ids.TaskPrefix, s.store.Partitions)
 		if err != nil {
 			return store.Page{}, nil
 		}
@@ -368,7 +370,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 		}
 		indexes = []string{s.store.Keys.TaskHooks(part, f.TaskID)}
 	case f.SessionID != "":
-		part, err := store.PartitionOf(f.SessionID, store.SessionPrefix, s.store.Partitions)
+		part, err := ids.PartitionOf(f.SessionID, ids.SessionPrefix, s.store.Partitions)
 		if err != nil {
 			return store.Page{}, nil
 		}
@@ -384,7 +386,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 		}
 	}
 	record := func(id string) string {
-		part, _ := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+		part, _ := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 		return s.store.Keys.Hook(part, id)
 	}
 	page, err := s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
@@ -453,7 +455,7 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 
 // replay answers a repeat of a request whose hook has since expired.
 func (s *Service) replay(ctx context.Context, id string, idem store.Idempotency) (Reply, bool, error) {
-	part, err := store.PartitionOf(id, store.HookPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
 		return Reply{}, false, nil
 	}

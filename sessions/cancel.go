@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
@@ -39,7 +40,7 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 	if err != nil {
 		return nil, false, err
 	}
-	part, _ := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
+	part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
 	if res, ok, err := s.store.Replay(ctx, part, idem); err != nil || ok {
 		return replayed(res, ok, err)
 	}

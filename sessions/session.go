@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
@@ -87,13 +88,13 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if len(in.Notify) > 0 {
 		return nil, false, &ValidationError{Field: "notify", Message: "notification endpoints are not available in this version"}
 	}
-	part := store.PartitionFor(idem.Scope, s.store.Partitions)
+	part := ids.PartitionFor(idem.Scope, s.store.Partitions)
 	if idem.Scope == "" {
-		part = store.PartitionFor(store.NewRequestID(), s.store.Partitions)
+		part = ids.PartitionFor(ids.NewRequestID(), s.store.Partitions)
 	}
 	now := s.now()
 	ses := Session{
-		SessionID: store.NewID(store.SessionPrefix, part), Status: Active, Owner: p.ID,
+		SessionID: ids.New(ids.SessionPrefix, part), Status: Active, Owner: p.ID,
 		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: in.Metadata, Notify: []any{},
 	}
 	if ses.Metadata == nil {
@@ -130,7 +131,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 
 // Get reads a session its owner (or an admin) may see.
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Session, []byte, error) {
-	part, err := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
 	if err != nil {
 		return Session{}, nil, ErrNotFound
 	}
@@ -161,7 +162,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, status string, af
 		indexes[i] = s.store.Keys.OwnerSessions(i, p.ID)
 	}
 	record := func(id string) string {
-		part, _ := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
+		part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
 		return s.store.Keys.Session(part, id)
 	}
 	return s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
@@ -178,7 +179,7 @@ func (s *Service) Events(ctx context.Context, p authz.Principal, id, after strin
 	if _, _, err := s.Get(ctx, p, id); err != nil {
 		return nil, err
 	}
-	part, _ := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
+	part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
 	entries, err := s.fanin.ReadLog(ctx, w, s.store.Keys.SessionLog(part, id), after, limit, wait)
 	if s.cfg.AnswerLinks != nil {
 		entries = s.cfg.AnswerLinks.Events(entries)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -21,7 +22,7 @@ func BenchmarkApplyScript(b *testing.B) {
 	}
 	defer s.Close()
 	const part = 1
-	session := store.NewID(store.SessionPrefix, part)
+	session := ids.New(ids.SessionPrefix, part)
 	now := time.Now()
 	ctx := context.Background()
 	if _, err := s.CreateSession(ctx, store.SessionCreate{Partition: part, ID: session, Owner: "bench",
@@ -34,7 +35,7 @@ func BenchmarkApplyScript(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		workers.Add(1)
-		id := store.NewID(store.TaskPrefix, part)
+		id := ids.New(ids.TaskPrefix, part)
 		if _, err := s.CreateTask(ctx, store.TaskCreate{Partition: part, ID: id, SessionID: session, Principal: "bench",
 			JSON: snapshot, Event: event, Now: now, ExpiresAt: now.Add(time.Hour), Retention: time.Hour}); err != nil {
 			b.Error(err)

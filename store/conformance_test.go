@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -48,7 +49,7 @@ type fixture struct {
 func newFixture(t *testing.T, s *store.Store, owner string) fixture {
 	t.Helper()
 	part := 3 % s.Partitions
-	f := fixture{s: s, part: part, session: store.NewID(store.SessionPrefix, part), now: time.Now()}
+	f := fixture{s: s, part: part, session: ids.New(ids.SessionPrefix, part), now: time.Now()}
 	res, err := s.CreateSession(context.Background(), store.SessionCreate{
 		Partition: part, ID: f.session, Owner: owner, JSON: []byte(`{"s":1}`), Event: []byte(`{"type":"session.created"}`),
 		Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour,
@@ -61,7 +62,7 @@ func newFixture(t *testing.T, s *store.Store, owner string) fixture {
 
 func (f fixture) createTask(t *testing.T, principal string, idem store.Idempotency) (string, store.Result) {
 	t.Helper()
-	id := store.NewID(store.TaskPrefix, f.part)
+	id := ids.New(ids.TaskPrefix, f.part)
 	res, err := f.s.CreateTask(context.Background(), store.TaskCreate{
 		Partition: f.part, ID: id, SessionID: f.session, Principal: principal, JSON: []byte(`{"rev":1}`),
 		Event: []byte(`{"type":"task.created"}`), Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour, Idem: idem,
@@ -109,7 +110,7 @@ func TestTaskWritesCompareAndSet(t *testing.T) {
 		if err != nil || string(raw) != `{"rev":2}` {
 			t.Fatalf("task after stale apply: %s %v", raw, err)
 		}
-		if r := f.apply(t, store.NewID(store.TaskPrefix, f.part), 1, store.Idempotency{}, `{}`); r.Outcome != store.Missing {
+		if r := f.apply(t, ids.New(ids.TaskPrefix, f.part), 1, store.Idempotency{}, `{}`); r.Outcome != store.Missing {
 			t.Fatalf("missing task: %+v", r)
 		}
 	})
@@ -211,7 +212,7 @@ func TestCreateTaskChecksTheSession(t *testing.T) {
 		if _, r := f.createTask(t, "mallory", store.Idempotency{}); r.Outcome != store.SessionMissing {
 			t.Fatalf("another principal's session: %+v", r)
 		}
-		id := store.NewID(store.TaskPrefix, f.part)
+		id := ids.New(ids.TaskPrefix, f.part)
 		res, err := s.CreateTask(context.Background(), store.TaskCreate{
 			Partition: f.part, ID: id, SessionID: f.session, Principal: "root", Admin: true, JSON: []byte(`{}`),
 			Event: []byte(`{}`), Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour,
@@ -220,11 +221,11 @@ func TestCreateTaskChecksTheSession(t *testing.T) {
 			t.Fatalf("admin create: %+v %v", res, err)
 		}
 		g := f
-		g.session = store.NewID(store.SessionPrefix, f.part)
+		g.session = ids.New(ids.SessionPrefix, f.part)
 		if _, r := g.createTask(t, "alice", store.Idempotency{}); r.Outcome != store.SessionMissing {
 			t.Fatalf("missing session: %+v", r)
 		}
-		if _, err := s.GetJSON(context.Background(), s.Keys.Task(f.part, store.NewID(store.TaskPrefix, f.part))); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.GetJSON(context.Background(), s.Keys.Task(f.part, ids.New(ids.TaskPrefix, f.part))); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("missing task read: %v", err)
 		}
 	})
@@ -234,7 +235,7 @@ func TestTasksExpire(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newFixture(t, s, "alice")
-		id := store.NewID(store.TaskPrefix, f.part)
+		id := ids.New(ids.TaskPrefix, f.part)
 		now := time.Now()
 		res, err := s.CreateTask(context.Background(), store.TaskCreate{
 			Partition: f.part, ID: id, SessionID: f.session, Principal: "alice", JSON: []byte(`{}`),
@@ -347,7 +348,7 @@ func TestTasksExtendTheirSession(t *testing.T) {
 		ctx := context.Background()
 		f := newFixture(t, s, "alice") // the session lives an hour
 		later := f.now.Add(48 * time.Hour)
-		id := store.NewID(store.TaskPrefix, f.part)
+		id := ids.New(ids.TaskPrefix, f.part)
 		res, err := s.CreateTask(ctx, store.TaskCreate{
 			Partition: f.part, ID: id, SessionID: f.session, Principal: "alice", JSON: []byte(`{}`),
 			Event: []byte(`{}`), Now: f.now, ExpiresAt: later, Retention: time.Hour,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -42,7 +43,7 @@ func newHookFixture(t *testing.T, s *store.Store, owner string, withTask bool) h
 
 func (f *hookFixture) createHook(t *testing.T, principal string, closes time.Time, idem store.Idempotency) (store.HookResult, string) {
 	t.Helper()
-	id := store.NewID(store.HookPrefix, f.part)
+	id := ids.New(ids.HookPrefix, f.part)
 	f.token = "tok-" + id
 	res, err := f.s.CreateHook(context.Background(), store.HookCreate{
 		Partition: f.part, ID: id, TaskID: f.task, SessionID: f.session, Principal: principal,
@@ -158,7 +159,7 @@ func (f hookFixture) sessionLog(t *testing.T) []store.LogEntry {
 	return entries
 }
 
-func ids(b store.HookBatch) []string {
+func delivered(b store.HookBatch) []string {
 	out := make([]string, len(b.Entries))
 	for i, e := range b.Entries {
 		out[i] = fmt.Sprintf("%s@%d", e.ID, e.Deliveries)
@@ -206,7 +207,7 @@ func TestHookCreate(t *testing.T) {
 		}
 		// An admin can.
 		res, err := s.CreateHook(ctx, store.HookCreate{
-			Partition: f.part, ID: store.NewID(store.HookPrefix, f.part), SessionID: f.session, Principal: "root", Admin: true,
+			Partition: f.part, ID: ids.New(ids.HookPrefix, f.part), SessionID: f.session, Principal: "root", Admin: true,
 			TokenHash: "h-admin", JSON: []byte(`{}`), Config: []byte(`{}`), Now: f.now, ClosesAt: closes, ExpiresAt: closes,
 		})
 		if err != nil || res.Outcome != store.OK {
@@ -233,7 +234,7 @@ func TestHookCreate(t *testing.T) {
 		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.TaskTerminal {
 			t.Errorf("terminal task: %+v", res)
 		}
-		f.task = store.NewID(store.TaskPrefix, f.part)
+		f.task = ids.New(ids.TaskPrefix, f.part)
 		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.TaskMissing {
 			t.Errorf("missing task: %+v", res)
 		}
@@ -528,7 +529,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		// Consumer a takes both and never acks.
 		vis := 30 * time.Millisecond
 		b := f.read(t, readOpts{consumer: "a", visibility: vis})
-		if got := ids(b); len(got) != 2 || got[0] != e1+"@1" || got[1] != e2+"@1" || b.Pending != 2 {
+		if got := delivered(b); len(got) != 2 || got[0] != e1+"@1" || got[1] != e2+"@1" || b.Pending != 2 {
 			t.Fatalf("first read: %v pending %d", got, b.Pending)
 		}
 		if b.Entries[0].Fields["b"] != "one" {
@@ -538,13 +539,13 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		// when they come back.
 		b = f.read(t, readOpts{consumer: "b", visibility: time.Hour})
 		if len(b.Entries) != 0 || b.NextVisible <= 0 || b.NextVisible > time.Hour {
-			t.Fatalf("read while invisible: %v next %v", ids(b), b.NextVisible)
+			t.Fatalf("read while invisible: %v next %v", delivered(b), b.NextVisible)
 		}
 		// After it, consumer b gets them from a, delivered a second time.
 		var got []string
 		storetest.WaitFor(t, "redelivery to b", func() bool {
 			b = f.read(t, readOpts{consumer: "b", visibility: vis})
-			got = append(got, ids(b)...)
+			got = append(got, delivered(b)...)
 			return len(got) >= 2
 		})
 		if len(got) != 2 || got[0] != e1+"@2" || got[1] != e2+"@2" {
@@ -559,7 +560,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		got = nil
 		storetest.WaitFor(t, "own redelivery", func() bool {
 			b = f.read(t, readOpts{consumer: "b", visibility: vis, max: 3})
-			got = append(got, ids(b)...)
+			got = append(got, delivered(b)...)
 			return len(got) > 0
 		})
 		if len(got) != 1 || got[0] != e2+"@3" || b.Redelivered != 1 {
@@ -568,7 +569,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		storetest.WaitFor(t, "dead letter", func() bool {
 			b = f.read(t, readOpts{consumer: "c", visibility: vis, max: 3})
 			if len(b.Entries) > 0 {
-				t.Fatalf("delivered past the maximum: %v", ids(b))
+				t.Fatalf("delivered past the maximum: %v", delivered(b))
 			}
 			return b.DeadLettered == 1
 		})
@@ -588,7 +589,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		}
 		// Acked and dead-lettered events never come back to the group.
 		if b := f.read(t, readOpts{consumer: "d", visibility: time.Millisecond}); len(b.Entries) != 0 || b.Pending != 0 {
-			t.Errorf("after ack and dead letter: %v pending %d", ids(b), b.Pending)
+			t.Errorf("after ack and dead letter: %v pending %d", delivered(b), b.Pending)
 		}
 	})
 }
@@ -603,15 +604,15 @@ func TestHookGroupsReadIndependently(t *testing.T) {
 		// Count bounds a batch; the next read goes on where it stopped.
 		a := f.read(t, readOpts{group: "one", consumer: "x", count: 3})
 		if len(a.Entries) != 3 || a.Entries[0].Fields["seq"] != "1" {
-			t.Fatalf("group one: %v", ids(a))
+			t.Fatalf("group one: %v", delivered(a))
 		}
 		a = f.read(t, readOpts{group: "one", consumer: "x", count: 3})
 		if len(a.Entries) != 2 || a.Entries[0].Fields["seq"] != "4" {
-			t.Fatalf("group one, second batch: %v", ids(a))
+			t.Fatalf("group one, second batch: %v", delivered(a))
 		}
 		// A new group starts at the beginning, whatever the others did.
 		if b := f.read(t, readOpts{group: "two", consumer: "x"}); len(b.Entries) != 5 {
-			t.Fatalf("group two: %v", ids(b))
+			t.Fatalf("group two: %v", delivered(b))
 		}
 		// A hook has a bounded number of groups.
 		if b := f.read(t, readOpts{group: "three", consumer: "x", maxGroups: 2}); b.Outcome != store.TooManyGroups {

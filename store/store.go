@@ -2,6 +2,8 @@
 // Cluster and the embedded in-memory server, the key builder, the Lua
 // scripts, and the reads and writes the services make. It knows byte blobs,
 // stream ids and partitions; the meaning of a task lives in package tasks.
+// It imports ids and metrics of this module, never a service: ids, tokens
+// and caches are not Redis and live in packages of their own.
 package store
 
 import (
@@ -14,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 )
 
@@ -54,8 +57,8 @@ func (c Config) withDefaults() Config {
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if c.Partitions < 1 || c.Partitions > MaxPartitions {
-		return fmt.Errorf("partitions must be 1 to %d", MaxPartitions)
+	if c.Partitions < 1 || c.Partitions > ids.MaxPartitions {
+		return fmt.Errorf("partitions must be 1 to %d", ids.MaxPartitions)
 	}
 	if strings.ContainsAny(c.Prefix, "{}") {
 		return errors.New("key prefix must not contain braces")

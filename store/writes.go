@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskhook/taskhook/ids"
 )
 
 // Outcome is what a write script answered.
@@ -65,7 +66,7 @@ const commandHash = "cmd"
 // retry in exec included) carries the same id.
 func (s *Store) idemKey(p int, idem Idempotency) (key, hash string, ttlMs int64) {
 	if idem.Scope == "" {
-		return s.Keys.Command(p, randomBase32(26)), commandHash, CommandTTL.Milliseconds()
+		return s.Keys.Command(p, ids.Random(26)), commandHash, CommandTTL.Milliseconds()
 	}
 	return s.Keys.Idempotency(p, idem.Scope), idem.BodyHash, IdempotencyTTL.Milliseconds()
 }
@@ -231,7 +232,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, idem Idempotency) (ok bool
 	if idem.Scope == "" {
 		return true, nil
 	}
-	key := s.Keys.IdempotencyClaim(PartitionFor(idem.Scope, s.Partitions), idem.Scope)
+	key := s.Keys.IdempotencyClaim(ids.PartitionFor(idem.Scope, s.Partitions), idem.Scope)
 	set, err := s.RDB.SetNX(ctx, key, idem.BodyHash, IdempotencyTTL).Result()
 	if err != nil {
 		return false, unavailable(err)
@@ -256,7 +257,7 @@ func (s *Store) ReleaseIdempotency(ctx context.Context, idem Idempotency) error 
 	if idem.Scope == "" {
 		return nil
 	}
-	key := s.Keys.IdempotencyClaim(PartitionFor(idem.Scope, s.Partitions), idem.Scope)
+	key := s.Keys.IdempotencyClaim(ids.PartitionFor(idem.Scope, s.Partitions), idem.Scope)
 	h, err := s.RDB.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) || (err == nil && h != idem.BodyHash) {
 		return nil

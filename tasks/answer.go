@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tokens"
 )
 
 // AnswerTokenPrefix starts every answer token: the capability in an ask
@@ -29,18 +30,18 @@ type answerRef struct {
 // see them (with no answerUrl: links are derived when a task is shown, never
 // stored) and the mappings the write stores.
 func (s *Service) answerTokens(taskID string, reqs []InputRequest) ([]InputRequest, []store.AnswerToken) {
-	var tokens []store.AnswerToken
+	var mapped []store.AnswerToken
 	for i := range reqs {
 		reqs[i].AnswerURL = ""
 		if reqs[i].Kind != KindAsk {
 			continue
 		}
 		token := s.links.Token(taskID, reqs[i].RequestID)
-		ref := answerRef{Hash: store.HashToken(token), TaskID: taskID, RequestID: reqs[i].RequestID}
+		ref := answerRef{Hash: tokens.Hash(token), TaskID: taskID, RequestID: reqs[i].RequestID}
 		val, _ := json.Marshal(ref) // three strings: cannot fail
-		tokens = append(tokens, store.AnswerToken{Hash: ref.Hash, Value: val})
+		mapped = append(mapped, store.AnswerToken{Hash: ref.Hash, Value: val})
 	}
-	return reqs, tokens
+	return reqs, mapped
 }
 
 // expiresAt is when a task's answer tokens end: with the task.
@@ -81,11 +82,11 @@ type AnswerTarget struct {
 // answer will replay. It reads the store only for what this replica has not
 // cached, so a warm answer still costs one round trip in all.
 func (s *Service) ResolveAnswer(ctx context.Context, token string, idem store.Idempotency) (AnswerTarget, error) {
-	part, ok := store.ParseToken(token, AnswerTokenPrefix, s.store.Partitions)
+	part, ok := tokens.Parse(token, AnswerTokenPrefix, s.store.Partitions)
 	if !ok {
 		return AnswerTarget{}, ErrNotFound
 	}
-	hash := store.HashToken(token)
+	hash := tokens.Hash(token)
 	ref, cached, err := s.resolveAnswer(ctx, part, hash, true)
 	if err != nil {
 		return AnswerTarget{}, err
@@ -152,7 +153,7 @@ func (s *Service) Answer(ctx context.Context, at AnswerTarget, in AnswerInput, i
 // resolveAnswer finds the request of a token hash: from this replica's
 // cache (when useCache), or with one read of the store.
 func (s *Service) resolveAnswer(ctx context.Context, part int, hash string, useCache bool) (answerRef, bool, error) {
-	if ref, ok := s.answers.Get(hash); useCache && ok && store.SameHash(ref.Hash, hash) {
+	if ref, ok := s.answers.Get(hash); useCache && ok && tokens.SameHash(ref.Hash, hash) {
 		return ref, true, nil
 	}
 	raw, err := s.store.AnswerByToken(ctx, part, hash)
@@ -166,7 +167,7 @@ func (s *Service) resolveAnswer(ctx context.Context, part int, hash string, useC
 	if err := json.Unmarshal(raw, &ref); err != nil {
 		return answerRef{}, false, fmt.Errorf("decode answer token: %w", err)
 	}
-	if !store.SameHash(ref.Hash, hash) {
+	if !tokens.SameHash(ref.Hash, hash) {
 		return answerRef{}, false, ErrNotFound
 	}
 	s.answers.Put(hash, ref, nil)

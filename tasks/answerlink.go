@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 )
 
@@ -43,7 +44,7 @@ func (l *AnswerLinks) Token(taskID, requestID string) string {
 	mac.Write([]byte{0})
 	mac.Write([]byte(requestID))
 	part := ""
-	if n := len(store.TaskPrefix); len(taskID) >= n+2 {
+	if n := len(ids.TaskPrefix); len(taskID) >= n+2 {
 		part = taskID[n : n+2]
 	}
 	return AnswerTokenPrefix + part + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tokens"
 )
 
 var testKey = bytes.Repeat([]byte{7}, MinAnswerKeyBytes)
@@ -19,7 +21,7 @@ var testKey = bytes.Repeat([]byte{7}, MinAnswerKeyBytes)
 func TestAnswerToken(t *testing.T) {
 	l := NewAnswerLinks(testKey, "https://th.example")
 	other := NewAnswerLinks(bytes.Repeat([]byte{8}, MinAnswerKeyBytes), "https://th.example")
-	task, task2 := store.NewID(store.TaskPrefix, 13), store.NewID(store.TaskPrefix, 13)
+	task, task2 := ids.New(ids.TaskPrefix, 13), ids.New(ids.TaskPrefix, 13)
 	tok := l.Token(task, "go")
 	if tok != l.Token(task, "go") {
 		t.Fatal("the token changes")
@@ -32,7 +34,7 @@ func TestAnswerToken(t *testing.T) {
 			t.Errorf("%s gives the same token", name)
 		}
 	}
-	if p, ok := store.ParseToken(tok, AnswerTokenPrefix, 16); !ok || p != 13 {
+	if p, ok := tokens.Parse(tok, AnswerTokenPrefix, 16); !ok || p != 13 {
 		t.Errorf("ParseToken(%q) = %d, %v; want partition 13", tok, p, ok)
 	}
 	if got, want := l.URL(task, "go"), "https://th.example/v1/input/"+tok; got != want {
@@ -45,13 +47,13 @@ func TestAnswerToken(t *testing.T) {
 func askingTask(t testing.TB) (Task, []Emitted) {
 	t.Helper()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	task := Task{TaskID: store.NewID(store.TaskPrefix, 3), SessionID: store.NewID(store.SessionPrefix, 3),
+	task := Task{TaskID: ids.New(ids.TaskPrefix, 3), SessionID: ids.New(ids.SessionPrefix, 3),
 		Owner: "o", Requester: "o", Status: Working, Revision: 1, InputResponses: []InputResponse{},
 		Input: json.RawMessage(`{"kind":"ask","html":"<b>&</b>"}`), CreatedAt: events.At(now), LastUpdatedAt: events.At(now)}
 	change, err := Apply(task, Command{Kind: CmdRequireInput, Requests: PrepareRequests([]InputRequest{
 		{RequestID: "go", Prompt: "Go <now>?"},
 		{RequestID: "login", Kind: KindAuthorization, Prompt: "Sign in", Connection: "github"},
-	}, store.NewRequestID)}, now)
+	}, ids.NewRequestID)}, now)
 	if err != nil {
 		t.Fatal(err)
 	}

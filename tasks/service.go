@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/cache"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 )
@@ -106,8 +108,8 @@ type Service struct {
 	store   *store.Store
 	fanin   *store.FanIn
 	metrics *metrics.Metrics
-	cache   cache
-	answers *store.Cache[answerRef] // by token hash
+	cache   snapshots
+	answers *cache.LRU[answerRef] // by token hash
 	links   *AnswerLinks
 	now     func() time.Time
 }
@@ -115,8 +117,8 @@ type Service struct {
 // NewService wires the service. now is the clock (time.Now in production).
 func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, now func() time.Time) *Service {
 	cfg = cfg.withDefaults()
-	svc := &Service{cfg: cfg, store: s, fanin: f, metrics: m, cache: newCache(cfg.CacheSize),
-		answers: store.NewCache[answerRef](cfg.CacheSize), links: NewAnswerLinks(cfg.AnswerKey, cfg.PublicURL), now: now}
+	svc := &Service{cfg: cfg, store: s, fanin: f, metrics: m, cache: newSnapshots(cfg.CacheSize),
+		answers: cache.New[answerRef](cfg.CacheSize), links: NewAnswerLinks(cfg.AnswerKey, cfg.PublicURL), now: now}
 	f.OnWake(func(wk store.Wake) {
 		if wk.Kind != "t" {
 			return
@@ -154,7 +156,7 @@ const maxTextField = 200
 
 // Create writes a new working task: the receipt, durable before it returns.
 func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (Reply, error) {
-	part, err := store.PartitionOf(in.SessionID, store.SessionPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(in.SessionID, ids.SessionPrefix, s.store.Partitions)
 	if in.SessionID == "" {
 		return Reply{}, invalid("sessionId", "is required")
 	}
@@ -180,7 +182,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	ttlMs := ttl.Milliseconds()
 	expires := events.At(now.Add(ttl))
 	t := Task{
-		TaskID: store.NewID(store.TaskPrefix, part), SessionID: in.SessionID,
+		TaskID: ids.New(ids.TaskPrefix, part), SessionID: in.SessionID,
 		Owner: p.ID, Requester: in.Requester, Status: Working, Revision: 1,
 		Kind: in.Kind, Label: in.Label, Input: in.Input, Metadata: in.Metadata,
 		InputResponses: []InputResponse{},
@@ -289,7 +291,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Task, 
 // read is Get in the stored form: what commands are decided on and written
 // from, with no answer link in it.
 func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task, []byte, error) {
-	part, err := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
 		return Task{}, nil, ErrNotFound
 	}
@@ -360,14 +362,14 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 
 // run is Run answering with the stored form.
 func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (Reply, error) {
-	part, err := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
+	part, err := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
 		return Reply{}, ErrNotFound
 	}
 	var tokens []store.AnswerToken
 	if cmd.Kind == CmdRequireInput {
 		// Made once, before Apply: a retry after a lost race reuses them.
-		cmd.Requests = PrepareRequests(cmd.Requests, store.NewRequestID)
+		cmd.Requests = PrepareRequests(cmd.Requests, ids.NewRequestID)
 		cmd.Requests, tokens = s.answerTokens(id, cmd.Requests)
 	}
 	t, raw, fromCache := s.cache.get(id)
@@ -541,7 +543,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 	keys := s.store.Keys
 	var indexes []string
 	if f.SessionID != "" {
-		part, err := store.PartitionOf(f.SessionID, store.SessionPrefix, s.store.Partitions)
+		part, err := ids.PartitionOf(f.SessionID, ids.SessionPrefix, s.store.Partitions)
 		if err != nil {
 			return store.Page{}, nil
 		}
@@ -568,7 +570,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 		}
 	}
 	record := func(id string) string {
-		part, _ := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
+		part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
 		return keys.Task(part, id)
 	}
 	page, err := s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 )
 
@@ -81,7 +82,7 @@ func (s *Service) Events(ctx context.Context, p authz.Principal, id, after strin
 	if err != nil {
 		return nil, err
 	}
-	part, _ := store.PartitionOf(id, store.TaskPrefix, s.store.Partitions)
+	part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
 	entries, err := s.fanin.ReadLog(ctx, w, s.store.Keys.TaskLog(part, t.TaskID), after, limit, wait)
 	return s.links.Events(entries), err
 }

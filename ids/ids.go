@@ -1,4 +1,8 @@
-package store
+// Package ids makes and reads the ids of sessions, tasks, hooks and input
+// requests. A session, task or hook id names its partition, so any replica
+// finds the record's Redis Cluster slot from the id alone. It imports
+// nothing of this module: the store, the services and the tokens use it.
+package ids
 
 import (
 	"crypto/rand"
@@ -12,7 +16,7 @@ const (
 	SessionPrefix = "ses_"
 	TaskPrefix    = "task_"
 	HookPrefix    = "hook_"
-	RequestPrefix = "req_"
+	requestPrefix = "req_"
 )
 
 // crockford is a lowercase base32 alphabet without look-alike letters.
@@ -24,23 +28,24 @@ const MaxPartitions = 1024
 // ErrBadID is an id that this deployment could not have made.
 var ErrBadID = errors.New("malformed id")
 
-// NewID returns prefix + two characters naming the partition + 26 characters
+// New returns prefix + two characters naming the partition + 26 characters
 // (130 bits) of randomness. Any replica reads the partition back with
 // PartitionOf.
-func NewID(prefix string, partition int) string {
+func New(prefix string, partition int) string {
 	var b strings.Builder
 	b.Grow(len(prefix) + 28)
 	b.WriteString(prefix)
 	b.WriteByte(crockford[(partition>>5)&31])
 	b.WriteByte(crockford[partition&31])
-	b.WriteString(randomBase32(26))
+	b.WriteString(Random(26))
 	return b.String()
 }
 
 // NewRequestID returns a random input request id (no partition in it).
-func NewRequestID() string { return RequestPrefix + randomBase32(20) }
+func NewRequestID() string { return requestPrefix + Random(20) }
 
-func randomBase32(n int) string {
+// Random returns n random characters of the ids' alphabet (5 bits each).
+func Random(n int) string {
 	buf := make([]byte, n)
 	_, _ = rand.Read(buf) // crypto/rand.Read never fails on supported platforms
 	for i := range buf {
@@ -49,7 +54,7 @@ func randomBase32(n int) string {
 	return string(buf)
 }
 
-// PartitionOf reads the partition out of an id made by NewID.
+// PartitionOf reads the partition out of an id made by New.
 func PartitionOf(id, prefix string, partitions int) (int, error) {
 	if len(id) != len(prefix)+28 || !strings.HasPrefix(id, prefix) {
 		return 0, ErrBadID

@@ -1,20 +1,23 @@
-package store_test
+package cache
 
-import (
-	"testing"
+import "testing"
 
-	"github.com/taskhook/taskhook/store"
-)
+// len is the number of entries, for the test only.
+func (c *LRU[V]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}
 
 func TestCacheIsBoundedAndKeepsRecent(t *testing.T) {
 	t.Parallel()
-	c := store.NewCache[int](2)
+	c := New[int](2)
 	c.Put("a", 1, nil)
 	c.Put("b", 2, nil)
 	c.Get("a")
 	c.Put("c", 3, nil)
-	if _, ok := c.Get("b"); ok || c.Len() != 2 {
-		t.Fatalf("the least recently used entry stayed (len %d)", c.Len())
+	if _, ok := c.Get("b"); ok || c.len() != 2 {
+		t.Fatalf("the least recently used entry stayed (len %d)", c.len())
 	}
 	if v, ok := c.Get("a"); !ok || v != 1 {
 		t.Fatal("lost a recently used entry")
