@@ -18,17 +18,27 @@ const (
 	ClosedSessionCancelled = "session_cancelled"
 )
 
-// HookResult is a hook script's answer.
-type HookResult struct {
-	Outcome      Outcome
-	EventID      string        // ingest: the stored (or, for a duplicate, the first) event
-	Seq          int64         // ingest: the stored event's number within the hook
-	Reason       string        // ingest: why the hook is closed
-	RetryAfter   time.Duration // ingest: when a rate-limited sender may try again
-	Acked        int64         // ack: how many events were acknowledged
-	JSON         []byte        // close: the hook record as stored
-	ReplayStatus int
-	ReplayBody   []byte
+// IngestResult is hook_ingest's answer.
+type IngestResult struct {
+	Outcome    Outcome       // OK, Duplicate, Missing, Closed or RateLimited
+	EventID    string        // the stored (or, for a duplicate, the first) event
+	Seq        int64         // the stored event's number within the hook
+	Reason     string        // why the hook is closed: one of the Closed* reasons
+	RetryAfter time.Duration // when a rate-limited sender may try again
+}
+
+// AckResult is hook_ack's answer.
+type AckResult struct {
+	Outcome    Outcome // OK, Replayed, IdemConflict or Missing
+	Acked      int64   // how many events were acknowledged
+	ReplayBody []byte
+}
+
+// CloseResult is hook_close's answer.
+type CloseResult struct {
+	Outcome    Outcome // OK, Replayed, IdemConflict or Missing
+	JSON       []byte  // the hook record as stored afterwards
+	ReplayBody []byte
 }
 
 // Fields of a hook's hash that the services read.
@@ -56,7 +66,7 @@ type HookCreate struct {
 }
 
 // CreateHook writes a hook, its token mapping and its indexes in one script.
-func (s *Store) CreateHook(ctx context.Context, w HookCreate) (HookResult, error) {
+func (s *Store) CreateHook(ctx context.Context, w HookCreate) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
 	taskKey, taskIndex := s.Keys.Hook(p, w.ID), s.Keys.Hook(p, w.ID) // unread for a session hook
@@ -72,11 +82,33 @@ func (s *Store) CreateHook(ctx context.Context, w HookCreate) (HookResult, error
 		idemHash, idemTTL, w.Principal, flag(w.Admin), w.ID, w.TaskID, w.JSON,
 		w.Config, ms(w.Now), ms(w.ClosesAt), ms(w.ExpiresAt), w.Replay,
 	}
-	reply, err := s.exec(ctx, s.Scripts.HookCreate, keys, args)
+	return s.scripts.hookCreate.run(ctx, s, keys, args...)
+}
+
+// parseHookCreate reads hook_create's answer.
+func parseHookCreate(v any) (Result, error) {
+	r, err := asReply(v)
 	if err != nil {
-		return HookResult{}, err
+		return Result{}, err
 	}
-	return parseHookReply(reply)
+	if res, ok := r.replayed(); ok {
+		return res, nil
+	}
+	switch r.word() {
+	case "ok":
+		return Result{Outcome: OK}, nil
+	case "session_not_found":
+		return Result{Outcome: SessionMissing}, nil
+	case "session_not_active":
+		return Result{Outcome: SessionNotActive}, nil
+	case "task_not_found":
+		return Result{Outcome: TaskMissing}, nil
+	case "task_terminal":
+		return Result{Outcome: TaskTerminal}, nil
+	case "exists":
+		return Result{}, errIDTaken
+	}
+	return Result{}, r.unexpected("hook_create")
 }
 
 // HookToken is what a callback token hash resolves to: the hook's id and
@@ -139,7 +171,7 @@ type HookIngest struct {
 
 // IngestHook stores a callback request in one script: state check, rate
 // limit, dedupe, append, session event, wake-up.
-func (s *Store) IngestHook(ctx context.Context, w HookIngest) (HookResult, error) {
+func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, error) {
 	p := w.Partition
 	taskKey, hasTask := s.Keys.Hook(p, w.HookID), "0" // unread for a session hook
 	if w.TaskID != "" {
@@ -159,11 +191,28 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (HookResult, error
 		w.Method, w.ContentType, w.Headers, bodyField, w.Body, logMinID(w.Now, w.Retention),
 		w.HookID, w.SessionID, w.EventHead, cmdHash, cmdTTL,
 	}
-	reply, err := s.exec(ctx, s.Scripts.HookIngest, keys, args)
+	return s.scripts.hookIngest.run(ctx, s, keys, args...)
+}
+
+// parseHookIngest reads hook_ingest's answer.
+func parseHookIngest(v any) (IngestResult, error) {
+	r, err := asReply(v)
 	if err != nil {
-		return HookResult{}, err
+		return IngestResult{}, err
 	}
-	return parseHookReply(reply)
+	switch r.word() {
+	case "ok":
+		return IngestResult{Outcome: OK, EventID: r.str(1), Seq: r.int(2)}, nil
+	case "duplicate":
+		return IngestResult{Outcome: Duplicate, EventID: r.str(1)}, nil
+	case "not_found":
+		return IngestResult{Outcome: Missing}, nil
+	case "closed":
+		return IngestResult{Outcome: Closed, Reason: r.str(1)}, nil
+	case "rate_limited":
+		return IngestResult{Outcome: RateLimited, RetryAfter: time.Duration(r.int(1)) * time.Millisecond}, nil
+	}
+	return IngestResult{}, r.unexpected("hook_ingest")
 }
 
 // HookRecord is a hook's stored record and the fields kept beside it.
@@ -223,15 +272,29 @@ type HookClose struct {
 
 // CloseHook closes a hook in one script and wakes the reads waiting on it;
 // JSON in the result is the record as stored afterwards.
-func (s *Store) CloseHook(ctx context.Context, w HookClose) (HookResult, error) {
+func (s *Store) CloseHook(ctx context.Context, w HookClose) (CloseResult, error) {
 	idemKey, idemHash, idemTTL := s.idemKey(w.Partition, w.Idem)
 	keys := []string{s.Keys.Hook(w.Partition, w.ID), idemKey, s.Keys.Wake(w.Partition)}
 	args := []any{idemHash, idemTTL, w.Principal, flag(w.Admin), w.ClosedJSON, w.ID, w.SessionID}
-	reply, err := s.exec(ctx, s.Scripts.HookClose, keys, args)
+	return s.scripts.hookClose.run(ctx, s, keys, args...)
+}
+
+// parseHookClose reads hook_close's answer.
+func parseHookClose(v any) (CloseResult, error) {
+	r, err := asReply(v)
 	if err != nil {
-		return HookResult{}, err
+		return CloseResult{}, err
 	}
-	return parseHookReply(reply)
+	if res, ok := r.replayed(); ok {
+		return CloseResult{Outcome: res.Outcome, ReplayBody: res.ReplayBody}, nil
+	}
+	switch r.word() {
+	case "ok":
+		return CloseResult{Outcome: OK, JSON: []byte(r.str(1))}, nil
+	case "not_found":
+		return CloseResult{Outcome: Missing}, nil
+	}
+	return CloseResult{}, r.unexpected("hook_close")
 }
 
 // HookEntry is one stored callback request: its stream id and fields.
@@ -285,23 +348,26 @@ func (s *Store) ReadHook(ctx context.Context, r HookRead) (HookBatch, error) {
 		r.Principal, flag(r.Admin), r.Group, r.Consumer, r.Count, r.Visibility.Milliseconds(),
 		r.MaxDeliveries, ms(r.Now), r.MaxGroups, hasTask,
 	}
-	reply, err := s.Scripts.HookRead.Run(ctx, s.RDB, keys, args...).Slice()
-	if err != nil {
-		return HookBatch{}, unavailable(err)
-	}
-	return parseHookBatch(reply)
+	return s.scripts.hookRead.run(ctx, s, keys, args...)
 }
 
-func parseHookBatch(reply []any) (HookBatch, error) {
-	o, err := scriptReply(reply).outcome()
+// parseHookRead reads hook_read's answer.
+func parseHookRead(v any) (HookBatch, error) {
+	reply, err := asReply(v)
 	if err != nil {
 		return HookBatch{}, err
 	}
-	if o != OK {
-		return HookBatch{Outcome: o}, nil
+	switch reply.word() {
+	case "ok":
+	case "not_found":
+		return HookBatch{Outcome: Missing}, nil
+	case "too_many_groups":
+		return HookBatch{Outcome: TooManyGroups}, nil
+	default:
+		return HookBatch{}, reply.unexpected("hook_read")
 	}
 	if len(reply) != 8 {
-		return HookBatch{}, fmt.Errorf("read reply has %d members", len(reply))
+		return HookBatch{}, fmt.Errorf("hook_read: its reply has %d members", len(reply))
 	}
 	status, _ := reply[6].(string)
 	reason, _ := reply[7].(string)
@@ -340,7 +406,7 @@ type HookAck struct {
 }
 
 // AckHook acknowledges events in one script.
-func (s *Store) AckHook(ctx context.Context, a HookAck) (HookResult, error) {
+func (s *Store) AckHook(ctx context.Context, a HookAck) (AckResult, error) {
 	idemKey, idemHash, idemTTL := s.idemKey(a.Partition, a.Idem)
 	keys := []string{s.Keys.Hook(a.Partition, a.ID), s.Keys.HookQueue(a.Partition, a.ID), idemKey}
 	args := make([]any, 0, 5+len(a.EventIDs))
@@ -348,11 +414,25 @@ func (s *Store) AckHook(ctx context.Context, a HookAck) (HookResult, error) {
 	for _, id := range a.EventIDs {
 		args = append(args, id)
 	}
-	reply, err := s.exec(ctx, s.Scripts.HookAck, keys, args)
+	return s.scripts.hookAck.run(ctx, s, keys, args...)
+}
+
+// parseHookAck reads hook_ack's answer.
+func parseHookAck(v any) (AckResult, error) {
+	r, err := asReply(v)
 	if err != nil {
-		return HookResult{}, err
+		return AckResult{}, err
 	}
-	return parseHookReply(reply)
+	if res, ok := r.replayed(); ok {
+		return AckResult{Outcome: res.Outcome, ReplayBody: res.ReplayBody}, nil
+	}
+	switch r.word() {
+	case "ok":
+		return AckResult{Outcome: OK, Acked: r.int(1)}, nil
+	case "not_found":
+		return AckResult{Outcome: Missing}, nil
+	}
+	return AckResult{}, r.unexpected("hook_ack")
 }
 
 // HookLog is a non-consuming page of a hook's events and its dead letters.
@@ -394,57 +474,11 @@ func (s *Store) ReadHookLog(ctx context.Context, p int, id, after string, limit,
 	return log, nil
 }
 
-// parseHookReply reads the answers of the create, ingest, ack and close
-// scripts. Their 'ok' replies differ by shape: {'ok'} (create),
-// {'ok', eventId, seq} (ingest), {'ok', acked} with an integer (ack) and
-// {'ok', json} (close).
-func parseHookReply(reply []any) (HookResult, error) {
-	r := scriptReply(reply)
-	o, err := r.outcome()
-	if err != nil {
-		return HookResult{}, err
-	}
-	res := HookResult{Outcome: o}
-	switch o {
-	case OK:
-		if len(r) == 3 { // ingest
-			res.EventID, res.Seq = r.str(1), toInt(r[2])
-		} else if len(r) == 2 {
-			if n, ok := r[1].(int64); ok { // ack
-				res.Acked = n
-			} else { // close
-				res.JSON = []byte(r.str(1))
-			}
-		}
-	case Replayed:
-		res.ReplayStatus, res.ReplayBody = r.replay()
-	case Duplicate:
-		res.EventID = r.str(1)
-	case Closed:
-		res.Reason = r.str(1)
-	case RateLimited:
-		n, _ := strconv.ParseInt(r.str(1), 10, 64)
-		res.RetryAfter = time.Duration(n) * time.Millisecond
-	}
-	return res, nil
-}
-
 func flag(b bool) string {
 	if b {
 		return "1"
 	}
 	return "0"
-}
-
-func toInt(v any) int64 {
-	switch n := v.(type) {
-	case int64:
-		return n
-	case string:
-		i, _ := strconv.ParseInt(n, 10, 64)
-		return i
-	}
-	return 0
 }
 
 func fieldMap(flat []any) map[string]string {

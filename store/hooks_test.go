@@ -41,7 +41,7 @@ func newHookFixture(t *testing.T, s *store.Store, owner string, withTask bool) h
 	return f
 }
 
-func (f *hookFixture) createHook(t *testing.T, principal string, closes time.Time, idem store.Idempotency) (store.HookResult, string) {
+func (f *hookFixture) createHook(t *testing.T, principal string, closes time.Time, idem store.Idempotency) (store.Result, string) {
 	t.Helper()
 	id := ids.New(ids.HookPrefix, f.part)
 	f.token = "tok-" + id
@@ -64,7 +64,7 @@ type post struct {
 	burst    int
 }
 
-func (f hookFixture) ingest(t *testing.T, p post) store.HookResult {
+func (f hookFixture) ingest(t *testing.T, p post) store.IngestResult {
 	t.Helper()
 	if p.at.IsZero() {
 		p.at = time.Now()
@@ -130,7 +130,7 @@ func (f hookFixture) read(t *testing.T, o readOpts) store.HookBatch {
 	return b
 }
 
-func (f hookFixture) ack(t *testing.T, principal, group string, ids ...string) store.HookResult {
+func (f hookFixture) ack(t *testing.T, principal, group string, ids ...string) store.AckResult {
 	t.Helper()
 	res, err := f.s.AckHook(context.Background(), store.HookAck{
 		Partition: f.part, ID: f.hook, Principal: principal, Group: group, EventIDs: ids,
@@ -220,7 +220,7 @@ func TestHookCreate(t *testing.T) {
 			t.Fatalf("first: %+v", res)
 		}
 		res, _ = f.createHook(t, "alice", closes, idem)
-		if res.Outcome != store.Replayed || res.ReplayStatus != 201 || string(res.ReplayBody) != `{"replay":true}` {
+		if res.Outcome != store.Replayed || string(res.ReplayBody) != `{"replay":true}` {
 			t.Errorf("replay: %+v", res)
 		}
 		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{Scope: idem.Scope, BodyHash: "b2"}); res.Outcome != store.IdemConflict {
@@ -256,7 +256,7 @@ func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
 		f := newHookFixture(t, s, "alice", true)
 		before := len(f.sessionLog(t))
 
-		var got []store.HookResult
+		var got []store.IngestResult
 		for i := range 3 {
 			res := f.ingest(t, post{body: fmt.Sprintf(`{"n":%d,"secret":"body-text"}`, i)})
 			if res.Outcome != store.OK || res.Seq != int64(i+1) {
@@ -649,7 +649,7 @@ func TestHookAckIdempotency(t *testing.T) {
 		e := f.ingest(t, post{body: "x"}).EventID
 		f.read(t, readOpts{consumer: "a"})
 		idem := store.Idempotency{Scope: "alice\nPOST ack\nk", BodyHash: "h"}
-		ack := func(hash string) store.HookResult {
+		ack := func(hash string) store.AckResult {
 			res, err := s.AckHook(ctx, store.HookAck{
 				Partition: f.part, ID: f.hook, Principal: "alice", Group: "g", EventIDs: []string{e},
 				Idem: store.Idempotency{Scope: idem.Scope, BodyHash: hash},
@@ -662,7 +662,7 @@ func TestHookAckIdempotency(t *testing.T) {
 		if res := ack("h"); res.Outcome != store.OK || res.Acked != 1 {
 			t.Fatalf("ack: %+v", res)
 		}
-		if res := ack("h"); res.Outcome != store.Replayed || string(res.ReplayBody) != `{"acked":1}` || res.ReplayStatus != 200 {
+		if res := ack("h"); res.Outcome != store.Replayed || string(res.ReplayBody) != `{"acked":1}` {
 			t.Fatalf("repeat: %+v", res)
 		}
 		if res := ack("other"); res.Outcome != store.IdemConflict {

@@ -76,7 +76,7 @@ func (k Keys) Task(p int, id string) string { return k.Tag(p) + "task:" + id }
 // TaskLog is the task's event stream.
 func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id + ":log" }
 
-// Idempotency is the stored response of an idempotent request (a hash: h, s, b).
+// Idempotency is the stored response of an idempotent request (a hash: h, b).
 func (k Keys) Idempotency(p int, scope string) string { return k.Tag(p) + "idem:" + digest(scope) }
 
 // Command is the record of a command id the server made for one write (a

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -240,14 +241,18 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 // ErrNotFound, in one round trip that costs the same for somebody else's
 // record as for a missing one.
 func (s *Store) GetOwned(ctx context.Context, key, principal string, admin, requesterToo bool) ([]byte, error) {
-	b, err := s.Scripts.ReadOwned.Run(ctx, s.RDB, []string{key}, principal, flag(admin), flag(requesterToo)).Text()
-	if errors.Is(err, redis.Nil) {
+	return s.scripts.readOwned.run(ctx, s, []string{key}, principal, flag(admin), flag(requesterToo))
+}
+
+// parseReadOwned reads read_owned's answer: the json, or ErrNotFound.
+func parseReadOwned(v any) ([]byte, error) {
+	switch b := v.(type) {
+	case nil:
 		return nil, ErrNotFound
+	case string:
+		return []byte(b), nil
 	}
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	return []byte(b), nil
+	return nil, fmt.Errorf("read_owned: unexpected reply %T", v)
 }
 
 // Owner is the owner field of a record's hash, "" when the record does not

@@ -5,19 +5,25 @@ import (
 	"strconv"
 )
 
-// replyOutcomes maps the first word of every write script's answer to its
-// Outcome; the words are documented in each script's header.
-var replyOutcomes = map[string]Outcome{
-	"ok": OK, "replay": Replayed, "idem_conflict": IdemConflict, "conflict": Conflict,
-	"not_found": Missing, "session_not_found": SessionMissing, "session_not_active": SessionNotActive,
-	"exists": Exists, "already": AlreadyCancelled, "task_not_found": TaskMissing, "task_terminal": TaskTerminal,
-	"duplicate": Duplicate, "closed": Closed, "rate_limited": RateLimited, "too_many_groups": TooManyGroups,
-	"too_many_tasks": TooManyTasks, "not_cancelling": AlreadyCancelled, "tasks_left": Conflict,
+// scriptReply is a script's answer: an outcome word, then what that outcome
+// carries. Each script's parser reads the words its header lists, and only
+// those.
+type scriptReply []any
+
+// asReply reads a script's answer as a list with an outcome word first.
+func asReply(v any) (scriptReply, error) {
+	r, ok := v.([]any)
+	if !ok || len(r) == 0 {
+		return nil, fmt.Errorf("script reply %T is not an outcome list", v)
+	}
+	if _, ok := r[0].(string); !ok {
+		return nil, fmt.Errorf("script reply starts with %T, not an outcome word", r[0])
+	}
+	return r, nil
 }
 
-// scriptReply is a script's answer: an outcome word, then what that outcome
-// carries.
-type scriptReply []any
+// word is the outcome word.
+func (r scriptReply) word() string { return r.str(0) }
 
 // str is member i as text (a string, or an integer written out), "" when
 // there is none.
@@ -33,19 +39,42 @@ func (r scriptReply) str(i int) string {
 	return ""
 }
 
-func (r scriptReply) outcome() (Outcome, error) {
-	if len(r) == 0 {
-		return 0, fmt.Errorf("empty script reply")
+// int is member i as an integer (sent as one, or as its digits), 0 when
+// there is none.
+func (r scriptReply) int(i int) int64 {
+	if i < len(r) {
+		return toInt(r[i])
 	}
-	o, ok := replyOutcomes[r.str(0)]
-	if !ok {
-		return 0, fmt.Errorf("unexpected script reply %q", r.str(0))
-	}
-	return o, nil
+	return 0
 }
 
-// replay is the stored answer a {'replay', status, body} reply carries.
-func (r scriptReply) replay() (int, []byte) {
-	status, _ := strconv.Atoi(r.str(1))
-	return status, []byte(r.str(2))
+// strs are the members from i on, as text.
+func (r scriptReply) strs(from int) []string {
+	var out []string
+	for i := from; i < len(r); i++ {
+		out = append(out, r.str(i))
+	}
+	return out
+}
+
+// unexpected is the error for an outcome word the script's header does not
+// list.
+func (r scriptReply) unexpected(script string) error {
+	return fmt.Errorf("%s: unexpected reply %q", script, r.word())
+}
+
+// errIDTaken is a create whose new id is taken already: never in practice
+// (ids carry 130 random bits), and no caller can do better than fail, but the
+// scripts refuse rather than overwrite a record.
+var errIDTaken = fmt.Errorf("the new record's id is taken")
+
+func toInt(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case string:
+		i, _ := strconv.ParseInt(n, 10, 64)
+		return i
+	}
+	return 0
 }

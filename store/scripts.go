@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -11,75 +12,87 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// Scripts are every Lua script the service runs, each with the shared prelude
-// in front. All Lua lives in store/lua.
-type Scripts struct {
-	SessionCreate      *redis.Script
-	TaskCreate         *redis.Script
-	TaskApply          *redis.Script
-	SessionCancel      *redis.Script
-	SessionCancelTasks *redis.Script
-	SessionCancelDone  *redis.Script
-	HookCreate         *redis.Script
-	HookIngest         *redis.Script
-	HookRead           *redis.Script
-	HookAck            *redis.Script
-	HookClose          *redis.Script
-	ReadOwned          *redis.Script
+// script is one Lua script (with the shared prelude in front) and the parser
+// of its answer: each script's reply is read by its own parser, against the
+// Returns line of its header. All Lua lives in store/lua.
+type script[R any] struct {
+	lua   *redis.Script
+	parse func(reply any) (R, error)
+	// rerun: the script's KEYS hold a command record, so it may be sent
+	// again when the connection breaks under it (see exec).
+	rerun bool
 }
 
-func loadScripts() (*Scripts, error) {
+// run sends the script through exec and parses its answer.
+func (sc script[R]) run(ctx context.Context, s *Store, keys []string, args ...any) (R, error) {
+	reply, err := s.exec(ctx, sc.lua, sc.rerun, keys, args)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return sc.parse(reply)
+}
+
+// scripts are every script the service runs.
+type scripts struct {
+	sessionCreate      script[Result]
+	taskCreate         script[Result]
+	taskApply          script[Result]
+	sessionCancel      script[Result]
+	sessionCancelTasks script[Result]
+	sessionCancelDone  script[Result]
+	hookCreate         script[Result]
+	hookIngest         script[IngestResult]
+	hookRead           script[HookBatch]
+	hookAck            script[AckResult]
+	hookClose          script[CloseResult]
+	readOwned          script[[]byte]
+
+	all []*redis.Script // for preload
+}
+
+// Whether a script may be sent again after a lost connection.
+const (
+	withCommandID = true  // it carries a command id: a second run answers what the first did
+	readsOrOnce   = false // it carries none: sent once
+)
+
+func loadScripts() (*scripts, error) {
 	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
 	if err != nil {
 		return nil, err
 	}
-	load := func(name string) (*redis.Script, error) {
+	s := &scripts{}
+	var errs []error
+	lua := func(name string) *redis.Script {
 		body, err := luaFiles.ReadFile("lua/" + name + ".lua")
 		if err != nil {
-			return nil, err
+			errs = append(errs, fmt.Errorf("load script %s: %w", name, err))
 		}
-		return redis.NewScript(string(prelude) + "\n" + string(body)), nil
+		sc := redis.NewScript(luaNames() + string(prelude) + "\n" + string(body))
+		s.all = append(s.all, sc)
+		return sc
 	}
-	s := &Scripts{}
-	for name, dst := range s.named() {
-		if *dst, err = load(name); err != nil {
-			return nil, fmt.Errorf("load script %s: %w", name, err)
-		}
-	}
-	return s, nil
-}
-
-// named maps each script file's name to its field.
-func (s *Scripts) named() map[string]**redis.Script {
-	return map[string]**redis.Script{
-		"session_create":       &s.SessionCreate,
-		"task_create":          &s.TaskCreate,
-		"task_apply":           &s.TaskApply,
-		"session_cancel":       &s.SessionCancel,
-		"session_cancel_tasks": &s.SessionCancelTasks,
-		"session_cancel_done":  &s.SessionCancelDone,
-		"hook_create":          &s.HookCreate,
-		"hook_ingest":          &s.HookIngest,
-		"hook_read":            &s.HookRead,
-		"hook_ack":             &s.HookAck,
-		"hook_close":           &s.HookClose,
-		"read_owned":           &s.ReadOwned,
-	}
-}
-
-func (s *Scripts) all() []*redis.Script {
-	var out []*redis.Script
-	for _, sc := range s.named() {
-		out = append(out, *sc)
-	}
-	return out
+	s.sessionCreate = script[Result]{lua("session_create"), parseSessionCreate, withCommandID}
+	s.taskCreate = script[Result]{lua("task_create"), parseTaskCreate, withCommandID}
+	s.taskApply = script[Result]{lua("task_apply"), parseTaskApply, withCommandID}
+	s.sessionCancel = script[Result]{lua("session_cancel"), parseSessionCancel, withCommandID}
+	s.sessionCancelTasks = script[Result]{lua("session_cancel_tasks"), parseSessionCancelTasks, withCommandID}
+	s.sessionCancelDone = script[Result]{lua("session_cancel_done"), parseSessionCancelDone, withCommandID}
+	s.hookCreate = script[Result]{lua("hook_create"), parseHookCreate, withCommandID}
+	s.hookIngest = script[IngestResult]{lua("hook_ingest"), parseHookIngest, withCommandID}
+	s.hookRead = script[HookBatch]{lua("hook_read"), parseHookRead, readsOrOnce}
+	s.hookAck = script[AckResult]{lua("hook_ack"), parseHookAck, withCommandID}
+	s.hookClose = script[CloseResult]{lua("hook_close"), parseHookClose, withCommandID}
+	s.readOwned = script[[]byte]{lua("read_owned"), parseReadOwned, readsOrOnce}
+	return s, errors.Join(errs...)
 }
 
 // preload loads every script on every node, so the first EVALSHA of each does
 // not pay for a NOSCRIPT fallback.
-func (s *Scripts) preload(ctx context.Context, rdb redis.UniversalClient) error {
+func (s *scripts) preload(ctx context.Context, rdb redis.UniversalClient) error {
 	loadOn := func(ctx context.Context, c *redis.Client) error {
-		for _, sc := range s.all() {
+		for _, sc := range s.all {
 			if err := sc.Load(ctx, c).Err(); err != nil {
 				return err
 			}
@@ -93,4 +106,26 @@ func (s *Scripts) preload(ctx context.Context, rdb redis.UniversalClient) error 
 		return loadOn(ctx, c)
 	}
 	return nil
+}
+
+// exec sends a script. When the connection breaks under it (Redis restarted,
+// a connection reset) the script may or may not have run; one that carries
+// a command id (rerun) is sent once more: the command id among its keys
+// makes a second run answer what the first one did. A timeout is not
+// retried: the request's time is spent, and the caller answers 503 with the
+// outcome unknown. The client library itself never re-sends (MaxRetries is
+// off), so a stall costs one timeout, not two. A script that answers false
+// (or nothing) replies nil.
+func (s *Store) exec(ctx context.Context, sc *redis.Script, rerun bool, keys []string, args []any) (any, error) {
+	reply, err := sc.Run(ctx, s.RDB, keys, args...).Result()
+	if err != nil && rerun && connectionLost(err) && ctx.Err() == nil {
+		reply, err = sc.Run(ctx, s.RDB, keys, args...).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return reply, nil
 }

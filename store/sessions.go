@@ -29,7 +29,24 @@ func (s *Store) BeginCancel(ctx context.Context, p int, id string, sessionJSON [
 	key, hash, ttl := s.idemKey(p, Idempotency{})
 	keys := []string{s.Keys.Session(p, id), key, s.Keys.Cancels(p), s.Keys.Wake(p)}
 	args := []any{hash, ttl, sessionJSON, reason, ms(now.Add(CancelLease)), id}
-	return s.run(ctx, s.Scripts.SessionCancel, keys, args)
+	return s.scripts.sessionCancel.run(ctx, s, keys, args...)
+}
+
+// parseSessionCancel reads session_cancel's answer.
+func parseSessionCancel(v any) (Result, error) {
+	r, err := asReply(v)
+	if err != nil {
+		return Result{}, err
+	}
+	switch r.word() {
+	case "ok":
+		return Result{Outcome: OK}, nil
+	case "not_found":
+		return Result{Outcome: Missing}, nil
+	case "already":
+		return Result{Outcome: AlreadyCancelled}, nil
+	}
+	return Result{}, r.unexpected("session_cancel")
 }
 
 // CancelState is a cancelling session as a batch sees it.
@@ -94,7 +111,7 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 			s.Keys.SessionTasksByStatus(p, sessionID, t.OldStatus), s.Keys.SessionTasksByStatus(p, sessionID, "cancelled"))
 		args = append(args, t.ID, t.ExpectRevision, t.JSON, wakeSnapshot(t.JSON), t.Event)
 	}
-	res, err := s.run(ctx, s.Scripts.SessionCancelTasks, keys, args)
+	res, err := s.scripts.sessionCancelTasks.run(ctx, s, keys, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +119,22 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 		return nil, nil
 	}
 	return res.EventIDs, nil
+}
+
+// parseSessionCancelTasks reads session_cancel_tasks's answer: EventIDs are
+// the tasks it cancelled.
+func parseSessionCancelTasks(v any) (Result, error) {
+	r, err := asReply(v)
+	if err != nil {
+		return Result{}, err
+	}
+	switch r.word() {
+	case "ok":
+		return Result{Outcome: OK, EventIDs: r.strs(1)}, nil
+	case "not_cancelling":
+		return Result{Outcome: AlreadyCancelled}, nil
+	}
+	return Result{}, r.unexpected("session_cancel_tasks")
 }
 
 // CancelledSoFar is every task the session's cancel has cancelled.
@@ -136,7 +169,27 @@ func (s *Store) EndCancel(ctx context.Context, w SessionCancelDone) (Result, err
 		s.Keys.SessionCancelled(p, w.ID), s.Keys.Cancels(p), idemKey, s.Keys.Wake(p),
 	}
 	args := []any{idemHash, idemTTL, ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.Event, w.Response, w.Cancelled}
-	return s.run(ctx, s.Scripts.SessionCancelDone, keys, args)
+	return s.scripts.sessionCancelDone.run(ctx, s, keys, args...)
+}
+
+// parseSessionCancelDone reads session_cancel_done's answer.
+func parseSessionCancelDone(v any) (Result, error) {
+	r, err := asReply(v)
+	if err != nil {
+		return Result{}, err
+	}
+	if res, ok := r.replayed(); ok {
+		return res, nil
+	}
+	switch r.word() {
+	case "ok":
+		return Result{Outcome: OK}, nil
+	case "not_cancelling":
+		return Result{Outcome: AlreadyCancelled}, nil
+	case "tasks_left":
+		return Result{Outcome: Conflict}, nil
+	}
+	return Result{}, r.unexpected("session_cancel_done")
 }
 
 // StalledCancels are the session cancels of partition p whose lease ran out

@@ -79,10 +79,10 @@ const noRetries = -1
 type Store struct {
 	RDB        redis.UniversalClient
 	Keys       Keys
-	Scripts    *Scripts
 	Partitions int
 	Kind       string
 
+	scripts  *scripts
 	embedded *embedded // the in-process server, when no Redis is configured
 }
 
@@ -99,7 +99,7 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{Keys: NewKeys(cfg.Prefix), Scripts: scripts, Partitions: cfg.Partitions}
+	s := &Store{Keys: NewKeys(cfg.Prefix), scripts: scripts, Partitions: cfg.Partitions}
 	switch {
 	case cfg.URL == "":
 		var opts *redis.Options
@@ -141,7 +141,7 @@ func (s *Store) Ready(ctx context.Context) error {
 	if err := s.RDB.Ping(ctx).Err(); err != nil {
 		return unavailable(err)
 	}
-	if err := s.Scripts.preload(ctx, s.RDB); err != nil {
+	if err := s.scripts.preload(ctx, s.RDB); err != nil {
 		return unavailable(err)
 	}
 	return nil

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -16,13 +15,12 @@ type Outcome int
 
 const (
 	OK               Outcome = iota // applied
-	Replayed                        // an idempotent repeat: ReplayStatus and ReplayBody hold the first response
+	Replayed                        // an idempotent repeat: ReplayBody holds the first response
 	IdemConflict                    // the idempotency key was used with another body
 	Conflict                        // the task moved on: Current holds it
 	Missing                         // the record does not exist
 	SessionMissing                  // the session does not exist for this principal
 	SessionNotActive                // the session is cancelled
-	Exists                          // the id is taken (never in practice: ids are random)
 	AlreadyCancelled                // session cancel: the session is cancelled already
 	TaskMissing                     // hook create: the task does not exist
 	TaskTerminal                    // hook create: the task has ended
@@ -33,13 +31,25 @@ const (
 	TooManyTasks                    // task create: the session holds as many live tasks as it may
 )
 
-// Result is a write script's answer.
+// Result is the answer of a session, task or hook create, a task change or
+// a step of a session cancel.
 type Result struct {
-	Outcome      Outcome
-	EventIDs     []string
-	Current      []byte
-	ReplayStatus int
-	ReplayBody   []byte
+	Outcome    Outcome
+	EventIDs   []string
+	Current    []byte
+	ReplayBody []byte
+}
+
+// replayed reads the answers any write with a caller's idempotency key may
+// give instead of its own: {'replay', body} and {'idem_conflict'}.
+func (r scriptReply) replayed() (Result, bool) {
+	switch r.word() {
+	case "replay":
+		return Result{Outcome: Replayed, ReplayBody: []byte(r.str(1))}, true
+	case "idem_conflict":
+		return Result{Outcome: IdemConflict}, true
+	}
+	return Result{}, false
 }
 
 // Idempotency is the key a request carried, already scoped to its principal
@@ -114,7 +124,25 @@ func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, err
 		idemHash, idemTTL, w.ID, w.Owner, w.JSON, ms(w.Now),
 		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention),
 	}
-	return s.run(ctx, s.Scripts.SessionCreate, keys, args)
+	return s.scripts.sessionCreate.run(ctx, s, keys, args...)
+}
+
+// parseSessionCreate reads session_create's answer.
+func parseSessionCreate(v any) (Result, error) {
+	r, err := asReply(v)
+	if err != nil {
+		return Result{}, err
+	}
+	if res, ok := r.replayed(); ok {
+		return res, nil
+	}
+	switch r.word() {
+	case "ok":
+		return Result{Outcome: OK, EventIDs: r.strs(1)}, nil
+	case "exists":
+		return Result{}, errIDTaken
+	}
+	return Result{}, r.unexpected("session_create")
 }
 
 // TaskCreate is a new task to write.
@@ -156,7 +184,31 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention), wakeSnapshot(w.JSON), w.SessionID,
 		w.MaxLive, w.Requester, w.Kind,
 	}
-	return s.run(ctx, s.Scripts.TaskCreate, keys, args)
+	return s.scripts.taskCreate.run(ctx, s, keys, args...)
+}
+
+// parseTaskCreate reads task_create's answer.
+func parseTaskCreate(v any) (Result, error) {
+	r, err := asReply(v)
+	if err != nil {
+		return Result{}, err
+	}
+	if res, ok := r.replayed(); ok {
+		return res, nil
+	}
+	switch r.word() {
+	case "ok":
+		return Result{Outcome: OK, EventIDs: r.strs(1)}, nil
+	case "session_not_found":
+		return Result{Outcome: SessionMissing}, nil
+	case "session_not_active":
+		return Result{Outcome: SessionNotActive}, nil
+	case "too_many_tasks":
+		return Result{Outcome: TooManyTasks}, nil
+	case "exists":
+		return Result{}, errIDTaken
+	}
+	return Result{}, r.unexpected("task_create")
 }
 
 // TaskUpdate is one change to write, computed from ExpectRevision.
@@ -199,7 +251,7 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		s.Keys.SessionTasksByStatus(p, w.SessionID, w.OldStatus), s.Keys.SessionTasksByStatus(p, w.SessionID, w.Status))
 	args := make([]any, 0, 14+len(w.Events)+len(w.AnswerTokens))
 	args = append(args, idemHash, idemTTL, w.ExpectRevision, w.Status, w.JSON,
-		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeSnapshot(w.JSON), 200, len(w.Events))
+		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeSnapshot(w.JSON), len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e)
 	}
@@ -207,7 +259,27 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	for _, a := range w.AnswerTokens {
 		args = append(args, a.Value)
 	}
-	return s.run(ctx, s.Scripts.TaskApply, keys, args)
+	return s.scripts.taskApply.run(ctx, s, keys, args...)
+}
+
+// parseTaskApply reads task_apply's answer.
+func parseTaskApply(v any) (Result, error) {
+	r, err := asReply(v)
+	if err != nil {
+		return Result{}, err
+	}
+	if res, ok := r.replayed(); ok {
+		return res, nil
+	}
+	switch r.word() {
+	case "ok":
+		return Result{Outcome: OK, EventIDs: r.strs(1)}, nil
+	case "not_found":
+		return Result{Outcome: Missing}, nil
+	case "conflict":
+		return Result{Outcome: Conflict, Current: []byte(r.str(1))}, nil
+	}
+	return Result{}, r.unexpected("task_apply")
 }
 
 // AnswerByToken returns what ApplyTask stored for an answer token's hash, or
@@ -275,7 +347,7 @@ func (s *Store) Replay(ctx context.Context, p int, idem Idempotency) (Result, bo
 	if idem.Scope == "" {
 		return Result{}, false, nil
 	}
-	rec, err := s.RDB.HMGet(ctx, s.Keys.Idempotency(p, idem.Scope), "h", "s", "b").Result()
+	rec, err := s.RDB.HMGet(ctx, s.Keys.Idempotency(p, idem.Scope), "h", "b").Result()
 	if err != nil {
 		return Result{}, false, unavailable(err)
 	}
@@ -286,53 +358,6 @@ func (s *Store) Replay(ctx context.Context, p int, idem Idempotency) (Result, bo
 	if h != idem.BodyHash {
 		return Result{Outcome: IdemConflict}, true, nil
 	}
-	status, _ := strconv.Atoi(fmt.Sprint(rec[1]))
-	body, _ := rec[2].(string)
-	return Result{Outcome: Replayed, ReplayStatus: status, ReplayBody: []byte(body)}, true, nil
-}
-
-func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args []any) (Result, error) {
-	reply, err := s.exec(ctx, sc, keys, args)
-	if err != nil {
-		return Result{}, err
-	}
-	return parseResult(reply)
-}
-
-// exec runs a write script. When the connection breaks under it (Redis
-// restarted, a connection reset) the script may or may not have run, so it
-// is sent once more: the command id among its keys makes a second run answer
-// what the first one did. A timeout is not retried: the request's time is
-// spent, and the caller answers 503 with the outcome unknown. The client
-// library itself never re-sends (MaxRetries is off), so a stall costs one
-// timeout, not two.
-func (s *Store) exec(ctx context.Context, sc *redis.Script, keys []string, args []any) ([]any, error) {
-	reply, err := sc.Run(ctx, s.RDB, keys, args...).Slice()
-	if err != nil && connectionLost(err) && ctx.Err() == nil {
-		reply, err = sc.Run(ctx, s.RDB, keys, args...).Slice()
-	}
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	return reply, nil
-}
-
-func parseResult(reply []any) (Result, error) {
-	r := scriptReply(reply)
-	o, err := r.outcome()
-	if err != nil {
-		return Result{}, err
-	}
-	res := Result{Outcome: o}
-	switch o {
-	case OK:
-		for i := 1; i < len(r); i++ {
-			res.EventIDs = append(res.EventIDs, r.str(i))
-		}
-	case Replayed:
-		res.ReplayStatus, res.ReplayBody = r.replay()
-	case Conflict:
-		res.Current = []byte(r.str(1))
-	}
-	return res, nil
+	body, _ := rec[1].(string)
+	return Result{Outcome: Replayed, ReplayBody: []byte(body)}, true, nil
 }

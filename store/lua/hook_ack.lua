@@ -4,7 +4,7 @@
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin   ARGV[5] group
 -- ARGV[6..] event ids
--- Returns {'ok', acked} | {'replay', status, body} | {'idem_conflict'} | {'not_found'}
+-- Returns {'ok', acked} | {'replay', body} | {'idem_conflict'} | {'not_found'}
 local r = idem_replay(KEYS[3], ARGV[1])
 if r then return r end
 local owner = redis.call('HGET', KEYS[1], 'owner')
@@ -21,4 +21,4 @@ end
 -- Every check is done; writes start here.
 local n = 0
 if has_group then n = redis.call('XACK', KEYS[2], ARGV[5], unpack(ARGV, 6)) end
-return idem_done(KEYS[3], ARGV[1], ARGV[2], 200, '{"acked":' .. n .. '}', {'ok', n})
+return idem_done(KEYS[3], ARGV[1], ARGV[2], '{"acked":' .. n .. '}', {'ok', n})

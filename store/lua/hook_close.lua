@@ -6,7 +6,7 @@
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] closed hook json (used only while the hook is open)
 -- ARGV[6] hook id   ARGV[7] the hook's session id
--- Returns {'ok', hook json} | {'replay', status, body} | {'idem_conflict'} | {'not_found'}
+-- Returns {'ok', hook json} | {'replay', body} | {'idem_conflict'} | {'not_found'}
 local r = idem_replay(KEYS[2], ARGV[1])
 if r then return r end
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'json')
@@ -19,4 +19,4 @@ if h[2] == 'open' then
   redis.call('HSET', KEYS[1], 'status', 'closed', 'json', json)
   wake(KEYS[3], 'h', ARGV[6], ARGV[7], 0, '')
 end
-return idem_done(KEYS[2], ARGV[1], ARGV[2], 200, json, {'ok', json})
+return idem_done(KEYS[2], ARGV[1], ARGV[2], json, {'ok', json})

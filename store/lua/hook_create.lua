@@ -10,7 +10,7 @@
 -- ARGV[8] ingest config json (holds the verify secret; never returned)
 -- ARGV[9] now ms   ARGV[10] stops accepting at (ms)   ARGV[11] keys expire at (ms)
 -- ARGV[12] replay body (the create response without the token)
--- Returns {'ok'} | {'replay', status, body} | {'idem_conflict'}
+-- Returns {'ok'} | {'replay', body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'}
 --       | {'task_not_found'} | {'task_terminal'} | {'exists'}
 local r = idem_replay(KEYS[8], ARGV[1])
@@ -37,4 +37,4 @@ if ARGV[6] ~= '' then
   extend[#extend + 1] = KEYS[6]
 end
 extend_to(ARGV[11], extend)
-return idem_done(KEYS[8], ARGV[1], ARGV[2], 201, ARGV[12], {'ok'})
+return idem_done(KEYS[8], ARGV[1], ARGV[2], ARGV[12], {'ok'})

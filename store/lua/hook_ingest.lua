@@ -63,4 +63,4 @@ local ms, sq = next_id(ARGV[1], {KEYS[6]})
 local ev = ARGV[15] .. '"eventId":"' .. id .. '","seq":' .. seq .. '}}'
 redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], format_id(ms, sq), 'e', ev)
 wake(KEYS[7], 'h', ARGV[13], ARGV[14], 0, '')
-return idem_done(KEYS[8], ARGV[16], ARGV[17], 202, '', {'ok', id, seq})
+return idem_done(KEYS[8], ARGV[16], ARGV[17], '', {'ok', id, seq})

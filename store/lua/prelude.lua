@@ -8,26 +8,26 @@
 -- nothing.
 --
 -- idem_replay answers a repeated command: nil when there is no record, the
--- first run's reply for a server-made id, {'replay', status, body} for a
--- caller's key with the same body, {'idem_conflict'} for another body.
+-- first run's reply for a server-made id, {'replay', body} for a caller's
+-- key with the same body, {'idem_conflict'} for another body.
 local function idem_replay(key, hash)
   if hash == '' then return nil end
-  local rec = redis.call('HMGET', key, 'h', 's', 'b')
+  local rec = redis.call('HMGET', key, 'h', 'b')
   if not rec[1] then return nil end
-  if hash == 'cmd' then return cjson.decode(rec[3]) end
+  if hash == 'cmd' then return cjson.decode(rec[2]) end
   if rec[1] ~= hash then return {'idem_conflict'} end
-  return {'replay', rec[2], rec[3]}
+  return {'replay', rec[2]}
 end
 
 -- idem_done records the command and returns reply: for a server-made id the
--- reply itself (it is small), for a caller's key the response body and
--- status, kept for replay.
-local function idem_done(key, hash, ttl, status, body, reply)
+-- reply itself (it is small), for a caller's key the response body, kept for
+-- replay.
+local function idem_done(key, hash, ttl, body, reply)
   if hash == '' then return reply end
   if hash == 'cmd' then
     redis.call('HSET', key, 'h', hash, 'b', cjson.encode(reply))
   else
-    redis.call('HSET', key, 'h', hash, 's', status, 'b', body)
+    redis.call('HSET', key, 'h', hash, 'b', body)
   end
   redis.call('PEXPIRE', key, ttl)
   return reply

@@ -20,4 +20,4 @@ redis.call('HSET', KEYS[1], 'status', 'cancelled', 'json', ARGV[3], 'reason', AR
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[6])
 redis.call('PEXPIRE', KEYS[3], 86400000)
 wake(KEYS[4], 's', ARGV[6], ARGV[6], 0, '')
-return idem_done(KEYS[2], ARGV[1], ARGV[2], 200, '', {'ok'})
+return idem_done(KEYS[2], ARGV[1], ARGV[2], '', {'ok'})

@@ -9,7 +9,7 @@
 -- ARGV[5] session id   ARGV[6] session.cancelled event json
 -- ARGV[7] the answer to keep   ARGV[8] length of the cancelled list the
 --         caller read
--- Returns {'ok'} | {'replay', status, body} | {'idem_conflict'}
+-- Returns {'ok'} | {'replay', body} | {'idem_conflict'}
 --       | {'not_cancelling'} | {'tasks_left'}
 local r = idem_replay(KEYS[6], ARGV[1])
 if r then return r end
@@ -23,4 +23,4 @@ redis.call('HDEL', KEYS[1], 'cancelling', 'reason')
 redis.call('DEL', KEYS[3], KEYS[4])
 redis.call('ZREM', KEYS[5], ARGV[5])
 wake(KEYS[7], 's', ARGV[5], ARGV[5], 0, '')
-return idem_done(KEYS[6], ARGV[1], ARGV[2], 200, ARGV[7], {'ok'})
+return idem_done(KEYS[6], ARGV[1], ARGV[2], ARGV[7], {'ok'})

@@ -53,4 +53,4 @@ for _, pick in ipairs(take) do
 end
 redis.call('PEXPIRE', KEYS[4], 86400000)
 redis.call('ZADD', KEYS[5], ARGV[6], ARGV[5])
-return idem_done(KEYS[7], ARGV[1], ARGV[2], 200, '', out)
+return idem_done(KEYS[7], ARGV[1], ARGV[2], '', out)

@@ -4,7 +4,7 @@
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] session id   ARGV[4] owner   ARGV[5] session json   ARGV[6] now ms
 -- ARGV[7] expire-at ms   ARGV[8] event json   ARGV[9] log min id
--- Returns {'ok', eventId} | {'replay', status, body} | {'idem_conflict'} | {'exists'}
+-- Returns {'ok', eventId} | {'replay', body} | {'idem_conflict'} | {'exists'}
 local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
@@ -18,4 +18,4 @@ redis.call('PEXPIREAT', KEYS[1], ARGV[7])
 redis.call('PEXPIREAT', KEYS[2], ARGV[7])
 extend_to(ARGV[7], {KEYS[3]})
 wake(KEYS[5], 's', ARGV[3], ARGV[3], 0, '')
-return idem_done(KEYS[4], ARGV[1], ARGV[2], 201, ARGV[5], {'ok', id})
+return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], {'ok', id})

@@ -10,12 +10,11 @@
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
--- ARGV[10] wake snapshot ('' when large)   ARGV[11] response status
--- ARGV[12] n, the number of events
--- ARGV[13..12+n] event json, one per event, in order
--- ARGV[13+n] the task's expire-at ms (the answer token keys end with it)
--- ARGV[14+n..13+n+m] the value of each answer token key, in KEYS order
--- Returns {'ok', eventId...} | {'replay', status, body} | {'idem_conflict'}
+-- ARGV[10] wake snapshot ('' when large)   ARGV[11] n, the number of events
+-- ARGV[12..11+n] event json, one per event, in order
+-- ARGV[12+n] the task's expire-at ms (the answer token keys end with it)
+-- ARGV[13+n..12+n+m] the value of each answer token key, in KEYS order
+-- Returns {'ok', eventId...} | {'replay', body} | {'idem_conflict'}
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
@@ -24,13 +23,13 @@ if not cur[1] then return {'not_found'} end
 if cur[1] ~= ARGV[3] then return {'conflict', cur[2]} end
 local m = #KEYS - 10
 
-local n = tonumber(ARGV[12])
-local expire_at = ARGV[13 + n]
+local n = tonumber(ARGV[11])
+local expire_at = ARGV[12 + n]
 local rev = tonumber(ARGV[3]) + 1
 redis.call('HSET', KEYS[1], 'rev', rev, 'status', ARGV[4], 'json', ARGV[5])
 local ms, seq = next_id(ARGV[6], {KEYS[3], KEYS[2]})
 local out = {'ok'}
-for i = 13, 12 + n do
+for i = 12, 11 + n do
   local id = format_id(ms, seq)
   redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[7], id, 'e', ARGV[i])
   redis.call('XADD', KEYS[2], id, 'e', ARGV[i])
@@ -38,7 +37,7 @@ for i = 13, 12 + n do
   seq = seq + 1
 end
 for k = 6, 5 + m do
-  redis.call('SET', KEYS[k], ARGV[13 + n + k - 5], 'PXAT', expire_at)
+  redis.call('SET', KEYS[k], ARGV[12 + n + k - 5], 'PXAT', expire_at)
 end
 if cur[3] ~= ARGV[4] and cur[4] then
   local ix = 6 + m
@@ -52,4 +51,4 @@ if cur[3] ~= ARGV[4] and cur[4] then
   extend_to(expire_at, {KEYS[ix + 2], KEYS[ix + 4]})
 end
 wake(KEYS[5], 't', ARGV[8], ARGV[9], rev, ARGV[10])
-return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[11], ARGV[5], out)
+return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)

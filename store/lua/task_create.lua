@@ -13,7 +13,7 @@
 -- ARGV[9] event json   ARGV[10] log min id   ARGV[11] wake snapshot ('' when large)
 -- ARGV[12] session id   ARGV[13] most live tasks a session may hold ('0': no limit)
 -- ARGV[14] requester   ARGV[15] kind ('' for none)
--- Returns {'ok', eventId} | {'replay', status, body} | {'idem_conflict'}
+-- Returns {'ok', eventId} | {'replay', body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'} | {'exists'}
 --       | {'too_many_tasks', live}
 local r = idem_replay(KEYS[7], ARGV[1])
@@ -50,4 +50,4 @@ redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 extend_to(ARGV[8], indexes)
 if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
 wake(KEYS[8], 't', ARGV[5], ARGV[12], 1, ARGV[11])
-return idem_done(KEYS[7], ARGV[1], ARGV[2], 201, ARGV[6], {'ok', id})
+return idem_done(KEYS[7], ARGV[1], ARGV[2], ARGV[6], {'ok', id})
