@@ -92,7 +92,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		log.Warn("using the embedded in-memory store: data does not survive a restart; set TASKHOOK_REDIS_URL for a durable store")
 	}
 	log.Info("answer links keyed", "source", keySource)
-	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log)
+	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log, time.Now)
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
 		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes,
@@ -123,7 +123,9 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	ln = handlers.StampServerErrors(ln, a.log)
 	a.listener = ln
-	a.FanIn.Start(ctx)
+	if err := a.FanIn.Start(ctx); err != nil {
+		return err
+	}
 	if err := a.Resumer.Start(ctx); err != nil {
 		return err
 	}
@@ -163,7 +165,7 @@ func (a *App) stop(ctx context.Context) error {
 	}
 	errs = append(errs, a.Resumer.Stop(ctx))
 	errs = append(errs, a.Store.Close()) // also ends the readers' blocking reads
-	a.FanIn.Stop(ctx)
+	errs = append(errs, a.FanIn.Stop(ctx))
 	return errors.Join(errs...)
 }
 

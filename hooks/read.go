@@ -137,13 +137,13 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 	// Woken by a post to the hook or its close, and by what may close it:
 	// its task changing, or, for a hook of the session only, anything in its
 	// session (a wake is not filtered: the waiter keeps only the latest).
-	parent := store.WaitKey("s", ref.SessionID)
+	parent := store.WaitKey(store.WakeSession, ref.SessionID)
 	if ref.TaskID != "" {
-		parent = store.WaitKey("t", ref.TaskID)
+		parent = store.WaitKey(store.WakeTask, ref.TaskID)
 	}
-	w := s.fanin.Wait(store.WaitKey("h", id), parent)
+	w := s.fanin.Wait(store.WaitKey(store.WakeHook, id), parent)
 	defer w.Stop()
-	deadline := time.Now().Add(o.Wait)
+	deadline := s.now().Add(o.Wait)
 	for {
 		now := s.now()
 		b, err := s.store.ReadHook(ctx, store.HookRead{
@@ -181,13 +181,14 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 		}
 		until := deadline
 		if b.NextVisible >= 0 {
-			if next := time.Now().Add(b.NextVisible + time.Millisecond); next.Before(until) {
+			// NextVisible counts from the script's run: from now, after it.
+			if next := s.now().Add(b.NextVisible + time.Millisecond); next.Before(until) {
 				until = next
 			}
 		}
 		if !b.Closed && ref.ClosesAt.After(now) {
 			// Its TTL running out closes it, with no wake-up to say so.
-			if closes := time.Now().Add(ref.ClosesAt.Sub(now) + time.Millisecond); closes.Before(until) {
+			if closes := ref.ClosesAt.Add(time.Millisecond); closes.Before(until) {
 				until = closes
 			}
 		}
@@ -319,33 +320,31 @@ func (s *Service) Log(ctx context.Context, p authz.Principal, id, after string, 
 		page.Events = append(page.Events, eventOf(id, e))
 		page.Cursor = e.ID
 	}
-	for _, e := range l.DeadLetters {
-		dl := DeadLetter{Event: eventOf(id, store.HookEntry{ID: e.Fields["eid"], Fields: e.Fields}), Group: e.Fields["grp"]}
-		dl.DeliveryCount, _ = strconv.ParseInt(e.Fields["dc"], 10, 64)
-		if ms, err := strconv.ParseInt(e.Fields["dat"], 10, 64); err == nil {
-			dl.DeadAt = events.At(time.UnixMilli(ms)).String()
+	for _, d := range l.DeadLetters {
+		dl := DeadLetter{Event: eventOf(id, d.HookEntry), Group: d.Group}
+		if !d.DeadAt.IsZero() {
+			dl.DeadAt = events.At(d.DeadAt).String()
 		}
 		page.DeadLetters = append(page.DeadLetters, dl)
 	}
 	return page, nil
 }
 
-// eventOf renders a stored entry (fields as hook_ingest writes them).
+// eventOf renders a stored entry.
 func eventOf(hookID string, e store.HookEntry) Event {
-	f := e.Fields
 	ev := Event{
-		EventID: e.ID, HookID: hookID, ReceivedAt: f["at"], Method: f["m"], ContentType: f["ct"],
-		ProviderEventID: f["pid"], DeliveryCount: e.Deliveries, Headers: map[string]string{},
+		EventID: e.ID, HookID: hookID, Seq: e.Seq, ReceivedAt: e.ReceivedAt, Method: e.Method,
+		ContentType: e.ContentType, ProviderEventID: e.ProviderEventID, DeliveryCount: e.Deliveries,
+		Headers: map[string]string{},
 	}
-	ev.Seq, _ = strconv.ParseInt(f["seq"], 10, 64)
-	if h := f["h"]; h != "" {
-		_ = json.Unmarshal([]byte(h), &ev.Headers)
+	if len(e.Headers) > 0 {
+		_ = json.Unmarshal(e.Headers, &ev.Headers)
 	}
-	if b64, ok := f["b64"]; ok {
-		ev.BodyBase64 = &b64
+	body := e.Body
+	if e.BodyIsBase64 {
+		ev.BodyBase64 = &body
 	} else {
-		b := f["b"]
-		ev.Body = &b
+		ev.Body = &body
 	}
 	return ev
 }

@@ -441,7 +441,7 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 	switch res.Outcome {
 	case store.OK:
 		// The script woke the other replicas' reads through the wake stream.
-		s.fanin.Notify(store.Wake{Kind: "h", ID: id, SessionID: h.SessionID})
+		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: id, SessionID: h.SessionID})
 		return Reply{JSON: res.JSON}, nil
 	case store.Replayed:
 		return Reply{JSON: res.ReplayBody, Replayed: true}, nil

@@ -57,7 +57,7 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 		}
 		switch res.Outcome {
 		case store.OK:
-			s.fanin.Notify(store.Wake{Kind: "s", ID: id, SessionID: id})
+			s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id})
 		case store.Missing:
 			return nil, false, ErrNotFound
 		}
@@ -139,7 +139,7 @@ func (s *Service) cancelBatch(ctx context.Context, part int, id string, st store
 	}
 	for _, c := range changes {
 		if slices.Contains(cancelled, c.ID) {
-			s.fanin.Notify(store.Wake{Kind: "t", ID: c.ID, SessionID: id, Revision: c.ExpectRevision + 1, Snapshot: c.JSON})
+			s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: c.ID, SessionID: id, Revision: c.ExpectRevision + 1, Snapshot: c.JSON})
 		}
 	}
 	return nil
@@ -185,7 +185,7 @@ func (s *Service) endCancel(ctx context.Context, part int, id string, idem store
 	}
 	switch res.Outcome {
 	case store.OK:
-		s.fanin.Notify(store.Wake{Kind: "s", ID: id, SessionID: id})
+		s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id})
 		return body, true, nil
 	case store.Replayed, store.IdemConflict:
 		b, _, err := replayed(res, true, nil)

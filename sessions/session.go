@@ -174,7 +174,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, status string, af
 // Events reads the session's log after a cursor, waiting up to wait for an
 // event when there is none.
 func (s *Service) Events(ctx context.Context, p authz.Principal, id, after string, limit int, wait time.Duration) ([]store.LogEntry, error) {
-	w := s.fanin.Wait(store.WaitKey("s", id))
+	w := s.fanin.Wait(store.WaitKey(store.WakeSession, id))
 	defer w.Stop()
 	if _, _, err := s.Get(ctx, p, id); err != nil {
 		return nil, err

@@ -308,13 +308,19 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 		if cfg.URL != "" {
 			reader = open(t, cfg) // another replica: its own client and readers
 		}
-		fan := store.NewFanIn(reader, store.FanInConfig{Block: 200 * time.Millisecond}, metrics.New(), nil)
-		fan.Start(context.Background())
-		t.Cleanup(func() { fan.Stop(context.Background()) })
+		fan := store.NewFanIn(reader, store.FanInConfig{Block: 200 * time.Millisecond}, metrics.New(), nil, time.Now)
+		if err := fan.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := fan.Stop(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
 
 		f := newFixture(t, writer, "alice")
 		id, _ := f.createTask(t, "alice", store.Idempotency{})
-		w := fan.Wait(store.WaitKey("t", id), store.WaitKey("s", f.session))
+		w := fan.Wait(store.WaitKey(store.WakeTask, id), store.WaitKey(store.WakeSession, f.session))
 		defer w.Stop()
 		// The reader may start after the first writes: write until a wake for
 		// a change we made after registering arrives (the create's own wake

@@ -182,9 +182,9 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, err
 		s.Keys.Hook(p, w.HookID), taskKey, s.Keys.Session(p, w.SessionID), s.Keys.HookQueue(p, w.HookID),
 		s.Keys.HookDedupe(p, w.HookID), s.Keys.SessionLog(p, w.SessionID), s.Keys.Wake(p), cmdKey,
 	}
-	bodyField := "b"
+	bodyField := hookFieldBody
 	if w.BodyIsBase64 {
-		bodyField = "b64"
+		bodyField = hookFieldBodyBase64
 	}
 	args := []any{
 		ms(w.Now), hasTask, w.ProviderEventID, w.RateInterval.Milliseconds(), w.Burst, w.ReceivedAt,
@@ -297,11 +297,66 @@ func parseHookClose(v any) (CloseResult, error) {
 	return CloseResult{}, r.unexpected("hook_close")
 }
 
-// HookEntry is one stored callback request: its stream id and fields.
+// HookEntry is one stored callback request.
 type HookEntry struct {
-	ID         string
-	Deliveries int64
-	Fields     map[string]string
+	ID              string // the stream id: the cursor and the ack id
+	Deliveries      int64  // in reads through a group: 1 the first time; 0 elsewhere
+	Seq             int64  // its number within the hook: 1, 2, 3 ...
+	ReceivedAt      string // RFC 3339, as the ingest gave it
+	Method          string
+	ContentType     string
+	Headers         []byte // the kept headers, a JSON object ("" for none)
+	Body            string // the body, or its base64 when BodyIsBase64
+	BodyIsBase64    bool
+	ProviderEventID string // "" when the request carried none
+}
+
+// HookDeadLetter is an entry a group gave up on after its most deliveries.
+type HookDeadLetter struct {
+	HookEntry        // ID is the entry's id in the hook's queue; Deliveries how often the group got it
+	Group     string // the group that gave up
+	DeadAt    time.Time
+}
+
+// The fields of a hook queue entry, as hook_ingest writes them, and those a
+// dead letter adds (hook_read). The scripts get them as HOOK_FIELD from
+// luaNames.
+const (
+	hookFieldSeq             = "seq"
+	hookFieldAt              = "at"
+	hookFieldMethod          = "m"
+	hookFieldContentType     = "ct"
+	hookFieldHeaders         = "h"
+	hookFieldBody            = "b"   // the body when it is UTF-8
+	hookFieldBodyBase64      = "b64" // instead of b: the body's base64
+	hookFieldProviderEventID = "pid"
+	deadFieldEventID         = "eid"
+	deadFieldGroup           = "grp"
+	deadFieldDeliveries      = "dc"
+	deadFieldAt              = "dat"
+)
+
+// hookEntry reads a queue entry's fields.
+func hookEntry(id string, f map[string]string) HookEntry {
+	e := HookEntry{
+		ID: id, Seq: toInt(f[hookFieldSeq]), ReceivedAt: f[hookFieldAt], Method: f[hookFieldMethod],
+		ContentType: f[hookFieldContentType], Headers: []byte(f[hookFieldHeaders]), Body: f[hookFieldBody],
+		ProviderEventID: f[hookFieldProviderEventID],
+	}
+	if b64, ok := f[hookFieldBodyBase64]; ok {
+		e.Body, e.BodyIsBase64 = b64, true
+	}
+	return e
+}
+
+// hookDeadLetter reads a dead-letter entry's fields.
+func hookDeadLetter(f map[string]string) HookDeadLetter {
+	d := HookDeadLetter{HookEntry: hookEntry(f[deadFieldEventID], f), Group: f[deadFieldGroup]}
+	d.Deliveries = toInt(f[deadFieldDeliveries])
+	if at := f[deadFieldAt]; at != "" {
+		d.DeadAt = time.UnixMilli(toInt(at))
+	}
+	return d
 }
 
 // HookRead asks for the next batch of one consumer of a group.
@@ -389,7 +444,9 @@ func parseHookRead(v any) (HookBatch, error) {
 		}
 		id, _ := parts[0].(string)
 		fields, _ := parts[2].([]any)
-		b.Entries = append(b.Entries, HookEntry{ID: id, Deliveries: toInt(parts[1]), Fields: fieldMap(fields)})
+		e := hookEntry(id, fieldMap(fields))
+		e.Deliveries = toInt(parts[1])
+		b.Entries = append(b.Entries, e)
 	}
 	return b, nil
 }
@@ -439,7 +496,7 @@ func parseHookAck(v any) (AckResult, error) {
 type HookLog struct {
 	Owner       string // "" when the hook does not exist
 	Entries     []HookEntry
-	DeadLetters []HookEntry // the newest, oldest first
+	DeadLetters []HookDeadLetter // the newest, oldest first
 	DeadTotal   int64
 }
 
@@ -465,11 +522,11 @@ func (s *Store) ReadHookLog(ctx context.Context, p int, id, after string, limit,
 	}
 	log := HookLog{Owner: owner.Val(), DeadTotal: total.Val()}
 	for _, m := range events.Val() {
-		log.Entries = append(log.Entries, HookEntry{ID: m.ID, Fields: stringMap(m.Values)})
+		log.Entries = append(log.Entries, hookEntry(m.ID, stringMap(m.Values)))
 	}
 	msgs := dead.Val()
 	for i := len(msgs) - 1; i >= 0; i-- {
-		log.DeadLetters = append(log.DeadLetters, HookEntry{ID: msgs[i].ID, Fields: stringMap(msgs[i].Values)})
+		log.DeadLetters = append(log.DeadLetters, hookDeadLetter(stringMap(msgs[i].Values)))
 	}
 	return log, nil
 }

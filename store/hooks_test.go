@@ -292,8 +292,8 @@ func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
 			t.Fatalf("log: %+v %v", l, err)
 		}
 		e := l.Entries[1]
-		if e.ID != got[1].EventID || e.Fields["seq"] != "2" || e.Fields["b"] != `{"n":1,"secret":"body-text"}` ||
-			e.Fields["m"] != "POST" || e.Fields["ct"] != "application/json" || e.Fields["h"] != `{"x-github-event":"push"}` {
+		if e.ID != got[1].EventID || e.Seq != 2 || e.Body != `{"n":1,"secret":"body-text"}` || e.BodyIsBase64 ||
+			e.Method != "POST" || e.ContentType != "application/json" || string(e.Headers) != `{"x-github-event":"push"}` {
 			t.Errorf("stored entry: %+v", e)
 		}
 		// Paging by cursor.
@@ -532,8 +532,8 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		if got := delivered(b); len(got) != 2 || got[0] != e1+"@1" || got[1] != e2+"@1" || b.Pending != 2 {
 			t.Fatalf("first read: %v pending %d", got, b.Pending)
 		}
-		if b.Entries[0].Fields["b"] != "one" {
-			t.Errorf("fields: %+v", b.Entries[0].Fields)
+		if b.Entries[0].Body != "one" {
+			t.Errorf("entry: %+v", b.Entries[0])
 		}
 		// Before the visibility runs out nobody gets them; the read says
 		// when they come back.
@@ -580,8 +580,8 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		if err != nil || len(l.Entries) != 2 || len(l.DeadLetters) != 1 || l.DeadTotal != 1 {
 			t.Fatalf("log: %+v %v", l, err)
 		}
-		dl := l.DeadLetters[0].Fields
-		if dl["eid"] != e2 || dl["grp"] != "g" || dl["dc"] != "3" || dl["b"] != "two" || dl["seq"] != "2" {
+		dl := l.DeadLetters[0]
+		if dl.ID != e2 || dl.Group != "g" || dl.Deliveries != 3 || dl.Body != "two" || dl.Seq != 2 || dl.DeadAt.IsZero() {
 			t.Errorf("dead letter: %+v", dl)
 		}
 		if at, err := s.RDB.PExpireTime(ctx, s.Keys.HookDead(f.part, f.hook)).Result(); err != nil || at <= 0 {
@@ -603,11 +603,11 @@ func TestHookGroupsReadIndependently(t *testing.T) {
 		}
 		// Count bounds a batch; the next read goes on where it stopped.
 		a := f.read(t, readOpts{group: "one", consumer: "x", count: 3})
-		if len(a.Entries) != 3 || a.Entries[0].Fields["seq"] != "1" {
+		if len(a.Entries) != 3 || a.Entries[0].Seq != 1 {
 			t.Fatalf("group one: %v", delivered(a))
 		}
 		a = f.read(t, readOpts{group: "one", consumer: "x", count: 3})
-		if len(a.Entries) != 2 || a.Entries[0].Fields["seq"] != "4" {
+		if len(a.Entries) != 2 || a.Entries[0].Seq != 4 {
 			t.Fatalf("group one, second batch: %v", delivered(a))
 		}
 		// A new group starts at the beginning, whatever the others did.

@@ -120,7 +120,7 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, 
 	svc := &Service{cfg: cfg, store: s, fanin: f, metrics: m, cache: newSnapshots(cfg.CacheSize),
 		answers: cache.New[answerRef](cfg.CacheSize), links: NewAnswerLinks(cfg.AnswerKey, cfg.PublicURL), now: now}
 	f.OnWake(func(wk store.Wake) {
-		if wk.Kind != "t" {
+		if wk.Kind != store.WakeTask {
 			return
 		}
 		if wk.Snapshot != nil {
@@ -223,7 +223,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	switch res.Outcome {
 	case store.OK:
 		s.cache.put(t.TaskID, 1, raw)
-		s.fanin.Notify(store.Wake{Kind: "t", ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw})
+		s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw})
 		s.count("create", nil)
 		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
 		return Reply{JSON: raw}, nil
@@ -441,7 +441,7 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 		case store.OK:
 			rev := change.Task.Revision
 			s.cache.put(id, rev, next)
-			s.fanin.Notify(store.Wake{Kind: "t", ID: id, SessionID: t.SessionID, Revision: rev, Snapshot: next})
+			s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: id, SessionID: t.SessionID, Revision: rev, Snapshot: next})
 			s.count(cmd.Kind, nil)
 			if change.Task.Status != t.Status {
 				s.metrics.TasksEntered.WithLabelValues(string(change.Task.Status)).Inc()

@@ -18,7 +18,7 @@ import (
 // started, so its snapshot cache holds only what this replica read or wrote:
 // a stale snapshot is certain, not a race.
 func replica(s *store.Store) *tasks.Service {
-	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil)
+	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now)
 	return tasks.NewService(tasks.Config{}, s, f, metrics.New(), time.Now)
 }
 
@@ -53,7 +53,7 @@ func TestRunRetriesOnTheStoredTaskOnly(t *testing.T) {
 			s := openStore(t, b.Config(t))
 			a, other := replica(s), replica(s)
 			owner := authz.Principal{ID: "stale-owner"}
-			ses := sessions.NewService(sessions.Config{}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil), time.Now)
+			ses := sessions.NewService(sessions.Config{}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), time.Now)
 			sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, store.Idempotency{})
 			if err != nil {
 				t.Fatal(err)

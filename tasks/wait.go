@@ -20,7 +20,7 @@ const MaxWait = 60 * time.Second
 // out, the caller leaves or the server drains.
 func (s *Service) WaitFor(ctx context.Context, p authz.Principal, id string, wait time.Duration,
 	done func(Task) bool) (Task, []byte, error) {
-	w := s.fanin.Wait(store.WaitKey("t", id))
+	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
 	defer w.Stop()
 	t, raw, err := s.wait(ctx, w, p, id, wait, done)
 	if err != nil {
@@ -37,7 +37,7 @@ func (s *Service) wait(ctx context.Context, w *store.Waiter, p authz.Principal, 
 	if err != nil || done(t) || wait <= 0 {
 		return t, raw, err
 	}
-	deadline := time.Now().Add(min(wait, MaxWait))
+	deadline := s.now().Add(min(wait, MaxWait))
 	for {
 		wk, why := w.Next(ctx, deadline)
 		switch why {
@@ -76,7 +76,7 @@ func IsTerminal(t Task) bool { return t.Status.Terminal() }
 // blocks until an event arrives.
 func (s *Service) Events(ctx context.Context, p authz.Principal, id, after string, limit int,
 	wait time.Duration) ([]store.LogEntry, error) {
-	w := s.fanin.Wait(store.WaitKey("t", id))
+	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
 	defer w.Stop()
 	t, _, err := s.read(ctx, p, id)
 	if err != nil {

@@ -8,7 +8,7 @@
 -- ARGV[3] provider event id ('' for none)
 -- ARGV[4] rate limit emission interval ms ('0': no limit)   ARGV[5] burst
 -- ARGV[6] received-at (RFC 3339)   ARGV[7] method   ARGV[8] content type
--- ARGV[9] allowed headers (json object)   ARGV[10] body field: 'b' (UTF-8) or 'b64'
+-- ARGV[9] allowed headers (json object)   ARGV[10] body field: HOOK_FIELD.body (UTF-8) or .body_base64
 -- ARGV[11] body   ARGV[12] session log min id   ARGV[13] hook id   ARGV[14] session id
 -- ARGV[15] hook.received event json up to its data's last members: this
 --          appends "eventId":"...","seq":N}} to it
@@ -47,9 +47,10 @@ if first then return {'duplicate', first} end
 
 local kexp = h[4]
 local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-local fields = {'seq', seq, 'at', ARGV[6], 'm', ARGV[7], 'ct', ARGV[8], 'h', ARGV[9], ARGV[10], ARGV[11]}
+local fields = {HOOK_FIELD.seq, seq, HOOK_FIELD.at, ARGV[6], HOOK_FIELD.method, ARGV[7],
+  HOOK_FIELD.content_type, ARGV[8], HOOK_FIELD.headers, ARGV[9], ARGV[10], ARGV[11]}
 if ARGV[3] ~= '' then
-  fields[#fields + 1] = 'pid'
+  fields[#fields + 1] = HOOK_FIELD.provider_event_id
   fields[#fields + 1] = ARGV[3]
 end
 local id = redis.call('XADD', KEYS[4], '*', unpack(fields))
@@ -62,5 +63,5 @@ end
 local ms, sq = next_id(ARGV[1], {KEYS[6]})
 local ev = ARGV[15] .. '"eventId":"' .. id .. '","seq":' .. seq .. '}}'
 redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], format_id(ms, sq), 'e', ev)
-wake(KEYS[7], 'h', ARGV[13], ARGV[14], 0, '')
+wake(KEYS[7], WAKE_KIND.hook, ARGV[13], ARGV[14], 0, '')
 return idem_done(KEYS[8], ARGV[16], ARGV[17], '', {'ok', id, seq})

@@ -55,7 +55,8 @@ local function bury(id, deliveries)
     local f = e[1][2]
     local fields = {}
     for i = 1, #f do fields[i] = f[i] end
-    for _, v in ipairs({'eid', id, 'grp', group, 'dc', deliveries, 'dat', ARGV[8]}) do
+    for _, v in ipairs({HOOK_FIELD.dead_event_id, id, HOOK_FIELD.dead_group, group,
+        HOOK_FIELD.dead_deliveries, deliveries, HOOK_FIELD.dead_at, ARGV[8]}) do
       fields[#fields + 1] = v
     end
     redis.call('XADD', dead, 'MAXLEN', '~', 10000, '*', unpack(fields))

@@ -1,5 +1,7 @@
--- prelude.lua is put in front of every script. It holds the helpers the
--- scripts share; none of them writes before the caller's checks are done.
+-- prelude.lua is put in front of every script, after the names shared with
+-- Go (WAKE_KIND, WAKE_FIELD, HOOK_FIELD, CLOSED: store/luanames.go). It holds
+-- the helpers the scripts share; none of them writes before the caller's
+-- checks are done.
 
 -- Every write carries a command id: the caller's idempotency key, or one the
 -- server made for this one command (hash 'cmd'). A script run again with the
@@ -69,27 +71,30 @@ end
 -- wake appends a hint to the partition's wake stream: every replica's fan-in
 -- reader wakes its local waiters on the task and session. It is capped by
 -- length because it is a hint only; a reader that falls behind re-checks.
+-- kind is one of WAKE_KIND (store.WakeKind).
 local function wake(key, kind, id, session, rev, snapshot)
-  redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', 'k', kind, 'i', id, 's', session, 'r', rev, 'j', snapshot)
+  redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', WAKE_FIELD.kind, kind, WAKE_FIELD.id, id,
+    WAKE_FIELD.session, session, WAKE_FIELD.revision, rev, WAKE_FIELD.snapshot, snapshot)
   redis.call('PEXPIRE', key, 86400000)
 end
 
--- hook_closed_reason decides whether a hook takes posts, the same way for
--- every script that asks: nil when it does, else why not ('closed',
--- 'expired', 'task_terminal', 'session_cancelled'). status and exp are the
--- hook hash's fields; task is the task hash's key, or nil for a hook of the
+-- hook_closed_reason decides whether a hook takes posts: the one place this
+-- is decided, for every script that asks (ingest, reads, hook_status). It
+-- answers nil when the hook does, else why not: one of CLOSED (closed,
+-- expired, task_terminal, session_cancelled). status and exp are the hook
+-- hash's fields; task is the task hash's key, or nil for a hook of the
 -- session only; session is the session hash's key. It only reads.
 local function hook_closed_reason(status, exp, now, task, session)
-  if status ~= 'open' then return 'closed' end
-  if now >= tonumber(exp) then return 'expired' end
+  if status ~= 'open' then return CLOSED.explicitly end
+  if now >= tonumber(exp) then return CLOSED.expired end
   if task then
     local st = redis.call('HGET', task, 'status')
     if not st or st == 'completed' or st == 'failed' or st == 'cancelled' then
-      return 'task_terminal'
+      return CLOSED.task_terminal
     end
   end
   local ses = redis.call('HGET', session, 'status')
-  if not ses then return 'expired' end
-  if ses ~= 'active' then return 'session_cancelled' end
+  if not ses then return CLOSED.expired end
+  if ses ~= 'active' then return CLOSED.session_cancelled end
   return nil
 end

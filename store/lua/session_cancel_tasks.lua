@@ -48,7 +48,7 @@ for _, pick in ipairs(take) do
     if exp > 0 then extend_to(exp, {KEYS[k + 3], KEYS[k + 5]}) end
   end
   redis.call('RPUSH', KEYS[4], ARGV[a])
-  wake(KEYS[6], 't', ARGV[a], ARGV[5], rev, ARGV[a + 3])
+  wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[5], rev, ARGV[a + 3])
   out[#out + 1] = ARGV[a]
 end
 redis.call('PEXPIRE', KEYS[4], 86400000)

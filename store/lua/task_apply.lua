@@ -50,5 +50,5 @@ if cur[3] ~= ARGV[4] and cur[4] then
   redis.call('ZADD', KEYS[ix + 4], cur[4], ARGV[8])
   extend_to(expire_at, {KEYS[ix + 2], KEYS[ix + 4]})
 end
-wake(KEYS[5], 't', ARGV[8], ARGV[9], rev, ARGV[10])
+wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10])
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)
