@@ -940,6 +940,42 @@ func TestHookRoundTrips(t *testing.T) {
 	measure("empty read waiting 300ms", a, 1, func() { a.read(t, hook, "consumer=c&wait=0.3") })
 }
 
+// A hook's GET and its lists decide nothing themselves: the store answers
+// each hook's status as ingest decides it, in no more round trips than
+// reading the records and their parents. A replica that knows what a hook
+// belongs to reads it in one.
+func TestHookGetAndListRoundTrips(t *testing.T) {
+	t.Parallel()
+	sc := storetest.Standalone(t)
+	a := startEnv(t, sc, app.Config{})
+	b := startEnv(t, sc, app.Config{})
+	ses := a.session(t)
+	taskHook, _ := a.hook(t, map[string]any{"taskId": a.task(t, ses)})
+	closed, _ := a.hook(t, map[string]any{"sessionId": ses})
+	a.must(t, 200, a.do(t, "POST", "/v1/hooks/"+closed+"/close", a.alice, nil))
+	measure := func(name string, e *hookEnv, want float64, call func()) {
+		t.Helper()
+		before := roundTrips(e.srv)
+		call()
+		if got := roundTrips(e.srv) - before; got != want {
+			t.Errorf("%s took %v Redis round trips, want %v", name, got, want)
+		}
+	}
+	get := func(e *hookEnv, hook string) func() {
+		return func() { e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil)) }
+	}
+	measure("get on the creating replica", a, 1, get(a, taskHook))
+	measure("first get on another replica", b, 2, get(b, taskHook))
+	measure("next get on it", b, 1, get(b, taskHook))
+	measure("first get of a closed hook on another replica", b, 1, get(b, closed))
+	// The session's owner, its index, the owners, the hooks, their parents.
+	measure("list of a session", a, 5, func() { a.must(t, 200, a.do(t, "GET", "/v1/hooks?sessionId="+ses, a.alice, nil)) })
+	other := b.session(t)
+	gone, _ := b.hook(t, map[string]any{"sessionId": other})
+	b.must(t, 200, b.do(t, "POST", "/v1/hooks/"+gone+"/close", b.alice, nil))
+	measure("list of closed hooks only", b, 4, func() { b.must(t, 200, b.do(t, "GET", "/v1/hooks?sessionId="+other, b.alice, nil)) })
+}
+
 // A read waiting on one replica is woken by a callback taken by another.
 func TestHookWakeAcrossReplicas(t *testing.T) {
 	for _, bk := range storetest.Backends() {

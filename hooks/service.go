@@ -255,16 +255,33 @@ func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, 
 }
 
 // Get reads a hook its owner (or an admin) may see, with its status as of
-// now: a hook whose TTL ran out, whose task ended or whose session was
-// cancelled reads as closed.
+// now as the store decides it (as for a callback): a hook whose TTL ran out,
+// whose task ended or whose session was cancelled reads as closed. It costs
+// one round trip when this replica knows what the hook belongs to, else at
+// most two.
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Hook, []byte, error) {
-	h, _, err := s.load(ctx, p, id)
+	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
+	if err != nil {
+		return Hook{}, nil, ErrNotFound
+	}
+	ask := store.HookAsk{Partition: part, ID: id}
+	if ref, ok := s.refs.Get(id); ok {
+		ask.Parents, ask.TaskID, ask.SessionID = true, ref.TaskID, ref.SessionID
+	}
+	now := s.now()
+	sts, err := s.store.HookStatuses(ctx, p.ID, p.Admin(), now, []store.HookAsk{ask})
 	if err != nil {
 		return Hook{}, nil, err
 	}
-	if err := s.settle(ctx, []*Hook{&h}); err != nil {
+	hs, err := s.withStatus(ctx, p, now, sts)
+	if err != nil {
 		return Hook{}, nil, err
 	}
+	if len(hs) == 0 {
+		return Hook{}, nil, ErrNotFound
+	}
+	h := hs[0]
+	s.refs.Put(id, hookRef{TaskID: h.TaskID, SessionID: h.SessionID, ClosesAt: h.ExpiresAt.Time}, nil)
 	raw, err := json.Marshal(h)
 	return h, raw, err
 }
@@ -292,58 +309,47 @@ func (s *Service) load(ctx context.Context, p authz.Principal, id string) (Hook,
 	return h, part, nil
 }
 
-// settle marks open hooks closed that no longer take callbacks: past their
-// TTL, their task ended (or gone), their session cancelled (or gone). It
-// reads the parents of all of them in one round trip.
-func (s *Service) settle(ctx context.Context, hs []*Hook) error {
-	now := s.now()
-	parents := func(h *Hook) (task, session string) {
-		part, _ := ids.PartitionOf(h.HookID, ids.HookPrefix, s.store.Partitions)
-		if h.TaskID != "" {
-			task = s.store.Keys.Task(part, h.TaskID)
-		}
-		return task, s.store.Keys.Session(part, h.SessionID)
-	}
-	var keys []string
-	for _, h := range hs {
-		if h.Status != Open {
+// withStatus decodes hooks the store read with their status, leaving out
+// those that do not exist for p. The ones it could not decide without their
+// task and session are asked again with them, all in one round trip.
+func (s *Service) withStatus(ctx context.Context, p authz.Principal, now time.Time, sts []store.HookStatus) ([]Hook, error) {
+	hs := make([]Hook, 0, len(sts))
+	var again []store.HookAsk
+	var at []int
+	for _, st := range sts {
+		if st.Outcome != store.OK {
 			continue
 		}
-		if !now.Before(h.ExpiresAt.Time) {
-			h.Status, h.CloseReason = Closed, store.ClosedExpired
-			continue
+		var h Hook
+		if err := json.Unmarshal(st.JSON, &h); err != nil {
+			return nil, fmt.Errorf("decode hook: %w", err)
 		}
-		task, session := parents(h)
-		if task != "" {
-			keys = append(keys, task)
+		if st.NeedsParents {
+			part, _ := ids.PartitionOf(h.HookID, ids.HookPrefix, s.store.Partitions)
+			again = append(again, store.HookAsk{Partition: part, ID: h.HookID, Parents: true, TaskID: h.TaskID, SessionID: h.SessionID})
+			at = append(at, len(hs))
 		}
-		keys = append(keys, session)
+		h.Status, h.CloseReason = settled(h, st)
+		hs = append(hs, h)
 	}
-	if len(keys) == 0 {
-		return nil
-	}
-	status, err := s.store.HookParents(ctx, keys)
+	more, err := s.store.HookStatuses(ctx, p.ID, p.Admin(), now, again)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, h := range hs {
-		if h.Status != Open {
-			continue
-		}
-		task, session := parents(h)
-		if st := tasks.Status(status[task]); task != "" && (st == "" || st.Terminal()) {
-			h.Status, h.CloseReason = Closed, store.ClosedTaskTerminal
-			continue
-		}
-		switch status[session] {
-		case "active":
-		case "":
-			h.Status, h.CloseReason = Closed, store.ClosedExpired
-		default:
-			h.Status, h.CloseReason = Closed, store.ClosedSessionCancelled
+	for j, st := range more {
+		if st.Outcome == store.OK { // else it went in between: shown as read
+			hs[at[j]].Status, hs[at[j]].CloseReason = settled(hs[at[j]], st)
 		}
 	}
-	return nil
+	return hs, nil
+}
+
+// settled is a hook's status and close reason as the store decided them.
+func settled(h Hook, st store.HookStatus) (string, string) {
+	if st.Closed {
+		return Closed, st.Reason
+	}
+	return h.Status, h.CloseReason
 }
 
 // ListFilter narrows GET /v1/hooks.
@@ -385,33 +391,22 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 			indexes[i] = s.store.Keys.OwnerHooks(i, p.ID)
 		}
 	}
-	record := func(id string) string {
-		part, _ := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
-		return s.store.Keys.Hook(part, id)
-	}
-	page, err := s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
-		Fields: []string{"owner"},
-		Keep:   func(v []string) bool { return v[0] == p.ID },
-	})
+	now := s.now()
+	page, err := s.store.ListHooks(ctx, indexes, after, limit, p.ID, p.Admin(), now)
 	if err != nil {
 		return store.Page{}, err
 	}
-	hs := make([]*Hook, len(page.Items))
-	for i, raw := range page.Items {
-		hs[i] = &Hook{}
-		if err := json.Unmarshal(raw, hs[i]); err != nil {
-			return store.Page{}, fmt.Errorf("decode hook: %w", err)
-		}
-	}
-	if err := s.settle(ctx, hs); err != nil {
+	hs, err := s.withStatus(ctx, p, now, page.Hooks)
+	if err != nil {
 		return store.Page{}, err
 	}
+	out := store.Page{Items: make([][]byte, len(hs)), Next: page.Next}
 	for i, h := range hs {
-		if page.Items[i], err = json.Marshal(h); err != nil {
+		if out.Items[i], err = json.Marshal(h); err != nil {
 			return store.Page{}, err
 		}
 	}
-	return page, nil
+	return out, nil
 }
 
 // Close closes a hook: callbacks get 410 from now on. Its events stay

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskhook/taskhook/ids"
 )
 
 // Reasons a hook is closed, as ingest and reads report them.
@@ -238,25 +239,116 @@ func (s *Store) GetHook(ctx context.Context, p int, id string) (HookRecord, erro
 	return rec, nil
 }
 
-// HookParents reads the status of tasks and sessions (by key) in one round
-// trip; a key that is gone reads as "".
-func (s *Store) HookParents(ctx context.Context, keys []string) (map[string]string, error) {
-	out := make(map[string]string, len(keys))
-	if len(keys) == 0 {
-		return out, nil
+// HookStatus is a hook's record as a principal allowed to see it reads it,
+// with whether it takes posts: decided by the hook_status script as
+// hook_ingest decides it, never here.
+type HookStatus struct {
+	Outcome      Outcome // OK, or Missing: no such hook for this principal
+	JSON         []byte
+	Closed       bool
+	Reason       string // why it is closed ("" while open): one of the Closed* reasons
+	NeedsParents bool   // asked without its task and session, which it needs to decide: ask again with them
+}
+
+// HookAsk is a hook to read with its status.
+type HookAsk struct {
+	Partition int
+	ID        string
+	Parents   bool   // TaskID and SessionID are given; without them only the hook's own fields can decide
+	TaskID    string // "" for a hook of the session only
+	SessionID string
+}
+
+// HookStatuses reads hooks with their status (one script per hook) in one
+// round trip.
+func (s *Store) HookStatuses(ctx context.Context, principal string, admin bool, now time.Time, asks []HookAsk) ([]HookStatus, error) {
+	if len(asks) == 0 {
+		return nil, nil
 	}
-	pipe := s.RDB.Pipeline()
-	cmds := make([]*redis.StringCmd, len(keys))
-	for i, k := range keys {
-		cmds[i] = pipe.HGet(ctx, k, "status")
+	calls := make([]scriptCall, len(asks))
+	for i, a := range asks {
+		calls[i] = s.hookStatusCall(principal, admin, now, a)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable(err)
+	return s.scripts.hookStatus.runAll(ctx, s, calls)
+}
+
+func (s *Store) hookStatusCall(principal string, admin bool, now time.Time, a HookAsk) scriptCall {
+	hook := s.Keys.Hook(a.Partition, a.ID)
+	task, session, parents := hook, hook, "" // any key of the slot: not read
+	if a.Parents {
+		session, parents = s.Keys.Session(a.Partition, a.SessionID), "session"
+		if a.TaskID != "" {
+			task, parents = s.Keys.Task(a.Partition, a.TaskID), "task"
+		}
 	}
-	for i, c := range cmds {
-		out[keys[i]] = c.Val()
+	return scriptCall{keys: []string{hook, task, session}, args: []any{principal, flag(admin), ms(now), parents}}
+}
+
+// parseHookStatus reads hook_status's answer.
+func parseHookStatus(v any) (HookStatus, error) {
+	r, err := asReply(v)
+	if err != nil {
+		return HookStatus{}, err
 	}
-	return out, nil
+	switch r.word() {
+	case "ok":
+		st := HookStatus{Outcome: OK, JSON: []byte(r.str(1)), Reason: r.str(3)}
+		switch r.str(2) {
+		case "open":
+		case "closed":
+			st.Closed = true
+		default:
+			return HookStatus{}, fmt.Errorf("hook_status: hook status %q", r.str(2))
+		}
+		if st.Closed != (st.Reason != "") {
+			return HookStatus{}, fmt.Errorf("hook_status: status %q with reason %q", r.str(2), st.Reason)
+		}
+		return st, nil
+	case "parents":
+		return HookStatus{Outcome: OK, JSON: []byte(r.str(1)), NeedsParents: true}, nil
+	case "not_found":
+		return HookStatus{Outcome: Missing}, nil
+	}
+	return HookStatus{}, r.unexpected("hook_status")
+}
+
+// HookPage is one page of a list of hooks, each with its status as far as
+// the hook alone decides it (NeedsParents for the others).
+type HookPage struct {
+	Hooks []HookStatus
+	Next  *Position
+}
+
+// ListHooks pages through hook indexes as ListIndexed does, and reads each
+// kept hook with hook_status (without its parents) where ListIndexed reads
+// a record's json: in the same round trip.
+func (s *Store) ListHooks(ctx context.Context, indexes []string, after *Position, limit int,
+	principal string, admin bool, now time.Time) (HookPage, error) {
+	load := func(ctx context.Context, hookIDs []string) ([]HookStatus, []bool, error) {
+		calls := make([]scriptCall, len(hookIDs))
+		for i, id := range hookIDs {
+			part, _ := ids.PartitionOf(id, ids.HookPrefix, s.Partitions)
+			calls[i] = s.hookStatusCall(principal, admin, now, HookAsk{Partition: part, ID: id})
+		}
+		sts, err := s.scripts.hookStatus.runAll(ctx, s, calls)
+		if err != nil {
+			return nil, nil, err
+		}
+		found := make([]bool, len(sts))
+		for i, st := range sts {
+			found[i] = st.Outcome == OK // an expired hook leaves its index entry behind
+		}
+		return sts, found, nil
+	}
+	owner := ListFilter{Fields: []string{"owner"}, Keep: func(v []string) bool { return v[0] == principal }}
+	hooks, next, err := listIndexed(ctx, s, indexes, s.hookKey, after, limit, owner, load)
+	return HookPage{Hooks: hooks, Next: next}, err
+}
+
+// hookKey is the key of a hook's hash, from its id.
+func (s *Store) hookKey(id string) string {
+	part, _ := ids.PartitionOf(id, ids.HookPrefix, s.Partitions)
+	return s.Keys.Hook(part, id)
 }
 
 // HookClose closes a hook.

@@ -670,3 +670,114 @@ func TestHookAckIdempotency(t *testing.T) {
 		}
 	})
 }
+
+// hook_status answers what ingest would: the same reason for every way a
+// hook closes, decided by the hook's own fields alone where they suffice,
+// else asking for its task and session.
+func TestHookStatusDecidesAsIngest(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		status := func(f hookFixture, principal string, admin, parents bool, at time.Time) store.HookStatus {
+			t.Helper()
+			sts, err := s.HookStatuses(ctx, principal, admin, at, []store.HookAsk{{
+				Partition: f.part, ID: f.hook, Parents: parents, TaskID: f.task, SessionID: f.session,
+			}})
+			if err != nil || len(sts) != 1 {
+				t.Fatalf("status: %+v %v", sts, err)
+			}
+			return sts[0]
+		}
+		for _, withTask := range []bool{true, false} {
+			f := newHookFixture(t, s, "alice", withTask)
+			json := `{"hookId":"` + f.hook + `"}`
+			if st := status(f, "alice", false, true, time.Now()); st.Outcome != store.OK || st.Closed || st.Reason != "" ||
+				st.NeedsParents || string(st.JSON) != json {
+				t.Errorf("open hook (task %v): %+v", withTask, st)
+			}
+			if st := status(f, "alice", false, false, time.Now()); st.Outcome != store.OK || !st.NeedsParents || string(st.JSON) != json {
+				t.Errorf("open hook without its parents (task %v): %+v", withTask, st)
+			}
+			if st := status(f, "mallory", false, true, time.Now()); st.Outcome != store.Missing {
+				t.Errorf("somebody else's hook: %+v", st)
+			}
+			if st := status(f, "root", true, true, time.Now()); st.Outcome != store.OK || st.Closed {
+				t.Errorf("an admin: %+v", st)
+			}
+		}
+		cases := []struct {
+			name    string
+			reason  string
+			task    bool
+			ownOnly bool                           // the hook's own fields decide
+			setup   func(f *hookFixture) time.Time // returns the time of the read
+		}{
+			{"closed", store.ClosedExplicitly, true, true, func(f *hookFixture) time.Time {
+				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
+					Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
+				if err != nil || res.Outcome != store.OK {
+					t.Fatalf("close: %+v %v", res, err)
+				}
+				return time.Now()
+			}},
+			{"expired", store.ClosedExpired, false, true, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
+			{"task completed", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
+				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
+				return time.Now()
+			}},
+			{"task gone", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
+				s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
+				return time.Now()
+			}},
+			{"session cancelled", store.ClosedSessionCancelled, false, false, func(f *hookFixture) time.Time {
+				s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
+				return time.Now()
+			}},
+			{"session gone", store.ClosedExpired, false, false, func(f *hookFixture) time.Time {
+				s.RDB.Del(ctx, s.Keys.Session(f.part, f.session))
+				return time.Now()
+			}},
+		}
+		for _, c := range cases {
+			f := newHookFixture(t, s, "alice", c.task)
+			at := c.setup(&f)
+			if st := status(f, "alice", false, true, at); st.Outcome != store.OK || !st.Closed || st.Reason != c.reason {
+				t.Errorf("%s: %+v, want closed (%s)", c.name, st, c.reason)
+			}
+			st := status(f, "alice", false, false, at)
+			if c.ownOnly && (st.Outcome != store.OK || !st.Closed || st.Reason != c.reason) {
+				t.Errorf("%s without its parents: %+v, want closed (%s)", c.name, st, c.reason)
+			}
+			if !c.ownOnly && (st.Outcome != store.OK || st.Closed || !st.NeedsParents) {
+				t.Errorf("%s without its parents: %+v, want a question for them", c.name, st)
+			}
+			if res := f.ingest(t, post{at: at, body: "late"}); res.Outcome != store.Closed || res.Reason != c.reason {
+				t.Errorf("%s: ingest %+v, want closed (%s) as the status said", c.name, res, c.reason)
+			}
+		}
+
+		// A list reads each hook with what its own fields decide, in the
+		// round trip that reads the records.
+		f := newHookFixture(t, s, "alice", false)
+		open := f.hook
+		if res, id := f.createHook(t, "alice", f.now.Add(time.Hour), store.Idempotency{}); res.Outcome != store.OK {
+			t.Fatalf("second hook: %+v", res)
+		} else if res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: id, SessionID: f.session,
+			Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)}); err != nil || res.Outcome != store.OK {
+			t.Fatalf("close: %+v %v", res, err)
+		}
+		page, err := s.ListHooks(ctx, []string{s.Keys.SessionHooks(f.part, f.session)}, nil, 10, "alice", false, time.Now())
+		if err != nil || len(page.Hooks) != 2 || page.Next != nil {
+			t.Fatalf("list: %+v %v", page, err)
+		}
+		for _, st := range page.Hooks {
+			isOpen := string(st.JSON) == `{"hookId":"`+open+`"}`
+			if isOpen && (!st.NeedsParents || st.Closed) || !isOpen && (!st.Closed || st.Reason != store.ClosedExplicitly) {
+				t.Errorf("listed: %+v", st)
+			}
+		}
+		if page, err := s.ListHooks(ctx, []string{s.Keys.SessionHooks(f.part, f.session)}, nil, 10, "mallory", false, time.Now()); err != nil || len(page.Hooks) != 0 {
+			t.Errorf("somebody else's list: %+v %v", page, err)
+		}
+	})
+}

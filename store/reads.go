@@ -127,19 +127,42 @@ const maxListScan = 1000
 // index entries per call; when it stops early, Next says where to go on.
 func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(id string) string,
 	after *Position, limit int, f ListFilter) (Page, error) {
+	load := func(ctx context.Context, ids []string) ([][]byte, []bool, error) {
+		pipe := s.RDB.Pipeline()
+		gets := make([]*redis.StringCmd, len(ids))
+		for i, id := range ids {
+			gets[i] = pipe.HGet(ctx, record(id), "json")
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, nil, unavailable(err)
+		}
+		items, found := make([][]byte, len(ids)), make([]bool, len(ids))
+		for i, g := range gets {
+			b, err := g.Bytes()
+			items[i], found[i] = b, err == nil // an expired record leaves its index entry behind
+		}
+		return items, found, nil
+	}
+	items, next, err := listIndexed(ctx, s, indexes, record, after, limit, f, load)
+	return Page{Items: items, Next: next}, err
+}
+
+// listIndexed is ListIndexed with the loading of the kept records given:
+// load reads the records of ids in one round trip, and says which exist.
+func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record func(id string) string,
+	after *Position, limit int, f ListFilter, load func(ctx context.Context, ids []string) ([]T, []bool, error)) ([]T, *Position, error) {
 	type item struct {
 		score int64
 		id    string
 	}
-	var page Page
+	var page []T
 	pos := after
 	scanned := 0
-	for len(page.Items) < limit {
+	for len(page) < limit {
 		if scanned >= maxListScan {
-			page.Next = pos
-			return page, nil
+			return page, pos, nil
 		}
-		batch := limit - len(page.Items) + 8
+		batch := limit - len(page) + 8
 		max := "+inf"
 		if pos != nil {
 			max = strconv.FormatInt(pos.Score, 10)
@@ -152,7 +175,7 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 			})
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return Page{}, unavailable(err)
+			return nil, nil, unavailable(err)
 		}
 		var items []item
 		for _, c := range cmds {
@@ -165,7 +188,7 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 			}
 		}
 		if len(items) == 0 {
-			return page, nil
+			return page, nil, nil
 		}
 		sort.Slice(items, func(i, j int) bool {
 			if items[i].score != items[j].score {
@@ -185,7 +208,7 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 				fields[i] = pipe.HMGet(ctx, record(it.id), f.Fields...)
 			}
 			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-				return Page{}, unavailable(err)
+				return nil, nil, unavailable(err)
 			}
 			for i, c := range fields {
 				vals := make([]string, len(f.Fields))
@@ -199,41 +222,43 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 				keep[i] = true
 			}
 		}
-		pipe = s.RDB.Pipeline()
-		gets := make([]*redis.StringCmd, len(items))
+		var kept []string
+		loaded := make([]int, len(items)) // index into the loaded records, -1 when not kept
 		for i, it := range items {
+			loaded[i] = -1
 			if keep[i] {
-				gets[i] = pipe.HGet(ctx, record(it.id), "json")
+				loaded[i] = len(kept)
+				kept = append(kept, it.id)
 			}
 		}
-		if pipe.Len() > 0 {
-			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-				return Page{}, unavailable(err)
+		var records []T
+		var found []bool
+		if len(kept) > 0 {
+			var err error
+			if records, found, err = load(ctx, kept); err != nil {
+				return nil, nil, err
 			}
 		}
-		for i, g := range gets {
+		for i := range items {
 			pos = &Position{Score: items[i].score, ID: items[i].id}
-			if g == nil {
+			j := loaded[i]
+			if j < 0 || !found[j] {
 				continue
 			}
-			b, err := g.Bytes()
-			if err != nil { // an expired record leaves its index entry behind
-				continue
-			}
-			page.Items = append(page.Items, b)
-			if len(page.Items) == limit {
-				if i < len(gets)-1 || len(items) == batch {
-					page.Next = pos
+			page = append(page, records[j])
+			if len(page) == limit {
+				var next *Position
+				if i < len(items)-1 || len(items) == batch {
+					next = pos
 				}
-				return page, nil
+				return page, next, nil
 			}
 		}
 		if len(items) < batch {
-			return page, nil
+			return page, nil, nil
 		}
 	}
-	page.Next = pos
-	return page, nil
+	return page, pos, nil
 }
 
 // GetOwned reads a record's json for a principal allowed to see it (its

@@ -33,6 +33,28 @@ func (sc script[R]) run(ctx context.Context, s *Store, keys []string, args ...an
 	return sc.parse(reply)
 }
 
+// runAll sends the script once per call, in one round trip, and parses each
+// answer.
+func (sc script[R]) runAll(ctx context.Context, s *Store, calls []scriptCall) ([]R, error) {
+	replies, err := s.execAll(ctx, sc.lua, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]R, len(replies))
+	for i, r := range replies {
+		if out[i], err = sc.parse(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scriptCall is the KEYS and ARGV of one run of a script.
+type scriptCall struct {
+	keys []string
+	args []any
+}
+
 // scripts are every script the service runs.
 type scripts struct {
 	sessionCreate      script[Result]
@@ -46,6 +68,7 @@ type scripts struct {
 	hookRead           script[HookBatch]
 	hookAck            script[AckResult]
 	hookClose          script[CloseResult]
+	hookStatus         script[HookStatus]
 	readOwned          script[[]byte]
 
 	all []*redis.Script // for preload
@@ -84,6 +107,7 @@ func loadScripts() (*scripts, error) {
 	s.hookRead = script[HookBatch]{lua("hook_read"), parseHookRead, readsOrOnce}
 	s.hookAck = script[AckResult]{lua("hook_ack"), parseHookAck, withCommandID}
 	s.hookClose = script[CloseResult]{lua("hook_close"), parseHookClose, withCommandID}
+	s.hookStatus = script[HookStatus]{lua("hook_status"), parseHookStatus, readsOrOnce}
 	s.readOwned = script[[]byte]{lua("read_owned"), parseReadOwned, readsOrOnce}
 	return s, errors.Join(errs...)
 }
@@ -128,4 +152,61 @@ func (s *Store) exec(ctx context.Context, sc *redis.Script, rerun bool, keys []s
 		return nil, unavailable(err)
 	}
 	return reply, nil
+}
+
+// execAll sends a read-only script once per call in one pipeline (each call
+// may touch another slot), and sends again with its body the calls a Redis
+// that lost its scripts refused (NOSCRIPT). Nothing is sent twice after a
+// lost connection.
+func (s *Store) execAll(ctx context.Context, sc *redis.Script, calls []scriptCall) ([]any, error) {
+	if len(calls) == 1 {
+		reply, err := s.exec(ctx, sc, readsOrOnce, calls[0].keys, calls[0].args)
+		return []any{reply}, err
+	}
+	send := func(eval func(redis.Pipeliner, scriptCall) *redis.Cmd, which []int) ([]*redis.Cmd, error) {
+		pipe := s.RDB.Pipeline()
+		cmds := make([]*redis.Cmd, len(which))
+		for i, c := range which {
+			cmds[i] = eval(pipe, calls[c])
+		}
+		_, err := pipe.Exec(ctx)
+		return cmds, err
+	}
+	all := make([]int, len(calls))
+	for i := range all {
+		all[i] = i
+	}
+	cmds, err := send(func(p redis.Pipeliner, c scriptCall) *redis.Cmd {
+		return sc.EvalSha(ctx, p, c.keys, c.args...)
+	}, all)
+	var again []int
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		evals, eerr := send(func(p redis.Pipeliner, c scriptCall) *redis.Cmd {
+			return sc.Eval(ctx, p, c.keys, c.args...)
+		}, again)
+		for i, c := range again {
+			cmds[c] = evals[i]
+		}
+		err = eerr
+	}
+	if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return nil, unavailable(err)
+	}
+	out := make([]any, len(cmds))
+	for i, c := range cmds {
+		v, err := c.Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		out[i] = v
+	}
+	return out, nil
 }

@@ -79,14 +79,22 @@ local function wake(key, kind, id, session, rev, snapshot)
 end
 
 -- hook_closed_reason decides whether a hook takes posts: the one place this
--- is decided, for every script that asks (ingest, reads, hook_status). It
--- answers nil when the hook does, else why not: one of CLOSED (closed,
--- expired, task_terminal, session_cancelled). status and exp are the hook
--- hash's fields; task is the task hash's key, or nil for a hook of the
--- session only; session is the session hash's key. It only reads.
-local function hook_closed_reason(status, exp, now, task, session)
+-- is decided, for every script that asks (hook_ingest, hook_read,
+-- hook_status). It answers nil when the hook does, else why not: one of
+-- CLOSED (closed, expired, task_terminal, session_cancelled). status and exp
+-- are the hook hash's fields; task is the task hash's key, or nil for a hook
+-- of the session only; session is the session hash's key. It only reads.
+-- hook_own_closed_reason is its first part, what the hook's own fields
+-- decide: enough to say a hook is closed, never that it is open.
+local function hook_own_closed_reason(status, exp, now)
   if status ~= 'open' then return CLOSED.explicitly end
   if now >= tonumber(exp) then return CLOSED.expired end
+  return nil
+end
+
+local function hook_closed_reason(status, exp, now, task, session)
+  local own = hook_own_closed_reason(status, exp, now)
+  if own then return own end
   if task then
     local st = redis.call('HGET', task, 'status')
     if not st or st == 'completed' or st == 'failed' or st == 'cancelled' then
