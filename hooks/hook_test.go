@@ -100,14 +100,14 @@ func TestKeptHeaders(t *testing.T) {
 	}
 }
 
-func TestReceivedHead(t *testing.T) {
+func TestReceivedEvent(t *testing.T) {
 	at := time.Date(2024, 5, 6, 7, 8, 9, 10_000_000, time.UTC)
-	head, err := receivedHead(ingestConfig{HookID: "hook_1", SessionID: "ses_1", TaskID: "task_1"}, "POST", `text/plain; a="b"`, at)
+	parts, err := receivedEvent(ingestConfig{HookID: "hook_1", SessionID: "ses_1", TaskID: "task_1"}, "POST", `text/plain; a="b"`, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The script completes it this way.
-	full := string(head) + `"eventId":"1-0","seq":3}}`
+	full := string(parts[0]) + "1-0" + string(parts[1]) + "3" + string(parts[2])
 	var ev events.Event
 	if err := json.Unmarshal([]byte(full), &ev); err != nil {
 		t.Fatalf("%s: %v", full, err)

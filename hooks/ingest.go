@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -127,7 +128,7 @@ func (s *Service) Ingest(ctx context.Context, t Target, cb Callback) (Accepted, 
 	if len(contentType) > maxStoredContentType {
 		contentType = contentType[:maxStoredContentType]
 	}
-	head, err := receivedHead(cfg, cb.Method, contentType, now)
+	received, err := receivedEvent(cfg, cb.Method, contentType, now)
 	if err != nil {
 		return Accepted{}, err
 	}
@@ -135,7 +136,7 @@ func (s *Service) Ingest(ctx context.Context, t Target, cb Callback) (Accepted, 
 		Partition: part, HookID: cfg.HookID, TaskID: cfg.TaskID, SessionID: cfg.SessionID,
 		ProviderEventID: eventID, RateInterval: s.cfg.rateInterval(), Burst: s.cfg.Burst,
 		Method: cb.Method, ContentType: contentType, Headers: headers, Body: body, BodyIsBase64: isBase64,
-		EventHead: head, Now: now, ReceivedAt: events.At(now).String(), Retention: s.cfg.Retention,
+		Event: received, Now: now, ReceivedAt: events.At(now).String(), Retention: s.cfg.Retention,
 	})
 	if err != nil {
 		return Accepted{}, err
@@ -191,28 +192,35 @@ func (s *Service) resolve(ctx context.Context, part int, hash string) (tokenEntr
 	return e, nil
 }
 
-// receivedHead renders the hook.received event for the session log without
-// its last data members: the ingest script appends the event id and seq it
-// assigns. It carries metadata only, never the body or headers.
-func receivedHead(cfg ingestConfig, method, contentType string, now time.Time) ([]byte, error) {
+// receivedEvent renders the session log's hook.received event, metadata
+// only (never the body or headers), whole but for the two values that only
+// the ingest script knows: the event's id in the hook's queue and its seq.
+// The script writes parts[0], the id, parts[1], the seq, parts[2]: the shape
+// of the event is decided here alone.
+func receivedEvent(cfg ingestConfig, method, contentType string, now time.Time) (parts [3][]byte, err error) {
 	data, err := json.Marshal(struct {
 		HookID      string `json:"hookId"`
 		Method      string `json:"method"`
 		ContentType string `json:"contentType"`
-	}{cfg.HookID, method, contentType})
+		EventID     string `json:"eventId"` // the script's: the first hole
+		Seq         int64  `json:"seq"`     // the script's: the second hole
+	}{HookID: cfg.HookID, Method: method, ContentType: contentType})
 	if err != nil {
-		return nil, err
+		return parts, err
 	}
 	ev, err := json.Marshal(events.Event{
 		Type: events.HookReceived, At: events.At(now), SessionID: cfg.SessionID, TaskID: cfg.TaskID, Data: data,
 	})
 	if err != nil {
-		return nil, err
+		return parts, err
 	}
-	if len(ev) < 2 || string(ev[len(ev)-2:]) != "}}" {
-		return nil, errors.New("hook.received event does not end with its data")
+	// The holes are data's last members, and data is the event's last.
+	const id, seq, end = `"eventId":"`, `","seq":`, `}}`
+	head, ok := bytes.CutSuffix(ev, []byte(id+seq+"0"+end))
+	if !ok {
+		return parts, errors.New("hook.received event does not end with its event id and seq")
 	}
-	return append(ev[:len(ev)-2], ','), nil
+	return [3][]byte{append(head, id...), []byte(seq), []byte(end)}, nil
 }
 
 func (s *Service) count(outcome string) {

@@ -164,7 +164,7 @@ type HookIngest struct {
 	Headers         []byte // the allowed headers, a JSON object
 	Body            []byte
 	BodyIsBase64    bool   // Body is base64 text (the request body was not UTF-8)
-	EventHead       []byte // the hook.received event up to its last data members
+	Event           [3][]byte // the session log's hook.received event, cut where the script writes the event's id and its seq
 	Now             time.Time
 	ReceivedAt      string
 	Retention       time.Duration // of the session log
@@ -190,7 +190,7 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, err
 	args := []any{
 		ms(w.Now), hasTask, w.ProviderEventID, w.RateInterval.Milliseconds(), w.Burst, w.ReceivedAt,
 		w.Method, w.ContentType, w.Headers, bodyField, w.Body, logMinID(w.Now, w.Retention),
-		w.HookID, w.SessionID, w.EventHead, cmdHash, cmdTTL,
+		w.HookID, w.SessionID, w.Event[0], w.Event[1], w.Event[2], cmdHash, cmdTTL,
 	}
 	return s.scripts.hookIngest.run(ctx, s, keys, args...)
 }

@@ -76,8 +76,11 @@ func (f hookFixture) ingest(t *testing.T, p post) store.IngestResult {
 		Partition: f.part, HookID: f.hook, TaskID: f.task, SessionID: f.session, ProviderEventID: p.pid,
 		RateInterval: p.interval, Burst: p.burst, Method: "POST", ContentType: "application/json",
 		Headers: []byte(`{"x-github-event":"push"}`), Body: []byte(p.body),
-		EventHead: []byte(`{"type":"hook.received","sessionId":"` + f.session + `","data":{"hookId":"` + f.hook + `",`),
-		Now:       p.at, ReceivedAt: p.at.UTC().Format(time.RFC3339), Retention: time.Hour,
+		Event: [3][]byte{
+			[]byte(`{"type":"hook.received","sessionId":"` + f.session + `","data":{"hookId":"` + f.hook + `","eventId":"`),
+			[]byte(`","seq":`), []byte(`}}`),
+		},
+		Now: p.at, ReceivedAt: p.at.UTC().Format(time.RFC3339), Retention: time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)

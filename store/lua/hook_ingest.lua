@@ -10,13 +10,13 @@
 -- ARGV[6] received-at (RFC 3339)   ARGV[7] method   ARGV[8] content type
 -- ARGV[9] allowed headers (json object)   ARGV[10] body field: HOOK_FIELD.body (UTF-8) or .body_base64
 -- ARGV[11] body   ARGV[12] session log min id   ARGV[13] hook id   ARGV[14] session id
--- ARGV[15] hook.received event json up to its data's last members: this
---          appends "eventId":"...","seq":N}} to it
--- ARGV[16] command hash ('cmd')   ARGV[17] command record ttl ms
+-- ARGV[15..17] the session log's hook.received event, rendered by the
+--          caller in three parts: it is ARGV[15] .. event id .. ARGV[16] .. seq .. ARGV[17]
+-- ARGV[18] command hash ('cmd')   ARGV[19] command record ttl ms
 -- Returns {'ok', eventId, seq} | {'duplicate', first eventId} | {'not_found'}
 --       | {'closed', reason} (reason: closed, expired, task_terminal, session_cancelled)
 --       | {'rate_limited', retry after ms}
-local r = idem_replay(KEYS[8], ARGV[16])
+local r = idem_replay(KEYS[8], ARGV[18])
 if r then return r end
 local now = tonumber(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'status', 'exp', 'tat', 'kexp')
@@ -61,7 +61,7 @@ if ARGV[3] ~= '' then
 end
 
 local ms, sq = next_id(ARGV[1], {KEYS[6]})
-local ev = ARGV[15] .. '"eventId":"' .. id .. '","seq":' .. seq .. '}}'
+local ev = ARGV[15] .. id .. ARGV[16] .. seq .. ARGV[17]
 redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], format_id(ms, sq), 'e', ev)
 wake(KEYS[7], WAKE_KIND.hook, ARGV[13], ARGV[14], 0, '')
-return idem_done(KEYS[8], ARGV[16], ARGV[17], '', {'ok', id, seq})
+return idem_done(KEYS[8], ARGV[18], ARGV[19], '', {'ok', id, seq})
