@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Hooks, err = hooks.NewService(hooks.Config{
 		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,
 		MaxDeliveries: cfg.HookMaxDeliveries, RateLimit: cfg.HookRateLimit, Burst: cfg.HookBurst,
-	}, a.Store, a.FanIn, a.Metrics, log, time.Now)
+	}, a.Store, a.FanIn, a.Tasks, a.Metrics, log, time.Now)
 	if err != nil {
 		return nil, err
 	}

@@ -90,11 +90,21 @@ func (c Config) rateInterval() time.Duration {
 	return max(iv.Round(time.Millisecond), time.Millisecond)
 }
 
+// Tasks is what hooks ask the task service: what a hook bound to a task
+// needs of it (tasks.Service.Parent). Who may bind a hook to a task is the
+// task service's rule.
+type Tasks interface {
+	Parent(ctx context.Context, p authz.Principal, taskID string) (sessionID string, expiresAt time.Time, terminal bool, err error)
+}
+
+var _ Tasks = (*tasks.Service)(nil)
+
 // Service runs hooks against the store.
 type Service struct {
 	cfg     Config
 	store   *store.Store
 	fanin   *store.FanIn
+	tasks   Tasks
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	tokens  *cache.LRU[tokenEntry] // by token hash
@@ -103,7 +113,7 @@ type Service struct {
 }
 
 // NewService wires the service. now is the clock (time.Now in production).
-func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, log *slog.Logger,
+func NewService(cfg Config, s *store.Store, f *store.FanIn, t Tasks, m *metrics.Metrics, log *slog.Logger,
 	now func() time.Time) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -113,7 +123,7 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
-		cfg: cfg, store: s, fanin: f, metrics: m, log: log, tokens: cache.New[tokenEntry](cfg.CacheSize),
+		cfg: cfg, store: s, fanin: f, tasks: t, metrics: m, log: log, tokens: cache.New[tokenEntry](cfg.CacheSize),
 		refs: cache.New[hookRef](cfg.CacheSize), now: now,
 	}, nil
 }
@@ -221,28 +231,21 @@ func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, 
 	if err != nil {
 		return 0, 0, "", ErrNotFound
 	}
-	raw, err := s.store.GetJSON(ctx, s.store.Keys.Task(part, in.TaskID))
-	if errors.Is(err, store.ErrNotFound) {
+	sessionID, expiresAt, terminal, err := s.tasks.Parent(ctx, p, in.TaskID)
+	if errors.Is(err, tasks.ErrNotFound) {
 		return 0, 0, "", ErrNotFound
 	}
 	if err != nil {
 		return 0, 0, "", err
 	}
-	var t tasks.Task
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return 0, 0, "", fmt.Errorf("decode task: %w", err)
-	}
-	if !p.CanAccess(t.Owner) {
-		return 0, 0, "", ErrNotFound
-	}
-	if in.SessionID != "" && in.SessionID != t.SessionID {
+	if in.SessionID != "" && in.SessionID != sessionID {
 		return 0, 0, "", invalidf("sessionId", "is not the session of the task")
 	}
-	if t.Status.Terminal() {
+	if terminal {
 		return 0, 0, "", ErrTaskTerminal
 	}
-	if t.ExpiresAt != nil {
-		left := t.ExpiresAt.Sub(now)
+	if !expiresAt.IsZero() {
+		left := expiresAt.Sub(now)
 		if left <= 0 {
 			return 0, 0, "", ErrNotFound
 		}
@@ -251,7 +254,7 @@ func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, 
 		}
 		ttl = min(ttl, left)
 	}
-	return ttl, part, t.SessionID, nil
+	return ttl, part, sessionID, nil
 }
 
 // Get reads a hook its owner (or an admin) may see, with its status as of

@@ -1,0 +1,43 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/store"
+)
+
+// Parent answers what a record bound to a task (a hook) needs of it, for a
+// principal who may run the task's commands (its owner or an admin, not its
+// requester): the task's session, when it expires (zero: never) and whether
+// it has ended. Anybody else's task is ErrNotFound, as a missing one is. It
+// costs one round trip.
+func (s *Service) Parent(ctx context.Context, p authz.Principal, taskID string) (sessionID string, expiresAt time.Time, terminal bool, err error) {
+	part, err := ids.PartitionOf(taskID, ids.TaskPrefix, s.store.Partitions)
+	if err != nil {
+		return "", time.Time{}, false, ErrNotFound
+	}
+	raw, err := s.store.GetOwned(ctx, s.store.Keys.Task(part, taskID), p.ID, p.Admin(), false)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", time.Time{}, false, ErrNotFound
+	}
+	if err != nil {
+		return "", time.Time{}, false, err
+	}
+	var t Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return "", time.Time{}, false, fmt.Errorf("decode task: %w", err)
+	}
+	if !p.CanAccess(t.Owner) {
+		return "", time.Time{}, false, ErrNotFound
+	}
+	if t.ExpiresAt != nil {
+		expiresAt = t.ExpiresAt.Time
+	}
+	return t.SessionID, expiresAt, t.Status.Terminal(), nil
+}
