@@ -23,7 +23,6 @@ const (
 type IngestResult struct {
 	Outcome    Outcome       // OK, Duplicate, Missing, Closed or RateLimited
 	EventID    string        // the stored (or, for a duplicate, the first) event
-	Seq        int64         // the stored event's number within the hook
 	Reason     string        // why the hook is closed: one of the Closed* reasons
 	RetryAfter time.Duration // when a rate-limited sender may try again
 }
@@ -163,7 +162,7 @@ type HookIngest struct {
 	ContentType     string
 	Headers         []byte // the allowed headers, a JSON object
 	Body            []byte
-	BodyIsBase64    bool   // Body is base64 text (the request body was not UTF-8)
+	BodyIsBase64    bool      // Body is base64 text (the request body was not UTF-8)
 	Event           [3][]byte // the session log's hook.received event, cut where the script writes the event's id and its seq
 	Now             time.Time
 	ReceivedAt      string
@@ -203,7 +202,7 @@ func parseHookIngest(v any) (IngestResult, error) {
 	}
 	switch r.word() {
 	case "ok":
-		return IngestResult{Outcome: OK, EventID: r.str(1), Seq: r.int(2)}, nil
+		return IngestResult{Outcome: OK, EventID: r.str(1)}, nil
 	case "duplicate":
 		return IngestResult{Outcome: Duplicate, EventID: r.str(1)}, nil
 	case "not_found":
@@ -216,16 +215,15 @@ func parseHookIngest(v any) (IngestResult, error) {
 	return IngestResult{}, r.unexpected("hook_ingest")
 }
 
-// HookRecord is a hook's stored record and the fields kept beside it.
+// HookRecord is a hook's stored record and its owner, kept beside it.
 type HookRecord struct {
-	JSON   []byte
-	Owner  string
-	Status string // "open" or "closed"
+	JSON  []byte
+	Owner string
 }
 
 // GetHook reads a hook's record, or ErrNotFound.
 func (s *Store) GetHook(ctx context.Context, p int, id string) (HookRecord, error) {
-	vals, err := s.RDB.HMGet(ctx, s.Keys.Hook(p, id), hookFieldJSON, "owner", "status").Result()
+	vals, err := s.RDB.HMGet(ctx, s.Keys.Hook(p, id), hookFieldJSON, "owner").Result()
 	if err != nil {
 		return HookRecord{}, unavailable(err)
 	}
@@ -235,7 +233,6 @@ func (s *Store) GetHook(ctx context.Context, p int, id string) (HookRecord, erro
 	}
 	rec := HookRecord{JSON: []byte(raw)}
 	rec.Owner, _ = vals[1].(string)
-	rec.Status, _ = vals[2].(string)
 	return rec, nil
 }
 

@@ -13,7 +13,7 @@
 -- ARGV[15..17] the session log's hook.received event, rendered by the
 --          caller in three parts: it is ARGV[15] .. event id .. ARGV[16] .. seq .. ARGV[17]
 -- ARGV[18] command hash ('cmd')   ARGV[19] command record ttl ms
--- Returns {'ok', eventId, seq} | {'duplicate', first eventId} | {'not_found'}
+-- Returns {'ok', eventId} | {'duplicate', first eventId} | {'not_found'}
 --       | {'closed', reason} (reason: closed, expired, task_terminal, session_cancelled)
 --       | {'rate_limited', retry after ms}
 local r = idem_replay(KEYS[8], ARGV[18])
@@ -64,4 +64,4 @@ local ms, sq = next_id(ARGV[1], {KEYS[6]})
 local ev = ARGV[15] .. id .. ARGV[16] .. seq .. ARGV[17]
 redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], format_id(ms, sq), 'e', ev)
 wake(KEYS[7], WAKE_KIND.hook, ARGV[13], ARGV[14], 0, '')
-return idem_done(KEYS[8], ARGV[18], ARGV[19], '', {'ok', id, seq})
+return idem_done(KEYS[8], ARGV[18], ARGV[19], '', {'ok', id})
