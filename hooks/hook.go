@@ -2,7 +2,12 @@
 // webhooks to, each with a durable queue that a task reads through consumer
 // groups with at-least-once delivery. It checks callback signatures, dedupes
 // by the provider's event id and rate-limits per hook; the store does each
-// ingest and each read in one script.
+// ingest and each read in one script, and decides there (hook_closed_reason)
+// whether a hook still takes posts, for ingest and reads alike. What a hook
+// bound to a task may do is asked of the task service (Tasks).
+//
+// It imports store, ids, tokens, cache, events, authz and metrics, and tasks
+// for the task service it asks; never handlers or sessions.
 package hooks
 
 import (

@@ -1,7 +1,12 @@
 // Package store is the Redis layer: client setup for standalone Redis, Redis
-// Cluster and the embedded in-memory server, the key builder, the Lua
-// scripts, and the reads and writes the services make. It knows byte blobs,
-// stream ids and partitions; the meaning of a task lives in package tasks.
+// Cluster and the embedded in-memory server (store.go, embedded.go), the key
+// builder (keys.go), the Lua scripts with one reply parser each (scripts.go,
+// store/lua, and luanames.go for the names Go and Lua share), the reads and
+// writes the services make, and the wake-ups: the fan-in readers
+// (fanin.go), the registry of local waits they wake (waiters.go) and the log
+// reads that wait on it (logreader.go). It knows byte blobs, stream ids and
+// partitions; the meaning of a task lives in package tasks.
+//
 // It imports ids and metrics of this module, never a service: ids, tokens
 // and caches are not Redis and live in packages of their own.
 package store
