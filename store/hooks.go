@@ -41,6 +41,42 @@ type CloseResult struct {
 	ReplayBody []byte
 }
 
+// The answers of the hook writes, by outcome word.
+var (
+	parseHookCreate = replies[Result]{
+		"ok": is(OK), "replay": replayed, "idem_conflict": is(IdemConflict), "exists": idTaken,
+		"session_not_found": is(SessionMissing), "session_not_active": is(SessionNotActive),
+		"task_not_found": is(TaskMissing), "task_terminal": is(TaskTerminal),
+	}.parser("hook_create")
+	parseHookIngest = replies[IngestResult]{
+		"ok": func(r scriptReply) (IngestResult, error) { return IngestResult{Outcome: OK, EventID: r.str(1)}, nil },
+		"duplicate": func(r scriptReply) (IngestResult, error) {
+			return IngestResult{Outcome: Duplicate, EventID: r.str(1)}, nil
+		},
+		"not_found": func(scriptReply) (IngestResult, error) { return IngestResult{Outcome: Missing}, nil },
+		"closed":    func(r scriptReply) (IngestResult, error) { return IngestResult{Outcome: Closed, Reason: r.str(1)}, nil },
+		"rate_limited": func(r scriptReply) (IngestResult, error) {
+			return IngestResult{Outcome: RateLimited, RetryAfter: time.Duration(r.int(1)) * time.Millisecond}, nil
+		},
+	}.parser("hook_ingest")
+	parseHookAck = replies[AckResult]{
+		"ok": func(r scriptReply) (AckResult, error) { return AckResult{Outcome: OK, Acked: r.int(1)}, nil },
+		"replay": func(r scriptReply) (AckResult, error) {
+			return AckResult{Outcome: Replayed, ReplayBody: []byte(r.str(1))}, nil
+		},
+		"idem_conflict": func(scriptReply) (AckResult, error) { return AckResult{Outcome: IdemConflict}, nil },
+		"not_found":     func(scriptReply) (AckResult, error) { return AckResult{Outcome: Missing}, nil },
+	}.parser("hook_ack")
+	parseHookClose = replies[CloseResult]{
+		"ok": func(r scriptReply) (CloseResult, error) { return CloseResult{Outcome: OK, JSON: []byte(r.str(1))}, nil },
+		"replay": func(r scriptReply) (CloseResult, error) {
+			return CloseResult{Outcome: Replayed, ReplayBody: []byte(r.str(1))}, nil
+		},
+		"idem_conflict": func(scriptReply) (CloseResult, error) { return CloseResult{Outcome: IdemConflict}, nil },
+		"not_found":     func(scriptReply) (CloseResult, error) { return CloseResult{Outcome: Missing}, nil },
+	}.parser("hook_close")
+)
+
 // Fields of a hook's hash that the services read.
 const (
 	hookFieldJSON   = "json"
@@ -83,32 +119,6 @@ func (s *Store) CreateHook(ctx context.Context, w HookCreate) (Result, error) {
 		w.Config, ms(w.Now), ms(w.ClosesAt), ms(w.ExpiresAt), w.Replay,
 	}
 	return s.scripts.hookCreate.run(ctx, s, keys, args...)
-}
-
-// parseHookCreate reads hook_create's answer.
-func parseHookCreate(v any) (Result, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return Result{}, err
-	}
-	if res, ok := r.replayed(); ok {
-		return res, nil
-	}
-	switch r.word() {
-	case "ok":
-		return Result{Outcome: OK}, nil
-	case "session_not_found":
-		return Result{Outcome: SessionMissing}, nil
-	case "session_not_active":
-		return Result{Outcome: SessionNotActive}, nil
-	case "task_not_found":
-		return Result{Outcome: TaskMissing}, nil
-	case "task_terminal":
-		return Result{Outcome: TaskTerminal}, nil
-	case "exists":
-		return Result{}, errIDTaken
-	}
-	return Result{}, r.unexpected("hook_create")
 }
 
 // HookToken is what a callback token hash resolves to: the hook's id and
@@ -192,27 +202,6 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, err
 		w.HookID, w.SessionID, w.Event[0], w.Event[1], w.Event[2], cmdHash, cmdTTL,
 	}
 	return s.scripts.hookIngest.run(ctx, s, keys, args...)
-}
-
-// parseHookIngest reads hook_ingest's answer.
-func parseHookIngest(v any) (IngestResult, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return IngestResult{}, err
-	}
-	switch r.word() {
-	case "ok":
-		return IngestResult{Outcome: OK, EventID: r.str(1)}, nil
-	case "duplicate":
-		return IngestResult{Outcome: Duplicate, EventID: r.str(1)}, nil
-	case "not_found":
-		return IngestResult{Outcome: Missing}, nil
-	case "closed":
-		return IngestResult{Outcome: Closed, Reason: r.str(1)}, nil
-	case "rate_limited":
-		return IngestResult{Outcome: RateLimited, RetryAfter: time.Duration(r.int(1)) * time.Millisecond}, nil
-	}
-	return IngestResult{}, r.unexpected("hook_ingest")
 }
 
 // HookRecord is a hook's stored record and its owner, kept beside it.
@@ -366,24 +355,6 @@ func (s *Store) CloseHook(ctx context.Context, w HookClose) (CloseResult, error)
 	keys := []string{s.Keys.Hook(w.Partition, w.ID), idemKey, s.Keys.Wake(w.Partition)}
 	args := []any{idemHash, idemTTL, w.Principal, flag(w.Admin), w.ClosedJSON, w.ID, w.SessionID}
 	return s.scripts.hookClose.run(ctx, s, keys, args...)
-}
-
-// parseHookClose reads hook_close's answer.
-func parseHookClose(v any) (CloseResult, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return CloseResult{}, err
-	}
-	if res, ok := r.replayed(); ok {
-		return CloseResult{Outcome: res.Outcome, ReplayBody: res.ReplayBody}, nil
-	}
-	switch r.word() {
-	case "ok":
-		return CloseResult{Outcome: OK, JSON: []byte(r.str(1))}, nil
-	case "not_found":
-		return CloseResult{Outcome: Missing}, nil
-	}
-	return CloseResult{}, r.unexpected("hook_close")
 }
 
 // HookEntry is one stored callback request.
@@ -561,24 +532,6 @@ func (s *Store) AckHook(ctx context.Context, a HookAck) (AckResult, error) {
 		args = append(args, id)
 	}
 	return s.scripts.hookAck.run(ctx, s, keys, args...)
-}
-
-// parseHookAck reads hook_ack's answer.
-func parseHookAck(v any) (AckResult, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return AckResult{}, err
-	}
-	if res, ok := r.replayed(); ok {
-		return AckResult{Outcome: res.Outcome, ReplayBody: res.ReplayBody}, nil
-	}
-	switch r.word() {
-	case "ok":
-		return AckResult{Outcome: OK, Acked: r.int(1)}, nil
-	case "not_found":
-		return AckResult{Outcome: Missing}, nil
-	}
-	return AckResult{}, r.unexpected("hook_ack")
 }
 
 // HookLog is a non-consuming page of a hook's events and its dead letters.

@@ -789,3 +789,28 @@ func TestHookStatusDecidesAsIngest(t *testing.T) {
 		}
 	})
 }
+
+// A Redis that lost its scripts (a restart, SCRIPT FLUSH) refuses the
+// EVALSHAs of a pipeline; they are sent again with the scripts' bodies.
+func TestHookStatusesAfterTheScriptsAreLost(t *testing.T) {
+	t.Parallel()
+	s := open(t, storetest.Embedded(t)) // its own server: the flush touches nobody else
+	ctx := context.Background()
+	f := newHookFixture(t, s, "alice", false)
+	first := f.hook
+	if res, id := f.createHook(t, "alice", f.now.Add(time.Hour), store.Idempotency{}); res.Outcome != store.OK {
+		t.Fatalf("second hook: %+v", res)
+	} else {
+		f.hook = id
+	}
+	if err := s.RDB.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sts, err := s.HookStatuses(ctx, "alice", false, time.Now(), []store.HookAsk{
+		{Partition: f.part, ID: first, Parents: true, SessionID: f.session},
+		{Partition: f.part, ID: f.hook, Parents: true, SessionID: f.session},
+	})
+	if err != nil || len(sts) != 2 || sts[0].Outcome != store.OK || sts[1].Outcome != store.OK || sts[0].Closed || sts[1].Closed {
+		t.Fatalf("statuses: %+v %v", sts, err)
+	}
+}

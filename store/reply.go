@@ -10,6 +10,44 @@ import (
 // those.
 type scriptReply []any
 
+// replies are the answers one script may give, by outcome word, as its
+// header's Returns line lists them: what each means.
+type replies[R any] map[string]func(scriptReply) (R, error)
+
+// parser reads the script's answers; a word the script does not list is an
+// error.
+func (rs replies[R]) parser(script string) func(any) (R, error) {
+	return func(v any) (R, error) {
+		var zero R
+		r, err := asReply(v)
+		if err != nil {
+			return zero, fmt.Errorf("%s: %w", script, err)
+		}
+		read, ok := rs[r.word()]
+		if !ok {
+			return zero, r.unexpected(script)
+		}
+		return read(r)
+	}
+}
+
+// is is an answer that carries nothing but its outcome.
+func is(o Outcome) func(scriptReply) (Result, error) {
+	return func(scriptReply) (Result, error) { return Result{Outcome: o}, nil }
+}
+
+// okEvents is {'ok', id...}: applied, with the ids of what it appended.
+func okEvents(r scriptReply) (Result, error) { return Result{Outcome: OK, EventIDs: r.strs(1)}, nil }
+
+// replayed is {'replay', body}: a repeat of a caller's key with the same
+// body, answered with the first response.
+func replayed(r scriptReply) (Result, error) {
+	return Result{Outcome: Replayed, ReplayBody: []byte(r.str(1))}, nil
+}
+
+// idTaken is {'exists'}: see errIDTaken.
+func idTaken(scriptReply) (Result, error) { return Result{}, errIDTaken }
+
 // asReply reads a script's answer as a list with an outcome word first.
 func asReply(v any) (scriptReply, error) {
 	r, ok := v.([]any)

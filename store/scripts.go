@@ -163,11 +163,12 @@ func (s *Store) execAll(ctx context.Context, sc *redis.Script, calls []scriptCal
 		reply, err := s.exec(ctx, sc, readsOrOnce, calls[0].keys, calls[0].args)
 		return []any{reply}, err
 	}
-	send := func(eval func(redis.Pipeliner, scriptCall) *redis.Cmd, which []int) ([]*redis.Cmd, error) {
+	type eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd
+	send := func(run eval, which []int) ([]*redis.Cmd, error) {
 		pipe := s.RDB.Pipeline()
 		cmds := make([]*redis.Cmd, len(which))
 		for i, c := range which {
-			cmds[i] = eval(pipe, calls[c])
+			cmds[i] = run(ctx, pipe, calls[c].keys, calls[c].args...)
 		}
 		_, err := pipe.Exec(ctx)
 		return cmds, err
@@ -176,9 +177,7 @@ func (s *Store) execAll(ctx context.Context, sc *redis.Script, calls []scriptCal
 	for i := range all {
 		all[i] = i
 	}
-	cmds, err := send(func(p redis.Pipeliner, c scriptCall) *redis.Cmd {
-		return sc.EvalSha(ctx, p, c.keys, c.args...)
-	}, all)
+	cmds, err := send(sc.EvalSha, all)
 	var again []int
 	for i, c := range cmds {
 		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
@@ -186,9 +185,7 @@ func (s *Store) execAll(ctx context.Context, sc *redis.Script, calls []scriptCal
 		}
 	}
 	if len(again) > 0 {
-		evals, eerr := send(func(p redis.Pipeliner, c scriptCall) *redis.Cmd {
-			return sc.Eval(ctx, p, c.keys, c.args...)
-		}, again)
+		evals, eerr := send(sc.Eval, again)
 		for i, c := range again {
 			cmds[c] = evals[i]
 		}

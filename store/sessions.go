@@ -18,6 +18,21 @@ type TaskCancel struct {
 	Event          []byte
 }
 
+// The answers of the cancel scripts, by outcome word.
+var (
+	parseSessionCancel = replies[Result]{
+		"ok": is(OK), "not_found": is(Missing), "already": is(AlreadyCancelled),
+	}.parser("session_cancel")
+	// EventIDs are the tasks the batch cancelled.
+	parseSessionCancelTasks = replies[Result]{
+		"ok": okEvents, "not_cancelling": is(AlreadyCancelled),
+	}.parser("session_cancel_tasks")
+	parseSessionCancelDone = replies[Result]{
+		"ok": is(OK), "replay": replayed, "idem_conflict": is(IdemConflict),
+		"not_cancelling": is(AlreadyCancelled), "tasks_left": is(Conflict),
+	}.parser("session_cancel_done")
+)
+
 // CancelLease is how long a replica working on a session cancel holds it
 // before another one may take it over.
 const CancelLease = 30 * time.Second
@@ -30,23 +45,6 @@ func (s *Store) BeginCancel(ctx context.Context, p int, id string, sessionJSON [
 	keys := []string{s.Keys.Session(p, id), key, s.Keys.Cancels(p), s.Keys.Wake(p)}
 	args := []any{hash, ttl, sessionJSON, reason, ms(now.Add(CancelLease)), id}
 	return s.scripts.sessionCancel.run(ctx, s, keys, args...)
-}
-
-// parseSessionCancel reads session_cancel's answer.
-func parseSessionCancel(v any) (Result, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return Result{}, err
-	}
-	switch r.word() {
-	case "ok":
-		return Result{Outcome: OK}, nil
-	case "not_found":
-		return Result{Outcome: Missing}, nil
-	case "already":
-		return Result{Outcome: AlreadyCancelled}, nil
-	}
-	return Result{}, r.unexpected("session_cancel")
 }
 
 // CancelState is a cancelling session as a batch sees it.
@@ -121,22 +119,6 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 	return res.EventIDs, nil
 }
 
-// parseSessionCancelTasks reads session_cancel_tasks's answer: EventIDs are
-// the tasks it cancelled.
-func parseSessionCancelTasks(v any) (Result, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return Result{}, err
-	}
-	switch r.word() {
-	case "ok":
-		return Result{Outcome: OK, EventIDs: r.strs(1)}, nil
-	case "not_cancelling":
-		return Result{Outcome: AlreadyCancelled}, nil
-	}
-	return Result{}, r.unexpected("session_cancel_tasks")
-}
-
 // CancelledSoFar is every task the session's cancel has cancelled.
 func (s *Store) CancelledSoFar(ctx context.Context, p int, sessionID string) ([]string, error) {
 	ids, err := s.RDB.LRange(ctx, s.Keys.SessionCancelled(p, sessionID), 0, -1).Result()
@@ -170,26 +152,6 @@ func (s *Store) EndCancel(ctx context.Context, w SessionCancelDone) (Result, err
 	}
 	args := []any{idemHash, idemTTL, ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.Event, w.Response, w.Cancelled}
 	return s.scripts.sessionCancelDone.run(ctx, s, keys, args...)
-}
-
-// parseSessionCancelDone reads session_cancel_done's answer.
-func parseSessionCancelDone(v any) (Result, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return Result{}, err
-	}
-	if res, ok := r.replayed(); ok {
-		return res, nil
-	}
-	switch r.word() {
-	case "ok":
-		return Result{Outcome: OK}, nil
-	case "not_cancelling":
-		return Result{Outcome: AlreadyCancelled}, nil
-	case "tasks_left":
-		return Result{Outcome: Conflict}, nil
-	}
-	return Result{}, r.unexpected("session_cancel_done")
 }
 
 // StalledCancels are the session cancels of partition p whose lease ran out

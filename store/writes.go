@@ -40,17 +40,24 @@ type Result struct {
 	ReplayBody []byte
 }
 
-// replayed reads the answers any write with a caller's idempotency key may
-// give instead of its own: {'replay', body} and {'idem_conflict'}.
-func (r scriptReply) replayed() (Result, bool) {
-	switch r.word() {
-	case "replay":
-		return Result{Outcome: Replayed, ReplayBody: []byte(r.str(1))}, true
-	case "idem_conflict":
-		return Result{Outcome: IdemConflict}, true
-	}
-	return Result{}, false
-}
+// The answers of the session and task writes, by outcome word, as each
+// script's header lists them.
+var (
+	parseSessionCreate = replies[Result]{
+		"ok": okEvents, "replay": replayed, "idem_conflict": is(IdemConflict), "exists": idTaken,
+	}.parser("session_create")
+	parseTaskCreate = replies[Result]{
+		"ok": okEvents, "replay": replayed, "idem_conflict": is(IdemConflict), "exists": idTaken,
+		"session_not_found": is(SessionMissing), "session_not_active": is(SessionNotActive),
+		"too_many_tasks": is(TooManyTasks),
+	}.parser("task_create")
+	parseTaskApply = replies[Result]{
+		"ok": okEvents, "replay": replayed, "idem_conflict": is(IdemConflict), "not_found": is(Missing),
+		"conflict": func(r scriptReply) (Result, error) {
+			return Result{Outcome: Conflict, Current: []byte(r.str(1))}, nil
+		},
+	}.parser("task_apply")
+)
 
 // Idempotency is the key a request carried, already scoped to its principal
 // and route, and the hash of its body. The zero value means no key.
@@ -127,24 +134,6 @@ func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, err
 	return s.scripts.sessionCreate.run(ctx, s, keys, args...)
 }
 
-// parseSessionCreate reads session_create's answer.
-func parseSessionCreate(v any) (Result, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return Result{}, err
-	}
-	if res, ok := r.replayed(); ok {
-		return res, nil
-	}
-	switch r.word() {
-	case "ok":
-		return Result{Outcome: OK, EventIDs: r.strs(1)}, nil
-	case "exists":
-		return Result{}, errIDTaken
-	}
-	return Result{}, r.unexpected("session_create")
-}
-
 // TaskCreate is a new task to write.
 type TaskCreate struct {
 	Partition int
@@ -185,30 +174,6 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 		w.MaxLive, w.Requester, w.Kind,
 	}
 	return s.scripts.taskCreate.run(ctx, s, keys, args...)
-}
-
-// parseTaskCreate reads task_create's answer.
-func parseTaskCreate(v any) (Result, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return Result{}, err
-	}
-	if res, ok := r.replayed(); ok {
-		return res, nil
-	}
-	switch r.word() {
-	case "ok":
-		return Result{Outcome: OK, EventIDs: r.strs(1)}, nil
-	case "session_not_found":
-		return Result{Outcome: SessionMissing}, nil
-	case "session_not_active":
-		return Result{Outcome: SessionNotActive}, nil
-	case "too_many_tasks":
-		return Result{Outcome: TooManyTasks}, nil
-	case "exists":
-		return Result{}, errIDTaken
-	}
-	return Result{}, r.unexpected("task_create")
 }
 
 // TaskUpdate is one change to write, computed from ExpectRevision.
@@ -260,26 +225,6 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		args = append(args, a.Value)
 	}
 	return s.scripts.taskApply.run(ctx, s, keys, args...)
-}
-
-// parseTaskApply reads task_apply's answer.
-func parseTaskApply(v any) (Result, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return Result{}, err
-	}
-	if res, ok := r.replayed(); ok {
-		return res, nil
-	}
-	switch r.word() {
-	case "ok":
-		return Result{Outcome: OK, EventIDs: r.strs(1)}, nil
-	case "not_found":
-		return Result{Outcome: Missing}, nil
-	case "conflict":
-		return Result{Outcome: Conflict, Current: []byte(r.str(1))}, nil
-	}
-	return Result{}, r.unexpected("task_apply")
 }
 
 // AnswerByToken returns what ApplyTask stored for an answer token's hash, or
