@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/taskhook/taskhook/problem"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/taskhook/taskhook/hooks"
-	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
@@ -84,17 +84,9 @@ func toAPIError(err error) *APIError {
 	if errors.As(err, &api) {
 		return api
 	}
-	var tverr *tasks.ValidationError
-	if errors.As(err, &tverr) {
-		return invalidRequest(tverr.Field, tverr.Message)
-	}
-	var sverr *sessions.ValidationError
-	if errors.As(err, &sverr) {
-		return invalidRequest(sverr.Field, sverr.Message)
-	}
-	var hverr *hooks.ValidationError
-	if errors.As(err, &hverr) {
-		return invalidRequest(hverr.Field, hverr.Message)
+	var verr *problem.ValidationError
+	if errors.As(err, &verr) {
+		return invalidRequest(verr.Field, verr.Message)
 	}
 	var closed *hooks.ClosedError
 	if errors.As(err, &closed) {
@@ -140,18 +132,15 @@ func toAPIError(err error) *APIError {
 		return e
 	}
 	switch {
-	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, sessions.ErrNotFound),
-		errors.Is(err, tasks.ErrSessionNotFound), errors.Is(err, store.ErrNotFound),
-		errors.Is(err, hooks.ErrNotFound), errors.Is(err, hooks.ErrUnknownToken):
+	case errors.Is(err, problem.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, hooks.ErrUnknownToken):
 		return errNotFound
 	case errors.Is(err, tasks.ErrInputClosed):
 		return apiError(http.StatusGone, CodeInputClosed, "the input request is no longer open")
 	case errors.Is(err, hooks.ErrTaskTerminal):
 		return apiError(http.StatusConflict, CodeTaskTerminal, "the task has ended")
-	case errors.Is(err, tasks.ErrSessionNotActive), errors.Is(err, hooks.ErrSessionNotActive):
+	case errors.Is(err, problem.ErrSessionNotActive):
 		return apiError(http.StatusConflict, CodeSessionNotActive, "the session is not active")
-	case errors.Is(err, tasks.ErrIdempotency), errors.Is(err, sessions.ErrIdempotency),
-		errors.Is(err, hooks.ErrIdempotency):
+	case errors.Is(err, problem.ErrIdempotency):
 		return apiError(http.StatusConflict, CodeIdempotency, "this Idempotency-Key was used with a different request body")
 	case errors.Is(err, store.ErrBadCursor):
 		return invalidRequest("cursor", "is not a cursor this service gave out")

@@ -7,7 +7,7 @@ package hooks
 
 import (
 	"errors"
-	"fmt"
+	"github.com/taskhook/taskhook/problem"
 	"mime"
 	"net/http"
 	"strconv"
@@ -100,13 +100,10 @@ type ingestConfig struct {
 
 // Errors.
 var (
-	ErrNotFound         = errors.New("hook not found")
-	ErrUnknownToken     = errors.New("unknown callback token")
-	ErrClosed           = errors.New("hook closed")
-	ErrRateLimited      = errors.New("hook rate limit exceeded")
-	ErrSessionNotActive = errors.New("session is not active")
-	ErrTaskTerminal     = errors.New("task has ended")
-	ErrIdempotency      = errors.New("idempotency key reused with a different body")
+	ErrUnknownToken = errors.New("unknown callback token")
+	ErrClosed       = errors.New("hook closed")
+	ErrRateLimited  = errors.New("hook rate limit exceeded")
+	ErrTaskTerminal = errors.New("task has ended")
 )
 
 // ClosedError is a callback to a hook that takes no more requests; Reason
@@ -122,15 +119,6 @@ type RateLimitedError struct{ RetryAfter time.Duration }
 func (e *RateLimitedError) Error() string { return "hook rate limit exceeded" }
 func (e *RateLimitedError) Unwrap() error { return ErrRateLimited }
 
-// ValidationError is a request that can never succeed as sent.
-type ValidationError struct{ Field, Message string }
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
-
-func invalidf(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
-}
-
 // Limits of a create.
 const (
 	maxLabel        = 200
@@ -143,54 +131,54 @@ const (
 // validate checks a create body on its own, before any state is read.
 func (in *CreateInput) validate() error {
 	if in.TaskID == "" && in.SessionID == "" {
-		return invalidf("taskId", "taskId or sessionId is required")
+		return problem.Invalid("taskId", "taskId or sessionId is required")
 	}
 	if len(in.Label) > maxLabel {
-		return invalidf("label", "at most %d bytes", maxLabel)
+		return problem.Invalid("label", "at most %d bytes", maxLabel)
 	}
 	if in.TTLMs != nil && *in.TTLMs < minTTL.Milliseconds() {
-		return invalidf("ttlMs", "must be at least %d", minTTL.Milliseconds())
+		return problem.Invalid("ttlMs", "must be at least %d", minTTL.Milliseconds())
 	}
 	if in.Verify != nil {
 		if err := in.Verify.Validate(); err != nil {
 			var verr *VerifyError
 			if errors.As(err, &verr) {
-				return &ValidationError{Field: "verify." + verr.Field, Message: verr.Reason}
+				return &problem.ValidationError{Field: "verify." + verr.Field, Message: verr.Reason}
 			}
-			return invalidf("verify", "is not valid")
+			return problem.Invalid("verify", "is not valid")
 		}
 	}
 	if in.DedupeHeader != "" && (len(in.DedupeHeader) > maxHeaderNameLen || !validHeaderName(in.DedupeHeader)) {
-		return invalidf("dedupeHeader", "is not a valid HTTP header name")
+		return problem.Invalid("dedupeHeader", "is not a valid HTTP header name")
 	}
 	// Its value is stored with every event (providerEventId): never a
 	// credential or a signature, which keptHeaders never stores either.
 	if name := http.CanonicalHeaderKey(in.DedupeHeader); in.DedupeHeader != "" && (secretHeaders[name] ||
 		(in.Verify != nil && in.Verify.Header != "" && http.CanonicalHeaderKey(in.Verify.Header) == name)) {
-		return invalidf("dedupeHeader", "must not name a credential or signature header")
+		return problem.Invalid("dedupeHeader", "must not name a credential or signature header")
 	}
 	if r := in.Response; r != nil {
 		if r.Status == 0 {
 			r.Status = 200
 		}
 		if r.Status < 200 || r.Status > 299 {
-			return invalidf("response.status", "must be 200 to 299")
+			return problem.Invalid("response.status", "must be 200 to 299")
 		}
 		if (r.Status == 204 || r.Status == 205) && r.Body != "" {
-			return invalidf("response.body", "must be empty with status %d", r.Status)
+			return problem.Invalid("response.body", "must be empty with status %d", r.Status)
 		}
 		if len(r.Body) > maxResponseBody {
-			return invalidf("response.body", "at most %d bytes", maxResponseBody)
+			return problem.Invalid("response.body", "at most %d bytes", maxResponseBody)
 		}
 		if r.ContentType == "" {
 			r.ContentType = defaultResponse
 		}
 		if len(r.ContentType) > maxContentType || strings.ContainsAny(r.ContentType, "\r\n") {
-			return invalidf("response.contentType", "is not a media type")
+			return problem.Invalid("response.contentType", "is not a media type")
 		}
 		mt, _, err := mime.ParseMediaType(r.ContentType)
 		if typ, sub, ok := strings.Cut(mt, "/"); err != nil || !ok || typ == "" || sub == "" {
-			return invalidf("response.contentType", "is not a media type")
+			return problem.Invalid("response.contentType", "is not a media type")
 		}
 	}
 	return nil

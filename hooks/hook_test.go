@@ -3,6 +3,7 @@ package hooks
 import (
 	"encoding/json"
 	"errors"
+	"github.com/taskhook/taskhook/problem"
 	"net/http"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func TestCreateInputValidate(t *testing.T) {
 		"response header smug": {CreateInput{SessionID: "s", Response: &Response{ContentType: "text/plain\r\nX-A: b"}}, "response.contentType"},
 	} {
 		err := c.in.validate()
-		var verr *ValidationError
+		var verr *problem.ValidationError
 		switch {
 		case c.field == "" && err != nil:
 			t.Errorf("%s: %v", name, err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/taskhook/taskhook/problem"
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
@@ -37,17 +38,6 @@ type CreateInput struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 	Notify   []any           `json:"notify,omitempty"`
 }
-
-// Errors.
-var (
-	ErrNotFound    = errors.New("not found")
-	ErrIdempotency = errors.New("idempotency key reused with a different body")
-)
-
-// ValidationError is a body that can never succeed as sent.
-type ValidationError struct{ Field, Message string }
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
 
 // Config holds the session limits. Zero means the default.
 type Config struct {
@@ -82,10 +72,10 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, now func() time.Time
 // partition follows the key, so a repeat finds its first response.
 func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) ([]byte, bool, error) {
 	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
-		return nil, false, &ValidationError{Field: "metadata", Message: "must be an object"}
+		return nil, false, &problem.ValidationError{Field: "metadata", Message: "must be an object"}
 	}
 	if len(in.Notify) > 0 {
-		return nil, false, &ValidationError{Field: "notify", Message: "notification endpoints are not available in this version"}
+		return nil, false, &problem.ValidationError{Field: "notify", Message: "notification endpoints are not available in this version"}
 	}
 	part := store.PartitionFor(idem.Scope, s.store.Partitions)
 	if idem.Scope == "" {
@@ -123,7 +113,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	case store.Replayed:
 		return res.ReplayBody, true, nil
 	case store.IdemConflict:
-		return nil, false, ErrIdempotency
+		return nil, false, problem.ErrIdempotency
 	}
 	return nil, false, fmt.Errorf("create session: unexpected outcome %d", res.Outcome)
 }
@@ -132,11 +122,11 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Session, []byte, error) {
 	part, err := store.PartitionOf(id, store.SessionPrefix, s.store.Partitions)
 	if err != nil {
-		return Session{}, nil, ErrNotFound
+		return Session{}, nil, problem.ErrNotFound
 	}
 	raw, err := s.store.GetOwned(ctx, s.store.Keys.Session(part, id), p.ID, p.Admin(), false)
 	if errors.Is(err, store.ErrNotFound) {
-		return Session{}, nil, ErrNotFound
+		return Session{}, nil, problem.ErrNotFound
 	}
 	if err != nil {
 		return Session{}, nil, err
@@ -146,7 +136,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 		return Session{}, nil, fmt.Errorf("decode session: %w", err)
 	}
 	if !p.CanAccess(ses.Owner) {
-		return Session{}, nil, ErrNotFound
+		return Session{}, nil, problem.ErrNotFound
 	}
 	return ses, raw, nil
 }
@@ -154,7 +144,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 // List pages through the caller's sessions, newest first, optionally by status.
 func (s *Service) List(ctx context.Context, p authz.Principal, status string, after *store.Position, limit int) (store.Page, error) {
 	if status != "" && status != Active && status != Cancelled {
-		return store.Page{}, &ValidationError{Field: "status", Message: "must be active or cancelled"}
+		return store.Page{}, &problem.ValidationError{Field: "status", Message: "must be active or cancelled"}
 	}
 	indexes := make([]string, s.store.Partitions)
 	for i := range indexes {

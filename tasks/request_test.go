@@ -3,6 +3,7 @@ package tasks
 import (
 	"errors"
 	"fmt"
+	"github.com/taskhook/taskhook/problem"
 	"reflect"
 	"strings"
 	"testing"
@@ -187,9 +188,9 @@ func TestInputRequestValidate(t *testing.T) {
 				}
 				return
 			}
-			var ve *ValidationError
+			var ve *problem.ValidationError
 			if !errors.As(err, &ve) {
-				t.Fatalf("validate(%+v) = %v, want a *ValidationError", c.req, err)
+				t.Fatalf("validate(%+v) = %v, want a *problem.ValidationError", c.req, err)
 			}
 			if ve.Field != c.wantField {
 				t.Errorf("field = %q, want %q (%v)", ve.Field, c.wantField, err)
