@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -245,58 +243,6 @@ func (c *Client) Respond(ctx context.Context, id string, resps []InputResponse, 
 		body.Responses = []InputResponse{}
 	}
 	return c.command(ctx, id, "/input", body, opts)
-}
-
-// InputAnswer is the answer to AnswerInput: the task and request answered
-// and the task's status after it. Not the task itself: the holder of an
-// answer URL may not read it.
-type InputAnswer struct {
-	OK        bool   `json:"ok"`
-	TaskID    string `json:"taskId"`
-	RequestID string `json:"requestId"`
-	Status    string `json:"status"`
-}
-
-// AnswerInput answers the one request an answerUrl names, as a channel does:
-// the URL is the credential, so no Authorization header is sent (the
-// client's base URL and token are not used). optionID or text (or both) is
-// required. A request answered already, or whose task ended, is a 410
-// input_closed *Error, even for the same answer: retry with
-// WithIdempotencyKey instead. No error text carries the URL's token.
-func (c *Client) AnswerInput(ctx context.Context, answerURL, optionID, text string, opts ...CallOption) (*InputAnswer, error) {
-	var cl call
-	for _, o := range opts {
-		if o != nil {
-			o(&cl)
-		}
-	}
-	body, err := json.Marshal(struct {
-		OptionID string `json:"optionId,omitempty"`
-		Text     string `json:"text,omitempty"`
-	}{optionID, text})
-	if err != nil {
-		return nil, fmt.Errorf("taskhook: encode an answer: %w", err)
-	}
-	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
-	if cl.idempotencyKey != "" {
-		header.Set("Idempotency-Key", cl.idempotencyKey)
-	}
-	if cl.requestID != "" {
-		header.Set("X-Request-Id", cl.requestID)
-	}
-	resp, err := c.postCapability(ctx, "answer", answerURL, body, header, cl.meta)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
-	var out InputAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("taskhook: decode the answer to an input answer (status %d): %w", resp.StatusCode, err)
-	}
-	return &out, nil
 }
 
 // Complete ends the task with a result (any value that encodes as JSON).
