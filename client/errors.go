@@ -45,6 +45,8 @@ type Error struct {
 	ErrorID    string        // of an internal error, as the server logged it
 	RetryAfter time.Duration // from Retry-After (429, 503); 0 when absent
 	RequestID  string        // X-Request-Id of the answer
+
+	retryAfterSent bool // the answer had a Retry-After, even one of 0
 }
 
 // Detail is one field problem of an invalid_request.
@@ -106,6 +108,8 @@ func (c *Client) decodeError(resp *http.Response) *Error {
 		Status:     resp.StatusCode,
 		RequestID:  resp.Header.Get("X-Request-Id"),
 		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
+
+		retryAfterSent: resp.Header.Get("Retry-After") != "",
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var body errorBody

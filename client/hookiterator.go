@@ -2,10 +2,8 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
-	"math/rand/v2"
 	"net/http"
 	"time"
 )
@@ -35,9 +33,10 @@ type HookEventsOptions struct {
 	// again, to this or another reader. Default 30 s.
 	Visibility time.Duration
 	// MinBackoff and MaxBackoff bound the pauses after transient failures
-	// (network errors, 429, 502, 503, 504): the first is MinBackoff, each
-	// next one doubles, up to MaxBackoff, or longer when the server's
-	// Retry-After says so. Defaults 100 ms and 5 s.
+	// (connection errors, 502, 503, 504, and 429 with Retry-After): the
+	// pause before retry n is a random duration up to MinBackoff·2ⁿ, never
+	// above MaxBackoff, and never shorter than the server's Retry-After.
+	// Defaults 100 ms and 5 s.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
 }
@@ -46,9 +45,6 @@ type HookEventsOptions struct {
 const (
 	defaultHookWait       = 30 * time.Second
 	defaultHookVisibility = 30 * time.Second
-	defaultMinBackoff     = 100 * time.Millisecond
-	defaultMaxBackoff     = 5 * time.Second
-	maxRetryAfter         = 5 * time.Minute
 	// exitAckTimeout bounds the acks sent as the iterator ends, which may be
 	// after ctx has ended.
 	exitAckTimeout = 10 * time.Second
@@ -71,8 +67,10 @@ const (
 // events the body finished are acked before the next read, when a batch
 // takes longer than half the visibility, and when the iterator ends.
 //
-// Network errors and 429, 502, 503 and 504 answers are retried with capped
-// exponential backoff (honoring Retry-After) and never yielded. Any other
+// Reads and acks that fail with a connection error, a 502, 503 or 504, or a
+// 429 with Retry-After are retried (exponential backoff with full jitter,
+// honouring Retry-After) and never yielded; retrying an ack is safe, as
+// acking an event twice is harmless. Any other
 // error is yielded once, and ends the iteration; so does a hook that is
 // closed and has nothing left for the group: an *Error with code
 // hook_closed (status 410). The iteration ends without an error when ctx
@@ -119,8 +117,7 @@ type hookReader struct {
 	id         string
 	read       HookReadParams
 	visibility time.Duration
-	minBackoff time.Duration
-	maxBackoff time.Duration
+	retry      retryPolicy
 	done       []string // events the body returned from, not acked yet
 }
 
@@ -128,7 +125,7 @@ func newHookReader(h *HookHandle, o HookEventsOptions) *hookReader {
 	r := &hookReader{
 		c: h.c, id: h.id,
 		read:       HookReadParams{Group: o.Group, Consumer: o.Consumer, Count: o.Count, Wait: o.Wait, Visibility: o.Visibility},
-		visibility: o.Visibility, minBackoff: o.MinBackoff, maxBackoff: o.MaxBackoff,
+		visibility: o.Visibility, retry: newRetryPolicy(o.MinBackoff, o.MaxBackoff),
 	}
 	if r.read.Wait <= 0 {
 		r.read.Wait = defaultHookWait
@@ -136,13 +133,6 @@ func newHookReader(h *HookHandle, o HookEventsOptions) *hookReader {
 	if r.visibility <= 0 {
 		r.visibility = defaultHookVisibility
 	}
-	if r.minBackoff <= 0 {
-		r.minBackoff = defaultMinBackoff
-	}
-	if r.maxBackoff <= 0 {
-		r.maxBackoff = defaultMaxBackoff
-	}
-	r.maxBackoff = max(r.maxBackoff, r.minBackoff)
 	return r
 }
 
@@ -168,7 +158,7 @@ func (r *hookReader) next(ctx context.Context) (*HookBatch, error) {
 
 func (r *hookReader) readBatch(ctx context.Context, p HookReadParams) (*HookBatch, error) {
 	var b *HookBatch
-	err := r.retry(ctx, func(ctx context.Context) (err error) {
+	err := r.retry.do(ctx, func(ctx context.Context) (err error) {
 		b, err = r.c.ReadHook(ctx, r.id, p)
 		return err
 	})
@@ -180,7 +170,7 @@ func (r *hookReader) ack(ctx context.Context) error {
 	if len(r.done) == 0 {
 		return nil
 	}
-	err := r.retry(ctx, func(ctx context.Context) error {
+	err := r.retry.do(ctx, func(ctx context.Context) error {
 		_, err := r.c.AckHook(ctx, r.id, r.read.Group, r.done)
 		return err
 	})
@@ -208,44 +198,4 @@ func (r *hookReader) fail(ctx context.Context, yield func(HookEvent, error) bool
 	if ctx.Err() == nil {
 		yield(HookEvent{}, err)
 	}
-}
-
-// retry runs op until it succeeds, fails for good, or ctx ends, pausing
-// between transient failures.
-func (r *hookReader) retry(ctx context.Context, op func(context.Context) error) error {
-	backoff := r.minBackoff
-	for {
-		err := op(ctx)
-		if err == nil || ctx.Err() != nil || !transient(err) {
-			return err
-		}
-		pause := backoff/2 + rand.N(backoff/2+1) // jitter, so that readers do not retry in step
-		var e *Error
-		if errors.As(err, &e) && e.RetryAfter > pause {
-			pause = min(e.RetryAfter, maxRetryAfter)
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		backoff = min(2*backoff, r.maxBackoff)
-	}
-}
-
-// transient reports whether a failed call may succeed if tried again: no
-// answer arrived (or it was cut off), or the server or a proxy said to come
-// back later.
-func transient(err error) bool {
-	var e *Error
-	if !errors.As(err, &e) {
-		return true
-	}
-	switch e.Status {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
 }
