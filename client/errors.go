@@ -8,31 +8,33 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // Error codes of the contract.
 const (
-	CodeInvalidJSON         = "invalid_json"
-	CodeInvalidRequest      = "invalid_request"
-	CodeUnauthorized        = "unauthorized"
-	CodeNotFound            = "not_found"
-	CodeTaskTerminal        = "task_terminal"
-	CodeNotInputRequired    = "not_input_required"
-	CodeUnknownRequest      = "unknown_request"
-	CodeInputConflict       = "input_conflict"
-	CodeIdempotencyConflict = "idempotency_conflict"
-	CodeSessionNotActive    = "session_not_active"
-	CodeHookClosed          = "hook_closed"
-	CodeInputClosed         = "input_closed"
-	CodeSignatureInvalid    = "signature_invalid"
-	CodePayloadTooLarge     = "payload_too_large"
-	CodeRequestTimeout      = "request_timeout"
-	CodeRateLimited         = "rate_limited"
-	CodeStoreUnavailable    = "store_unavailable"
-	CodeTooManyTasks        = "too_many_tasks" // 429: the session holds as many live tasks as it may
-	CodeTaskTooLarge        = "task_too_large" // 413: the task record would be above the size limit
-	CodeOverloaded          = "overloaded"
-	CodeInternal            = "internal"
+	CodeInvalidJSON         = wire.CodeInvalidJSON
+	CodeInvalidRequest      = wire.CodeInvalidRequest
+	CodeUnauthorized        = wire.CodeUnauthorized
+	CodeNotFound            = wire.CodeNotFound
+	CodeTaskTerminal        = wire.CodeTaskTerminal
+	CodeNotInputRequired    = wire.CodeNotInputRequired
+	CodeUnknownRequest      = wire.CodeUnknownRequest
+	CodeInputConflict       = wire.CodeInputConflict
+	CodeIdempotencyConflict = wire.CodeIdempotencyConflict
+	CodeSessionNotActive    = wire.CodeSessionNotActive
+	CodeHookClosed          = wire.CodeHookClosed
+	CodeInputClosed         = wire.CodeInputClosed
+	CodeSignatureInvalid    = wire.CodeSignatureInvalid
+	CodePayloadTooLarge     = wire.CodePayloadTooLarge
+	CodeRequestTimeout      = wire.CodeRequestTimeout
+	CodeRateLimited         = wire.CodeRateLimited
+	CodeStoreUnavailable    = wire.CodeStoreUnavailable
+	CodeTooManyTasks        = wire.CodeTooManyTasks // 429: the session holds as many live tasks as it may
+	CodeTaskTooLarge        = wire.CodeTaskTooLarge // 413: the task record would be above the size limit
+	CodeOverloaded          = wire.CodeOverloaded
+	CodeInternal            = wire.CodeInternal
 )
 
 // Error is a non-2xx answer of the server.
@@ -50,10 +52,7 @@ type Error struct {
 }
 
 // Detail is one field problem of an invalid_request.
-type Detail struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+type Detail = wire.Detail
 
 func (e *Error) Error() string {
 	var b strings.Builder

@@ -8,75 +8,48 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // Hook statuses, and why a hook closed.
 const (
-	HookOpen   = "open"
-	HookClosed = "closed"
+	HookOpen   = wire.HookOpen
+	HookClosed = wire.HookClosed
 
-	CloseReasonClosed           = "closed"
-	CloseReasonExpired          = "expired"
-	CloseReasonTaskTerminal     = "task_terminal"
-	CloseReasonSessionCancelled = "session_cancelled"
+	CloseReasonClosed           = wire.CloseReasonClosed
+	CloseReasonExpired          = wire.CloseReasonExpired
+	CloseReasonTaskTerminal     = wire.CloseReasonTaskTerminal
+	CloseReasonSessionCancelled = wire.CloseReasonSessionCancelled
 )
 
 // Signature schemes a hook can require of the posts it takes.
 const (
-	VerifyStandardWebhooks = "standard-webhooks"
-	VerifyGitHub           = "github"
-	VerifyStripe           = "stripe"
-	VerifySlack            = "slack"
-	VerifyHMACSHA256       = "hmac-sha256"
+	VerifyStandardWebhooks = wire.VerifyStandardWebhooks
+	VerifyGitHub           = wire.VerifyGitHub
+	VerifyStripe           = wire.VerifyStripe
+	VerifySlack            = wire.VerifySlack
+	VerifyHMACSHA256       = wire.VerifyHMACSHA256
 )
 
-// Hook is a callback URL that outside systems post to, with the durable
-// queue a task reads them from. It never carries the token: only
-// CreateHook's answer does.
-type Hook struct {
-	HookID       string        `json:"hookId"`
-	Status       string        `json:"status"`                // open or closed
-	CloseReason  string        `json:"closeReason,omitempty"` // closed, expired, task_terminal or session_cancelled
-	Owner        string        `json:"owner"`
-	SessionID    string        `json:"sessionId"`
-	TaskID       string        `json:"taskId,omitempty"`
-	Label        string        `json:"label,omitempty"`
-	CreatedAt    time.Time     `json:"createdAt"`
-	ExpiresAt    time.Time     `json:"expiresAt"`
-	TTLMs        int64         `json:"ttlMs"`
-	ClosedAt     *time.Time    `json:"closedAt,omitempty"`
-	Verify       *HookVerify   `json:"verify,omitempty"` // without its secret
-	Response     *HookResponse `json:"response,omitempty"`
-	DedupeHeader string        `json:"dedupeHeader,omitempty"`
-}
-
-// CreatedHook is the answer to CreateHook: the hook, its token and its
-// callback URL. They are shown this once (a replay of the create with the
-// same idempotency key answers without them): hand URL to the outside
-// system and keep neither in logs.
-type CreatedHook struct {
-	Hook
-	Token string `json:"token"`
-	URL   string `json:"url"`
-}
-
-// HookVerify is the signature check a hook applies to every post before it
-// stores anything. Secret is sent on create and never shown again.
-type HookVerify struct {
-	Scheme           string `json:"scheme"`             // one of the Verify* constants
-	Secret           string `json:"secret,omitempty"`   // standard-webhooks: "whsec_" + base64; the others: the shared secret
-	Header           string `json:"header,omitempty"`   // hmac-sha256 only: the header holding the signature
-	Encoding         string `json:"encoding,omitempty"` // hmac-sha256 only: hex (the default) or base64
-	ToleranceSeconds int    `json:"toleranceSeconds,omitempty"`
-}
-
-// HookResponse is a static answer the hook gives accepted posts instead of
-// 202 {ok, eventId, duplicate}, for providers that want a particular one.
-type HookResponse struct {
-	Status      int    `json:"status,omitempty"` // 2xx; 0: 200
-	Body        string `json:"body"`
-	ContentType string `json:"contentType,omitempty"`
-}
+type (
+	// Hook is a callback URL that outside systems post to, with the durable
+	// queue a task reads them from. It never carries the token: only
+	// CreateHook's answer does.
+	Hook = wire.Hook[time.Time]
+	// CreatedHook is the answer to CreateHook: the hook, its token and its
+	// callback URL. They are shown this once (a replay of the create with
+	// the same idempotency key answers without them): hand URL to the
+	// outside system and keep neither in logs.
+	CreatedHook = wire.CreatedHook[time.Time]
+	// HookVerify is the signature check a hook applies to every post before
+	// it stores anything. Secret is sent on create and never shown again.
+	HookVerify = wire.HookVerify
+	// HookResponse is a static answer the hook gives accepted posts instead
+	// of 202 {ok, eventId, duplicate}, for providers that want a particular
+	// one.
+	HookResponse = wire.HookResponse
+)
 
 // CreateHookInput is the body of POST /v1/hooks. TaskID or SessionID is
 // required; a task's hook closes itself when the task ends.
