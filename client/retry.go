@@ -55,8 +55,8 @@ func (p retryPolicy) backoff(n int, err error) time.Duration {
 	}
 	pause := p.jitter(min(ceiling, p.max))
 	var e *Error
-	if errors.As(err, &e) && e.RetryAfter > pause {
-		pause = min(e.RetryAfter, maxRetryAfter)
+	if errors.As(err, &e) {
+		pause = max(pause, min(e.RetryAfter, maxRetryAfter))
 	}
 	return pause
 }
