@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -18,28 +19,28 @@ import (
 
 // Error codes of the contract.
 const (
-	CodeInvalidJSON       = "invalid_json"
-	CodeInvalidRequest    = "invalid_request"
-	CodeUnauthorized      = "unauthorized"
-	CodeNotFound          = "not_found"
-	CodeTaskTerminal      = "task_terminal"
-	CodeNotInputRequired  = "not_input_required"
-	CodeUnknownRequest    = "unknown_request"
-	CodeInputConflict     = "input_conflict"
-	CodeInputClosed       = "input_closed"
-	CodeIdempotency       = "idempotency_conflict"
-	CodeSessionNotActive  = "session_not_active"
-	CodeHookClosed        = "hook_closed"
-	CodeSignatureInvalid  = "signature_invalid"
-	CodePayloadTooLarge   = "payload_too_large"
-	CodeRateLimited       = "rate_limited"
-	CodeStoreUnavailable  = "store_unavailable"
-	CodeInternal          = "internal"
-	CodeMethodNotAllowed  = "method_not_allowed"
-	CodeTooManyTasks      = "too_many_tasks"
-	CodeTaskTooLarge      = "task_too_large"
-	CodeRequestTimeout    = "request_timeout"
-	CodeOverloaded        = "overloaded"
+	CodeInvalidJSON       = wire.CodeInvalidJSON
+	CodeInvalidRequest    = wire.CodeInvalidRequest
+	CodeUnauthorized      = wire.CodeUnauthorized
+	CodeNotFound          = wire.CodeNotFound
+	CodeTaskTerminal      = wire.CodeTaskTerminal
+	CodeNotInputRequired  = wire.CodeNotInputRequired
+	CodeUnknownRequest    = wire.CodeUnknownRequest
+	CodeInputConflict     = wire.CodeInputConflict
+	CodeInputClosed       = wire.CodeInputClosed
+	CodeIdempotency       = wire.CodeIdempotencyConflict
+	CodeSessionNotActive  = wire.CodeSessionNotActive
+	CodeHookClosed        = wire.CodeHookClosed
+	CodeSignatureInvalid  = wire.CodeSignatureInvalid
+	CodePayloadTooLarge   = wire.CodePayloadTooLarge
+	CodeRateLimited       = wire.CodeRateLimited
+	CodeStoreUnavailable  = wire.CodeStoreUnavailable
+	CodeInternal          = wire.CodeInternal
+	CodeMethodNotAllowed  = wire.CodeMethodNotAllowed
+	CodeTooManyTasks      = wire.CodeTooManyTasks
+	CodeTaskTooLarge      = wire.CodeTaskTooLarge
+	CodeRequestTimeout    = wire.CodeRequestTimeout
+	CodeOverloaded        = wire.CodeOverloaded
 	retryAfterUnavailable = "1"
 	statusClientClosed    = 499
 	notFoundMessage       = "no such resource"
@@ -64,10 +65,7 @@ func apiError(status int, code, msg string) *APIError {
 }
 
 // Detail is one field problem of an invalid_request.
-type Detail struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+type Detail = wire.Detail
 
 func invalidRequest(field, msg string) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: field + ": " + msg,

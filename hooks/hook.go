@@ -14,64 +14,35 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
 )
 
 // Statuses of a hook.
 const (
-	Open   = "open"
-	Closed = "closed"
+	Open   = wire.HookOpen
+	Closed = wire.HookClosed
 )
 
-// Hook is the record, as the API shows it. It never holds the token or the
-// verify secret.
-type Hook struct {
-	HookID       string       `json:"hookId"`
-	Status       string       `json:"status"`
-	CloseReason  string       `json:"closeReason,omitempty"` // closed, expired, task_terminal, session_cancelled
-	Owner        string       `json:"owner"`
-	SessionID    string       `json:"sessionId"`
-	TaskID       string       `json:"taskId,omitempty"`
-	Label        string       `json:"label,omitempty"`
-	CreatedAt    events.Time  `json:"createdAt"`
-	ExpiresAt    events.Time  `json:"expiresAt"`
-	TTLMs        int64        `json:"ttlMs"`
-	ClosedAt     *events.Time `json:"closedAt,omitempty"`
-	Verify       *VerifyView  `json:"verify,omitempty"`
-	Response     *Response    `json:"response,omitempty"`
-	DedupeHeader string       `json:"dedupeHeader,omitempty"`
-}
+type (
+	// Hook is the record, as the API shows it. It never holds the token or
+	// the verify secret.
+	Hook = wire.Hook[events.Time]
+	// Created is the answer to a create: the hook with its token and
+	// callback URL, shown this once.
+	Created = wire.CreatedHook[events.Time]
+	// Response is the static answer a hook gives an accepted callback
+	// instead of the default 202 {ok, eventId, duplicate}.
+	Response = wire.HookResponse
+)
 
-// Created is the answer to a create: the hook with its token and callback
-// URL, shown this once.
-type Created struct {
-	Hook
-	Token string `json:"token"`
-	URL   string `json:"url"`
-}
-
-// VerifyView is a hook's Verify without its secret.
-type VerifyView struct {
-	Scheme    string `json:"scheme"`
-	Header    string `json:"header,omitempty"`
-	Encoding  string `json:"encoding,omitempty"`
-	Tolerance int    `json:"toleranceSeconds,omitempty"`
-}
-
-func viewOf(v *Verify) *VerifyView {
+// viewOf is a hook's Verify as the API shows it: without its secret.
+func viewOf(v *Verify) *wire.HookVerify {
 	if v == nil {
 		return nil
 	}
 	r := v.Redacted()
-	return &VerifyView{Scheme: r.Scheme, Header: r.Header, Encoding: r.Encoding, Tolerance: r.Tolerance}
-}
-
-// Response is the static answer a hook gives an accepted callback instead of
-// the default 202 {ok, eventId, duplicate}.
-type Response struct {
-	Status      int    `json:"status"`
-	Body        string `json:"body"`
-	ContentType string `json:"contentType,omitempty"`
+	return &wire.HookVerify{Scheme: r.Scheme, Header: r.Header, Encoding: r.Encoding, ToleranceSeconds: r.Tolerance}
 }
 
 // CreateInput is the body of POST /v1/hooks.

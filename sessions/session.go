@@ -10,6 +10,7 @@ import (
 	"github.com/taskhook/taskhook/problem"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/store"
@@ -18,20 +19,12 @@ import (
 
 // Statuses of a session.
 const (
-	Active    = "active"
-	Cancelled = "cancelled"
+	Active    = wire.SessionActive
+	Cancelled = wire.SessionCancelled
 )
 
 // Session is the record, as the API shows it.
-type Session struct {
-	SessionID     string          `json:"sessionId"`
-	Status        string          `json:"status"`
-	Owner         string          `json:"owner"`
-	CreatedAt     events.Time     `json:"createdAt"`
-	LastUpdatedAt events.Time     `json:"lastUpdatedAt"`
-	Metadata      json.RawMessage `json:"metadata"`
-	Notify        []any           `json:"notify"`
-}
+type Session = wire.Session[events.Time]
 
 // CreateInput is the body of POST /v1/sessions.
 type CreateInput struct {
@@ -84,7 +77,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	now := s.now()
 	ses := Session{
 		SessionID: store.NewID(store.SessionPrefix, part), Status: Active, Owner: p.ID,
-		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: in.Metadata, Notify: []any{},
+		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: in.Metadata, Notify: []json.RawMessage{},
 	}
 	if ses.Metadata == nil {
 		ses.Metadata = json.RawMessage("{}")

@@ -189,7 +189,7 @@ func checkNewRequests(task Task, reqs []InputRequest) error {
 			return problem.Invalid(field+".requestId", "%q is already used by this task", r.RequestID)
 		}
 		used[r.RequestID] = true
-		if err := r.validate(field); err != nil {
+		if err := validateRequest(r, field); err != nil {
 			return err
 		}
 	}
@@ -223,7 +223,7 @@ func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputRes
 			if openOnly {
 				return nil, fmt.Errorf("%w: request %s", ErrInputClosed, r.RequestID)
 			}
-			if !prev.sameAnswer(r) {
+			if !sameAnswer(prev, r) {
 				return nil, fmt.Errorf("%w: request %s", ErrInputConflict, r.RequestID)
 			}
 			continue
@@ -235,7 +235,7 @@ func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputRes
 			}
 			return nil, fmt.Errorf("%w: task %s is %s", ErrNotInputRequired, task.TaskID, task.Status)
 		}
-		if err := req.accepts(r, field); err != nil {
+		if err := accepts(req, r, field); err != nil {
 			return nil, err
 		}
 		record = append(record, r)

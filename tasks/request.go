@@ -50,7 +50,8 @@ func PrepareRequests(reqs []InputRequest, newID func() string) []InputRequest {
 	return out
 }
 
-func (r InputRequest) validate(field string) error {
+// validateRequest checks one request of a require_input batch on its own.
+func validateRequest(r InputRequest, field string) error {
 	if !idPattern.MatchString(r.RequestID) {
 		return problem.Invalid(field+".requestId", "must be 1 to 64 of A-Z a-z 0-9 _ . : -")
 	}
@@ -93,7 +94,7 @@ func (r InputRequest) validate(field string) error {
 			return problem.Invalid(of+".style", "must be primary, danger or default")
 		}
 	}
-	if r.Kind == KindAsk && len(r.Options) == 0 && !r.freeform() {
+	if r.Kind == KindAsk && len(r.Options) == 0 && !freeform(r) {
 		return problem.Invalid(field+".options", "a question needs options, allowFreeform or display text")
 	}
 	if r.ExpiresAt != "" {
@@ -104,18 +105,18 @@ func (r InputRequest) validate(field string) error {
 	return nil
 }
 
-func (r InputRequest) freeform() bool { return r.AllowFreeform || r.Display == DisplayText }
+func freeform(r InputRequest) bool { return r.AllowFreeform || r.Display == DisplayText }
 
 // accepts checks one answer against the open request it answers.
-func (r InputRequest) accepts(resp InputResponse, field string) error {
+func accepts(r InputRequest, resp InputResponse, field string) error {
 	if resp.OptionID == "" && resp.Text == "" {
 		return problem.Invalid(field, "optionId or text is required")
 	}
-	if resp.OptionID != "" && !r.hasOption(resp.OptionID) {
+	if resp.OptionID != "" && !hasOption(r, resp.OptionID) {
 		return problem.Invalid(field+".optionId", "%q is not an option of request %s", resp.OptionID, r.RequestID)
 	}
 	if resp.Text != "" {
-		if !r.freeform() {
+		if !freeform(r) {
 			return problem.Invalid(field+".text", "request %s takes no free text", r.RequestID)
 		}
 		if len(resp.Text) > maxAnswerBytes {
@@ -125,7 +126,7 @@ func (r InputRequest) accepts(resp InputResponse, field string) error {
 	return nil
 }
 
-func (r InputRequest) hasOption(id string) bool {
+func hasOption(r InputRequest, id string) bool {
 	for _, o := range r.Options {
 		if o.ID == id {
 			return true

@@ -84,7 +84,7 @@ func TestPrepareRequests(t *testing.T) {
 			if len(got) != 1 || !reflect.DeepEqual(got[0], c.want) {
 				t.Fatalf("PrepareRequests(%+v)\ngot  %+v\nwant %+v", c.in, got, c.want)
 			}
-			if err := got[0].validate("requests[0]"); err != nil {
+			if err := validateRequest(got[0], "requests[0]"); err != nil {
 				t.Errorf("prepared request does not validate: %v", err)
 			}
 		})
@@ -181,7 +181,7 @@ func TestInputRequestValidate(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			err := c.req.validate("requests[0]")
+			err := validateRequest(c.req, "requests[0]")
 			if c.wantField == "" {
 				if err != nil {
 					t.Fatalf("validate(%+v) = %v, want nil", c.req, err)
