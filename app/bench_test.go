@@ -88,8 +88,8 @@ func BenchmarkTaskLifecycleHTTP(b *testing.B) {
 // lifecycles (create, get, complete); the ratio of the p99s is reported.
 func BenchmarkNoisyNeighbour(b *testing.B) {
 	sc := storetest.Standalone(b)
-	_, quietURL := apptest.StartProcess(b, sc, "TASKHOOK_LOG_LEVEL=warn")
-	_, noisyURL := apptest.StartProcess(b, sc, "TASKHOOK_LOG_LEVEL=warn")
+	_, quietURL := apptest.StartProcess(b, sc)
+	_, noisyURL := apptest.StartProcess(b, sc)
 	ctx := context.Background()
 	other := client.New(quietURL, apptest.Token(b, "other-tenant"))
 	noisy := client.New(noisyURL, apptest.Token(b, "noisy-tenant"))
