@@ -290,3 +290,26 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 		t.Fatalf("cancel after the resumed one: %+v %v, want a no-op", again, err)
 	}
 }
+
+// A principal listing faster than TASKHOOK_LIST_RATE gets 429 rate_limited
+// with Retry-After; another principal lists on.
+func TestListsArePacedPerPrincipal(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{ListRate: 0.1, ListBurst: 2})
+	ctx := context.Background()
+	busy := client.New(srv.URL, apptest.Token(t, "busy"))
+	calm := client.New(srv.URL, apptest.Token(t, "calm"))
+	for range 2 {
+		if _, err := busy.ListTasks(ctx, client.ListTasksParams{Status: "working"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := busy.ListSessions(ctx, client.ListSessionsParams{})
+	var e *client.Error
+	if !asError(err, &e) || e.Status != 429 || e.Code != client.CodeRateLimited || e.RetryAfter < time.Second {
+		t.Fatalf("a third list at once: %v, want 429 rate_limited with Retry-After", err)
+	}
+	if _, err := calm.ListHooks(ctx, client.ListHooksParams{}); err != nil {
+		t.Fatalf("another principal's list: %v", err)
+	}
+}
