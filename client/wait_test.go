@@ -12,6 +12,7 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // The servers of these tests re-check a waiting request only once an hour, so
@@ -78,7 +79,7 @@ func TestWaitTaskWakesOnProgress(t *testing.T) {
 // the same Redis.
 func TestWaitTaskWakesAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	redisStores(t, func(t *testing.T, sc store.Config) {
+	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
 		a := apptest.Start(t, sc, withTestDefaults(noRecheck))
 		b := apptest.Start(t, sc, withTestDefaults(noRecheck))
 		token := apptest.Token(t, "alice")

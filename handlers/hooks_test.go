@@ -35,12 +35,7 @@ type hookEnv struct {
 
 func eachStore(t *testing.T, cfg app.Config, fn func(t *testing.T, e *hookEnv)) {
 	t.Helper()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, startEnv(t, b.Config(t), cfg))
-		})
-	}
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) { fn(t, startEnv(t, sc, cfg)) })
 }
 
 func startEnv(t testing.TB, sc store.Config, cfg app.Config) *hookEnv {
@@ -941,46 +936,39 @@ func TestHookRoundTrips(t *testing.T) {
 
 // A read waiting on one replica is woken by a callback taken by another.
 func TestHookWakeAcrossReplicas(t *testing.T) {
-	for _, bk := range storetest.Backends() {
-		if bk.Name == "embedded" {
-			continue
+	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
+		a := startEnv(t, sc, app.Config{})
+		b := startEnv(t, sc, app.Config{})
+		hook, token := a.hook(t, map[string]any{"sessionId": a.session(t)})
+		a.read(t, hook, "consumer=c")
+		before := roundTrips(a.srv)
+		done := make(chan string, 1)
+		go func() {
+			req, _ := http.NewRequest("GET", a.srv.URL+"/v1/hooks/"+hook+"/events?consumer=c&wait=30s", nil)
+			req.Header.Set("Authorization", "Bearer "+a.alice)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			defer res.Body.Close()
+			body, _ := io.ReadAll(res.Body)
+			done <- string(body)
+		}()
+		storetest.WaitFor(t, "the reader to wait", func() bool { return strings.Contains(scrape(t, a), "taskhook_waiters 1") })
+		b.must(t, 202, b.post(t, token, "from b"))
+		select {
+		case got := <-done:
+			if !strings.Contains(got, `"body":"from b"`) {
+				t.Fatalf("woken read: %s", got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiting read was not woken")
 		}
-		t.Run(bk.Name, func(t *testing.T) {
-			t.Parallel()
-			sc := bk.Config(t)
-			a := startEnv(t, sc, app.Config{})
-			b := startEnv(t, sc, app.Config{})
-			hook, token := a.hook(t, map[string]any{"sessionId": a.session(t)})
-			a.read(t, hook, "consumer=c")
-			before := roundTrips(a.srv)
-			done := make(chan string, 1)
-			go func() {
-				req, _ := http.NewRequest("GET", a.srv.URL+"/v1/hooks/"+hook+"/events?consumer=c&wait=30s", nil)
-				req.Header.Set("Authorization", "Bearer "+a.alice)
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					done <- err.Error()
-					return
-				}
-				defer res.Body.Close()
-				body, _ := io.ReadAll(res.Body)
-				done <- string(body)
-			}()
-			storetest.WaitFor(t, "the reader to wait", func() bool { return strings.Contains(scrape(t, a), "taskhook_waiters 1") })
-			b.must(t, 202, b.post(t, token, "from b"))
-			select {
-			case got := <-done:
-				if !strings.Contains(got, `"body":"from b"`) {
-					t.Fatalf("woken read: %s", got)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the waiting read was not woken")
-			}
-			if got := roundTrips(a.srv) - before; got != 2 {
-				t.Errorf("the waiting read took %v round trips, want 2: one as it began, one when woken", got)
-			}
-		})
-	}
+		if got := roundTrips(a.srv) - before; got != 2 {
+			t.Errorf("the waiting read took %v round trips, want 2: one as it began, one when woken", got)
+		}
+	})
 }
 
 func TestHookClosesWhenItsSessionIsCancelled(t *testing.T) {
@@ -1131,35 +1119,28 @@ func TestHookWaitingReadEndsWhenTheHookCloses(t *testing.T) {
 
 // A read waiting on one replica hears of a close taken by another.
 func TestHookCloseWakesReadsAcrossReplicas(t *testing.T) {
-	for _, bk := range storetest.Backends() {
-		if bk.Name == "embedded" {
-			continue
-		}
-		t.Run(bk.Name, func(t *testing.T) {
-			t.Parallel()
-			sc := bk.Config(t)
-			a := startEnv(t, sc, noRecheck)
-			b := startEnv(t, sc, noRecheck)
-			hook, _ := a.hook(t, map[string]any{"sessionId": a.session(t)})
-			a.read(t, hook, "consumer=c")
-			got, failed := make(chan answer, 1), make(chan error, 1)
-			go func() {
-				if r, err := a.readWaiting(hook, "consumer=c"); err != nil {
-					failed <- err
-				} else {
-					got <- r
-				}
-			}()
-			storetest.WaitFor(t, "the reader to wait", func() bool { return strings.Contains(scrape(t, a), "taskhook_waiters 1") })
-			b.must(t, 200, b.do(t, "POST", "/v1/hooks/"+hook+"/close", b.alice, nil))
-			select {
-			case r := <-got:
-				if r.str("hookStatus") != "closed" || r.str("closeReason") != "closed" || len(r.list("events")) != 0 {
-					t.Fatalf("woken read: %s", r.raw)
-				}
-			case err := <-failed:
-				t.Fatalf("the waiting read was not woken before its wait ran out: %v", err)
+	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
+		a := startEnv(t, sc, noRecheck)
+		b := startEnv(t, sc, noRecheck)
+		hook, _ := a.hook(t, map[string]any{"sessionId": a.session(t)})
+		a.read(t, hook, "consumer=c")
+		got, failed := make(chan answer, 1), make(chan error, 1)
+		go func() {
+			if r, err := a.readWaiting(hook, "consumer=c"); err != nil {
+				failed <- err
+			} else {
+				got <- r
 			}
-		})
-	}
+		}()
+		storetest.WaitFor(t, "the reader to wait", func() bool { return strings.Contains(scrape(t, a), "taskhook_waiters 1") })
+		b.must(t, 200, b.do(t, "POST", "/v1/hooks/"+hook+"/close", b.alice, nil))
+		select {
+		case r := <-got:
+			if r.str("hookStatus") != "closed" || r.str("closeReason") != "closed" || len(r.list("events")) != 0 {
+				t.Fatalf("woken read: %s", r.raw)
+			}
+		case err := <-failed:
+			t.Fatalf("the waiting read was not woken before its wait ran out: %v", err)
+		}
+	})
 }
