@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -96,8 +97,11 @@ func FuzzCallback(f *testing.F) {
 				t.Fatalf("status %d with code %q", rec.Code, code)
 			}
 		}
-		if rec.Code == http.StatusAccepted && (v["ok"] != true || v["eventId"] == "") {
-			t.Fatalf("202 body: %s", out)
+		if rec.Code == http.StatusAccepted {
+			id, isString := v["eventId"].(string)
+			if v["ok"] != true || !isString || !store.ValidStreamID(id) {
+				t.Fatalf("202 body: %s, want ok and the stored event's id", out)
+			}
 		}
 	})
 }

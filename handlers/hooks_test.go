@@ -753,8 +753,12 @@ func TestHookDeadLetters(t *testing.T) {
 		})
 		log := e.logOf(t, hook)
 		dl := log.get("deadLetters", "0").(map[string]any)
+		deadAt, isString := dl["deadAt"].(string)
+		if _, err := time.Parse(time.RFC3339Nano, deadAt); !isString || err != nil {
+			t.Errorf("dead letter without a deadAt time: %v", dl)
+		}
 		if dl["eventId"] != id || dl["deliveryCount"] != float64(2) || dl["group"] != "default" || dl["body"] != "poison" ||
-			dl["deadAt"] == "" || log.get("deadLetterCount") != float64(1) {
+			log.get("deadLetterCount") != float64(1) {
 			t.Fatalf("dead letter: %v", dl)
 		}
 		if len(log.list("events")) != 1 {
