@@ -167,7 +167,7 @@ func ids(b store.HookBatch) []string {
 }
 
 func TestHookCreate(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", true)
@@ -249,7 +249,7 @@ func TestHookCreate(t *testing.T) {
 }
 
 func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", true)
@@ -311,7 +311,7 @@ func streamLess(a, b string) bool {
 }
 
 func TestHookIngestDedupes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", false)
@@ -337,7 +337,7 @@ func TestHookIngestDedupes(t *testing.T) {
 }
 
 func TestHookIngestRefusesClosedHooks(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		cases := []struct {
@@ -403,7 +403,7 @@ func TestHookIngestRefusesClosedHooks(t *testing.T) {
 // A read says whether the hook still takes posts, for the reason ingest
 // would give, and still delivers what the closed hook holds.
 func TestHookReadReportsClosedHooks(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		for _, withTask := range []bool{true, false} {
@@ -479,7 +479,7 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 }
 
 func TestHookIngestRateLimit(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newHookFixture(t, s, "alice", false)
 		now := f.now.Add(time.Minute)
@@ -509,7 +509,7 @@ func TestHookIngestRateLimit(t *testing.T) {
 }
 
 func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", true)
@@ -594,7 +594,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 }
 
 func TestHookGroupsReadIndependently(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newHookFixture(t, s, "alice", false)
 		for i := range 5 {
@@ -641,7 +641,7 @@ func TestHookGroupsReadIndependently(t *testing.T) {
 }
 
 func TestHookAckIdempotency(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", false)
