@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/taskhook/taskhook/problem"
 	"slices"
 	"testing"
 	"time"
@@ -144,10 +145,10 @@ func TestCancelInBatches(t *testing.T) {
 			len(answer.CancelledTaskIDs) != 0 || decode[sessions.Session](t, answer.Session).Status != sessions.Cancelled {
 			t.Fatalf("repeat: %s %v %v", raw, replayed, err)
 		}
-		if _, err := e.tasks.Create(ctx, alice, tasks.CreateInput{SessionID: ses.SessionID}, store.Idempotency{}); !errors.Is(err, tasks.ErrSessionNotActive) {
+		if _, err := e.tasks.Create(ctx, alice, tasks.CreateInput{SessionID: ses.SessionID}, store.Idempotency{}); !errors.Is(err, problem.ErrSessionNotActive) {
 			t.Fatalf("a task in the cancelled session: %v", err)
 		}
-		if _, _, err := e.sessions.Cancel(ctx, bob, ses.SessionID, "", store.Idempotency{}); !errors.Is(err, sessions.ErrNotFound) {
+		if _, _, err := e.sessions.Cancel(ctx, bob, ses.SessionID, "", store.Idempotency{}); !errors.Is(err, problem.ErrNotFound) {
 			t.Fatalf("another principal's cancel: %v", err)
 		}
 	})
@@ -202,7 +203,7 @@ func TestResetCarriesMetadata(t *testing.T) {
 		if byAdmin := decode[resetAnswer](t, raw).Session; err != nil || byAdmin.Owner != "alice" || string(byAdmin.Metadata) != string(ses.Metadata) {
 			t.Fatalf("reset by an admin: %s %v", raw, err)
 		}
-		if _, _, err := e.sessions.Reset(ctx, bob, ses.SessionID, "", store.Idempotency{}); !errors.Is(err, sessions.ErrNotFound) {
+		if _, _, err := e.sessions.Reset(ctx, bob, ses.SessionID, "", store.Idempotency{}); !errors.Is(err, problem.ErrNotFound) {
 			t.Fatalf("another principal's reset: %v", err)
 		}
 	})

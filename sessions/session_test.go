@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/taskhook/taskhook/problem"
 	"slices"
 	"testing"
 	"time"
@@ -142,11 +143,11 @@ func TestCreateAndGet(t *testing.T) {
 			"malformed":           {alice, "ses_nope"},
 			"a task id":           {alice, store.NewID(store.TaskPrefix, 0)},
 		} {
-			if got, raw, err := e.sessions.Get(ctx, c.p, c.id); !errors.Is(err, sessions.ErrNotFound) || raw != nil {
+			if got, raw, err := e.sessions.Get(ctx, c.p, c.id); !errors.Is(err, problem.ErrNotFound) || raw != nil {
 				t.Errorf("%s: %+v %s %v, want ErrNotFound", name, got, raw, err)
 			}
 		}
-		if _, err := e.sessions.Events(ctx, bob, ses.SessionID, "", 10, 0); !errors.Is(err, sessions.ErrNotFound) {
+		if _, err := e.sessions.Events(ctx, bob, ses.SessionID, "", 10, 0); !errors.Is(err, problem.ErrNotFound) {
 			t.Errorf("another principal's log: %v, want ErrNotFound", err)
 		}
 		log := e.log(t, alice, ses.SessionID)
@@ -169,7 +170,7 @@ func TestCreateRefusals(t *testing.T) {
 			"notify":                 {sessions.CreateInput{Notify: []any{map[string]any{"url": "https://example.test"}}}, "notify"},
 		} {
 			_, _, err := e.sessions.Create(ctx, alice, c.in, store.Idempotency{})
-			var ve *sessions.ValidationError
+			var ve *problem.ValidationError
 			if !errors.As(err, &ve) || ve.Field != c.field {
 				t.Errorf("%s: %v, want a validation error on %s", name, err, c.field)
 			}
@@ -191,7 +192,7 @@ func TestCreateRefusals(t *testing.T) {
 			t.Fatalf("repeat: %s %v %v, want %s replayed", again, replayed, err, first)
 		}
 		if _, _, err := e.sessions.Create(ctx, alice, sessions.CreateInput{Metadata: json.RawMessage(`{"a":1}`)},
-			store.Idempotency{Scope: key.Scope, BodyHash: "h2"}); !errors.Is(err, sessions.ErrIdempotency) {
+			store.Idempotency{Scope: key.Scope, BodyHash: "h2"}); !errors.Is(err, problem.ErrIdempotency) {
 			t.Fatalf("the key with another body: %v, want ErrIdempotency", err)
 		}
 	})
@@ -253,7 +254,7 @@ func TestListByStatus(t *testing.T) {
 		if got := list(bob, ""); len(got) != 1 {
 			t.Errorf("bob's sessions: %v", got)
 		}
-		var ve *sessions.ValidationError
+		var ve *problem.ValidationError
 		if _, err := e.sessions.List(ctx, alice, "closed", nil, 10); !errors.As(err, &ve) || ve.Field != "status" {
 			t.Errorf("list by an unknown status: %v", err)
 		}
