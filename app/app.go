@@ -110,6 +110,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Store: a.Store, Verifier: verifier,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
+		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst,
 	})
 	return a, nil
 }

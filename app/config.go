@@ -35,6 +35,8 @@ type Config struct {
 	MaxBodyBytes       int64         // TASKHOOK_MAX_BODY_BYTES, default 1 MiB
 	MaxTasksPerSession int           // TASKHOOK_MAX_TASKS_PER_SESSION: live tasks in one session, default 1000
 	MaxTaskBytes       int           // TASKHOOK_MAX_TASK_BYTES: a task record as JSON, default 1 MiB
+	ListRate           float64       // TASKHOOK_LIST_RATE: lists a second per principal and replica, default 20; negative: no limit
+	ListBurst          int           // TASKHOOK_LIST_BURST: lists at once above that rate, default 40
 	DefaultTTL         time.Duration // TASKHOOK_DEFAULT_TTL, default 7 days
 	MaxTTL             time.Duration // TASKHOOK_MAX_TTL, default 30 days
 	ShutdownTimeout    time.Duration // TASKHOOK_SHUTDOWN_TIMEOUT, default 20s
@@ -87,6 +89,9 @@ func (c Config) Validate() error {
 	}
 	if c.PublicURL != "" && !strings.HasPrefix(c.PublicURL, "http://") && !strings.HasPrefix(c.PublicURL, "https://") {
 		errs = append(errs, errors.New("TASKHOOK_PUBLIC_URL must start with http:// or https://"))
+	}
+	if c.ListRate > 10000 || c.ListBurst < 0 {
+		errs = append(errs, errors.New("TASKHOOK_LIST_RATE must be at most 10000 a second (negative: no limit) and TASKHOOK_LIST_BURST at least 1"))
 	}
 	if c.MaxTasksPerSession < 0 {
 		errs = append(errs, errors.New("TASKHOOK_MAX_TASKS_PER_SESSION must be at least 1"))
@@ -199,6 +204,8 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_PARTITIONS", func(v string) (err error) { c.Partitions, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_MAX_BODY_BYTES", func(v string) (err error) { c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64); return err })
 	parse("TASKHOOK_MAX_TASKS_PER_SESSION", func(v string) (err error) { c.MaxTasksPerSession, err = strconv.Atoi(v); return err })
+	parse("TASKHOOK_LIST_RATE", func(v string) (err error) { c.ListRate, err = strconv.ParseFloat(v, 64); return err })
+	parse("TASKHOOK_LIST_BURST", func(v string) (err error) { c.ListBurst, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_MAX_TASK_BYTES", func(v string) (err error) { c.MaxTaskBytes, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_BODY_TIMEOUT", dur(&c.BodyTimeout))
 	parse("TASKHOOK_MAX_INFLIGHT_BODY_BYTES", func(v string) (err error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -109,44 +110,41 @@ func TestIdempotencyKeys(t *testing.T) {
 // session is a different body: 409, never a second task, wherever the two
 // sessions live.
 func TestTaskCreateKeyAcrossSessions(t *testing.T) {
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			srv := apptest.Start(t, b.Config(t), app.Config{})
-			ctx := context.Background()
-			cl := client.New(srv.URL, apptest.Token(t, "idem-sessions"))
-			first, second := sessionsInTwoPartitions(t, cl)
-			task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID}, client.WithIdempotencyKey("t-1"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			other, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: second.SessionID}, client.WithIdempotencyKey("t-1"))
-			if !client.IsCode(err, client.CodeIdempotencyConflict) {
-				t.Fatalf("same key, another session: %+v %v", other, err)
-			}
-			var meta client.Response
-			again, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID},
-				client.WithIdempotencyKey("t-1"), client.WithResponse(&meta))
-			if err != nil || !meta.Replayed || again.TaskID != task.TaskID {
-				t.Fatalf("same key, same body: %+v %v %+v", again, err, meta)
-			}
-			page, err := cl.ListTasks(ctx, client.ListTasksParams{SessionID: second.SessionID})
-			if err != nil || len(page.Items) != 0 {
-				t.Fatalf("a task was created in the second session: %+v %v", page, err)
-			}
-			// A refused create stores nothing: its key stays free for another body.
-			if _, err := cl.CancelSession(ctx, first.SessionID, ""); err != nil {
-				t.Fatal(err)
-			}
-			_, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID}, client.WithIdempotencyKey("t-2"))
-			if !client.IsCode(err, client.CodeSessionNotActive) {
-				t.Fatalf("create in a cancelled session: %v", err)
-			}
-			if _, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: second.SessionID}, client.WithIdempotencyKey("t-2")); err != nil {
-				t.Fatalf("the key of a refused create, another body: %v", err)
-			}
-		})
-	}
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		srv := apptest.Start(t, sc, app.Config{})
+		ctx := context.Background()
+		cl := client.New(srv.URL, apptest.Token(t, "idem-sessions"))
+		first, second := sessionsInTwoPartitions(t, cl)
+		task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID}, client.WithIdempotencyKey("t-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: second.SessionID}, client.WithIdempotencyKey("t-1"))
+		if !client.IsCode(err, client.CodeIdempotencyConflict) {
+			t.Fatalf("same key, another session: %+v %v", other, err)
+		}
+		var meta client.Response
+		again, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID},
+			client.WithIdempotencyKey("t-1"), client.WithResponse(&meta))
+		if err != nil || !meta.Replayed || again.TaskID != task.TaskID {
+			t.Fatalf("same key, same body: %+v %v %+v", again, err, meta)
+		}
+		page, err := cl.ListTasks(ctx, client.ListTasksParams{SessionID: second.SessionID})
+		if err != nil || len(page.Items) != 0 {
+			t.Fatalf("a task was created in the second session: %+v %v", page, err)
+		}
+		// A refused create stores nothing: its key stays free for another body.
+		if _, err := cl.CancelSession(ctx, first.SessionID, ""); err != nil {
+			t.Fatal(err)
+		}
+		_, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID}, client.WithIdempotencyKey("t-2"))
+		if !client.IsCode(err, client.CodeSessionNotActive) {
+			t.Fatalf("create in a cancelled session: %v", err)
+		}
+		if _, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: second.SessionID}, client.WithIdempotencyKey("t-2")); err != nil {
+			t.Fatalf("the key of a refused create, another body: %v", err)
+		}
+	})
 }
 
 // The same for hooks: a hook create's key is the caller's across partitions.

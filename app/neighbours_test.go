@@ -165,50 +165,47 @@ func TestRecordsAreNotReadForNothing(t *testing.T) {
 // task_too_large, the task unchanged).
 func TestSessionLimits(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			srv := apptest.Start(t, b.Config(t), app.Config{MaxTasksPerSession: 3, MaxTaskBytes: 8192})
-			ctx := context.Background()
-			cl := client.New(srv.URL, apptest.Token(t, "limits"))
-			ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		srv := apptest.Start(t, sc, app.Config{MaxTasksPerSession: 3, MaxTaskBytes: 8192})
+		ctx := context.Background()
+		cl := client.New(srv.URL, apptest.Token(t, "limits"))
+		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var live []*client.Task
+		for range 3 {
+			tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var live []*client.Task
-			for range 3 {
-				tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-				if err != nil {
-					t.Fatal(err)
-				}
-				live = append(live, tk)
-			}
-			_, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-			var e *client.Error
-			if !asError(err, &e) || e.Status != 429 || e.Code != "too_many_tasks" {
-				t.Fatalf("a fourth live task: %v, want 429 too_many_tasks", err)
-			}
-			if _, err := cl.Complete(ctx, live[0].TaskID, nil); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID}); err != nil {
-				t.Fatalf("a task after one finished: %v", err)
-			}
+			live = append(live, tk)
+		}
+		_, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+		var e *client.Error
+		if !asError(err, &e) || e.Status != 429 || e.Code != "too_many_tasks" {
+			t.Fatalf("a fourth live task: %v, want 429 too_many_tasks", err)
+		}
+		if _, err := cl.Complete(ctx, live[0].TaskID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID}); err != nil {
+			t.Fatalf("a task after one finished: %v", err)
+		}
 
-			_, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: strings.Repeat("y", 9000)})
-			if !asError(err, &e) || e.Status != 413 || e.Code != "task_too_large" {
-				t.Fatalf("a task above the size limit: %v, want 413 task_too_large", err)
-			}
-			_, err = cl.Progress(ctx, live[1].TaskID, client.ProgressInput{Progress: strings.Repeat("z", 9000)})
-			if !asError(err, &e) || e.Status != 413 || e.Code != "task_too_large" {
-				t.Fatalf("progress past the size limit: %v, want 413 task_too_large", err)
-			}
-			got, err := cl.GetTask(ctx, live[1].TaskID)
-			if err != nil || got.Revision != 1 {
-				t.Fatalf("task after a refused progress: %+v %v, want revision 1", got, err)
-			}
-		})
-	}
+		_, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: strings.Repeat("y", 9000)})
+		if !asError(err, &e) || e.Status != 413 || e.Code != "task_too_large" {
+			t.Fatalf("a task above the size limit: %v, want 413 task_too_large", err)
+		}
+		_, err = cl.Progress(ctx, live[1].TaskID, client.ProgressInput{Progress: strings.Repeat("z", 9000)})
+		if !asError(err, &e) || e.Status != 413 || e.Code != "task_too_large" {
+			t.Fatalf("progress past the size limit: %v, want 413 task_too_large", err)
+		}
+		got, err := cl.GetTask(ctx, live[1].TaskID)
+		if err != nil || got.Revision != 1 {
+			t.Fatalf("task after a refused progress: %+v %v, want revision 1", got, err)
+		}
+	})
 }
 
 // A session cancel over many tasks runs as many short scripts, not one long
@@ -289,5 +286,28 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 	again, err := cl.CancelSession(ctx, ses.SessionID, "again")
 	if err != nil || len(again.CancelledTaskIDs) != 0 || again.Session.Status != client.SessionCancelled {
 		t.Fatalf("cancel after the resumed one: %+v %v, want a no-op", again, err)
+	}
+}
+
+// A principal listing faster than TASKHOOK_LIST_RATE gets 429 rate_limited
+// with Retry-After; another principal lists on.
+func TestListsArePacedPerPrincipal(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{ListRate: 0.1, ListBurst: 2})
+	ctx := context.Background()
+	busy := client.New(srv.URL, apptest.Token(t, "busy"))
+	calm := client.New(srv.URL, apptest.Token(t, "calm"))
+	for range 2 {
+		if _, err := busy.ListTasks(ctx, client.ListTasksParams{Status: "working"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := busy.ListSessions(ctx, client.ListSessionsParams{})
+	var e *client.Error
+	if !asError(err, &e) || e.Status != 429 || e.Code != client.CodeRateLimited || e.RetryAfter < time.Second {
+		t.Fatalf("a third list at once: %v, want 429 rate_limited with Retry-After", err)
+	}
+	if _, err := calm.ListHooks(ctx, client.ListHooksParams{}); err != nil {
+		t.Fatalf("another principal's list: %v", err)
 	}
 }

@@ -8,84 +8,82 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
 func TestSessionCancelAndReset(t *testing.T) {
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			srv := apptest.Start(t, b.Config(t), app.Config{})
-			ctx := context.Background()
-			cl := client.New(srv.URL, apptest.Token(t, "agent"))
-			ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Metadata: map[string]any{"chat": "c1"}})
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		srv := apptest.Start(t, sc, app.Config{})
+		ctx := context.Background()
+		cl := client.New(srv.URL, apptest.Token(t, "agent"))
+		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Metadata: map[string]any{"chat": "c1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var live []string
+		for range 3 {
+			tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var live []string
-			for range 3 {
-				tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-				if err != nil {
-					t.Fatal(err)
-				}
-				live = append(live, tk.TaskID)
-			}
-			done, _ := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-			if _, err := cl.Complete(ctx, done.TaskID, "ok"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := cl.RequireInput(ctx, live[0], []client.InputRequest{{RequestID: "q", Prompt: "?", Display: "confirmation"}}); err != nil {
-				t.Fatal(err)
-			}
+			live = append(live, tk.TaskID)
+		}
+		done, _ := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+		if _, err := cl.Complete(ctx, done.TaskID, "ok"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.RequireInput(ctx, live[0], []client.InputRequest{{RequestID: "q", Prompt: "?", Display: "confirmation"}}); err != nil {
+			t.Fatal(err)
+		}
 
-			out, err := cl.CancelSession(ctx, ses.SessionID, "user left \u0007 \"quoted\"")
-			if err != nil {
-				t.Fatal(err)
+		out, err := cl.CancelSession(ctx, ses.SessionID, "user left \u0007 \"quoted\"")
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(live)
+		if out.Session.Status != client.SessionCancelled || !slices.Equal(out.CancelledTaskIDs, live) {
+			t.Fatalf("cancel: %+v, want live tasks %v", out, live)
+		}
+		for _, id := range live {
+			tk, _ := cl.GetTask(ctx, id)
+			if tk.Status != client.StatusCancelled || tk.CancelReason != "user left \u0007 \"quoted\"" || len(tk.InputRequests) != 0 {
+				t.Fatalf("task %s after cancel: %+v", id, tk)
 			}
-			slices.Sort(live)
-			if out.Session.Status != client.SessionCancelled || !slices.Equal(out.CancelledTaskIDs, live) {
-				t.Fatalf("cancel: %+v, want live tasks %v", out, live)
-			}
-			for _, id := range live {
-				tk, _ := cl.GetTask(ctx, id)
-				if tk.Status != client.StatusCancelled || tk.CancelReason != "user left \u0007 \"quoted\"" || len(tk.InputRequests) != 0 {
-					t.Fatalf("task %s after cancel: %+v", id, tk)
-				}
-			}
-			if tk, _ := cl.GetTask(ctx, done.TaskID); tk.Status != client.StatusCompleted {
-				t.Fatalf("a finished task changed: %s", tk.Status)
-			}
-			again, err := cl.CancelSession(ctx, ses.SessionID, "again")
-			if err != nil || len(again.CancelledTaskIDs) != 0 || again.Session.Status != client.SessionCancelled {
-				t.Fatalf("repeat cancel: %+v %v", again, err)
-			}
-			if _, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID}); !client.IsCode(err, client.CodeSessionNotActive) {
-				t.Fatalf("task in a cancelled session: %v", err)
-			}
-			evs, err := cl.SessionEvents(ctx, ses.SessionID, client.EventsParams{Limit: 1000})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if last := evs.Events[len(evs.Events)-1]; last.Type != client.EventSessionCancelled {
-				t.Fatalf("the session log ends with %s", last.Type)
-			}
+		}
+		if tk, _ := cl.GetTask(ctx, done.TaskID); tk.Status != client.StatusCompleted {
+			t.Fatalf("a finished task changed: %s", tk.Status)
+		}
+		again, err := cl.CancelSession(ctx, ses.SessionID, "again")
+		if err != nil || len(again.CancelledTaskIDs) != 0 || again.Session.Status != client.SessionCancelled {
+			t.Fatalf("repeat cancel: %+v %v", again, err)
+		}
+		if _, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID}); !client.IsCode(err, client.CodeSessionNotActive) {
+			t.Fatalf("task in a cancelled session: %v", err)
+		}
+		evs, err := cl.SessionEvents(ctx, ses.SessionID, client.EventsParams{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := evs.Events[len(evs.Events)-1]; last.Type != client.EventSessionCancelled {
+			t.Fatalf("the session log ends with %s", last.Type)
+		}
 
-			reset, err := cl.ResetSession(ctx, ses.SessionID, "", client.WithIdempotencyKey("r1"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if reset.PreviousSessionID != ses.SessionID || reset.Session.Status != client.SessionActive ||
-				reset.Session.SessionID == ses.SessionID || string(reset.Session.Metadata) != `{"chat":"c1"}` {
-				t.Fatalf("reset: %+v", reset)
-			}
-			var meta client.Response
-			again2, err := cl.ResetSession(ctx, ses.SessionID, "", client.WithIdempotencyKey("r1"), client.WithResponse(&meta))
-			if err != nil || again2.Session.SessionID != reset.Session.SessionID || !meta.Replayed {
-				t.Fatalf("repeated reset: %+v %v %+v", again2, err, meta)
-			}
-			if _, err := cl.WithToken(apptest.Token(t, "other")).CancelSession(ctx, reset.Session.SessionID, ""); !client.IsCode(err, client.CodeNotFound) {
-				t.Fatalf("another principal cancelling: %v", err)
-			}
-		})
-	}
+		reset, err := cl.ResetSession(ctx, ses.SessionID, "", client.WithIdempotencyKey("r1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reset.PreviousSessionID != ses.SessionID || reset.Session.Status != client.SessionActive ||
+			reset.Session.SessionID == ses.SessionID || string(reset.Session.Metadata) != `{"chat":"c1"}` {
+			t.Fatalf("reset: %+v", reset)
+		}
+		var meta client.Response
+		again2, err := cl.ResetSession(ctx, ses.SessionID, "", client.WithIdempotencyKey("r1"), client.WithResponse(&meta))
+		if err != nil || again2.Session.SessionID != reset.Session.SessionID || !meta.Replayed {
+			t.Fatalf("repeated reset: %+v %v %+v", again2, err, meta)
+		}
+		if _, err := cl.WithToken(apptest.Token(t, "other")).CancelSession(ctx, reset.Session.SessionID, ""); !client.IsCode(err, client.CodeNotFound) {
+			t.Fatalf("another principal cancelling: %v", err)
+		}
+	})
 }

@@ -8,56 +8,54 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // A task past its TTL is gone with everything under it, on every store,
 // by Redis key expiry alone; and the request log never holds the token.
 func TestExpiredTasksAreGone(t *testing.T) {
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			srv := apptest.Start(t, b.Config(t), app.Config{})
-			ctx := context.Background()
-			tok := apptest.Token(t, "ttl")
-			cl := client.New(srv.URL, tok)
-			ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, TTLMs: client.Int64(1000)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if task.TTLMs == nil || *task.TTLMs != 1000 || task.ExpiresAt == nil || !task.ExpiresAt.Equal(task.CreatedAt.Add(1e9)) {
-				t.Fatalf("effective ttl: %v %v", task.TTLMs, task.ExpiresAt)
-			}
-			if _, err := cl.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("x")}); err != nil {
-				t.Fatal(err)
-			}
-			storetest.WaitFor(t, "the task to expire", func() bool {
-				_, err := cl.GetTask(ctx, task.TaskID)
-				return client.IsCode(err, client.CodeNotFound)
-			})
-			if _, err := cl.TaskEvents(ctx, task.TaskID, client.EventsParams{}); !client.IsCode(err, client.CodeNotFound) {
-				t.Fatalf("events of an expired task: %v", err)
-			}
-			if _, err := cl.Complete(ctx, task.TaskID, nil); !client.IsCode(err, client.CodeNotFound) {
-				t.Fatalf("completing an expired task: %v", err)
-			}
-			page, err := cl.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID})
-			if err != nil || len(page.Items) != 0 {
-				t.Fatalf("an expired task is listed: %+v %v", page, err)
-			}
-			logs := srv.Logs.String()
-			if !strings.Contains(logs, `"route":"/v1/tasks/{taskId}"`) {
-				t.Fatalf("no request line with the route template in the logs")
-			}
-			if strings.Contains(logs, tok) || strings.Contains(logs, task.TaskID) {
-				t.Fatal("the logs hold the bearer token or an id from a path")
-			}
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		srv := apptest.Start(t, sc, app.Config{})
+		ctx := context.Background()
+		tok := apptest.Token(t, "ttl")
+		cl := client.New(srv.URL, tok)
+		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, TTLMs: client.Int64(1000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.TTLMs == nil || *task.TTLMs != 1000 || task.ExpiresAt == nil || !task.ExpiresAt.Equal(task.CreatedAt.Add(1e9)) {
+			t.Fatalf("effective ttl: %v %v", task.TTLMs, task.ExpiresAt)
+		}
+		if _, err := cl.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("x")}); err != nil {
+			t.Fatal(err)
+		}
+		storetest.WaitFor(t, "the task to expire", func() bool {
+			_, err := cl.GetTask(ctx, task.TaskID)
+			return client.IsCode(err, client.CodeNotFound)
 		})
-	}
+		if _, err := cl.TaskEvents(ctx, task.TaskID, client.EventsParams{}); !client.IsCode(err, client.CodeNotFound) {
+			t.Fatalf("events of an expired task: %v", err)
+		}
+		if _, err := cl.Complete(ctx, task.TaskID, nil); !client.IsCode(err, client.CodeNotFound) {
+			t.Fatalf("completing an expired task: %v", err)
+		}
+		page, err := cl.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID})
+		if err != nil || len(page.Items) != 0 {
+			t.Fatalf("an expired task is listed: %+v %v", page, err)
+		}
+		logs := srv.Logs.String()
+		if !strings.Contains(logs, `"route":"/v1/tasks/{taskId}"`) {
+			t.Fatalf("no request line with the route template in the logs")
+		}
+		if strings.Contains(logs, tok) || strings.Contains(logs, task.TaskID) {
+			t.Fatal("the logs hold the bearer token or an id from a path")
+		}
+	})
 }
 
 // A ttlMs far above the maximum is cut to the maximum, however large: the

@@ -2,9 +2,17 @@
 // and the project's black-box tests use to drive the HTTP API.
 //
 // Every call takes a context; every non-2xx answer comes back as an *Error
-// carrying the contract's stable error code (test it with IsCode). The
-// client never retries by itself: Error.RetryAfter says when a 429 or 503
-// may be tried again.
+// carrying the contract's stable error code (test it with IsCode).
+//
+// A call is never retried by itself, a POST least of all: a write sent
+// again after an unknown outcome could be applied twice. Retry it yourself
+// with the same WithIdempotencyKey after Error.RetryAfter. Only the
+// iterators retry, and only what is safe to repeat: StreamTaskEvents and
+// StreamSessionEvents reconnect and resume after the last event they
+// delivered, and Hook(id).Events repeats its reads and its acks (acking
+// twice is harmless). They retry connection errors, 502, 503, 504, and 429
+// with Retry-After, nothing else, with exponential backoff and full jitter,
+// never sooner than Retry-After, until their context ends.
 package client
 
 import (

@@ -8,31 +8,33 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // Error codes of the contract.
 const (
-	CodeInvalidJSON         = "invalid_json"
-	CodeInvalidRequest      = "invalid_request"
-	CodeUnauthorized        = "unauthorized"
-	CodeNotFound            = "not_found"
-	CodeTaskTerminal        = "task_terminal"
-	CodeNotInputRequired    = "not_input_required"
-	CodeUnknownRequest      = "unknown_request"
-	CodeInputConflict       = "input_conflict"
-	CodeIdempotencyConflict = "idempotency_conflict"
-	CodeSessionNotActive    = "session_not_active"
-	CodeHookClosed          = "hook_closed"
-	CodeInputClosed         = "input_closed"
-	CodeSignatureInvalid    = "signature_invalid"
-	CodePayloadTooLarge     = "payload_too_large"
-	CodeRequestTimeout      = "request_timeout"
-	CodeRateLimited         = "rate_limited"
-	CodeStoreUnavailable    = "store_unavailable"
-	CodeTooManyTasks        = "too_many_tasks" // 429: the session holds as many live tasks as it may
-	CodeTaskTooLarge        = "task_too_large" // 413: the task record would be above the size limit
-	CodeOverloaded          = "overloaded"
-	CodeInternal            = "internal"
+	CodeInvalidJSON         = wire.CodeInvalidJSON
+	CodeInvalidRequest      = wire.CodeInvalidRequest
+	CodeUnauthorized        = wire.CodeUnauthorized
+	CodeNotFound            = wire.CodeNotFound
+	CodeTaskTerminal        = wire.CodeTaskTerminal
+	CodeNotInputRequired    = wire.CodeNotInputRequired
+	CodeUnknownRequest      = wire.CodeUnknownRequest
+	CodeInputConflict       = wire.CodeInputConflict
+	CodeIdempotencyConflict = wire.CodeIdempotencyConflict
+	CodeSessionNotActive    = wire.CodeSessionNotActive
+	CodeHookClosed          = wire.CodeHookClosed
+	CodeInputClosed         = wire.CodeInputClosed
+	CodeSignatureInvalid    = wire.CodeSignatureInvalid
+	CodePayloadTooLarge     = wire.CodePayloadTooLarge
+	CodeRequestTimeout      = wire.CodeRequestTimeout
+	CodeRateLimited         = wire.CodeRateLimited
+	CodeStoreUnavailable    = wire.CodeStoreUnavailable
+	CodeTooManyTasks        = wire.CodeTooManyTasks // 429: the session holds as many live tasks as it may
+	CodeTaskTooLarge        = wire.CodeTaskTooLarge // 413: the task record would be above the size limit
+	CodeOverloaded          = wire.CodeOverloaded
+	CodeInternal            = wire.CodeInternal
 )
 
 // Error is a non-2xx answer of the server.
@@ -45,13 +47,12 @@ type Error struct {
 	ErrorID    string        // of an internal error, as the server logged it
 	RetryAfter time.Duration // from Retry-After (429, 503); 0 when absent
 	RequestID  string        // X-Request-Id of the answer
+
+	retryAfterSent bool // the answer had a Retry-After, even one of 0
 }
 
 // Detail is one field problem of an invalid_request.
-type Detail struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+type Detail = wire.Detail
 
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -106,6 +107,8 @@ func (c *Client) decodeError(resp *http.Response) *Error {
 		Status:     resp.StatusCode,
 		RequestID:  resp.Header.Get("X-Request-Id"),
 		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
+
+		retryAfterSent: resp.Header.Get("Retry-After") != "",
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var body errorBody

@@ -8,35 +8,29 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // Event types.
 const (
-	EventSessionCreated         = "session.created"
-	EventSessionCancelled       = "session.cancelled"
-	EventTaskCreated            = "task.created"
-	EventTaskProgress           = "task.progress"
-	EventTaskMessage            = "task.message"
-	EventTaskStatus             = "task.status"
-	EventTaskTerminal           = "task.terminal"
-	EventInputRequested         = "input.requested"
-	EventInputResolved          = "input.resolved"
-	EventAuthorizationRequired  = "authorization.required"
-	EventAuthorizationCompleted = "authorization.completed"
-	EventHookReceived           = "hook.received"
+	EventSessionCreated         = wire.EventSessionCreated
+	EventSessionCancelled       = wire.EventSessionCancelled
+	EventTaskCreated            = wire.EventTaskCreated
+	EventTaskProgress           = wire.EventTaskProgress
+	EventTaskMessage            = wire.EventTaskMessage
+	EventTaskStatus             = wire.EventTaskStatus
+	EventTaskTerminal           = wire.EventTaskTerminal
+	EventInputRequested         = wire.EventInputRequested
+	EventInputResolved          = wire.EventInputResolved
+	EventAuthorizationRequired  = wire.EventAuthorizationRequired
+	EventAuthorizationCompleted = wire.EventAuthorizationCompleted
+	EventHookReceived           = wire.EventHookReceived
 )
 
 // Event is one entry of a session's or a task's log. ID is a cursor that
 // increases strictly within a log.
-type Event struct {
-	ID        string          `json:"id"`
-	Type      string          `json:"type"`
-	At        time.Time       `json:"at"`
-	SessionID string          `json:"sessionId"`
-	TaskID    string          `json:"taskId,omitempty"`
-	Revision  int64           `json:"revision,omitempty"`
-	Data      json.RawMessage `json:"data"`
-}
+type Event wire.Event[time.Time]
 
 // Task decodes the task snapshot that task.* events carry in data.task.
 func (e Event) Task() (*Task, error) {

@@ -19,7 +19,8 @@ import (
 
 // env is one real server and clients of two principals.
 type env struct {
-	name  string // the store backend
+	srv   *apptest.Server
+	sc    store.Config // the store the server runs on
 	url   string
 	alice *client.Client
 	bob   *client.Client
@@ -29,28 +30,11 @@ type env struct {
 // backend (embedded, standalone Redis, and Redis Cluster when configured).
 func eachStore(t *testing.T, cfg app.Config, fn func(t *testing.T, e *env)) {
 	t.Helper()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			srv := apptest.Start(t, b.Config(t), withTestDefaults(cfg))
-			fn(t, newEnv(t, b.Name, srv.URL))
-		})
-	}
-}
-
-// redisStores runs fn against the shared (non-embedded) backends, giving it
-// the store config so it can start several replicas on one store.
-func redisStores(t *testing.T, fn func(t *testing.T, sc store.Config)) {
-	t.Helper()
-	for _, b := range storetest.Backends() {
-		if b.Name == "embedded" {
-			continue
-		}
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, b.Config(t))
-		})
-	}
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		e := newEnv(t, apptest.Start(t, sc, withTestDefaults(cfg)))
+		e.sc = sc
+		fn(t, e)
+	})
 }
 
 // withTestDefaults shortens the fan-in readers' blocking read: a server's
@@ -62,9 +46,9 @@ func withTestDefaults(cfg app.Config) app.Config {
 	return cfg
 }
 
-func newEnv(t *testing.T, name, url string) *env {
-	alice := newClient(t, url, apptest.Token(t, "alice"))
-	return &env{name: name, url: url, alice: alice, bob: alice.WithToken(apptest.Token(t, "bob"))}
+func newEnv(t *testing.T, srv *apptest.Server) *env {
+	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
+	return &env{srv: srv, url: srv.URL, alice: alice, bob: alice.WithToken(apptest.Token(t, "bob"))}
 }
 
 // newClient is a client whose transport checks every exchange against the

@@ -147,7 +147,7 @@ func TestHookRoutes(t *testing.T) {
 	t.Parallel()
 	srv := startHookServer(t, storetest.Standalone(t))
 	ctx := testContext(t)
-	e := newEnv(t, "redis", srv.URL)
+	e := newEnv(t, srv)
 	c, out := e.alice, outsider(t)
 
 	task := newTask(t, ctx, c)
@@ -307,7 +307,7 @@ func TestHookEventsDeliversInOrder(t *testing.T) {
 	t.Parallel()
 	srv := startHookServer(t, storetest.Standalone(t))
 	ctx := testContext(t)
-	c, out := newEnv(t, "redis", srv.URL).alice, outsider(t)
+	c, out := newEnv(t, srv).alice, outsider(t)
 	_, h := newHook(t, ctx, c, client.CreateHookInput{})
 	cb := callbackOn(t, srv.URL, h.URL)
 	for i := 1; i <= 3; i++ {
@@ -352,7 +352,7 @@ func TestHookEventsBreakDoesNotAck(t *testing.T) {
 	t.Parallel()
 	srv := startHookServer(t, storetest.Standalone(t))
 	ctx := testContext(t)
-	c, out := newEnv(t, "redis", srv.URL).alice, outsider(t)
+	c, out := newEnv(t, srv).alice, outsider(t)
 	_, h := newHook(t, ctx, c, client.CreateHookInput{})
 	cb := callbackOn(t, srv.URL, h.URL)
 	postJSON(t, ctx, out, cb, `{"n":1}`)
@@ -392,7 +392,7 @@ func TestHookEventsPanicDoesNotAck(t *testing.T) {
 	t.Parallel()
 	srv := startHookServer(t, storetest.Standalone(t))
 	ctx := testContext(t)
-	c, out := newEnv(t, "redis", srv.URL).alice, outsider(t)
+	c, out := newEnv(t, srv).alice, outsider(t)
 	_, h := newHook(t, ctx, c, client.CreateHookInput{})
 	cb := callbackOn(t, srv.URL, h.URL)
 	postJSON(t, ctx, out, cb, `{"n":1}`)
@@ -484,7 +484,7 @@ func TestHookEventsRetriesTransientFailures(t *testing.T) {
 	t.Parallel()
 	srv := startHookServer(t, storetest.Standalone(t))
 	ctx := testContext(t)
-	e := newEnv(t, "redis", srv.URL)
+	e := newEnv(t, srv)
 	out := outsider(t)
 	_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
 	cb := callbackOn(t, srv.URL, h.URL)
@@ -628,7 +628,7 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	t.Parallel()
 	srv := startHookServer(t, storetest.Standalone(t))
 	ctx := testContext(t)
-	e := newEnv(t, "redis", srv.URL)
+	e := newEnv(t, srv)
 	out := outsider(t)
 	opts := client.HookEventsOptions{Consumer: "w", Wait: 200 * time.Millisecond, MinBackoff: 10 * time.Millisecond}
 
@@ -724,7 +724,7 @@ func TestHookEventsEndsWhenItsTaskCompletes(t *testing.T) {
 	// No safety-net re-read within a wait: only the close can end it early.
 	srv := apptest.Start(t, storetest.Standalone(t), withTestDefaults(app.Config{RecheckInterval: time.Minute}))
 	ctx := testContext(t)
-	e := newEnv(t, "redis", srv.URL)
+	e := newEnv(t, srv)
 	task, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
 	cb := callbackOn(t, srv.URL, h.URL)
 	postJSON(t, ctx, outsider(t), cb, `{"n":1}`)

@@ -2,28 +2,21 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // Session statuses.
 const (
-	SessionActive    = "active"
-	SessionCancelled = "cancelled"
+	SessionActive    = wire.SessionActive
+	SessionCancelled = wire.SessionCancelled
 )
 
 // Session is an agent's conversation: the owner scope of its tasks.
-type Session struct {
-	SessionID     string            `json:"sessionId"`
-	Status        string            `json:"status"`
-	Owner         string            `json:"owner"`
-	CreatedAt     time.Time         `json:"createdAt"`
-	LastUpdatedAt time.Time         `json:"lastUpdatedAt"`
-	Metadata      json.RawMessage   `json:"metadata,omitempty"`
-	Notify        []json.RawMessage `json:"notify"`
-}
+type Session = wire.Session[time.Time]
 
 // CreateSessionInput is the body of POST /v1/sessions.
 type CreateSessionInput struct {

@@ -5,17 +5,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // StreamTaskEvents follows a task's event log as server-sent events, from
-// the event after `after` ("" for the beginning). When the connection drops
-// it reconnects with Last-Event-ID, so the sequence has no gap and no
-// duplicate. It ends when ctx ends, the loop breaks, or the server answers
-// with an error (yielded once).
+// the event after `after` ("" for the beginning).
+//
+// It reconnects by itself whenever a reconnect can mend things: the
+// connection drops, the server ends the stream (a replica shutting down),
+// or an answer is a 502, 503, 504 or a 429 with Retry-After. It comes back
+// after a pause (exponential backoff with full jitter, at least the
+// answer's Retry-After) and resumes after the last event it delivered
+// (Last-Event-ID), so the sequence has no gap and no duplicate. It ends
+// when ctx ends or the loop breaks, and with any other error (a 401 or a
+// 404 answer, an event it cannot decode), yielded once.
 func (c *Client) StreamTaskEvents(ctx context.Context, id, after string) iter.Seq2[Event, error] {
 	return c.stream(ctx, "/v1/tasks/"+segment(id)+"/events", after)
 }
@@ -25,56 +31,74 @@ func (c *Client) StreamSessionEvents(ctx context.Context, id, after string) iter
 	return c.stream(ctx, "/v1/sessions/"+segment(id)+"/events", after)
 }
 
+// errStreamEnded is a stream the server ended: transient, as the log goes
+// on.
+var errStreamEnded = fmt.Errorf("taskhook: the event stream ended: %w", io.EOF)
+
 func (c *Client) stream(ctx context.Context, path, after string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		hc := *c.http
 		hc.Timeout = 0 // a stream lasts as long as ctx
-		last := after
-		backoff := 100 * time.Millisecond
-		for ctx.Err() == nil {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+path, nil)
-			if err != nil {
-				yield(Event{}, fmt.Errorf("taskhook: %w", err))
+		s := &eventStream{c: c, http: &hc, path: path, last: after, yield: yield}
+		r := retrier{policy: newRetryPolicy(0, 0)}
+		for {
+			delivered, err := s.follow(ctx)
+			if s.stopped {
 				return
 			}
-			req.Header.Set("Accept", "text/event-stream")
-			req.Header.Set("User-Agent", userAgent)
-			if c.token != "" {
-				req.Header.Set("Authorization", "Bearer "+c.token)
+			if delivered {
+				r.reset() // the backoff grows only while no connection gets anywhere
 			}
-			if last != "" {
-				req.Header.Set("Last-Event-ID", last)
-			}
-			resp, err := hc.Do(req)
-			if err == nil && resp.StatusCode != http.StatusOK {
-				err = c.decodeError(resp)
-				resp.Body.Close()
-				yield(Event{}, err)
-				return
-			}
-			if err == nil {
-				backoff = 100 * time.Millisecond
-				var more bool
-				last, more = readStream(resp, last, yield)
-				resp.Body.Close()
-				if !more {
-					return
+			if err := r.wait(ctx, err); err != nil {
+				if ctx.Err() == nil {
+					yield(Event{}, err)
 				}
-			}
-			select { // the connection dropped: come back after a pause
-			case <-ctx.Done():
 				return
-			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, 5*time.Second)
 		}
 	}
 }
 
-// readStream yields each event of one connection; it returns the last id
-// seen and whether the caller still wants more.
-func readStream(resp *http.Response, last string, yield func(Event, error) bool) (string, bool) {
-	sc := bufio.NewScanner(resp.Body)
+// eventStream is the state of one stream across its connections.
+type eventStream struct {
+	c       *Client
+	http    *http.Client
+	path    string
+	last    string // the id of the last event delivered: where a reconnect resumes
+	yield   func(Event, error) bool
+	stopped bool // the loop broke
+}
+
+// follow opens one connection and yields its events. It returns whether it
+// delivered any, and why the connection ended.
+func (s *eventStream) follow(ctx context.Context) (delivered bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.c.baseURL+s.path, nil)
+	if err != nil {
+		return false, fmt.Errorf("taskhook: %w", err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("User-Agent", userAgent)
+	if s.c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.c.token)
+	}
+	if s.last != "" {
+		req.Header.Set("Last-Event-ID", s.last)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("taskhook: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, s.c.decodeError(resp)
+	}
+	return s.read(resp.Body)
+}
+
+// read yields each event of one connection until it ends or the loop
+// breaks.
+func (s *eventStream) read(body io.Reader) (delivered bool, err error) {
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var data strings.Builder
 	for sc.Scan() {
@@ -88,15 +112,19 @@ func readStream(resp *http.Response, last string, yield func(Event, error) bool)
 			err := json.Unmarshal([]byte(data.String()), &ev)
 			data.Reset()
 			if err != nil {
-				return last, yield(Event{}, fmt.Errorf("taskhook: decode a streamed event: %w", err))
+				return delivered, fmt.Errorf("taskhook: decode a streamed event: %w", err)
 			}
-			last = ev.ID
-			if !yield(ev, nil) {
-				return last, false
+			s.last, delivered = ev.ID, true
+			if !s.yield(ev, nil) {
+				s.stopped = true
+				return delivered, nil
 			}
 		case strings.HasPrefix(line, "data: "):
 			data.WriteString(strings.TrimPrefix(line, "data: "))
 		}
 	}
-	return last, true
+	if err := sc.Err(); err != nil {
+		return delivered, fmt.Errorf("taskhook: read the event stream: %w", err)
+	}
+	return delivered, errStreamEnded
 }

@@ -2,102 +2,48 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // Task statuses.
 const (
-	StatusWorking       = "working"
-	StatusInputRequired = "input_required"
-	StatusCompleted     = "completed"
-	StatusFailed        = "failed"
-	StatusCancelled     = "cancelled"
+	StatusWorking       = wire.StatusWorking
+	StatusInputRequired = wire.StatusInputRequired
+	StatusCompleted     = wire.StatusCompleted
+	StatusFailed        = wire.StatusFailed
+	StatusCancelled     = wire.StatusCancelled
 )
 
 // Input request kinds and displays.
 const (
-	KindAsk           = "ask"
-	KindAuthorization = "authorization"
+	KindAsk           = wire.KindAsk
+	KindAuthorization = wire.KindAuthorization
 
-	DisplayConfirmation = "confirmation"
-	DisplaySelect       = "select"
-	DisplayText         = "text"
+	DisplayConfirmation = wire.DisplayConfirmation
+	DisplaySelect       = wire.DisplaySelect
+	DisplayText         = wire.DisplayText
 )
 
-// Task is the durable record of one piece of background work.
-type Task struct {
-	TaskID         string          `json:"taskId"`
-	SessionID      string          `json:"sessionId"`
-	Owner          string          `json:"owner"`
-	Requester      string          `json:"requester"`
-	Status         string          `json:"status"`
-	Revision       int64           `json:"revision"`
-	Kind           string          `json:"kind,omitempty"`
-	Label          string          `json:"label,omitempty"`
-	Input          json.RawMessage `json:"input,omitempty"`
-	Metadata       json.RawMessage `json:"metadata,omitempty"`
-	StatusMessage  string          `json:"statusMessage,omitempty"`
-	Progress       json.RawMessage `json:"progress,omitempty"`
-	InputRequests  []InputRequest  `json:"inputRequests,omitempty"`
-	InputResponses []InputResponse `json:"inputResponses"`
-	Result         json.RawMessage `json:"result,omitempty"`
-	Error          *TaskError      `json:"error,omitempty"`
-	CancelReason   string          `json:"cancelReason,omitempty"`
-	CreatedAt      time.Time       `json:"createdAt"`
-	LastUpdatedAt  time.Time       `json:"lastUpdatedAt"`
-	TTLMs          *int64          `json:"ttlMs"`
-	ExpiresAt      *time.Time      `json:"expiresAt"`
-	PollIntervalMs int64           `json:"pollIntervalMs"`
-}
-
-// Terminal reports whether the task is completed, failed or cancelled: no
-// command changes it any more.
-func (t *Task) Terminal() bool {
-	return t.Status == StatusCompleted || t.Status == StatusFailed || t.Status == StatusCancelled
-}
-
-// InputRequest is a question for a human (kind ask) or a sign-in the task
-// needs (kind authorization). AnswerURL and AuthorizationURL are filled by
-// the server and never sent.
-type InputRequest struct {
-	RequestID        string   `json:"requestId,omitempty"` // the server makes one (req_...) when empty
-	Kind             string   `json:"kind,omitempty"`      // ask (the default) or authorization
-	Prompt           string   `json:"prompt"`
-	Display          string   `json:"display,omitempty"`
-	Options          []Choice `json:"options,omitempty"`
-	AllowFreeform    bool     `json:"allowFreeform,omitempty"`
-	AnswerURL        string   `json:"answerUrl,omitempty"`
-	Connection       string   `json:"connection,omitempty"`
-	AuthorizationURL string   `json:"authorizationUrl,omitempty"`
-	ExpiresAt        string   `json:"expiresAt,omitempty"`
-}
-
-// Choice is one option (button) of an input request.
-type Choice struct {
-	ID          string `json:"id"`
-	Label       string `json:"label"`
-	Description string `json:"description,omitempty"`
-	Style       string `json:"style,omitempty"` // primary, danger or default
-}
-
-// InputResponse is one answer to one input request.
-type InputResponse struct {
-	RequestID string `json:"requestId"`
-	OptionID  string `json:"optionId,omitempty"`
-	Text      string `json:"text,omitempty"`
-}
-
-// TaskError is why a task failed.
-type TaskError struct {
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
+type (
+	// Task is the durable record of one piece of background work; Terminal
+	// reports whether it has ended.
+	Task = wire.Task[time.Time, string]
+	// InputRequest is a question for a human (kind ask) or a sign-in the
+	// task needs (kind authorization). AnswerURL and AuthorizationURL are
+	// filled by the server and never sent.
+	InputRequest = wire.InputRequest
+	// Choice is one option (button) of an input request.
+	Choice = wire.Option
+	// InputResponse is one answer to one input request.
+	InputResponse = wire.InputResponse
+	// TaskError is why a task failed.
+	TaskError = wire.TaskError
+)
 
 // CreateTaskInput is the body of POST /v1/tasks. Input is any value that
 // encodes as JSON (a json.RawMessage is sent as is).
@@ -245,58 +191,6 @@ func (c *Client) Respond(ctx context.Context, id string, resps []InputResponse, 
 		body.Responses = []InputResponse{}
 	}
 	return c.command(ctx, id, "/input", body, opts)
-}
-
-// InputAnswer is the answer to AnswerInput: the task and request answered
-// and the task's status after it. Not the task itself: the holder of an
-// answer URL may not read it.
-type InputAnswer struct {
-	OK        bool   `json:"ok"`
-	TaskID    string `json:"taskId"`
-	RequestID string `json:"requestId"`
-	Status    string `json:"status"`
-}
-
-// AnswerInput answers the one request an answerUrl names, as a channel does:
-// the URL is the credential, so no Authorization header is sent (the
-// client's base URL and token are not used). optionID or text (or both) is
-// required. A request answered already, or whose task ended, is a 410
-// input_closed *Error, even for the same answer: retry with
-// WithIdempotencyKey instead. No error text carries the URL's token.
-func (c *Client) AnswerInput(ctx context.Context, answerURL, optionID, text string, opts ...CallOption) (*InputAnswer, error) {
-	var cl call
-	for _, o := range opts {
-		if o != nil {
-			o(&cl)
-		}
-	}
-	body, err := json.Marshal(struct {
-		OptionID string `json:"optionId,omitempty"`
-		Text     string `json:"text,omitempty"`
-	}{optionID, text})
-	if err != nil {
-		return nil, fmt.Errorf("taskhook: encode an answer: %w", err)
-	}
-	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
-	if cl.idempotencyKey != "" {
-		header.Set("Idempotency-Key", cl.idempotencyKey)
-	}
-	if cl.requestID != "" {
-		header.Set("X-Request-Id", cl.requestID)
-	}
-	resp, err := c.postCapability(ctx, "answer", answerURL, body, header, cl.meta)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
-	var out InputAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("taskhook: decode the answer to an input answer (status %d): %w", resp.StatusCode, err)
-	}
-	return &out, nil
 }
 
 // Complete ends the task with a result (any value that encodes as JSON).

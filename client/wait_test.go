@@ -3,28 +3,39 @@ package client_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptrace"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // The servers of these tests re-check a waiting request only once an hour, so
 // a wait can end early only through a real wake-up.
 var noRecheck = app.Config{RecheckInterval: time.Hour}
 
-// afterSent returns a context whose request signals sent once it is on the wire.
-func afterSent(ctx context.Context) (context.Context, <-chan struct{}) {
-	sent := make(chan struct{})
-	var once sync.Once
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(sent) }) },
-	}), sent
+// longWait is the wait of the calls these tests wake. Each is made with a
+// context that ends well before it (beforeTheWaitEnds): an answer that comes
+// at all came from a wake-up, not from the wait running out.
+const longWait = 30 * time.Second
+
+func beforeTheWaitEnds(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, longWait*2/3)
+}
+
+// awaitWaiting waits until srv holds one waiting request: a change made
+// after that reaches the request only as a wake-up, where a change made
+// before it would be found by the request's first read.
+func awaitWaiting(t *testing.T, srv *apptest.Server) {
+	t.Helper()
+	storetest.WaitFor(t, "the request to wait on the server", func() bool {
+		return testutil.ToFloat64(srv.App.Metrics.Waiters) == 1
+	})
 }
 
 type waited[T any] struct {
@@ -44,23 +55,24 @@ func await[T any](t *testing.T, ctx context.Context, ch <-chan T, what string) T
 	}
 }
 
-// waitWakesOn checks that a WaitTask sent to waiter wakes when poster posts
-// progress.
-func waitWakesOn(t *testing.T, ctx context.Context, waiter, poster *client.Client) {
+// waitWakesOn checks that a WaitTask sent to waiter, a client of srv, wakes
+// when poster posts progress.
+func waitWakesOn(t *testing.T, ctx context.Context, srv *apptest.Server, waiter, poster *client.Client) {
 	task := newTask(t, ctx, poster)
-	wctx, sent := afterSent(ctx)
 	done := make(chan waited[*client.Task], 1)
 	go func() {
-		got, err := waiter.WaitTask(wctx, task.TaskID, task.Revision, 30*time.Second)
+		wctx, cancel := beforeTheWaitEnds(ctx)
+		defer cancel()
+		got, err := waiter.WaitTask(wctx, task.TaskID, task.Revision, longWait)
 		done <- waited[*client.Task]{got, err}
 	}()
-	await(t, ctx, sent, "the wait was not sent")
+	awaitWaiting(t, srv)
 	if _, err := poster.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("halfway")}); err != nil {
 		t.Fatalf("Progress: %v", err)
 	}
 	r := await(t, ctx, done, "WaitTask did not answer")
 	if r.err != nil {
-		t.Fatalf("WaitTask: %v", r.err)
+		t.Fatalf("WaitTask was not woken: %v", r.err)
 	}
 	if r.v.Revision != task.Revision+1 || r.v.StatusMessage != "halfway" {
 		t.Fatalf("WaitTask answered revision %d %q, want %d \"halfway\"", r.v.Revision, r.v.StatusMessage, task.Revision+1)
@@ -70,7 +82,7 @@ func waitWakesOn(t *testing.T, ctx context.Context, waiter, poster *client.Clien
 func TestWaitTaskWakesOnProgress(t *testing.T) {
 	t.Parallel()
 	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		waitWakesOn(t, testContext(t), e.alice, e.alice)
+		waitWakesOn(t, testContext(t), e.srv, e.alice, e.alice)
 	})
 }
 
@@ -78,11 +90,11 @@ func TestWaitTaskWakesOnProgress(t *testing.T) {
 // the same Redis.
 func TestWaitTaskWakesAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	redisStores(t, func(t *testing.T, sc store.Config) {
+	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
 		a := apptest.Start(t, sc, withTestDefaults(noRecheck))
 		b := apptest.Start(t, sc, withTestDefaults(noRecheck))
 		token := apptest.Token(t, "alice")
-		waitWakesOn(t, testContext(t), newClient(t, a.URL, token), newClient(t, b.URL, token))
+		waitWakesOn(t, testContext(t), a, newClient(t, a.URL, token), newClient(t, b.URL, token))
 	})
 }
 
@@ -91,7 +103,6 @@ func TestResultWakesOnComplete(t *testing.T) {
 	eachStore(t, noRecheck, func(t *testing.T, e *env) {
 		ctx := testContext(t)
 		task := newTask(t, ctx, e.alice)
-		rctx, sent := afterSent(ctx)
 		type result struct {
 			task     *client.Task
 			terminal bool
@@ -99,10 +110,12 @@ func TestResultWakesOnComplete(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			got, terminal, err := e.alice.Result(rctx, task.TaskID, 30*time.Second)
+			rctx, cancel := beforeTheWaitEnds(ctx)
+			defer cancel()
+			got, terminal, err := e.alice.Result(rctx, task.TaskID, longWait)
 			done <- result{got, terminal, err}
 		}()
-		await(t, ctx, sent, "the wait was not sent")
+		awaitWaiting(t, e.srv)
 		if _, err := e.alice.Complete(ctx, task.TaskID, "ok"); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
@@ -122,13 +135,14 @@ func TestTaskEventsWaitForTheNextEvent(t *testing.T) {
 		if err != nil || len(first.Events) != 1 {
 			t.Fatalf("TaskEvents: %+v, %v", first, err)
 		}
-		rctx, sent := afterSent(ctx)
 		done := make(chan waited[*client.EventPage], 1)
 		go func() {
-			page, err := e.alice.TaskEvents(rctx, task.TaskID, client.EventsParams{After: first.Cursor, Wait: 30 * time.Second})
+			rctx, cancel := beforeTheWaitEnds(ctx)
+			defer cancel()
+			page, err := e.alice.TaskEvents(rctx, task.TaskID, client.EventsParams{After: first.Cursor, Wait: longWait})
 			done <- waited[*client.EventPage]{page, err}
 		}()
-		await(t, ctx, sent, "the read was not sent")
+		awaitWaiting(t, e.srv)
 		if _, err := e.alice.Message(ctx, task.TaskID, "hello", nil); err != nil {
 			t.Fatalf("Message: %v", err)
 		}

@@ -1,40 +1,35 @@
-// Package events holds the shape of the entries in every event log: a task's,
-// a session's and a hook's. The logs themselves live in Redis streams.
+// Package events holds the entries of every event log, a task's and a
+// session's (their shape is api/wire's Event), and the timestamp every
+// record shows. The logs themselves live in Redis streams.
 package events
 
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // Event types, as listed in the contract.
 const (
-	SessionCreated         = "session.created"
-	SessionCancelled       = "session.cancelled"
-	TaskCreated            = "task.created"
-	TaskProgress           = "task.progress"
-	TaskMessage            = "task.message"
-	TaskStatus             = "task.status"
-	TaskTerminal           = "task.terminal"
-	InputRequested         = "input.requested"
-	InputResolved          = "input.resolved"
-	AuthorizationRequired  = "authorization.required"
-	AuthorizationCompleted = "authorization.completed"
-	HookReceived           = "hook.received"
+	SessionCreated         = wire.EventSessionCreated
+	SessionCancelled       = wire.EventSessionCancelled
+	TaskCreated            = wire.EventTaskCreated
+	TaskProgress           = wire.EventTaskProgress
+	TaskMessage            = wire.EventTaskMessage
+	TaskStatus             = wire.EventTaskStatus
+	TaskTerminal           = wire.EventTaskTerminal
+	InputRequested         = wire.EventInputRequested
+	InputResolved          = wire.EventInputResolved
+	AuthorizationRequired  = wire.EventAuthorizationRequired
+	AuthorizationCompleted = wire.EventAuthorizationCompleted
+	HookReceived           = wire.EventHookReceived
 )
 
 // Event is one entry of a log. ID is the stream id of the entry: a cursor that
 // increases strictly within a log. An event appended to a task log and to its
 // session log gets the same id in both.
-type Event struct {
-	ID        string          `json:"id,omitempty"`
-	Type      string          `json:"type"`
-	At        Time            `json:"at"`
-	SessionID string          `json:"sessionId"`
-	TaskID    string          `json:"taskId,omitempty"`
-	Revision  int64           `json:"revision,omitempty"`
-	Data      json.RawMessage `json:"data"`
-}
+type Event = wire.Event[Time]
 
 // Time is a timestamp that reads and writes as RFC 3339 UTC with milliseconds.
 type Time struct{ time.Time }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -153,7 +154,7 @@ func TestClosedHookLearnedOnAWarmReplica(t *testing.T) {
 	sc := storetest.Standalone(t)
 	a := startEnv(t, sc, app.Config{BodyTimeout: time.Minute})
 	b := startEnv(t, sc, app.Config{})
-	hook, token := a.hook(t, map[string]any{"sessionId": a.session(t)})
+	hook, token := a.hook(t, client.CreateHookInput{SessionID: a.session(t)})
 	a.must(t, 202, a.post(t, token, "warm"))
 	b.must(t, 200, b.do(t, "POST", "/v1/hooks/"+hook+"/close", b.alice, nil))
 	wantError(t, a.post(t, token, "late"), 410, "hook_closed")

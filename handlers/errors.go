@@ -6,40 +6,41 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/taskhook/taskhook/problem"
 	"log/slog"
 	"net/http"
 	"strings"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/hooks"
-	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
 
 // Error codes of the contract.
 const (
-	CodeInvalidJSON       = "invalid_json"
-	CodeInvalidRequest    = "invalid_request"
-	CodeUnauthorized      = "unauthorized"
-	CodeNotFound          = "not_found"
-	CodeTaskTerminal      = "task_terminal"
-	CodeNotInputRequired  = "not_input_required"
-	CodeUnknownRequest    = "unknown_request"
-	CodeInputConflict     = "input_conflict"
-	CodeInputClosed       = "input_closed"
-	CodeIdempotency       = "idempotency_conflict"
-	CodeSessionNotActive  = "session_not_active"
-	CodeHookClosed        = "hook_closed"
-	CodeSignatureInvalid  = "signature_invalid"
-	CodePayloadTooLarge   = "payload_too_large"
-	CodeRateLimited       = "rate_limited"
-	CodeStoreUnavailable  = "store_unavailable"
-	CodeInternal          = "internal"
-	CodeMethodNotAllowed  = "method_not_allowed"
-	CodeTooManyTasks      = "too_many_tasks"
-	CodeTaskTooLarge      = "task_too_large"
-	CodeRequestTimeout    = "request_timeout"
-	CodeOverloaded        = "overloaded"
+	CodeInvalidJSON       = wire.CodeInvalidJSON
+	CodeInvalidRequest    = wire.CodeInvalidRequest
+	CodeUnauthorized      = wire.CodeUnauthorized
+	CodeNotFound          = wire.CodeNotFound
+	CodeTaskTerminal      = wire.CodeTaskTerminal
+	CodeNotInputRequired  = wire.CodeNotInputRequired
+	CodeUnknownRequest    = wire.CodeUnknownRequest
+	CodeInputConflict     = wire.CodeInputConflict
+	CodeInputClosed       = wire.CodeInputClosed
+	CodeIdempotency       = wire.CodeIdempotencyConflict
+	CodeSessionNotActive  = wire.CodeSessionNotActive
+	CodeHookClosed        = wire.CodeHookClosed
+	CodeSignatureInvalid  = wire.CodeSignatureInvalid
+	CodePayloadTooLarge   = wire.CodePayloadTooLarge
+	CodeRateLimited       = wire.CodeRateLimited
+	CodeStoreUnavailable  = wire.CodeStoreUnavailable
+	CodeInternal          = wire.CodeInternal
+	CodeMethodNotAllowed  = wire.CodeMethodNotAllowed
+	CodeTooManyTasks      = wire.CodeTooManyTasks
+	CodeTaskTooLarge      = wire.CodeTaskTooLarge
+	CodeRequestTimeout    = wire.CodeRequestTimeout
+	CodeOverloaded        = wire.CodeOverloaded
 	retryAfterUnavailable = "1"
 	statusClientClosed    = 499
 	notFoundMessage       = "no such resource"
@@ -64,10 +65,7 @@ func apiError(status int, code, msg string) *APIError {
 }
 
 // Detail is one field problem of an invalid_request.
-type Detail struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+type Detail = wire.Detail
 
 func invalidRequest(field, msg string) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: field + ": " + msg,
@@ -84,17 +82,9 @@ func toAPIError(err error) *APIError {
 	if errors.As(err, &api) {
 		return api
 	}
-	var tverr *tasks.ValidationError
-	if errors.As(err, &tverr) {
-		return invalidRequest(tverr.Field, tverr.Message)
-	}
-	var sverr *sessions.ValidationError
-	if errors.As(err, &sverr) {
-		return invalidRequest(sverr.Field, sverr.Message)
-	}
-	var hverr *hooks.ValidationError
-	if errors.As(err, &hverr) {
-		return invalidRequest(hverr.Field, hverr.Message)
+	var verr *problem.ValidationError
+	if errors.As(err, &verr) {
+		return invalidRequest(verr.Field, verr.Message)
 	}
 	var closed *hooks.ClosedError
 	if errors.As(err, &closed) {
@@ -140,18 +130,15 @@ func toAPIError(err error) *APIError {
 		return e
 	}
 	switch {
-	case errors.Is(err, tasks.ErrNotFound), errors.Is(err, sessions.ErrNotFound),
-		errors.Is(err, tasks.ErrSessionNotFound), errors.Is(err, store.ErrNotFound),
-		errors.Is(err, hooks.ErrNotFound), errors.Is(err, hooks.ErrUnknownToken):
+	case errors.Is(err, problem.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, hooks.ErrUnknownToken):
 		return errNotFound
 	case errors.Is(err, tasks.ErrInputClosed):
 		return apiError(http.StatusGone, CodeInputClosed, "the input request is no longer open")
 	case errors.Is(err, hooks.ErrTaskTerminal):
 		return apiError(http.StatusConflict, CodeTaskTerminal, "the task has ended")
-	case errors.Is(err, tasks.ErrSessionNotActive), errors.Is(err, hooks.ErrSessionNotActive):
+	case errors.Is(err, problem.ErrSessionNotActive):
 		return apiError(http.StatusConflict, CodeSessionNotActive, "the session is not active")
-	case errors.Is(err, tasks.ErrIdempotency), errors.Is(err, sessions.ErrIdempotency),
-		errors.Is(err, hooks.ErrIdempotency):
+	case errors.Is(err, problem.ErrIdempotency):
 		return apiError(http.StatusConflict, CodeIdempotency, "this Idempotency-Key was used with a different request body")
 	case errors.Is(err, store.ErrBadCursor):
 		return invalidRequest("cursor", "is not a cursor this service gave out")

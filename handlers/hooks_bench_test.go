@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -52,7 +53,7 @@ func benchTransport(b *testing.B) *http.Client {
 
 func BenchmarkHookIngest(b *testing.B) {
 	e := startEnv(b, storetest.Standalone(b), app.Config{HookRateLimit: 1000, HookBurst: 1 << 30, LogLevel: "error"})
-	_, token := e.hook(b, map[string]any{"sessionId": e.session(b)})
+	_, token := e.hook(b, client.CreateHookInput{SessionID: e.session(b)})
 	hc := benchTransport(b)
 	url := e.srv.URL + "/v1/callback/" + token
 	body := `{"state":"running","job":"bench"}`
@@ -111,7 +112,7 @@ func BenchmarkRawXADD(b *testing.B) {
 // that acks what it gets.
 func BenchmarkHookDeliveryLatency(b *testing.B) {
 	e := startEnv(b, storetest.Standalone(b), app.Config{HookRateLimit: 1000, HookBurst: 1 << 30, LogLevel: "error"})
-	hook, token := e.hook(b, map[string]any{"sessionId": e.session(b)})
+	hook, token := e.hook(b, client.CreateHookInput{SessionID: e.session(b)})
 	hc := benchTransport(b)
 	e.read(b, hook, "consumer=r") // makes the group
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -21,11 +23,11 @@ func FuzzCallback(f *testing.F) {
 	e := startEnv(f, storetest.Embedded(f), app.Config{MaxBodyBytes: 4096, HookRateLimit: 1000, HookBurst: 1 << 30})
 	ses := e.session(f)
 	const secret = "fuzz-verify-secret"
-	_, plain := e.hook(f, map[string]any{"sessionId": ses, "dedupeHeader": "X-Job-Event"})
-	_, signed := e.hook(f, map[string]any{"sessionId": ses, "verify": map[string]any{"scheme": "github", "secret": secret}})
-	_, static := e.hook(f, map[string]any{"sessionId": ses,
-		"response": map[string]any{"status": 200, "body": "thanks", "contentType": "text/plain"}})
-	closedID, closed := e.hook(f, map[string]any{"sessionId": ses})
+	_, plain := e.hook(f, client.CreateHookInput{SessionID: ses, DedupeHeader: "X-Job-Event"})
+	_, signed := e.hook(f, client.CreateHookInput{SessionID: ses, Verify: &client.HookVerify{Scheme: client.VerifyGitHub, Secret: secret}})
+	_, static := e.hook(f, client.CreateHookInput{SessionID: ses,
+		Response: &client.HookResponse{Status: 200, Body: "thanks", ContentType: "text/plain"}})
+	closedID, closed := e.hook(f, client.CreateHookInput{SessionID: ses})
 	e.must(f, 200, e.do(f, "POST", "/v1/hooks/"+closedID+"/close", e.alice, nil))
 	tokens := []string{plain, signed, static, closed}
 
@@ -96,8 +98,11 @@ func FuzzCallback(f *testing.F) {
 				t.Fatalf("status %d with code %q", rec.Code, code)
 			}
 		}
-		if rec.Code == http.StatusAccepted && (v["ok"] != true || v["eventId"] == "") {
-			t.Fatalf("202 body: %s", out)
+		if rec.Code == http.StatusAccepted {
+			id, isString := v["eventId"].(string)
+			if v["ok"] != true || !isString || !store.ValidStreamID(id) {
+				t.Fatalf("202 body: %s, want ok and the stored event's id", out)
+			}
 		}
 	})
 }

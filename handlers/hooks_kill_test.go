@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -24,9 +25,9 @@ func TestHookEventsSurviveAKilledReplica(t *testing.T) {
 	sc := storetest.Standalone(t)
 	proc, procURL := apptest.StartProcess(t, sc)
 	b := startEnv(t, sc, app.Config{})
-	a := &hookEnv{srv: &apptest.Server{URL: procURL}, alice: b.alice}
+	a := envOf(t, &apptest.Server{URL: procURL})
 
-	hook, token := b.hook(t, map[string]any{"sessionId": b.session(t)})
+	hook, token := b.hook(t, client.CreateHookInput{SessionID: b.session(t)})
 	want := map[string]bool{}
 	for _, body := range []string{"one", "two", "three"} {
 		want[b.must(t, 202, b.post(t, token, body)).str("eventId")] = true

@@ -2,15 +2,18 @@ package handlers_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,28 +23,31 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // Black-box tests of the hook routes: a real server per store backend,
-// driven over HTTP as an executor and an outside system would.
+// driven through the Go client as an executor and an outside system would.
+// Raw HTTP is kept where a test is about the wire itself: malformed bodies
+// and queries, signature headers, the exact body of a refusal, and what the
+// client does not show (the reason a 410 gives, the JSON a stored body
+// reads as, the fields an answer must not carry).
 
 type hookEnv struct {
-	srv   *apptest.Server
-	alice string // bearer tokens
-	bob   string
+	srv    *apptest.Server
+	alice  string // bearer tokens, for raw requests
+	bob    string
+	api    *client.Client // alice's
+	bobAPI *client.Client
+	sender *client.Client // an outside system: no token, posts to callback URLs
 }
 
 func eachStore(t *testing.T, cfg app.Config, fn func(t *testing.T, e *hookEnv)) {
 	t.Helper()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, startEnv(t, b.Config(t), cfg))
-		})
-	}
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) { fn(t, startEnv(t, sc, cfg)) })
 }
 
 func startEnv(t testing.TB, sc store.Config, cfg app.Config) *hookEnv {
@@ -51,9 +57,23 @@ func startEnv(t testing.TB, sc store.Config, cfg app.Config) *hookEnv {
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "https://hooks.example.test"
 	}
-	srv := apptest.Start(t, sc, cfg)
-	return &hookEnv{srv: srv, alice: apptest.Token(t, "alice"), bob: apptest.Token(t, "bob")}
+	return envOf(t, apptest.Start(t, sc, cfg))
 }
+
+// envOf drives a running server: one started here, or a process a test
+// runs (a Server with a URL alone).
+func envOf(t testing.TB, srv *apptest.Server) *hookEnv {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr, Timeout: time.Minute}
+	e := &hookEnv{srv: srv, alice: apptest.Token(t, "alice"), bob: apptest.Token(t, "bob")}
+	e.api = client.New(srv.URL, e.alice, client.WithHTTPClient(hc))
+	e.bobAPI = e.api.WithToken(e.bob)
+	e.sender = client.New("", "", client.WithHTTPClient(hc))
+	return e
+}
+
+// Raw HTTP.
 
 type answer struct {
 	status int
@@ -143,23 +163,6 @@ func (e *hookEnv) must(t testing.TB, want int, a answer) answer {
 	return a
 }
 
-func (e *hookEnv) session(t testing.TB) string {
-	t.Helper()
-	return e.must(t, 201, e.do(t, "POST", "/v1/sessions", e.alice, map[string]any{})).str("sessionId")
-}
-
-func (e *hookEnv) task(t testing.TB, session string) string {
-	t.Helper()
-	return e.must(t, 201, e.do(t, "POST", "/v1/tasks", e.alice, map[string]any{"sessionId": session})).str("taskId")
-}
-
-// hook creates a hook and returns its id and token.
-func (e *hookEnv) hook(t testing.TB, body map[string]any) (string, string) {
-	t.Helper()
-	a := e.must(t, 201, e.do(t, "POST", "/v1/hooks", e.alice, body))
-	return a.str("hookId"), a.str("token")
-}
-
 func (e *hookEnv) post(t testing.TB, token string, body string, headers ...string) answer {
 	t.Helper()
 	if len(headers) == 0 {
@@ -185,118 +188,324 @@ func wantError(t testing.TB, a answer, status int, code string) {
 	}
 }
 
+// wantClosed posts to a closed hook and checks the 410 says why; the
+// reason is in the error body, which the client does not show.
+func (e *hookEnv) wantClosed(t testing.TB, token, reason string, headers ...string) {
+	t.Helper()
+	late := e.post(t, token, `{"state":"late"}`, headers...)
+	wantError(t, late, 410, "hook_closed")
+	if late.str("error", "reason") != reason {
+		t.Errorf("410 reason: %s, want %s", late.raw, reason)
+	}
+}
+
+func scrape(t testing.TB, e *hookEnv) string {
+	t.Helper()
+	res, err := http.Get(e.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+// Through the client.
+
+func (e *hookEnv) session(t testing.TB) string {
+	t.Helper()
+	ses, err := e.api.CreateSession(t.Context(), client.CreateSessionInput{})
+	if err != nil {
+		t.Fatalf("create session: %v", err)
+	}
+	return ses.SessionID
+}
+
+func (e *hookEnv) task(t testing.TB, session string) string {
+	t.Helper()
+	task, err := e.api.CreateTask(t.Context(), client.CreateTaskInput{SessionID: session})
+	if err != nil {
+		t.Fatalf("create task: %v", err)
+	}
+	return task.TaskID
+}
+
+// hook creates a hook and returns its id and token.
+func (e *hookEnv) hook(t testing.TB, in client.CreateHookInput) (string, string) {
+	t.Helper()
+	h, err := e.api.CreateHook(t.Context(), in)
+	if err != nil {
+		t.Fatalf("create hook: %v", err)
+	}
+	return h.HookID, h.Token
+}
+
+func (e *hookEnv) getHook(t testing.TB, hook string) *client.Hook {
+	t.Helper()
+	h, err := e.api.GetHook(t.Context(), hook)
+	if err != nil {
+		t.Fatalf("get hook: %v", err)
+	}
+	return h
+}
+
+// callback is a token's callback URL on the test server: the URL a hook
+// shows starts with the public URL, where nothing listens.
+func (e *hookEnv) callback(token string) string { return e.srv.URL + "/v1/callback/" + token }
+
+// trySend posts body to the hook as an outside system does, with the given
+// header pairs (a JSON Content-Type when none are given).
+func (e *hookEnv) trySend(t testing.TB, token, body string, headers ...string) (*client.PostResult, error) {
+	t.Helper()
+	if len(headers) == 0 {
+		headers = []string{"Content-Type", "application/json"}
+	}
+	h := http.Header{}
+	for i := 0; i+1 < len(headers); i += 2 {
+		h.Set(headers[i], headers[i+1])
+	}
+	return e.sender.Post(t.Context(), e.callback(token), []byte(body), h)
+}
+
+// send is trySend of a post the hook must store: a 202 with a new event.
+func (e *hookEnv) send(t testing.TB, token, body string, headers ...string) *client.PostResult {
+	t.Helper()
+	res, err := e.trySend(t, token, body, headers...)
+	if err != nil {
+		t.Fatalf("post %q: %v", body, err)
+	}
+	if res.Status != http.StatusAccepted || res.EventID == "" || res.Duplicate {
+		t.Fatalf("post %q: %d %s", body, res.Status, res.Body)
+	}
+	return res
+}
+
+func (e *hookEnv) readHook(t testing.TB, hook string, p client.HookReadParams) *client.HookBatch {
+	t.Helper()
+	b, err := e.api.ReadHook(t.Context(), hook, p)
+	if err != nil {
+		t.Fatalf("read hook: %v", err)
+	}
+	return b
+}
+
+func (e *hookEnv) hookLog(t testing.TB, hook string) *client.HookLogPage {
+	t.Helper()
+	page, err := e.api.HookLog(t.Context(), hook, "", 0)
+	if err != nil {
+		t.Fatalf("hook log: %v", err)
+	}
+	return page
+}
+
+func (e *hookEnv) ack(t testing.TB, hook string, ids ...string) int {
+	t.Helper()
+	n, err := e.api.AckHook(t.Context(), hook, "", ids)
+	if err != nil {
+		t.Fatalf("ack: %v", err)
+	}
+	return n
+}
+
+// wantCode checks err is an answer of the server with the status and code.
+func wantCode(t testing.TB, err error, status int, code string) *client.Error {
+	t.Helper()
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != status || ce.Code != code {
+		t.Fatalf("got %v, want %d %s", err, status, code)
+	}
+	return ce
+}
+
+// only is the one event of a batch.
+func only(t testing.TB, what string, b *client.HookBatch) client.HookEvent {
+	t.Helper()
+	if len(b.Events) != 1 {
+		t.Fatalf("%s: %d events, want 1: %+v", what, len(b.Events), b)
+	}
+	return b.Events[0]
+}
+
+// awaitWaiting waits until the server holds one waiting read: a post made
+// after that reaches the read only by waking it.
+func (e *hookEnv) awaitWaiting(t testing.TB) {
+	t.Helper()
+	storetest.WaitFor(t, "the read to wait", func() bool { return testutil.ToFloat64(e.srv.App.Metrics.Waiters) == 1 })
+}
+
+// longWait is the wait of reads that something must end early.
+const longWait = 30 * time.Second
+
+type readAnswer struct {
+	b   *client.HookBatch
+	err error
+}
+
+// readInBackground starts a read with a wait of longWait; its answer comes
+// on the channel.
+func (e *hookEnv) readInBackground(ctx context.Context, hook string, p client.HookReadParams) <-chan readAnswer {
+	got := make(chan readAnswer, 1)
+	p.Wait = longWait
+	go func() {
+		b, err := e.api.ReadHook(ctx, hook, p)
+		got <- readAnswer{b, err}
+	}()
+	return got
+}
+
+// readAtOnce reads with a wait of longWait through a context that ends well
+// before it: an answer means the read did not sit out its wait.
+func (e *hookEnv) readAtOnce(t testing.TB, hook string, p client.HookReadParams) *client.HookBatch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), longWait*2/3)
+	defer cancel()
+	p.Wait = longWait
+	b, err := e.api.ReadHook(ctx, hook, p)
+	if err != nil {
+		t.Fatalf("the read with a wait of %v did not answer before its wait ran out: %v", longWait, err)
+	}
+	return b
+}
+
+// noRecheck keeps a waiting read from re-reading on its own within its
+// wait: only a wake-up, a visibility or TTL running out (or its answer at
+// once) ends it early. A read that sits its wait out answers with what its
+// last read found.
+var noRecheck = app.Config{RecheckInterval: time.Minute}
+
 func TestHookLifecycle(t *testing.T) {
 	eachStore(t, app.Config{}, func(t *testing.T, e *hookEnv) {
+		ctx := t.Context()
 		ses := e.session(t)
 		task := e.task(t, ses)
 
-		created := e.must(t, 201, e.do(t, "POST", "/v1/hooks", e.alice, map[string]any{"taskId": task, "label": "ci"}))
-		hook, token := created.str("hookId"), created.str("token")
+		var meta client.Response
+		created, err := e.api.CreateHook(ctx, client.CreateHookInput{TaskID: task, Label: "ci"}, client.WithResponse(&meta))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook, token := created.HookID, created.Token
 		if !strings.HasPrefix(hook, "hook_") || !strings.HasPrefix(token, "whk_") || len(token) != 49 {
-			t.Fatalf("create: %s", created.raw)
+			t.Fatalf("create: %+v", created)
 		}
-		if created.str("url") != "https://hooks.example.test/v1/callback/"+token || created.str("status") != "open" ||
-			created.str("sessionId") != ses || created.str("taskId") != task || created.header.Get("Location") != "/v1/hooks/"+hook {
-			t.Fatalf("create: %s %v", created.raw, created.header)
+		if created.URL != "https://hooks.example.test/v1/callback/"+token || created.Status != client.HookOpen ||
+			created.SessionID != ses || created.TaskID != task || meta.Status != 201 || meta.Header.Get("Location") != "/v1/hooks/"+hook {
+			t.Fatalf("create: %+v %d %v", created, meta.Status, meta.Header)
 		}
-		if created.str("expiresAt") == "" || created.get("ttlMs") == nil {
-			t.Errorf("create without expiry: %s", created.raw)
+		if created.ExpiresAt.IsZero() || created.TTLMs <= 0 {
+			t.Errorf("create without expiry: %+v", created)
 		}
 
-		got := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil))
-		if got.get("token") != nil || got.get("url") != nil || got.str("status") != "open" || got.str("label") != "ci" {
-			t.Fatalf("get: %s", got.raw)
+		got := e.getHook(t, hook)
+		if got.Status != client.HookOpen || got.Label != "ci" || got.HookID != hook || got.TaskID != task {
+			t.Fatalf("get: %+v", got)
 		}
-		for _, q := range []string{"", "?taskId=" + task, "?sessionId=" + ses} {
-			l := e.must(t, 200, e.do(t, "GET", "/v1/hooks"+q, e.alice, nil))
-			if items := l.list("items"); len(items) != 1 || l.str("items", "0", "hookId") != hook {
-				t.Errorf("list %q: %s", q, l.raw)
+		// The wire: a read of the hook never carries its token or URL.
+		if raw := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil)); raw.get("token") != nil || raw.get("url") != nil ||
+			strings.Contains(string(raw.raw), token) {
+			t.Fatalf("get shows the token: %s", raw.raw)
+		}
+		for _, p := range []client.ListHooksParams{{}, {TaskID: task}, {SessionID: ses}} {
+			l, err := e.api.ListHooks(ctx, p)
+			if err != nil || len(l.Items) != 1 || l.Items[0].HookID != hook {
+				t.Errorf("list %+v: %+v %v", p, l, err)
 			}
 		}
 
-		acc := e.must(t, 202, e.post(t, token, `{"state":"running"}`, "Content-Type", "application/json", "X-GitHub-Event", "push",
-			"Authorization", "Bearer sender-credential", "Cookie", "c=1"))
-		if acc.get("ok") != true || acc.get("duplicate") != false || acc.str("eventId") == "" {
-			t.Fatalf("callback: %s", acc.raw)
+		acc := e.send(t, token, `{"state":"running"}`, "Content-Type", "application/json", "X-GitHub-Event", "push",
+			"Authorization", "Bearer sender-credential", "Cookie", "c=1")
+		var ack map[string]any
+		if err := json.Unmarshal(acc.Body, &ack); err != nil || ack["ok"] != true || ack["duplicate"] != false || ack["eventId"] != acc.EventID {
+			t.Fatalf("callback: %s", acc.Body)
 		}
-		batch := e.read(t, hook, "consumer=c1")
-		evs := batch.list("events")
-		if len(evs) != 1 || batch.str("group") != "default" || batch.get("pending") != float64(1) ||
-			batch.str("hookStatus") != "open" || batch.get("closeReason") != nil {
-			t.Fatalf("read: %s", batch.raw)
+		batch := e.readHook(t, hook, client.HookReadParams{Consumer: "c1"})
+		ev := only(t, "read", batch)
+		if batch.Group != "default" || batch.Consumer != "c1" || batch.Pending != 1 || batch.HookStatus != client.HookOpen || batch.CloseReason != "" {
+			t.Fatalf("read: %+v", batch)
 		}
-		ev := evs[0].(map[string]any)
-		if ev["eventId"] != acc.str("eventId") || ev["seq"] != float64(1) || ev["body"] != `{"state":"running"}` ||
-			ev["deliveryCount"] != float64(1) || ev["method"] != "POST" || ev["contentType"] != "application/json" || ev["hookId"] != hook {
-			t.Fatalf("event: %v", ev)
+		if ev.EventID != acc.EventID || ev.Seq != 1 || ev.Body != `{"state":"running"}` || ev.DeliveryCount != 1 ||
+			ev.Method != "POST" || ev.ContentType != "application/json" || ev.HookID != hook || ev.ReceivedAt.IsZero() {
+			t.Fatalf("event: %+v", ev)
 		}
-		headers := ev["headers"].(map[string]any)
-		if headers["x-github-event"] != "push" || headers["authorization"] != nil || headers["cookie"] != nil {
-			t.Errorf("headers: %v", headers)
+		if ev.Headers["x-github-event"] != "push" {
+			t.Errorf("headers: %v", ev.Headers)
 		}
-		ack := e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/ack", e.alice, map[string]any{"eventIds": []string{acc.str("eventId")}}))
-		if ack.get("acked") != float64(1) {
-			t.Fatalf("ack: %s", ack.raw)
+		for _, h := range []string{"authorization", "cookie"} {
+			if _, ok := ev.Headers[h]; ok {
+				t.Errorf("the event keeps the %s header: %v", h, ev.Headers)
+			}
 		}
-		if again := e.read(t, hook, "consumer=c1&visibilityMs=1"); len(again.list("events")) != 0 || again.get("pending") != float64(0) {
-			t.Fatalf("read after ack: %s", again.raw)
+		if n := e.ack(t, hook, acc.EventID); n != 1 {
+			t.Fatalf("ack: %d", n)
+		}
+		if again := e.readHook(t, hook, client.HookReadParams{Consumer: "c1", Visibility: time.Millisecond}); len(again.Events) != 0 || again.Pending != 0 {
+			t.Fatalf("read after ack: %+v", again)
 		}
 
 		// The session hears of it, without the body.
-		sesLog := e.must(t, 200, e.do(t, "GET", "/v1/sessions/"+ses+"/events", e.alice, nil))
-		var received map[string]any
-		for _, x := range sesLog.list("events") {
-			if m := x.(map[string]any); m["type"] == "hook.received" {
-				received = m
+		sesLog, err := e.api.SessionEvents(ctx, ses, client.EventsParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var received *client.Event
+		for i, x := range sesLog.Events {
+			if x.Type == "hook.received" {
+				received = &sesLog.Events[i]
 			}
 		}
-		if received == nil || received["taskId"] != task {
-			t.Fatalf("no hook.received in %s", sesLog.raw)
+		if received == nil || received.TaskID != task {
+			t.Fatalf("no hook.received of the task in %+v", sesLog.Events)
 		}
-		data := received["data"].(map[string]any)
-		if data["hookId"] != hook || data["eventId"] != acc.str("eventId") || data["seq"] != float64(1) || data["method"] != "POST" ||
+		var data map[string]any
+		if err := json.Unmarshal(received.Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		if data["hookId"] != hook || data["eventId"] != acc.EventID || data["seq"] != float64(1) || data["method"] != "POST" ||
 			data["contentType"] != "application/json" || len(data) != 5 {
 			t.Errorf("hook.received data: %v", data)
 		}
 
-		closed := e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/close", e.alice, nil))
-		if closed.str("status") != "closed" || closed.str("closeReason") != "closed" || closed.str("closedAt") == "" {
-			t.Fatalf("close: %s", closed.raw)
+		closed, err := e.api.CloseHook(ctx, hook)
+		if err != nil || closed.Status != client.HookClosed || closed.CloseReason != client.CloseReasonClosed || closed.ClosedAt == nil {
+			t.Fatalf("close: %+v %v", closed, err)
 		}
-		again := e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/close", e.alice, nil))
-		if !bytes.Equal(again.raw, closed.raw) {
-			t.Errorf("second close %s, first %s", again.raw, closed.raw)
+		again, err := e.api.CloseHook(ctx, hook)
+		if err != nil || !reflect.DeepEqual(again, closed) {
+			t.Errorf("second close %+v %v, first %+v", again, err, closed)
 		}
-		late := e.post(t, token, `{"state":"late"}`)
-		wantError(t, late, 410, "hook_closed")
-		if late.str("error", "reason") != "closed" {
-			t.Errorf("410 reason: %s", late.raw)
-		}
-		log := e.logOf(t, hook)
-		if len(log.list("events")) != 1 || log.str("cursor") != acc.str("eventId") || len(log.list("deadLetters")) != 0 {
-			t.Fatalf("log: %s", log.raw)
+		e.wantClosed(t, token, "closed")
+		log := e.hookLog(t, hook)
+		if len(log.Events) != 1 || log.Cursor != acc.EventID || len(log.DeadLetters) != 0 || log.DeadLetterCount != 0 {
+			t.Fatalf("log: %+v", log)
 		}
 	})
 }
 
 func TestHookCreateReplayLeavesTheTokenOut(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
-	ses := e.session(t)
-	body := map[string]any{"sessionId": ses}
-	first := e.must(t, 201, e.do(t, "POST", "/v1/hooks", e.alice, body, "Content-Type", "application/json", "Idempotency-Key", "k1"))
-	again := e.must(t, 201, e.do(t, "POST", "/v1/hooks", e.alice, body, "Content-Type", "application/json", "Idempotency-Key", "k1"))
-	if again.header.Get("Idempotent-Replayed") != "true" || again.str("hookId") != first.str("hookId") {
-		t.Fatalf("replay: %s", again.raw)
+	ctx := t.Context()
+	in := client.CreateHookInput{SessionID: e.session(t)}
+	var firstMeta, againMeta client.Response
+	first, err := e.api.CreateHook(ctx, in, client.WithIdempotencyKey("k1"), client.WithResponse(&firstMeta))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if first.str("token") == "" || again.get("token") != nil || again.get("url") != nil {
-		t.Fatalf("the token is shown once: first %s, replay %s", first.raw, again.raw)
+	again, err := e.api.CreateHook(ctx, in, client.WithIdempotencyKey("k1"), client.WithResponse(&againMeta))
+	if err != nil || firstMeta.Status != 201 || againMeta.Status != 201 || firstMeta.Replayed || !againMeta.Replayed || again.HookID != first.HookID {
+		t.Fatalf("replay: %+v %+v %v", again, againMeta, err)
 	}
-	wantError(t, e.do(t, "POST", "/v1/hooks", e.alice, map[string]any{"sessionId": ses, "label": "x"},
-		"Content-Type", "application/json", "Idempotency-Key", "k1"), 409, "idempotency_conflict")
+	if first.Token == "" || first.URL == "" || again.Token != "" || again.URL != "" {
+		t.Fatalf("the token is shown once: first %+v, replay %+v", first, again)
+	}
+	in.Label = "x"
+	_, err = e.api.CreateHook(ctx, in, client.WithIdempotencyKey("k1"))
+	wantCode(t, err, 409, client.CodeIdempotencyConflict)
 }
 
+// Bodies no client sends: malformed or with fields the contract refuses.
 func TestHookCreateRefusals(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
+	ctx := t.Context()
 	ses := e.session(t)
 	task := e.task(t, ses)
 	other := e.session(t)
@@ -326,11 +535,16 @@ func TestHookCreateRefusals(t *testing.T) {
 		}
 	}
 	// Somebody else's session and task do not exist.
-	wantError(t, e.do(t, "POST", "/v1/hooks", e.bob, map[string]any{"sessionId": ses}), 404, "not_found")
-	wantError(t, e.do(t, "POST", "/v1/hooks", e.bob, map[string]any{"taskId": task}), 404, "not_found")
+	_, err := e.bobAPI.CreateHook(ctx, client.CreateHookInput{SessionID: ses})
+	wantCode(t, err, 404, client.CodeNotFound)
+	_, err = e.bobAPI.CreateHook(ctx, client.CreateHookInput{TaskID: task})
+	wantCode(t, err, 404, client.CodeNotFound)
 	// A finished task takes no hook.
-	e.must(t, 200, e.do(t, "POST", "/v1/tasks/"+task+"/complete", e.alice, map[string]any{"result": 1}))
-	wantError(t, e.do(t, "POST", "/v1/hooks", e.alice, map[string]any{"taskId": task}), 409, "task_terminal")
+	if _, err := e.api.Complete(ctx, task, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.api.CreateHook(ctx, client.CreateHookInput{TaskID: task})
+	wantCode(t, err, 409, client.CodeTaskTerminal)
 }
 
 // A ttlMs above the maximum is capped, however large: a value whose
@@ -338,24 +552,28 @@ func TestHookCreateRefusals(t *testing.T) {
 // keys gone) the moment it was created.
 func TestHookTTLAboveTheMaximumIsCapped(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
+	ctx := t.Context()
 	ses := e.session(t)
 	task := e.task(t, ses)
-	taskTTL := e.must(t, 200, e.do(t, "GET", "/v1/tasks/"+task, e.alice, nil)).get("ttlMs").(float64)
+	tk, err := e.api.GetTask(ctx, task)
+	if err != nil || tk.TTLMs == nil {
+		t.Fatalf("task: %+v %v", tk, err)
+	}
 	for name, c := range map[string]struct {
-		body map[string]any
-		max  float64
+		in  client.CreateHookInput
+		max int64
 	}{
-		"session hook": {map[string]any{"sessionId": ses, "ttlMs": int64(1e13)}, float64((30 * 24 * time.Hour).Milliseconds())},
-		"task hook":    {map[string]any{"taskId": task, "ttlMs": int64(1e13)}, taskTTL},
+		"session hook": {client.CreateHookInput{SessionID: ses, TTLMs: client.Int64(1e13)}, (30 * 24 * time.Hour).Milliseconds()},
+		"task hook":    {client.CreateHookInput{TaskID: task, TTLMs: client.Int64(1e13)}, *tk.TTLMs},
 	} {
-		a := e.must(t, 201, e.do(t, "POST", "/v1/hooks", e.alice, c.body))
-		if ttl, _ := a.get("ttlMs").(float64); a.str("status") != "open" || ttl <= 0 || ttl > c.max {
-			t.Errorf("%s: %s, want an open hook with ttlMs in (0, %v]", name, a.raw, c.max)
+		h, err := e.api.CreateHook(ctx, c.in)
+		if err != nil || h.Status != client.HookOpen || h.TTLMs <= 0 || h.TTLMs > c.max {
+			t.Errorf("%s: %+v %v, want an open hook with ttlMs in (0, %v]", name, h, err, c.max)
 			continue
 		}
-		e.must(t, 202, e.post(t, a.str("token"), "x"))
-		if g := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+a.str("hookId"), e.alice, nil)); g.str("status") != "open" {
-			t.Errorf("%s: %s", name, g.raw)
+		e.send(t, h.Token, "x")
+		if g := e.getHook(t, h.HookID); g.Status != client.HookOpen {
+			t.Errorf("%s: %+v", name, g)
 		}
 	}
 }
@@ -367,30 +585,33 @@ func TestHookDedupeHeaderIsNeverACredential(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
 	ses := e.session(t)
 	const credential = "Bearer sender-credential-0123456789"
-	for _, body := range []map[string]any{
-		{"sessionId": ses, "dedupeHeader": "authorization"},
-		{"sessionId": ses, "dedupeHeader": "Cookie"},
-		{"sessionId": ses, "dedupeHeader": "X-Hub-Signature-256"},
-		{"sessionId": ses, "dedupeHeader": "X-My-Sig",
-			"verify": map[string]any{"scheme": "hmac-sha256", "secret": "s", "header": "x-my-sig"}},
+	for _, in := range []client.CreateHookInput{
+		{SessionID: ses, DedupeHeader: "authorization"},
+		{SessionID: ses, DedupeHeader: "Cookie"},
+		{SessionID: ses, DedupeHeader: "X-Hub-Signature-256"},
+		{SessionID: ses, DedupeHeader: "X-My-Sig", Verify: &client.HookVerify{Scheme: client.VerifyHMACSHA256, Secret: "s", Header: "x-my-sig"}},
 	} {
-		a := e.do(t, "POST", "/v1/hooks", e.alice, body)
-		if a.status == 201 && body["verify"] == nil {
-			e.must(t, 202, e.post(t, a.str("token"), "x", "Content-Type", "text/plain", body["dedupeHeader"].(string), credential))
-			if l := e.logOf(t, a.str("hookId")); strings.Contains(string(l.raw), "sender-credential") {
-				t.Errorf("dedupeHeader %v: the credential is stored: %s", body["dedupeHeader"], l.raw)
+		h, err := e.api.CreateHook(t.Context(), in)
+		if err == nil && in.Verify == nil {
+			e.send(t, h.Token, "x", "Content-Type", "text/plain", in.DedupeHeader, credential)
+			if l, _ := json.Marshal(e.hookLog(t, h.HookID)); strings.Contains(string(l), "sender-credential") {
+				t.Errorf("dedupeHeader %s: the credential is stored: %s", in.DedupeHeader, l)
 			}
 		}
-		if a.status != 400 || a.str("error", "details", "0", "field") != "dedupeHeader" {
-			t.Errorf("dedupeHeader %v: %d %s, want 400 on dedupeHeader", body["dedupeHeader"], a.status, a.raw)
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.Status != 400 || len(ce.Details) == 0 || ce.Details[0].Field != "dedupeHeader" {
+			t.Errorf("dedupeHeader %s: %v, want 400 on dedupeHeader", in.DedupeHeader, err)
 		}
 	}
 }
 
+// Somebody else's hook does not exist for them: the same 404 body as a hook
+// that does not exist at all.
 func TestHookOwnership(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
-	hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
-	e.must(t, 202, e.post(t, token, "x"))
+	ctx := t.Context()
+	hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t)})
+	e.send(t, token, "x")
 	missing := e.do(t, "GET", "/v1/hooks/"+ids.New(ids.HookPrefix, 1), e.alice, nil)
 	wantError(t, missing, 404, "not_found")
 	for _, r := range []struct{ method, path string }{
@@ -402,24 +623,28 @@ func TestHookOwnership(t *testing.T) {
 			t.Errorf("bob %s %s: %d %s, want the body of a missing hook", r.method, r.path, a.status, a.raw)
 		}
 	}
-	a := e.do(t, "POST", "/v1/hooks/"+hook+"/ack", e.bob, map[string]any{"eventIds": []string{"1-0"}})
-	wantError(t, a, 404, "not_found")
-	if l := e.must(t, 200, e.do(t, "GET", "/v1/hooks", e.bob, nil)); len(l.list("items")) != 0 {
-		t.Errorf("bob's list: %s", l.raw)
+	_, err := e.bobAPI.AckHook(ctx, hook, "", []string{"1-0"})
+	wantCode(t, err, 404, client.CodeNotFound)
+	if l, err := e.bobAPI.ListHooks(ctx, client.ListHooksParams{}); err != nil || len(l.Items) != 0 {
+		t.Errorf("bob's list: %+v %v", l, err)
 	}
 	// No JWT on the hook routes is a 401; the callback route needs none.
 	wantError(t, e.do(t, "GET", "/v1/hooks/"+hook, "", nil), 401, "unauthorized")
 	// The hook is still open and its event unread.
-	if g := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil)); g.str("status") != "open" {
-		t.Errorf("after bob: %s", g.raw)
+	if g := e.getHook(t, hook); g.Status != client.HookOpen {
+		t.Errorf("after bob: %+v", g)
 	}
-	admin := apptest.Token(t, "root", "admin")
-	e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, admin, nil))
+	if b := e.readHook(t, hook, client.HookReadParams{}); len(b.Events) != 1 || b.Events[0].DeliveryCount != 1 {
+		t.Errorf("after bob, the event: %+v", b)
+	}
+	if _, err := e.api.WithToken(apptest.Token(t, "root", "admin")).GetHook(ctx, hook); err != nil {
+		t.Errorf("an admin's get: %v", err)
+	}
 }
 
 // signer signs a request body for one verify scheme.
 type signer struct {
-	verify map[string]any
+	verify client.HookVerify
 	sign   func(body string, secret string) []string // headers
 	wrong  string                                    // another secret
 }
@@ -440,7 +665,7 @@ func signers() map[string]signer {
 	swSecret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("standard-webhooks-test-key-32by!"))
 	return map[string]signer{
 		"standard-webhooks": {
-			verify: map[string]any{"scheme": "standard-webhooks", "secret": swSecret},
+			verify: client.HookVerify{Scheme: client.VerifyStandardWebhooks, Secret: swSecret},
 			sign: func(body, secret string) []string {
 				key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 				id, ts := "msg_"+strconv.FormatInt(time.Now().UnixNano(), 36), strconv.FormatInt(time.Now().Unix(), 10)
@@ -449,14 +674,14 @@ func signers() map[string]signer {
 			wrong: "whsec_" + base64.StdEncoding.EncodeToString([]byte("another-key")),
 		},
 		"github": {
-			verify: map[string]any{"scheme": "github", "secret": "gh-secret"},
+			verify: client.HookVerify{Scheme: client.VerifyGitHub, Secret: "gh-secret"},
 			sign: func(body, secret string) []string {
 				return []string{"X-Hub-Signature-256", "sha256=" + hmacHex(secret, body), "X-GitHub-Event", "push"}
 			},
 			wrong: "not-gh-secret",
 		},
 		"stripe": {
-			verify: map[string]any{"scheme": "stripe", "secret": "whsec_stripe"},
+			verify: client.HookVerify{Scheme: client.VerifyStripe, Secret: "whsec_stripe"},
 			sign: func(body, secret string) []string {
 				ts := strconv.FormatInt(time.Now().Unix(), 10)
 				return []string{"Stripe-Signature", "t=" + ts + ",v1=" + hmacHex(secret, ts+"."+body)}
@@ -464,7 +689,7 @@ func signers() map[string]signer {
 			wrong: "whsec_other",
 		},
 		"slack": {
-			verify: map[string]any{"scheme": "slack", "secret": "slack-signing"},
+			verify: client.HookVerify{Scheme: client.VerifySlack, Secret: "slack-signing"},
 			sign: func(body, secret string) []string {
 				ts := strconv.FormatInt(time.Now().Unix(), 10)
 				return []string{"X-Slack-Request-Timestamp", ts, "X-Slack-Signature", "v0=" + hmacHex(secret, "v0:"+ts+":"+body)}
@@ -472,14 +697,14 @@ func signers() map[string]signer {
 			wrong: "slack-other",
 		},
 		"hmac-sha256 hex": {
-			verify: map[string]any{"scheme": "hmac-sha256", "secret": "shared", "header": "X-Signature"},
+			verify: client.HookVerify{Scheme: client.VerifyHMACSHA256, Secret: "shared", Header: "X-Signature"},
 			sign: func(body, secret string) []string {
 				return []string{"X-Signature", hmacHex(secret, body)}
 			},
 			wrong: "not-shared",
 		},
 		"hmac-sha256 base64": {
-			verify: map[string]any{"scheme": "hmac-sha256", "secret": "shared", "header": "X-Sig", "encoding": "base64"},
+			verify: client.HookVerify{Scheme: client.VerifyHMACSHA256, Secret: "shared", Header: "X-Sig", Encoding: "base64"},
 			sign: func(body, secret string) []string {
 				return []string{"X-Sig", "sha256=" + hmacB64([]byte(secret), body)}
 			},
@@ -488,15 +713,18 @@ func signers() map[string]signer {
 	}
 }
 
+// The posts here are raw HTTP: the test is about the signature headers.
 func TestHookVerifiesSignatures(t *testing.T) {
 	eachStore(t, app.Config{}, func(t *testing.T, e *hookEnv) {
 		ses := e.session(t)
 		for name, s := range signers() {
-			secret := s.verify["secret"].(string)
-			hook, token := e.hook(t, map[string]any{"sessionId": ses, "verify": s.verify})
-			got := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil))
-			if got.str("verify", "scheme") != s.verify["scheme"] || strings.Contains(string(got.raw), secret) || got.get("verify", "secret") != nil {
-				t.Errorf("%s: the hook shows its verify as %s", name, got.raw)
+			secret := s.verify.Secret
+			hook, token := e.hook(t, client.CreateHookInput{SessionID: ses, Verify: &s.verify})
+			if got := e.getHook(t, hook); got.Verify == nil || got.Verify.Scheme != s.verify.Scheme || got.Verify.Secret != "" {
+				t.Errorf("%s: the hook shows its verify as %+v", name, got.Verify)
+			}
+			if raw := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil)); strings.Contains(string(raw.raw), secret) {
+				t.Errorf("%s: a read of the hook shows its secret: %s", name, raw.raw)
 			}
 			body := `{"event":"` + name + `"}`
 
@@ -508,17 +736,17 @@ func TestHookVerifiesSignatures(t *testing.T) {
 			if bad.header.Get("WWW-Authenticate") != "" {
 				t.Errorf("%s: a 401 on the callback route asks for a bearer token", name)
 			}
-			if n := len(e.logOf(t, hook).list("events")); n != 0 {
+			if n := len(e.hookLog(t, hook).Events); n != 0 {
 				t.Fatalf("%s: %d events stored after bad signatures", name, n)
 			}
 			// Accepted.
 			e.must(t, 202, e.post(t, token, body, s.sign(body, secret)...))
-			log := e.logOf(t, hook)
-			if evs := log.list("events"); len(evs) != 1 || evs[0].(map[string]any)["body"] != body {
-				t.Fatalf("%s: log %s", name, log.raw)
+			log := e.hookLog(t, hook)
+			if len(log.Events) != 1 || log.Events[0].Body != body {
+				t.Fatalf("%s: log %+v", name, log)
 			}
 			for _, h := range []string{"webhook-signature", "x-hub-signature-256", "stripe-signature", "x-slack-signature", "x-signature", "x-sig"} {
-				if log.get("events", "0", "headers", h) != nil {
+				if _, ok := log.Events[0].Headers[h]; ok {
 					t.Errorf("%s: stored the signature header %s", name, h)
 				}
 			}
@@ -528,10 +756,10 @@ func TestHookVerifiesSignatures(t *testing.T) {
 
 func TestHookStaleTimestampIsRefused(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
-	hook, token := e.hook(t, map[string]any{"sessionId": e.session(t), "verify": map[string]any{"scheme": "slack", "secret": "s"}})
+	hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t), Verify: &client.HookVerify{Scheme: client.VerifySlack, Secret: "s"}})
 	ts := strconv.FormatInt(time.Now().Add(-10*time.Minute).Unix(), 10)
 	wantError(t, e.post(t, token, "b", "X-Slack-Request-Timestamp", ts, "X-Slack-Signature", "v0="+hmacHex("s", "v0:"+ts+":b")), 401, "signature_invalid")
-	if n := len(e.logOf(t, hook).list("events")); n != 0 {
+	if n := len(e.hookLog(t, hook).Events); n != 0 {
 		t.Fatalf("%d events stored", n)
 	}
 }
@@ -540,31 +768,26 @@ func TestHookDedupes(t *testing.T) {
 	eachStore(t, app.Config{}, func(t *testing.T, e *hookEnv) {
 		ses := e.session(t)
 		for name, c := range map[string]struct {
-			create  map[string]any
-			headers func(id string) []string
+			dedupeHeader string
+			headers      func(id string) []string
 		}{
-			"webhook-id":        {nil, func(id string) []string { return []string{"Webhook-Id", id} }},
-			"X-GitHub-Delivery": {nil, func(id string) []string { return []string{"X-GitHub-Delivery", id} }},
-			"dedupeHeader":      {map[string]any{"dedupeHeader": "X-Job-Event"}, func(id string) []string { return []string{"X-Job-Event", id} }},
-			"Idempotency-Key":   {nil, func(id string) []string { return []string{"Idempotency-Key", id} }},
+			"webhook-id":        {"", func(id string) []string { return []string{"Webhook-Id", id} }},
+			"X-GitHub-Delivery": {"", func(id string) []string { return []string{"X-GitHub-Delivery", id} }},
+			"dedupeHeader":      {"X-Job-Event", func(id string) []string { return []string{"X-Job-Event", id} }},
+			"Idempotency-Key":   {"", func(id string) []string { return []string{"Idempotency-Key", id} }},
 		} {
-			body := map[string]any{"sessionId": ses}
-			for k, v := range c.create {
-				body[k] = v
+			hook, token := e.hook(t, client.CreateHookInput{SessionID: ses, DedupeHeader: c.dedupeHeader})
+			first := e.send(t, token, `{"n":1}`, c.headers("d-1")...)
+			again, err := e.trySend(t, token, `{"n":1,"resent":true}`, c.headers("d-1")...)
+			if err != nil || again.Status != 202 || !again.Duplicate || again.EventID != first.EventID {
+				t.Errorf("%s: first %+v, repeat %+v %v", name, first, again, err)
 			}
-			hook, token := e.hook(t, body)
-			first := e.must(t, 202, e.post(t, token, `{"n":1}`, c.headers("d-1")...))
-			again := e.must(t, 202, e.post(t, token, `{"n":1,"resent":true}`, c.headers("d-1")...))
-			if again.get("duplicate") != true || again.str("eventId") != first.str("eventId") || first.get("duplicate") != false {
-				t.Errorf("%s: first %s, repeat %s", name, first.raw, again.raw)
+			next := e.send(t, token, `{"n":2}`, c.headers("d-2")...)
+			if next.EventID == first.EventID {
+				t.Errorf("%s: another id: %+v", name, next)
 			}
-			next := e.must(t, 202, e.post(t, token, `{"n":2}`, c.headers("d-2")...))
-			if next.get("duplicate") != false || next.str("eventId") == first.str("eventId") {
-				t.Errorf("%s: another id: %s", name, next.raw)
-			}
-			log := e.logOf(t, hook)
-			if evs := log.list("events"); len(evs) != 2 || log.get("events", "1", "seq") != float64(2) {
-				t.Errorf("%s: log %s", name, log.raw)
+			if log := e.hookLog(t, hook); len(log.Events) != 2 || log.Events[1].Seq != 2 || log.Events[0].Body != `{"n":1}` {
+				t.Errorf("%s: log %+v", name, log)
 			}
 		}
 	})
@@ -572,24 +795,30 @@ func TestHookDedupes(t *testing.T) {
 
 func TestHookClosesWhenItsTaskEnds(t *testing.T) {
 	eachStore(t, app.Config{}, func(t *testing.T, e *hookEnv) {
+		ctx := t.Context()
 		ses := e.session(t)
 		task := e.task(t, ses)
-		hook, token := e.hook(t, map[string]any{"taskId": task})
-		e.must(t, 200, e.do(t, "POST", "/v1/tasks/"+task+"/complete", e.alice, map[string]any{"result": "done"}))
-		got := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil))
-		if got.str("status") != "closed" || got.str("closeReason") != "task_terminal" {
-			t.Fatalf("after complete: %s", got.raw)
+		hook, token := e.hook(t, client.CreateHookInput{TaskID: task})
+		if _, err := e.api.Complete(ctx, task, "done"); err != nil {
+			t.Fatal(err)
 		}
-		before := len(e.must(t, 200, e.do(t, "GET", "/v1/sessions/"+ses+"/events", e.alice, nil)).list("events"))
-		late := e.post(t, token, `{"state":"complete"}`, "Content-Type", "application/json", "Webhook-Id", "late-1")
-		wantError(t, late, 410, "hook_closed")
-		if late.str("error", "reason") != "task_terminal" {
-			t.Errorf("reason: %s", late.raw)
+		if got := e.getHook(t, hook); got.Status != client.HookClosed || got.CloseReason != client.CloseReasonTaskTerminal {
+			t.Fatalf("after complete: %+v", got)
 		}
-		if n := len(e.logOf(t, hook).list("events")); n != 0 {
+		logLen := func() int {
+			t.Helper()
+			page, err := e.api.SessionEvents(ctx, ses, client.EventsParams{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(page.Events)
+		}
+		before := logLen()
+		e.wantClosed(t, token, "task_terminal", "Content-Type", "application/json", "Webhook-Id", "late-1")
+		if n := len(e.hookLog(t, hook).Events); n != 0 {
 			t.Errorf("%d events stored after the task ended", n)
 		}
-		if n := len(e.must(t, 200, e.do(t, "GET", "/v1/sessions/"+ses+"/events", e.alice, nil)).list("events")); n != before {
+		if n := logLen(); n != before {
 			t.Errorf("the session log grew from %d to %d", before, n)
 		}
 	})
@@ -597,35 +826,26 @@ func TestHookClosesWhenItsTaskEnds(t *testing.T) {
 
 func TestHookClosesAfterItsTTL(t *testing.T) {
 	eachStore(t, app.Config{}, func(t *testing.T, e *hookEnv) {
-		hook, token := e.hook(t, map[string]any{"sessionId": e.session(t), "ttlMs": 1000})
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			g := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil))
-			if g.str("status") == "closed" {
-				if g.str("closeReason") != "expired" {
-					t.Fatalf("closed for %s", g.raw)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the hook did not expire")
-			}
-			time.Sleep(20 * time.Millisecond)
+		hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t), TTLMs: client.Int64(1000)})
+		var g *client.Hook
+		storetest.WaitFor(t, "the hook to expire", func() bool {
+			g = e.getHook(t, hook)
+			return g.Status == client.HookClosed
+		})
+		if g.CloseReason != client.CloseReasonExpired {
+			t.Fatalf("closed for %+v", g)
 		}
-		late := e.post(t, token, "late")
-		wantError(t, late, 410, "hook_closed")
-		if late.str("error", "reason") != "expired" {
-			t.Errorf("reason: %s", late.raw)
-		}
-		if n := len(e.logOf(t, hook).list("events")); n != 0 {
+		e.wantClosed(t, token, "expired")
+		if n := len(e.hookLog(t, hook).Events); n != 0 {
 			t.Errorf("%d events stored after expiry", n)
 		}
 	})
 }
 
+// The posts here are raw HTTP: every 404 must have the same body.
 func TestHookUnknownTokens(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
-	hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
+	hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t)})
 	missing := e.do(t, "GET", "/v1/hooks/"+ids.New(ids.HookPrefix, 0), e.alice, nil)
 	random := make([]byte, 32)
 	_, _ = rand.Read(random)
@@ -642,7 +862,7 @@ func TestHookUnknownTokens(t *testing.T) {
 			t.Errorf("%s: %d %s, want the body of any 404", name, a.status, a.raw)
 		}
 	}
-	if n := len(e.logOf(t, hook).list("events")); n != 0 {
+	if n := len(e.hookLog(t, hook).Events); n != 0 {
 		t.Errorf("%d events stored", n)
 	}
 	wantError(t, e.do(t, "POST", "/v1/callback/", "", "x"), 404, "not_found")
@@ -656,115 +876,88 @@ func flip(c byte) string {
 }
 
 func TestHookAtLeastOnce(t *testing.T) {
-	eachStore(t, app.Config{}, func(t *testing.T, e *hookEnv) {
-		hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
-		id := e.must(t, 202, e.post(t, token, "work item")).str("eventId")
+	eachStore(t, noRecheck, func(t *testing.T, e *hookEnv) {
+		hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t)})
+		id := e.send(t, token, "work item").EventID
 
 		// Consumer a takes it and never acks.
-		a := e.read(t, hook, "consumer=a&visibilityMs=300")
-		if a.str("events", "0", "eventId") != id || a.get("events", "0", "deliveryCount") != float64(1) {
-			t.Fatalf("a: %s", a.raw)
+		if ev := only(t, "a", e.readHook(t, hook, client.HookReadParams{Consumer: "a", Visibility: 300 * time.Millisecond})); ev.EventID != id || ev.DeliveryCount != 1 {
+			t.Fatalf("a: %+v", ev)
 		}
 		// Consumer b long-polls: it is answered once a's visibility runs out,
-		// with the same event on its second delivery.
-		start := time.Now()
-		b := e.read(t, hook, "consumer=b&visibilityMs=300&wait=20s")
-		if b.str("events", "0", "eventId") != id || b.get("events", "0", "deliveryCount") != float64(2) {
-			t.Fatalf("b: %s", b.raw)
+		// with the same event on its second delivery. Nothing else ends its
+		// wait early (no re-check within it): had it sat the wait out, it
+		// would answer with no event.
+		b := e.readHook(t, hook, client.HookReadParams{Consumer: "b", Visibility: 300 * time.Millisecond, Wait: 20 * time.Second})
+		if ev := only(t, "b", b); ev.EventID != id || ev.DeliveryCount != 2 {
+			t.Fatalf("b: %+v", ev)
 		}
-		if waited := time.Since(start); waited > 10*time.Second {
-			t.Errorf("b waited %v for a visibility of 300ms", waited)
+		if n := e.ack(t, hook, id); n != 1 {
+			t.Fatalf("ack: %d", n)
 		}
-		e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/ack", e.alice, map[string]any{"eventIds": []string{id}}))
 		// Acked, it never comes back, to anyone.
 		for _, c := range []string{"a", "b", "c"} {
-			if r := e.read(t, hook, "consumer="+c+"&visibilityMs=1&wait=0.2"); len(r.list("events")) != 0 {
-				t.Fatalf("%s after ack: %s", c, r.raw)
+			if r := e.readHook(t, hook, client.HookReadParams{Consumer: c, Visibility: time.Millisecond, Wait: 200 * time.Millisecond}); len(r.Events) != 0 {
+				t.Fatalf("%s after ack: %+v", c, r)
 			}
 		}
 		// Another group reads the same event independently.
-		if r := e.read(t, hook, "group=audit&consumer=x"); r.str("events", "0", "eventId") != id || r.get("events", "0", "deliveryCount") != float64(1) {
-			t.Fatalf("group audit: %s", r.raw)
+		if ev := only(t, "group audit", e.readHook(t, hook, client.HookReadParams{Group: "audit", Consumer: "x"})); ev.EventID != id || ev.DeliveryCount != 1 {
+			t.Fatalf("group audit: %+v", ev)
 		}
 	})
 }
 
+// A waiting read is answered by the post that wakes it: with no re-check
+// within its wait, a read that was not woken sits the wait out and answers
+// with no event.
 func TestHookLongPollWakesOnPost(t *testing.T) {
-	eachStore(t, app.Config{}, func(t *testing.T, e *hookEnv) {
-		hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
-		e.read(t, hook, "consumer=a") // makes the group
-		type result struct {
-			status int
-			body   []byte
-			err    error
-		}
-		got := make(chan result, 1)
-		go func() {
-			req, _ := http.NewRequest("GET", e.srv.URL+"/v1/hooks/"+hook+"/events?consumer=a&wait=30s", nil)
-			req.Header.Set("Authorization", "Bearer "+e.alice)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				got <- result{err: err}
-				return
-			}
-			defer res.Body.Close()
-			b, err := io.ReadAll(res.Body)
-			got <- result{res.StatusCode, b, err}
-		}()
+	eachStore(t, noRecheck, func(t *testing.T, e *hookEnv) {
+		hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t)})
+		e.readHook(t, hook, client.HookReadParams{Consumer: "a"}) // makes the group
+		got := e.readInBackground(t.Context(), hook, client.HookReadParams{Consumer: "a"})
 		// The post must come after the reader waits; a post before it is
 		// found by its first read, which is fine too.
-		storetest.WaitFor(t, "the reader to wait", func() bool {
-			return strings.Contains(scrape(t, e), "taskhook_waiters 1")
-		})
-		start := time.Now()
-		e.must(t, 202, e.post(t, token, "wake up"))
+		e.awaitWaiting(t)
+		e.send(t, token, "wake up")
 		r := <-got
-		if r.err != nil || r.status != 200 || !strings.Contains(string(r.body), `"body":"wake up"`) {
-			t.Fatalf("long poll: %d %s %v", r.status, r.body, r.err)
+		if r.err != nil {
+			t.Fatalf("long poll: %v", r.err)
 		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("the waiting read took %v after the post", d)
+		if ev := only(t, "long poll", r.b); ev.Body != "wake up" {
+			t.Fatalf("long poll: %+v", ev)
 		}
 	})
-}
-
-func scrape(t testing.TB, e *hookEnv) string {
-	t.Helper()
-	res, err := http.Get(e.srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
 }
 
 func TestHookDeadLetters(t *testing.T) {
 	eachStore(t, app.Config{HookMaxDeliveries: 2}, func(t *testing.T, e *hookEnv) {
-		hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
-		id := e.must(t, 202, e.post(t, token, "poison")).str("eventId")
-		if r := e.read(t, hook, "consumer=a&visibilityMs=50"); r.get("events", "0", "deliveryCount") != float64(1) {
-			t.Fatalf("first: %s", r.raw)
+		hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t)})
+		id := e.send(t, token, "poison").EventID
+		if ev := only(t, "first", e.readHook(t, hook, client.HookReadParams{Consumer: "a", Visibility: 50 * time.Millisecond})); ev.DeliveryCount != 1 {
+			t.Fatalf("first: %+v", ev)
 		}
-		if r := e.read(t, hook, "consumer=a&visibilityMs=50&wait=10s"); r.get("events", "0", "deliveryCount") != float64(2) {
-			t.Fatalf("second: %s", r.raw)
+		if ev := only(t, "second", e.readHook(t, hook, client.HookReadParams{Consumer: "a", Visibility: 50 * time.Millisecond, Wait: 10 * time.Second})); ev.DeliveryCount != 2 {
+			t.Fatalf("second: %+v", ev)
 		}
 		// The next attempt would be the third: it moves to the dead letters.
 		storetest.WaitFor(t, "the dead letter", func() bool {
-			r := e.read(t, hook, "consumer=b&visibilityMs=50&wait=0.2")
-			if len(r.list("events")) != 0 {
-				t.Fatalf("delivered past the maximum: %s", r.raw)
+			r := e.readHook(t, hook, client.HookReadParams{Consumer: "b", Visibility: 50 * time.Millisecond, Wait: 200 * time.Millisecond})
+			if len(r.Events) != 0 {
+				t.Fatalf("delivered past the maximum: %+v", r)
 			}
-			return len(e.logOf(t, hook).list("deadLetters")) == 1
+			return len(e.hookLog(t, hook).DeadLetters) == 1
 		})
-		log := e.logOf(t, hook)
-		dl := log.get("deadLetters", "0").(map[string]any)
-		if dl["eventId"] != id || dl["deliveryCount"] != float64(2) || dl["group"] != "default" || dl["body"] != "poison" ||
-			dl["deadAt"] == "" || log.get("deadLetterCount") != float64(1) {
-			t.Fatalf("dead letter: %v", dl)
+		log := e.hookLog(t, hook)
+		dl := log.DeadLetters[0]
+		if dl.DeadAt.IsZero() || dl.DeadAt.Before(dl.ReceivedAt) {
+			t.Errorf("dead letter without a deadAt time: %+v", dl)
 		}
-		if len(log.list("events")) != 1 {
-			t.Errorf("the log still shows the event: %s", log.raw)
+		if dl.EventID != id || dl.DeliveryCount != 2 || dl.Group != "default" || dl.Body != "poison" || log.DeadLetterCount != 1 {
+			t.Fatalf("dead letter: %+v", dl)
+		}
+		if len(log.Events) != 1 {
+			t.Errorf("the log no longer shows the event: %+v", log)
 		}
 		if !strings.Contains(scrape(t, e), "taskhook_hook_dead_letters_total 1") {
 			t.Error("dead letter not counted")
@@ -774,25 +967,33 @@ func TestHookDeadLetters(t *testing.T) {
 
 func TestHookRateLimit(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{HookRateLimit: 0.1, HookBurst: 2})
-	hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
-	e.must(t, 202, e.post(t, token, "1"))
-	e.must(t, 202, e.post(t, token, "2"))
-	a := e.post(t, token, "3")
+	hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t)})
+	e.send(t, token, "1")
+	e.send(t, token, "2")
+	_, err := e.trySend(t, token, "3")
+	if ce := wantCode(t, err, 429, client.CodeRateLimited); ce.RetryAfter < time.Second || ce.RetryAfter > 10*time.Second {
+		t.Errorf("Retry-After %v", ce.RetryAfter)
+	}
+	// Retry-After in whole seconds, on the wire.
+	a := e.post(t, token, "4")
 	wantError(t, a, 429, "rate_limited")
 	if ra, err := strconv.Atoi(a.header.Get("Retry-After")); err != nil || ra < 1 || ra > 10 {
 		t.Errorf("Retry-After %q", a.header.Get("Retry-After"))
 	}
-	if n := len(e.logOf(t, hook).list("events")); n != 2 {
+	if n := len(e.hookLog(t, hook).Events); n != 2 {
 		t.Errorf("%d events stored", n)
 	}
-	if !strings.Contains(scrape(t, e), `taskhook_hook_posts_total{outcome="rate_limited"} 1`) {
+	if !strings.Contains(scrape(t, e), `taskhook_hook_posts_total{outcome="rate_limited"} 2`) {
 		t.Error("rate limit not counted")
 	}
 }
 
+// Raw HTTP: the test is about the JSON a stored body reads as (body for
+// UTF-8, even empty; bodyBase64 for anything else), which the client's
+// fields do not tell apart.
 func TestHookBodies(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{MaxBodyBytes: 1024})
-	hook, token := e.hook(t, map[string]any{"sessionId": e.session(t)})
+	hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t)})
 	binary := []byte{0xff, 0x00, 0xfe, 'x'}
 	e.must(t, 202, e.do(t, "POST", "/v1/callback/"+token, "", binary, "Content-Type", "application/octet-stream"))
 	e.must(t, 202, e.do(t, "POST", "/v1/callback/"+token, "", nil, "Content-Type", "text/plain"))
@@ -808,19 +1009,20 @@ func TestHookBodies(t *testing.T) {
 
 func TestHookStaticResponse(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
-	_, token := e.hook(t, map[string]any{"sessionId": e.session(t),
-		"response": map[string]any{"status": 200, "body": "<ok/>", "contentType": "application/xml"}})
+	_, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t),
+		Response: &client.HookResponse{Status: 200, Body: "<ok/>", ContentType: "application/xml"}})
 	for range 2 {
-		a := e.post(t, token, "x", "Webhook-Id", "same")
-		if a.status != 200 || string(a.raw) != "<ok/>" || a.header.Get("Content-Type") != "application/xml" {
-			t.Fatalf("static response: %d %s %v", a.status, a.raw, a.header)
+		res, err := e.trySend(t, token, "x", "Webhook-Id", "same")
+		if err != nil || res.Status != 200 || string(res.Body) != "<ok/>" || res.Header.Get("Content-Type") != "application/xml" {
+			t.Fatalf("static response: %+v %v", res, err)
 		}
 	}
 }
 
+// Raw HTTP: queries and bodies the client does not send.
 func TestHookValidatesReads(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
-	hook, _ := e.hook(t, map[string]any{"sessionId": e.session(t)})
+	hook, _ := e.hook(t, client.CreateHookInput{SessionID: e.session(t)})
 	for q, field := range map[string]string{
 		"count=0": "count", "count=101": "count", "visibilityMs=0": "visibilityMs", "visibilityMs=x": "visibilityMs",
 		"group=a%20b": "group", "consumer=" + strings.Repeat("c", 65): "consumer", "wait=-1s": "wait",
@@ -843,9 +1045,8 @@ func TestHookValidatesReads(t *testing.T) {
 
 func TestHookStoreUnavailable(t *testing.T) {
 	e := startEnv(t, store.Config{URL: "redis://127.0.0.1:1/0", Prefix: storetest.Prefix()}, app.Config{})
-	a := e.post(t, "whk_00"+base64.RawURLEncoding.EncodeToString(make([]byte, 32)), "x")
-	wantError(t, a, 503, "store_unavailable")
-	if a.header.Get("Retry-After") == "" {
+	_, err := e.trySend(t, "whk_00"+base64.RawURLEncoding.EncodeToString(make([]byte, 32)), "x")
+	if ce := wantCode(t, err, 503, client.CodeStoreUnavailable); ce.RetryAfter <= 0 {
 		t.Error("503 without Retry-After")
 	}
 }
@@ -854,20 +1055,29 @@ func TestHookStoreUnavailable(t *testing.T) {
 // no metric, through a run that touches every hook route.
 func TestHookSecretsStayOutOfLogs(t *testing.T) {
 	eachStore(t, app.Config{LogLevel: "debug"}, func(t *testing.T, e *hookEnv) {
+		ctx := t.Context()
 		ses := e.session(t)
 		secret := "verify-secret-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		hook, token := e.hook(t, map[string]any{"sessionId": ses, "verify": map[string]any{"scheme": "github", "secret": secret}})
+		hook, token := e.hook(t, client.CreateHookInput{SessionID: ses, Verify: &client.HookVerify{Scheme: client.VerifyGitHub, Secret: secret}})
 		body := `{"payload":"body-marker-` + strconv.FormatInt(time.Now().UnixNano(), 36) + `"}`
 		sig := "sha256=" + hmacHex(secret, body)
-		e.must(t, 202, e.post(t, token, body, "X-Hub-Signature-256", sig, "X-GitHub-Delivery", "del-1"))
-		e.must(t, 202, e.post(t, token, body, "X-Hub-Signature-256", sig, "X-GitHub-Delivery", "del-1"))
-		wantError(t, e.post(t, token, body+"tampered", "X-Hub-Signature-256", sig), 401, "signature_invalid")
-		wantError(t, e.post(t, token[:len(token)-2]+"xx", body), 404, "not_found")
-		r := e.read(t, hook, "consumer=a")
-		e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/ack", e.alice, map[string]any{"eventIds": []string{r.str("events", "0", "eventId")}}))
-		e.logOf(t, hook)
-		e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/close", e.alice, nil))
-		wantError(t, e.post(t, token, body, "X-Hub-Signature-256", sig), 410, "hook_closed")
+		e.send(t, token, body, "X-Hub-Signature-256", sig, "X-GitHub-Delivery", "del-1")
+		if res, err := e.trySend(t, token, body, "X-Hub-Signature-256", sig, "X-GitHub-Delivery", "del-1"); err != nil || !res.Duplicate {
+			t.Fatalf("repeat: %+v %v", res, err)
+		}
+		_, err := e.trySend(t, token, body+"tampered", "X-Hub-Signature-256", sig)
+		wantCode(t, err, 401, client.CodeSignatureInvalid)
+		_, err = e.trySend(t, token[:len(token)-2]+"xx", body)
+		wantCode(t, err, 404, client.CodeNotFound)
+		r := e.readHook(t, hook, client.HookReadParams{Consumer: "a"})
+		e.ack(t, hook, only(t, "read", r).EventID)
+		e.hookLog(t, hook)
+		if _, err := e.api.CloseHook(ctx, hook); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.trySend(t, token, body, "X-Hub-Signature-256", sig)
+		wantCode(t, err, 410, client.CodeHookClosed)
+		// The session log as it is on the wire.
 		sesLog := e.must(t, 200, e.do(t, "GET", "/v1/sessions/"+ses+"/events", e.alice, nil))
 		metrics := scrape(t, e)
 
@@ -896,9 +1106,9 @@ func TestHookSecretsStayOutOfLogs(t *testing.T) {
 
 func TestHookInfoListsTheCapability(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
-	info := e.must(t, 200, e.do(t, "GET", "/v1/info", e.alice, nil))
-	if !strings.Contains(fmt.Sprint(info.get("capabilities")), "hooks") {
-		t.Errorf("info: %s", info.raw)
+	info, err := e.api.Info(t.Context())
+	if err != nil || !slices.Contains(info.Capabilities, "hooks") {
+		t.Errorf("info: %+v %v", info, err)
 	}
 }
 
@@ -917,7 +1127,7 @@ func TestHookRoundTrips(t *testing.T) {
 	sc := storetest.Standalone(t)
 	a := startEnv(t, sc, app.Config{})
 	b := startEnv(t, sc, app.Config{})
-	hook, token := a.hook(t, map[string]any{"sessionId": a.session(t)})
+	hook, token := a.hook(t, client.CreateHookInput{SessionID: a.session(t)})
 	measure := func(name string, e *hookEnv, want float64, call func()) {
 		t.Helper()
 		before := roundTrips(e.srv)
@@ -926,18 +1136,22 @@ func TestHookRoundTrips(t *testing.T) {
 			t.Errorf("%s took %v Redis round trips, want %v", name, got, want)
 		}
 	}
-	measure("callback on the creating replica", a, 1, func() { a.must(t, 202, a.post(t, token, "1")) })
-	measure("first callback on another replica", b, 3, func() { b.must(t, 202, b.post(t, token, "2")) })
-	measure("next callback on it", b, 1, func() { b.must(t, 202, b.post(t, token, "3")) })
-	measure("duplicate", b, 1, func() { b.must(t, 202, b.post(t, token, "3", "Webhook-Id", "w")) })
-	measure("read", a, 1, func() { a.read(t, hook, "consumer=c") })
-	measure("first read on another replica", b, 2, func() { b.read(t, hook, "consumer=c") })
-	measure("next read on it", b, 1, func() { b.read(t, hook, "consumer=c") })
-	measure("ack", a, 1, func() {
-		a.must(t, 200, a.do(t, "POST", "/v1/hooks/"+hook+"/ack", a.alice, map[string]any{"eventIds": []string{"1-0"}}))
+	measure("callback on the creating replica", a, 1, func() { a.send(t, token, "1") })
+	measure("first callback on another replica", b, 3, func() { b.send(t, token, "2") })
+	measure("next callback on it", b, 1, func() { b.send(t, token, "3") })
+	measure("duplicate", b, 1, func() {
+		if res, err := b.trySend(t, token, "3", "Webhook-Id", "w"); err != nil || res.Status != 202 {
+			t.Fatalf("post: %+v %v", res, err)
+		}
 	})
-	measure("log", a, 1, func() { a.logOf(t, hook) })
-	measure("empty read waiting 300ms", a, 1, func() { a.read(t, hook, "consumer=c&wait=0.3") })
+	measure("read", a, 1, func() { a.readHook(t, hook, client.HookReadParams{Consumer: "c"}) })
+	measure("first read on another replica", b, 2, func() { b.readHook(t, hook, client.HookReadParams{Consumer: "c"}) })
+	measure("next read on it", b, 1, func() { b.readHook(t, hook, client.HookReadParams{Consumer: "c"}) })
+	measure("ack", a, 1, func() { a.ack(t, hook, "1-0") })
+	measure("log", a, 1, func() { a.hookLog(t, hook) })
+	measure("empty read waiting 300ms", a, 1, func() {
+		a.readHook(t, hook, client.HookReadParams{Consumer: "c", Wait: 300 * time.Millisecond})
+	})
 }
 
 // A hook's GET and its lists decide nothing themselves: the store answers
@@ -946,143 +1160,97 @@ func TestHookRoundTrips(t *testing.T) {
 // belongs to reads it in one.
 func TestHookGetAndListRoundTrips(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	sc := storetest.Standalone(t)
 	a := startEnv(t, sc, app.Config{})
 	b := startEnv(t, sc, app.Config{})
 	ses := a.session(t)
-	taskHook, _ := a.hook(t, map[string]any{"taskId": a.task(t, ses)})
-	closed, _ := a.hook(t, map[string]any{"sessionId": ses})
-	a.must(t, 200, a.do(t, "POST", "/v1/hooks/"+closed+"/close", a.alice, nil))
-	measure := func(name string, e *hookEnv, want float64, call func()) {
+	taskHook, _ := a.hook(t, client.CreateHookInput{TaskID: a.task(t, ses)})
+	closed, _ := a.hook(t, client.CreateHookInput{SessionID: ses})
+	if _, err := a.api.CloseHook(ctx, closed); err != nil {
+		t.Fatal(err)
+	}
+	measure := func(name string, e *hookEnv, want float64, call func() error) {
 		t.Helper()
 		before := roundTrips(e.srv)
-		call()
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		if got := roundTrips(e.srv) - before; got != want {
 			t.Errorf("%s took %v Redis round trips, want %v", name, got, want)
 		}
 	}
-	get := func(e *hookEnv, hook string) func() {
-		return func() { e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil)) }
+	get := func(e *hookEnv, hook string) func() error {
+		return func() error { _, err := e.api.GetHook(ctx, hook); return err }
+	}
+	list := func(e *hookEnv, session string) func() error {
+		return func() error { _, err := e.api.ListHooks(ctx, client.ListHooksParams{SessionID: session}); return err }
 	}
 	measure("get on the creating replica", a, 1, get(a, taskHook))
 	measure("first get on another replica", b, 2, get(b, taskHook))
 	measure("next get on it", b, 1, get(b, taskHook))
 	measure("first get of a closed hook on another replica", b, 1, get(b, closed))
 	// The session's owner, its index, the owners, the hooks, their parents.
-	measure("list of a session", a, 5, func() { a.must(t, 200, a.do(t, "GET", "/v1/hooks?sessionId="+ses, a.alice, nil)) })
+	measure("list of a session", a, 5, list(a, ses))
 	other := b.session(t)
-	gone, _ := b.hook(t, map[string]any{"sessionId": other})
-	b.must(t, 200, b.do(t, "POST", "/v1/hooks/"+gone+"/close", b.alice, nil))
-	measure("list of closed hooks only", b, 4, func() { b.must(t, 200, b.do(t, "GET", "/v1/hooks?sessionId="+other, b.alice, nil)) })
+	gone, _ := b.hook(t, client.CreateHookInput{SessionID: other})
+	if _, err := b.api.CloseHook(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	measure("list of closed hooks only", b, 4, list(b, other))
 }
 
 // A read waiting on one replica is woken by a callback taken by another.
 func TestHookWakeAcrossReplicas(t *testing.T) {
-	for _, bk := range storetest.Backends() {
-		if bk.Name == "embedded" {
-			continue
+	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
+		a := startEnv(t, sc, noRecheck)
+		b := startEnv(t, sc, noRecheck)
+		hook, token := a.hook(t, client.CreateHookInput{SessionID: a.session(t)})
+		a.readHook(t, hook, client.HookReadParams{Consumer: "c"})
+		before := roundTrips(a.srv)
+		got := a.readInBackground(t.Context(), hook, client.HookReadParams{Consumer: "c"})
+		a.awaitWaiting(t)
+		b.send(t, token, "from b")
+		// With no re-check within the wait, a read that was not woken sits
+		// it out and answers with no event.
+		r := <-got
+		if r.err != nil {
+			t.Fatalf("woken read: %v", r.err)
 		}
-		t.Run(bk.Name, func(t *testing.T) {
-			t.Parallel()
-			sc := bk.Config(t)
-			a := startEnv(t, sc, app.Config{})
-			b := startEnv(t, sc, app.Config{})
-			hook, token := a.hook(t, map[string]any{"sessionId": a.session(t)})
-			a.read(t, hook, "consumer=c")
-			before := roundTrips(a.srv)
-			done := make(chan string, 1)
-			go func() {
-				req, _ := http.NewRequest("GET", a.srv.URL+"/v1/hooks/"+hook+"/events?consumer=c&wait=30s", nil)
-				req.Header.Set("Authorization", "Bearer "+a.alice)
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					done <- err.Error()
-					return
-				}
-				defer res.Body.Close()
-				body, _ := io.ReadAll(res.Body)
-				done <- string(body)
-			}()
-			storetest.WaitFor(t, "the reader to wait", func() bool { return strings.Contains(scrape(t, a), "taskhook_waiters 1") })
-			b.must(t, 202, b.post(t, token, "from b"))
-			select {
-			case got := <-done:
-				if !strings.Contains(got, `"body":"from b"`) {
-					t.Fatalf("woken read: %s", got)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the waiting read was not woken")
-			}
-			if got := roundTrips(a.srv) - before; got != 2 {
-				t.Errorf("the waiting read took %v round trips, want 2: one as it began, one when woken", got)
-			}
-		})
-	}
+		if ev := only(t, "woken read", r.b); ev.Body != "from b" {
+			t.Fatalf("woken read: %+v", ev)
+		}
+		if got := roundTrips(a.srv) - before; got != 2 {
+			t.Errorf("the waiting read took %v round trips, want 2: one as it began, one when woken", got)
+		}
+	})
 }
 
 func TestHookClosesWhenItsSessionIsCancelled(t *testing.T) {
 	eachStore(t, app.Config{}, func(t *testing.T, e *hookEnv) {
+		ctx := t.Context()
 		ses := e.session(t)
-		sesHook, sesToken := e.hook(t, map[string]any{"sessionId": ses})
-		taskHook, taskToken := e.hook(t, map[string]any{"taskId": e.task(t, ses)})
-		e.must(t, 200, e.do(t, "POST", "/v1/sessions/"+ses+"/cancel", e.alice, map[string]any{"reason": "done"}))
+		sesHook, sesToken := e.hook(t, client.CreateHookInput{SessionID: ses})
+		taskHook, taskToken := e.hook(t, client.CreateHookInput{TaskID: e.task(t, ses)})
+		if _, err := e.api.CancelSession(ctx, ses, "done"); err != nil {
+			t.Fatal(err)
+		}
 		for hook, c := range map[string]struct{ token, reason string }{
-			sesHook:  {sesToken, "session_cancelled"},
-			taskHook: {taskToken, "task_terminal"}, // its task was cancelled with the session
+			sesHook:  {sesToken, client.CloseReasonSessionCancelled},
+			taskHook: {taskToken, client.CloseReasonTaskTerminal}, // its task was cancelled with the session
 		} {
-			g := e.must(t, 200, e.do(t, "GET", "/v1/hooks/"+hook, e.alice, nil))
-			if g.str("status") != "closed" || g.str("closeReason") != c.reason {
-				t.Errorf("after cancel: %s, want closed (%s)", g.raw, c.reason)
+			if g := e.getHook(t, hook); g.Status != client.HookClosed || g.CloseReason != c.reason {
+				t.Errorf("after cancel: %+v, want closed (%s)", g, c.reason)
 			}
-			late := e.post(t, c.token, "late")
-			wantError(t, late, 410, "hook_closed")
-			if late.str("error", "reason") != c.reason {
-				t.Errorf("410 reason: %s, want %s", late.raw, c.reason)
-			}
-			if n := len(e.logOf(t, hook).list("events")); n != 0 {
+			e.wantClosed(t, c.token, c.reason)
+			if n := len(e.hookLog(t, hook).Events); n != 0 {
 				t.Errorf("%d events stored after the session was cancelled", n)
 			}
 		}
 		// No new hook in a cancelled session.
-		wantError(t, e.do(t, "POST", "/v1/hooks", e.alice, map[string]any{"sessionId": ses}), 409, "session_not_active")
+		_, err := e.api.CreateHook(ctx, client.CreateHookInput{SessionID: ses})
+		wantCode(t, err, 409, client.CodeSessionNotActive)
 	})
-}
-
-// noRecheck keeps a waiting read from re-reading on its own within its
-// wait: only a wake-up (or its answer at once) ends it early.
-var noRecheck = app.Config{RecheckInterval: time.Minute}
-
-// readAtOnce reads a hook with a long wait through a client that gives up
-// well before that wait: an answer means the read did not sit out its wait.
-func (e *hookEnv) readAtOnce(t testing.TB, hook, query string) answer {
-	t.Helper()
-	a, err := e.readWaiting(hook, query)
-	if err != nil {
-		t.Fatalf("the read with wait=30s did not answer before its wait ran out: %v", err)
-	}
-	return e.must(t, 200, a)
-}
-
-// readWaiting is readAtOnce for another goroutine than the test's: it
-// reports instead of failing the test.
-func (e *hookEnv) readWaiting(hook, query string) (answer, error) {
-	req, err := http.NewRequest("GET", e.srv.URL+"/v1/hooks/"+hook+"/events?wait=30s&"+query, nil)
-	if err != nil {
-		return answer{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+e.alice)
-	res, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
-	if err != nil {
-		return answer{}, err
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return answer{}, err
-	}
-	a := answer{status: res.StatusCode, header: res.Header, raw: raw}
-	_ = json.Unmarshal(raw, &a.body)
-	return a, nil
 }
 
 // A closed hook's queue is drained as usual; once the group has nothing
@@ -1090,77 +1258,67 @@ func (e *hookEnv) readWaiting(hook, query string) (answer, error) {
 func TestHookReadOfAClosedHookAnswersAtOnce(t *testing.T) {
 	eachStore(t, noRecheck, func(t *testing.T, e *hookEnv) {
 		task := e.task(t, e.session(t))
-		hook, token := e.hook(t, map[string]any{"taskId": task})
-		id := e.must(t, 202, e.post(t, token, "queued")).str("eventId")
-		e.must(t, 200, e.do(t, "POST", "/v1/tasks/"+task+"/complete", e.alice, map[string]any{"result": "done"}))
-
-		b := e.readAtOnce(t, hook, "consumer=a")
-		if b.str("events", "0", "eventId") != id || b.get("pending") != float64(1) ||
-			b.str("hookStatus") != "closed" || b.str("closeReason") != "task_terminal" {
-			t.Fatalf("read of the closed hook: %s, want %s delivered", b.raw, id)
+		hook, token := e.hook(t, client.CreateHookInput{TaskID: task})
+		id := e.send(t, token, "queued").EventID
+		if _, err := e.api.Complete(t.Context(), task, "done"); err != nil {
+			t.Fatal(err)
 		}
-		e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/ack", e.alice, map[string]any{"eventIds": []string{id}}))
-		b = e.readAtOnce(t, hook, "consumer=a")
-		if len(b.list("events")) != 0 || b.get("pending") != float64(0) ||
-			b.str("hookStatus") != "closed" || b.str("closeReason") != "task_terminal" {
-			t.Fatalf("drained read: %s", b.raw)
+
+		b := e.readAtOnce(t, hook, client.HookReadParams{Consumer: "a"})
+		if ev := only(t, "read of the closed hook", b); ev.EventID != id || b.Pending != 1 ||
+			b.HookStatus != client.HookClosed || b.CloseReason != client.CloseReasonTaskTerminal {
+			t.Fatalf("read of the closed hook: %+v, want %s delivered", b, id)
+		}
+		e.ack(t, hook, id)
+		b = e.readAtOnce(t, hook, client.HookReadParams{Consumer: "a"})
+		if len(b.Events) != 0 || b.Pending != 0 || b.HookStatus != client.HookClosed || b.CloseReason != client.CloseReasonTaskTerminal {
+			t.Fatalf("drained read: %+v", b)
 		}
 		// Another group still gets everything the hook took.
-		if b := e.readAtOnce(t, hook, "group=late"); b.str("events", "0", "eventId") != id || b.str("hookStatus") != "closed" {
-			t.Fatalf("another group: %s", b.raw)
+		b = e.readAtOnce(t, hook, client.HookReadParams{Group: "late"})
+		if ev := only(t, "another group", b); ev.EventID != id || b.HookStatus != client.HookClosed {
+			t.Fatalf("another group: %+v", b)
 		}
 	})
 }
 
 // A read waiting on an open hook that nobody posts to answers as soon as
 // the hook closes: its task ends, its session is cancelled, its owner
-// closes it.
+// closes it. Had it not been woken, it would sit out its wait (no re-check
+// within it) and answer with the hook open.
 func TestHookWaitingReadEndsWhenTheHookCloses(t *testing.T) {
 	eachStore(t, noRecheck, func(t *testing.T, e *hookEnv) {
+		ctx := t.Context()
 		for _, c := range []struct {
 			name, reason string
-			make         func(ses string) (hook string, close func())
+			make         func(ses string) (hook string, close func() error)
 		}{
-			{"task completes", "task_terminal", func(ses string) (string, func()) {
+			{"task completes", client.CloseReasonTaskTerminal, func(ses string) (string, func() error) {
 				task := e.task(t, ses)
-				hook, _ := e.hook(t, map[string]any{"taskId": task})
-				return hook, func() {
-					e.must(t, 200, e.do(t, "POST", "/v1/tasks/"+task+"/complete", e.alice, map[string]any{"result": "done"}))
-				}
+				hook, _ := e.hook(t, client.CreateHookInput{TaskID: task})
+				return hook, func() error { _, err := e.api.Complete(ctx, task, "done"); return err }
 			}},
-			{"session cancelled", "session_cancelled", func(ses string) (string, func()) {
-				hook, _ := e.hook(t, map[string]any{"sessionId": ses})
-				return hook, func() { e.must(t, 200, e.do(t, "POST", "/v1/sessions/"+ses+"/cancel", e.alice, map[string]any{})) }
+			{"session cancelled", client.CloseReasonSessionCancelled, func(ses string) (string, func() error) {
+				hook, _ := e.hook(t, client.CreateHookInput{SessionID: ses})
+				return hook, func() error { _, err := e.api.CancelSession(ctx, ses, ""); return err }
 			}},
-			{"closed by its owner", "closed", func(ses string) (string, func()) {
-				hook, _ := e.hook(t, map[string]any{"sessionId": ses})
-				return hook, func() { e.must(t, 200, e.do(t, "POST", "/v1/hooks/"+hook+"/close", e.alice, nil)) }
+			{"closed by its owner", client.CloseReasonClosed, func(ses string) (string, func() error) {
+				hook, _ := e.hook(t, client.CreateHookInput{SessionID: ses})
+				return hook, func() error { _, err := e.api.CloseHook(ctx, hook); return err }
 			}},
 		} {
 			hook, closeIt := c.make(e.session(t))
-			if b := e.read(t, hook, "consumer=a"); b.str("hookStatus") != "open" {
-				t.Fatalf("%s: before: %s", c.name, b.raw)
+			if b := e.readHook(t, hook, client.HookReadParams{Consumer: "a"}); b.HookStatus != client.HookOpen {
+				t.Fatalf("%s: before: %+v", c.name, b)
 			}
-			got, failed := make(chan answer, 1), make(chan error, 1)
-			go func() {
-				if a, err := e.readWaiting(hook, "consumer=a"); err != nil {
-					failed <- err
-				} else {
-					got <- a
-				}
-			}()
-			storetest.WaitFor(t, "the reader to wait", func() bool {
-				return strings.Contains(scrape(t, e), "taskhook_waiters 1")
-			})
-			closeIt()
-			select {
-			case b := <-got:
-				if b.status != 200 || len(b.list("events")) != 0 || b.get("pending") != float64(0) ||
-					b.str("hookStatus") != "closed" || b.str("closeReason") != c.reason {
-					t.Fatalf("%s: the waiting read answered %d %s, want closed (%s)", c.name, b.status, b.raw, c.reason)
-				}
-			case err := <-failed:
-				t.Fatalf("%s: the waiting read did not answer before its wait ran out: %v", c.name, err)
+			got := e.readInBackground(ctx, hook, client.HookReadParams{Consumer: "a"})
+			e.awaitWaiting(t)
+			if err := closeIt(); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			r := <-got
+			if r.err != nil || len(r.b.Events) != 0 || r.b.Pending != 0 || r.b.HookStatus != client.HookClosed || r.b.CloseReason != c.reason {
+				t.Fatalf("%s: the waiting read answered %+v %v, want closed (%s)", c.name, r.b, r.err, c.reason)
 			}
 		}
 	})
@@ -1168,35 +1326,19 @@ func TestHookWaitingReadEndsWhenTheHookCloses(t *testing.T) {
 
 // A read waiting on one replica hears of a close taken by another.
 func TestHookCloseWakesReadsAcrossReplicas(t *testing.T) {
-	for _, bk := range storetest.Backends() {
-		if bk.Name == "embedded" {
-			continue
+	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
+		a := startEnv(t, sc, noRecheck)
+		b := startEnv(t, sc, noRecheck)
+		hook, _ := a.hook(t, client.CreateHookInput{SessionID: a.session(t)})
+		a.readHook(t, hook, client.HookReadParams{Consumer: "c"})
+		got := a.readInBackground(t.Context(), hook, client.HookReadParams{Consumer: "c"})
+		a.awaitWaiting(t)
+		if _, err := b.api.CloseHook(t.Context(), hook); err != nil {
+			t.Fatal(err)
 		}
-		t.Run(bk.Name, func(t *testing.T) {
-			t.Parallel()
-			sc := bk.Config(t)
-			a := startEnv(t, sc, noRecheck)
-			b := startEnv(t, sc, noRecheck)
-			hook, _ := a.hook(t, map[string]any{"sessionId": a.session(t)})
-			a.read(t, hook, "consumer=c")
-			got, failed := make(chan answer, 1), make(chan error, 1)
-			go func() {
-				if r, err := a.readWaiting(hook, "consumer=c"); err != nil {
-					failed <- err
-				} else {
-					got <- r
-				}
-			}()
-			storetest.WaitFor(t, "the reader to wait", func() bool { return strings.Contains(scrape(t, a), "taskhook_waiters 1") })
-			b.must(t, 200, b.do(t, "POST", "/v1/hooks/"+hook+"/close", b.alice, nil))
-			select {
-			case r := <-got:
-				if r.str("hookStatus") != "closed" || r.str("closeReason") != "closed" || len(r.list("events")) != 0 {
-					t.Fatalf("woken read: %s", r.raw)
-				}
-			case err := <-failed:
-				t.Fatalf("the waiting read was not woken before its wait ran out: %v", err)
-			}
-		})
-	}
+		r := <-got
+		if r.err != nil || r.b.HookStatus != client.HookClosed || r.b.CloseReason != client.CloseReasonClosed || len(r.b.Events) != 0 {
+			t.Fatalf("woken read: %+v %v", r.b, r.err)
+		}
+	})
 }

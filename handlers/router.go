@@ -35,6 +35,12 @@ type Deps struct {
 	// all requests (default 64 MiB, at least MaxBodyBytes).
 	BodyTimeout          time.Duration
 	MaxInflightBodyBytes int64
+
+	// ListRate and ListBurst bound the lists one principal makes on this
+	// replica (default 20 a second, bursts of 40); a negative ListRate turns
+	// the bound off.
+	ListRate  float64
+	ListBurst int
 }
 
 type api struct {
@@ -46,6 +52,7 @@ type api struct {
 	metrics  *metrics.Metrics
 	log      *slog.Logger
 	body     *bodyGuard
+	lists    *listLimiter // nil: lists are not limited
 	version  string
 }
 
@@ -65,6 +72,16 @@ func New(d Deps) http.Handler {
 	if inflight == 0 {
 		inflight = 64 << 20
 	}
+	if d.ListRate >= 0 {
+		perSecond, burst := d.ListRate, d.ListBurst
+		if perSecond == 0 {
+			perSecond = 20
+		}
+		if burst == 0 {
+			burst = 40
+		}
+		a.lists = newListLimiter(perSecond, burst)
+	}
 	a.body = newBodyGuard(maxBody, timeout, max(inflight, maxBody), d.Metrics.BodyBytes)
 	r := chi.NewRouter()
 	r.Use(a.body.guard, withRequestID, a.observe)
@@ -83,14 +100,14 @@ func New(d Deps) http.Handler {
 			r.Get("/info", a.info)
 
 			r.Post("/sessions", a.createSession)
-			r.Get("/sessions", a.listSessions)
+			r.Get("/sessions", a.limitLists(a.listSessions))
 			r.Get("/sessions/{sessionId}", a.getSession)
 			r.Get("/sessions/{sessionId}/events", a.sessionEvents)
 			r.Post("/sessions/{sessionId}/cancel", a.sessionEnd(http.StatusOK, a.sessions.Cancel))
 			r.Post("/sessions/{sessionId}/reset", a.sessionEnd(http.StatusCreated, a.sessions.Reset))
 
 			r.Post("/tasks", a.createTask)
-			r.Get("/tasks", a.listTasks)
+			r.Get("/tasks", a.limitLists(a.listTasks))
 			r.Get("/tasks/{taskId}", a.getTask)
 			r.Get("/tasks/{taskId}/result", a.taskResult)
 			r.Get("/tasks/{taskId}/events", a.taskEvents)
@@ -104,7 +121,7 @@ func New(d Deps) http.Handler {
 
 			if a.hooks != nil {
 				r.Post("/hooks", a.createHook)
-				r.Get("/hooks", a.listHooks)
+				r.Get("/hooks", a.limitLists(a.listHooks))
 				r.Get("/hooks/{hookId}", a.getHook)
 				r.Post("/hooks/{hookId}/close", a.closeHook)
 				r.Get("/hooks/{hookId}/events", a.hookEvents)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -93,7 +94,7 @@ func TestSlowBodiesHoldNeitherConnectionsNorMemory(t *testing.T) {
 	const deadline = 2 * time.Second
 	proc, procURL := apptest.StartProcess(t, sc,
 		"TASKHOOK_BODY_TIMEOUT="+deadline.String(), "TASKHOOK_MAX_INFLIGHT_BODY_BYTES="+strconv.Itoa(16<<20))
-	p := &hookEnv{srv: &apptest.Server{URL: procURL}, alice: apptest.Token(t, "alice")}
+	p := envOf(t, &apptest.Server{URL: procURL})
 	other := startEnv(t, sc, app.Config{}) // a second replica, on the same store
 	addr := strings.TrimPrefix(procURL, "http://")
 
@@ -107,7 +108,7 @@ func TestSlowBodiesHoldNeitherConnectionsNorMemory(t *testing.T) {
 			{"requestId": "open", "prompt": "Ok?", "display": "confirmation"}}}))
 	usedAnswer := tokenOf(asked.str("inputRequests", "0", "answerUrl"))
 	p.must(t, 200, p.do(t, "POST", "/v1/input/"+usedAnswer, "", map[string]any{"optionId": "yes"}))
-	closedHook, closedToken := other.hook(t, map[string]any{"sessionId": other.session(t)})
+	closedHook, closedToken := other.hook(t, client.CreateHookInput{SessionID: other.session(t)})
 	other.must(t, 200, other.do(t, "POST", "/v1/hooks/"+closedHook+"/close", other.alice, nil))
 
 	// A long-poll and an event stream, both waiting on the process.

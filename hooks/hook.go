@@ -6,77 +6,50 @@
 // whether a hook still takes posts, for ingest and reads alike. What a hook
 // bound to a task may do is asked of the task service (Tasks).
 //
-// It imports store, ids, tokens, cache, events, authz and metrics, and tasks
-// for the task service it asks; never handlers or sessions.
+// It imports store, ids, tokens, cache, events, authz, metrics, problem and
+// api/wire, and tasks for the task service it asks; never handlers or
+// sessions.
 package hooks
 
 import (
 	"errors"
-	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
 )
 
 // Statuses of a hook.
 const (
-	Open   = "open"
-	Closed = "closed"
+	Open   = wire.HookOpen
+	Closed = wire.HookClosed
 )
 
-// Hook is the record, as the API shows it. It never holds the token or the
-// verify secret.
-type Hook struct {
-	HookID       string       `json:"hookId"`
-	Status       string       `json:"status"`
-	CloseReason  string       `json:"closeReason,omitempty"` // closed, expired, task_terminal, session_cancelled
-	Owner        string       `json:"owner"`
-	SessionID    string       `json:"sessionId"`
-	TaskID       string       `json:"taskId,omitempty"`
-	Label        string       `json:"label,omitempty"`
-	CreatedAt    events.Time  `json:"createdAt"`
-	ExpiresAt    events.Time  `json:"expiresAt"`
-	TTLMs        int64        `json:"ttlMs"`
-	ClosedAt     *events.Time `json:"closedAt,omitempty"`
-	Verify       *VerifyView  `json:"verify,omitempty"`
-	Response     *Response    `json:"response,omitempty"`
-	DedupeHeader string       `json:"dedupeHeader,omitempty"`
-}
+type (
+	// Hook is the record, as the API shows it. It never holds the token or
+	// the verify secret.
+	Hook = wire.Hook[events.Time]
+	// Created is the answer to a create: the hook with its token and
+	// callback URL, shown this once.
+	Created = wire.CreatedHook[events.Time]
+	// Response is the static answer a hook gives an accepted callback
+	// instead of the default 202 {ok, eventId, duplicate}.
+	Response = wire.HookResponse
+)
 
-// Created is the answer to a create: the hook with its token and callback
-// URL, shown this once.
-type Created struct {
-	Hook
-	Token string `json:"token"`
-	URL   string `json:"url"`
-}
-
-// VerifyView is a hook's Verify without its secret.
-type VerifyView struct {
-	Scheme    string `json:"scheme"`
-	Header    string `json:"header,omitempty"`
-	Encoding  string `json:"encoding,omitempty"`
-	Tolerance int    `json:"toleranceSeconds,omitempty"`
-}
-
-func viewOf(v *Verify) *VerifyView {
+// viewOf is a hook's Verify as the API shows it: without its secret.
+func viewOf(v *Verify) *wire.HookVerify {
 	if v == nil {
 		return nil
 	}
 	r := v.Redacted()
-	return &VerifyView{Scheme: r.Scheme, Header: r.Header, Encoding: r.Encoding, Tolerance: r.Tolerance}
-}
-
-// Response is the static answer a hook gives an accepted callback instead of
-// the default 202 {ok, eventId, duplicate}.
-type Response struct {
-	Status      int    `json:"status"`
-	Body        string `json:"body"`
-	ContentType string `json:"contentType,omitempty"`
+	return &wire.HookVerify{Scheme: r.Scheme, Header: r.Header, Encoding: r.Encoding, ToleranceSeconds: r.Tolerance}
 }
 
 // CreateInput is the body of POST /v1/hooks.
@@ -105,13 +78,10 @@ type ingestConfig struct {
 
 // Errors.
 var (
-	ErrNotFound         = errors.New("hook not found")
-	ErrUnknownToken     = errors.New("unknown callback token")
-	ErrClosed           = errors.New("hook closed")
-	ErrRateLimited      = errors.New("hook rate limit exceeded")
-	ErrSessionNotActive = errors.New("session is not active")
-	ErrTaskTerminal     = errors.New("task has ended")
-	ErrIdempotency      = errors.New("idempotency key reused with a different body")
+	ErrUnknownToken = errors.New("unknown callback token")
+	ErrClosed       = errors.New("hook closed")
+	ErrRateLimited  = errors.New("hook rate limit exceeded")
+	ErrTaskTerminal = errors.New("task has ended")
 )
 
 // ClosedError is a callback to a hook that takes no more requests; Reason
@@ -127,15 +97,6 @@ type RateLimitedError struct{ RetryAfter time.Duration }
 func (e *RateLimitedError) Error() string { return "hook rate limit exceeded" }
 func (e *RateLimitedError) Unwrap() error { return ErrRateLimited }
 
-// ValidationError is a request that can never succeed as sent.
-type ValidationError struct{ Field, Message string }
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
-
-func invalidf(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
-}
-
 // Limits of a create.
 const (
 	maxLabel        = 200
@@ -148,54 +109,54 @@ const (
 // validate checks a create body on its own, before any state is read.
 func (in *CreateInput) validate() error {
 	if in.TaskID == "" && in.SessionID == "" {
-		return invalidf("taskId", "taskId or sessionId is required")
+		return problem.Invalid("taskId", "taskId or sessionId is required")
 	}
 	if len(in.Label) > maxLabel {
-		return invalidf("label", "at most %d bytes", maxLabel)
+		return problem.Invalid("label", "at most %d bytes", maxLabel)
 	}
 	if in.TTLMs != nil && *in.TTLMs < minTTL.Milliseconds() {
-		return invalidf("ttlMs", "must be at least %d", minTTL.Milliseconds())
+		return problem.Invalid("ttlMs", "must be at least %d", minTTL.Milliseconds())
 	}
 	if in.Verify != nil {
 		if err := in.Verify.Validate(); err != nil {
 			var verr *VerifyError
 			if errors.As(err, &verr) {
-				return &ValidationError{Field: "verify." + verr.Field, Message: verr.Reason}
+				return &problem.ValidationError{Field: "verify." + verr.Field, Message: verr.Reason}
 			}
-			return invalidf("verify", "is not valid")
+			return problem.Invalid("verify", "is not valid")
 		}
 	}
 	if in.DedupeHeader != "" && (len(in.DedupeHeader) > maxHeaderNameLen || !validHeaderName(in.DedupeHeader)) {
-		return invalidf("dedupeHeader", "is not a valid HTTP header name")
+		return problem.Invalid("dedupeHeader", "is not a valid HTTP header name")
 	}
 	// Its value is stored with every event (providerEventId): never a
 	// credential or a signature, which keptHeaders never stores either.
 	if name := http.CanonicalHeaderKey(in.DedupeHeader); in.DedupeHeader != "" && (secretHeaders[name] ||
 		(in.Verify != nil && in.Verify.Header != "" && http.CanonicalHeaderKey(in.Verify.Header) == name)) {
-		return invalidf("dedupeHeader", "must not name a credential or signature header")
+		return problem.Invalid("dedupeHeader", "must not name a credential or signature header")
 	}
 	if r := in.Response; r != nil {
 		if r.Status == 0 {
 			r.Status = 200
 		}
 		if r.Status < 200 || r.Status > 299 {
-			return invalidf("response.status", "must be 200 to 299")
+			return problem.Invalid("response.status", "must be 200 to 299")
 		}
 		if (r.Status == 204 || r.Status == 205) && r.Body != "" {
-			return invalidf("response.body", "must be empty with status %d", r.Status)
+			return problem.Invalid("response.body", "must be empty with status %d", r.Status)
 		}
 		if len(r.Body) > maxResponseBody {
-			return invalidf("response.body", "at most %d bytes", maxResponseBody)
+			return problem.Invalid("response.body", "at most %d bytes", maxResponseBody)
 		}
 		if r.ContentType == "" {
 			r.ContentType = defaultResponse
 		}
 		if len(r.ContentType) > maxContentType || strings.ContainsAny(r.ContentType, "\r\n") {
-			return invalidf("response.contentType", "is not a media type")
+			return problem.Invalid("response.contentType", "is not a media type")
 		}
 		mt, _, err := mime.ParseMediaType(r.ContentType)
 		if typ, sub, ok := strings.Cut(mt, "/"); err != nil || !ok || typ == "" || sub == "" {
-			return invalidf("response.contentType", "is not a media type")
+			return problem.Invalid("response.contentType", "is not a media type")
 		}
 	}
 	return nil

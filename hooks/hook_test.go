@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
 	"github.com/taskhook/taskhook/events"
 )
 
@@ -37,7 +39,7 @@ func TestCreateInputValidate(t *testing.T) {
 		"response header smug": {CreateInput{SessionID: "s", Response: &Response{ContentType: "text/plain\r\nX-A: b"}}, "response.contentType"},
 	} {
 		err := c.in.validate()
-		var verr *ValidationError
+		var verr *problem.ValidationError
 		switch {
 		case c.field == "" && err != nil:
 			t.Errorf("%s: %v", name, err)

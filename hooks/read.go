@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
@@ -66,25 +68,25 @@ func (o *ReadOptions) normalize() error {
 		o.Consumer = DefaultConsumer
 	}
 	if !validName(o.Group) {
-		return invalidf("group", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
+		return problem.Invalid("group", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
 	}
 	if !validName(o.Consumer) {
-		return invalidf("consumer", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
+		return problem.Invalid("consumer", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
 	}
 	if o.Count == 0 {
 		o.Count = DefaultCount
 	}
 	if o.Count < 1 || o.Count > MaxCount {
-		return invalidf("count", "must be 1 to %d", MaxCount)
+		return problem.Invalid("count", "must be 1 to %d", MaxCount)
 	}
 	if o.Visibility == 0 {
 		o.Visibility = DefaultVisibility
 	}
 	if o.Visibility < time.Millisecond || o.Visibility > MaxVisibility {
-		return invalidf("visibilityMs", "must be 1 to %d", MaxVisibility.Milliseconds())
+		return problem.Invalid("visibilityMs", "must be 1 to %d", MaxVisibility.Milliseconds())
 	}
 	if o.Wait < 0 {
-		return invalidf("wait", "must not be negative")
+		return problem.Invalid("wait", "must not be negative")
 	}
 	o.Wait = min(o.Wait, MaxWait)
 	return nil
@@ -128,7 +130,7 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 	}
 	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
-		return Batch{}, ErrNotFound
+		return Batch{}, problem.ErrNotFound
 	}
 	ref, err := s.lookup(ctx, p, id)
 	if err != nil {
@@ -157,9 +159,9 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 		switch b.Outcome {
 		case store.OK:
 		case store.Missing:
-			return Batch{}, ErrNotFound
+			return Batch{}, problem.ErrNotFound
 		case store.TooManyGroups:
-			return Batch{}, invalidf("group", "the hook has %d consumer groups already", s.cfg.MaxGroups)
+			return Batch{}, problem.Invalid("group", "the hook has %d consumer groups already", s.cfg.MaxGroups)
 		default:
 			return Batch{}, fmt.Errorf("read hook: unexpected outcome %d", b.Outcome)
 		}
@@ -244,42 +246,42 @@ type AckInput struct {
 
 // Ack acknowledges events for a group: they are never delivered to it
 // again. It answers how many were pending and are acknowledged now.
-func (s *Service) Ack(ctx context.Context, p authz.Principal, id string, in AckInput, idem store.Idempotency) (Reply, error) {
+func (s *Service) Ack(ctx context.Context, p authz.Principal, id string, in AckInput, idem store.Idempotency) (store.Reply, error) {
 	if in.Group == "" {
 		in.Group = DefaultGroup
 	}
 	if !validName(in.Group) {
-		return Reply{}, invalidf("group", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
+		return store.Reply{}, problem.Invalid("group", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
 	}
 	if len(in.EventIDs) == 0 || len(in.EventIDs) > MaxAckIDs {
-		return Reply{}, invalidf("eventIds", "must hold 1 to %d event ids", MaxAckIDs)
+		return store.Reply{}, problem.Invalid("eventIds", "must hold 1 to %d event ids", MaxAckIDs)
 	}
 	for i, e := range in.EventIDs {
 		if !store.ValidStreamID(e) {
-			return Reply{}, invalidf("eventIds["+strconv.Itoa(i)+"]", "is not an event id")
+			return store.Reply{}, problem.Invalid("eventIds["+strconv.Itoa(i)+"]", "is not an event id")
 		}
 	}
 	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
-		return Reply{}, ErrNotFound
+		return store.Reply{}, problem.ErrNotFound
 	}
 	res, err := s.store.AckHook(ctx, store.HookAck{
 		Partition: part, ID: id, Principal: p.ID, Admin: p.Admin(), Group: in.Group, EventIDs: in.EventIDs, Idem: idem,
 	})
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	switch res.Outcome {
 	case store.OK:
-		return Reply{JSON: []byte(`{"acked":` + strconv.FormatInt(res.Acked, 10) + `}`)}, nil
+		return store.Reply{JSON: []byte(`{"acked":` + strconv.FormatInt(res.Acked, 10) + `}`)}, nil
 	case store.Replayed:
-		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
 	case store.IdemConflict:
-		return Reply{}, ErrIdempotency
+		return store.Reply{}, problem.ErrIdempotency
 	case store.Missing:
-		return Reply{}, ErrNotFound
+		return store.Reply{}, problem.ErrNotFound
 	}
-	return Reply{}, fmt.Errorf("ack hook: unexpected outcome %d", res.Outcome)
+	return store.Reply{}, fmt.Errorf("ack hook: unexpected outcome %d", res.Outcome)
 }
 
 // LogPage is a non-consuming page of a hook's events, with its dead letters.
@@ -298,18 +300,18 @@ const maxDeadLetters = 100
 // a difference.
 func (s *Service) Log(ctx context.Context, p authz.Principal, id, after string, limit int) (LogPage, error) {
 	if after != "" && !store.ValidStreamID(after) {
-		return LogPage{}, invalidf("after", "is not an event id")
+		return LogPage{}, problem.Invalid("after", "is not an event id")
 	}
 	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
-		return LogPage{}, ErrNotFound
+		return LogPage{}, problem.ErrNotFound
 	}
 	l, err := s.store.ReadHookLog(ctx, part, id, after, limit, maxDeadLetters)
 	if err != nil {
 		return LogPage{}, err
 	}
 	if l.Owner == "" || !p.CanAccess(l.Owner) {
-		return LogPage{}, ErrNotFound
+		return LogPage{}, problem.ErrNotFound
 	}
 	page := LogPage{Events: make([]Event, 0, len(l.Entries)), Cursor: after, DeadLetters: make([]DeadLetter, 0, len(l.DeadLetters)),
 		DeadLetterCount: l.DeadTotal}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/cache"
 	"github.com/taskhook/taskhook/events"
@@ -128,24 +130,17 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, t Tasks, m *metrics.
 	}, nil
 }
 
-// Reply is the JSON a create or close answered with, and whether it was
-// replayed from an earlier request with the same idempotency key.
-type Reply struct {
-	JSON     []byte
-	Replayed bool
-}
-
 // Create makes an open hook bound to a session, or to a task and its
 // session. The answer carries the token, which is shown this once: a replay
 // of the create (same Idempotency-Key) answers without it.
-func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (Reply, error) {
+func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (store.Reply, error) {
 	if err := in.validate(); err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	now := s.now()
 	ttl, part, sessionID, err := s.bind(ctx, p, &in, now)
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	closes := now.Add(ttl)
 	h := Hook{
@@ -160,86 +155,77 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	}
 	raw, err := json.Marshal(h)
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	rawCfg, err := json.Marshal(cfg)
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	created, err := json.Marshal(Created{Hook: h, Token: token, URL: s.cfg.PublicURL + "/v1/callback/" + token})
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	// The record of the key lives in the partition of the task or session
 	// the body names; the claim makes a repeat naming another one a conflict.
-	if ok, err := s.store.ClaimIdempotency(ctx, idem); err != nil || !ok {
-		if err == nil {
-			err = ErrIdempotency
+	res, err := store.ClaimedCreate(ctx, s.store, idem, func() (store.Result, error) {
+		return s.store.CreateHook(ctx, store.HookCreate{
+			Partition: part, ID: h.HookID, TaskID: h.TaskID, SessionID: sessionID, Principal: p.ID, Admin: p.Admin(),
+			TokenHash: cfg.TokenHash, JSON: raw, Config: rawCfg, Replay: raw, Now: now, ClosesAt: closes,
+			ExpiresAt: closes.Add(s.cfg.Tombstone), Idem: idem,
+		})
+	}, func(r store.Result) bool {
+		switch r.Outcome {
+		case store.SessionMissing, store.TaskMissing, store.SessionNotActive, store.TaskTerminal:
+			return true // nothing was stored: the key may serve another body
 		}
-		return Reply{}, err
-	}
-	res, err := s.store.CreateHook(ctx, store.HookCreate{
-		Partition: part, ID: h.HookID, TaskID: h.TaskID, SessionID: sessionID, Principal: p.ID, Admin: p.Admin(),
-		TokenHash: cfg.TokenHash, JSON: raw, Config: rawCfg, Replay: raw, Now: now, ClosesAt: closes,
-		ExpiresAt: closes.Add(s.cfg.Tombstone), Idem: idem,
+		return false
 	})
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	switch res.Outcome {
 	case store.OK:
 		s.tokens.Put(cfg.TokenHash, tokenEntry{cfg: cfg, closesAt: closes}, nil)
 		s.refs.Put(h.HookID, hookRef{TaskID: h.TaskID, SessionID: sessionID, ClosesAt: h.ExpiresAt.Time}, nil)
-		return Reply{JSON: created}, nil
+		return store.Reply{JSON: created}, nil
 	case store.Replayed:
-		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
 	case store.IdemConflict:
-		return Reply{}, ErrIdempotency
-	}
-	// Refused: nothing was stored, so the key is free for another body.
-	if err := s.store.ReleaseIdempotency(ctx, idem); err != nil {
-		return Reply{}, err
-	}
-	switch res.Outcome {
+		return store.Reply{}, problem.ErrIdempotency
 	case store.SessionMissing, store.TaskMissing:
-		return Reply{}, ErrNotFound
+		return store.Reply{}, problem.ErrNotFound
 	case store.SessionNotActive:
-		return Reply{}, ErrSessionNotActive
+		return store.Reply{}, problem.ErrSessionNotActive
 	case store.TaskTerminal:
-		return Reply{}, ErrTaskTerminal
+		return store.Reply{}, ErrTaskTerminal
 	}
-	return Reply{}, fmt.Errorf("create hook: unexpected outcome %d", res.Outcome)
+	return store.Reply{}, fmt.Errorf("create hook: unexpected outcome %d", res.Outcome)
 }
 
 // bind finds what a new hook belongs to: its partition and session, and its
 // effective TTL. Somebody else's task or session does not exist.
 func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, now time.Time) (time.Duration, int, string, error) {
-	ttl := s.cfg.DefaultTTL
-	if in.TTLMs != nil {
-		// Compared in milliseconds: a large ttlMs overflows a Duration.
-		ttl = time.Duration(min(*in.TTLMs, s.cfg.MaxTTL.Milliseconds())) * time.Millisecond
-	}
-	ttl = min(ttl, s.cfg.MaxTTL)
+	ttl := tasks.TTL(in.TTLMs, s.cfg.DefaultTTL, s.cfg.MaxTTL)
 	if in.TaskID == "" {
 		part, err := ids.PartitionOf(in.SessionID, ids.SessionPrefix, s.store.Partitions)
 		if err != nil {
-			return 0, 0, "", ErrNotFound
+			return 0, 0, "", problem.ErrNotFound
 		}
 		return ttl, part, in.SessionID, nil
 	}
 	part, err := ids.PartitionOf(in.TaskID, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
-		return 0, 0, "", ErrNotFound
+		return 0, 0, "", problem.ErrNotFound
 	}
 	sessionID, expiresAt, terminal, err := s.tasks.Parent(ctx, p, in.TaskID)
-	if errors.Is(err, tasks.ErrNotFound) {
-		return 0, 0, "", ErrNotFound
+	if errors.Is(err, problem.ErrNotFound) {
+		return 0, 0, "", problem.ErrNotFound
 	}
 	if err != nil {
 		return 0, 0, "", err
 	}
 	if in.SessionID != "" && in.SessionID != sessionID {
-		return 0, 0, "", invalidf("sessionId", "is not the session of the task")
+		return 0, 0, "", problem.Invalid("sessionId", "is not the session of the task")
 	}
 	if terminal {
 		return 0, 0, "", ErrTaskTerminal
@@ -247,7 +233,7 @@ func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, 
 	if !expiresAt.IsZero() {
 		left := expiresAt.Sub(now)
 		if left <= 0 {
-			return 0, 0, "", ErrNotFound
+			return 0, 0, "", problem.ErrNotFound
 		}
 		if in.TTLMs == nil {
 			ttl = min(left, s.cfg.MaxTTL)
@@ -265,7 +251,7 @@ func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, 
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Hook, []byte, error) {
 	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
-		return Hook{}, nil, ErrNotFound
+		return Hook{}, nil, problem.ErrNotFound
 	}
 	ask := store.HookAsk{Partition: part, ID: id}
 	if ref, ok := s.refs.Get(id); ok {
@@ -281,7 +267,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Hook, 
 		return Hook{}, nil, err
 	}
 	if len(hs) == 0 {
-		return Hook{}, nil, ErrNotFound
+		return Hook{}, nil, problem.ErrNotFound
 	}
 	h := hs[0]
 	s.refs.Put(id, hookRef{TaskID: h.TaskID, SessionID: h.SessionID, ClosesAt: h.ExpiresAt.Time}, nil)
@@ -293,17 +279,17 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Hook, 
 func (s *Service) load(ctx context.Context, p authz.Principal, id string) (Hook, int, error) {
 	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
-		return Hook{}, 0, ErrNotFound
+		return Hook{}, 0, problem.ErrNotFound
 	}
 	rec, err := s.store.GetHook(ctx, part, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return Hook{}, 0, ErrNotFound
+		return Hook{}, 0, problem.ErrNotFound
 	}
 	if err != nil {
 		return Hook{}, 0, err
 	}
 	if !p.CanAccess(rec.Owner) {
-		return Hook{}, 0, ErrNotFound
+		return Hook{}, 0, problem.ErrNotFound
 	}
 	var h Hook
 	if err := json.Unmarshal(rec.JSON, &h); err != nil {
@@ -414,55 +400,48 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 
 // Close closes a hook: callbacks get 410 from now on. Its events stay
 // readable until its records expire. Closing a closed hook is a no-op.
-func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem store.Idempotency) (Reply, error) {
+func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem store.Idempotency) (store.Reply, error) {
 	h, part, err := s.load(ctx, p, id)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, problem.ErrNotFound) {
 			if r, ok, rerr := s.replay(ctx, id, idem); rerr != nil || ok {
 				return r, rerr
 			}
 		}
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	at := events.At(s.now())
 	h.Status, h.CloseReason, h.ClosedAt = Closed, store.ClosedExplicitly, &at
 	closed, err := json.Marshal(h)
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	res, err := s.store.CloseHook(ctx, store.HookClose{
 		Partition: part, ID: id, SessionID: h.SessionID, Principal: p.ID, Admin: p.Admin(), ClosedJSON: closed, Idem: idem,
 	})
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	switch res.Outcome {
 	case store.OK:
 		// The script woke the other replicas' reads through the wake stream.
 		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: id, SessionID: h.SessionID})
-		return Reply{JSON: res.JSON}, nil
+		return store.Reply{JSON: res.JSON}, nil
 	case store.Replayed:
-		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
 	case store.IdemConflict:
-		return Reply{}, ErrIdempotency
+		return store.Reply{}, problem.ErrIdempotency
 	case store.Missing:
-		return Reply{}, ErrNotFound
+		return store.Reply{}, problem.ErrNotFound
 	}
-	return Reply{}, fmt.Errorf("close hook: unexpected outcome %d", res.Outcome)
+	return store.Reply{}, fmt.Errorf("close hook: unexpected outcome %d", res.Outcome)
 }
 
 // replay answers a repeat of a request whose hook has since expired.
-func (s *Service) replay(ctx context.Context, id string, idem store.Idempotency) (Reply, bool, error) {
+func (s *Service) replay(ctx context.Context, id string, idem store.Idempotency) (store.Reply, bool, error) {
 	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
-		return Reply{}, false, nil
+		return store.Reply{}, false, nil
 	}
-	res, ok, err := s.store.Replay(ctx, part, idem)
-	if err != nil || !ok {
-		return Reply{}, false, err
-	}
-	if res.Outcome == store.IdemConflict {
-		return Reply{}, true, ErrIdempotency
-	}
-	return Reply{JSON: res.ReplayBody, Replayed: true}, true, nil
+	return s.store.ReplayOf(ctx, part, idem)
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
@@ -41,8 +43,8 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 		return nil, false, err
 	}
 	part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
-	if res, ok, err := s.store.Replay(ctx, part, idem); err != nil || ok {
-		return replayed(res, ok, err)
+	if r, ok, err := s.store.ReplayOf(ctx, part, idem); err != nil || ok {
+		return r.JSON, r.Replayed, err
 	}
 	if ses.Status == Active {
 		now := s.now()
@@ -59,7 +61,7 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 		case store.OK:
 			s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id})
 		case store.Missing:
-			return nil, false, ErrNotFound
+			return nil, false, problem.ErrNotFound
 		}
 	}
 	body, done, err := s.finishCancel(ctx, part, id, idem)
@@ -67,8 +69,8 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 		return body, false, err
 	}
 	// Ended before this request came (or by another replica meanwhile).
-	if res, ok, err := s.store.Replay(ctx, part, idem); err != nil || ok {
-		return replayed(res, ok, err)
+	if r, ok, err := s.store.ReplayOf(ctx, part, idem); err != nil || ok {
+		return r.JSON, r.Replayed, err
 	}
 	if _, raw, err = s.Get(ctx, p, id); err != nil {
 		return nil, false, err
@@ -187,23 +189,14 @@ func (s *Service) endCancel(ctx context.Context, part int, id string, idem store
 	case store.OK:
 		s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id})
 		return body, true, nil
-	case store.Replayed, store.IdemConflict:
-		b, _, err := replayed(res, true, nil)
-		return b, err == nil, err
+	case store.Replayed:
+		return res.ReplayBody, true, nil
+	case store.IdemConflict:
+		return nil, false, problem.ErrIdempotency
 	case store.AlreadyCancelled:
 		return nil, false, nil
 	}
 	return nil, false, nil // tasks left: another round
-}
-
-func replayed(res store.Result, ok bool, err error) ([]byte, bool, error) {
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	if res.Outcome == store.IdemConflict {
-		return nil, false, ErrIdempotency
-	}
-	return res.ReplayBody, true, nil
 }
 
 // Reset is cancel, then a new active session with the same owner and

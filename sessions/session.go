@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
@@ -18,37 +21,18 @@ import (
 
 // Statuses of a session.
 const (
-	Active    = "active"
-	Cancelled = "cancelled"
+	Active    = wire.SessionActive
+	Cancelled = wire.SessionCancelled
 )
 
 // Session is the record, as the API shows it.
-type Session struct {
-	SessionID     string          `json:"sessionId"`
-	Status        string          `json:"status"`
-	Owner         string          `json:"owner"`
-	CreatedAt     events.Time     `json:"createdAt"`
-	LastUpdatedAt events.Time     `json:"lastUpdatedAt"`
-	Metadata      json.RawMessage `json:"metadata"`
-	Notify        []any           `json:"notify"`
-}
+type Session = wire.Session[events.Time]
 
 // CreateInput is the body of POST /v1/sessions.
 type CreateInput struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 	Notify   []any           `json:"notify,omitempty"`
 }
-
-// Errors.
-var (
-	ErrNotFound    = errors.New("not found")
-	ErrIdempotency = errors.New("idempotency key reused with a different body")
-)
-
-// ValidationError is a body that can never succeed as sent.
-type ValidationError struct{ Field, Message string }
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
 
 // Config holds the session limits. Zero means the default.
 type Config struct {
@@ -83,10 +67,10 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, now func() time.Time
 // partition follows the key, so a repeat finds its first response.
 func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) ([]byte, bool, error) {
 	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
-		return nil, false, &ValidationError{Field: "metadata", Message: "must be an object"}
+		return nil, false, &problem.ValidationError{Field: "metadata", Message: "must be an object"}
 	}
 	if len(in.Notify) > 0 {
-		return nil, false, &ValidationError{Field: "notify", Message: "notification endpoints are not available in this version"}
+		return nil, false, &problem.ValidationError{Field: "notify", Message: "notification endpoints are not available in this version"}
 	}
 	part := ids.PartitionFor(idem.Scope, s.store.Partitions)
 	if idem.Scope == "" {
@@ -95,7 +79,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	now := s.now()
 	ses := Session{
 		SessionID: ids.New(ids.SessionPrefix, part), Status: Active, Owner: p.ID,
-		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: in.Metadata, Notify: []any{},
+		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: in.Metadata, Notify: []json.RawMessage{},
 	}
 	if ses.Metadata == nil {
 		ses.Metadata = json.RawMessage("{}")
@@ -124,7 +108,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	case store.Replayed:
 		return res.ReplayBody, true, nil
 	case store.IdemConflict:
-		return nil, false, ErrIdempotency
+		return nil, false, problem.ErrIdempotency
 	}
 	return nil, false, fmt.Errorf("create session: unexpected outcome %d", res.Outcome)
 }
@@ -133,11 +117,11 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Session, []byte, error) {
 	part, err := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
 	if err != nil {
-		return Session{}, nil, ErrNotFound
+		return Session{}, nil, problem.ErrNotFound
 	}
 	raw, err := s.store.GetOwned(ctx, s.store.Keys.Session(part, id), p.ID, p.Admin(), false)
 	if errors.Is(err, store.ErrNotFound) {
-		return Session{}, nil, ErrNotFound
+		return Session{}, nil, problem.ErrNotFound
 	}
 	if err != nil {
 		return Session{}, nil, err
@@ -147,7 +131,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 		return Session{}, nil, fmt.Errorf("decode session: %w", err)
 	}
 	if !p.CanAccess(ses.Owner) {
-		return Session{}, nil, ErrNotFound
+		return Session{}, nil, problem.ErrNotFound
 	}
 	return ses, raw, nil
 }
@@ -155,7 +139,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 // List pages through the caller's sessions, newest first, optionally by status.
 func (s *Service) List(ctx context.Context, p authz.Principal, status string, after *store.Position, limit int) (store.Page, error) {
 	if status != "" && status != Active && status != Cancelled {
-		return store.Page{}, &ValidationError{Field: "status", Message: "must be active or cancelled"}
+		return store.Page{}, &problem.ValidationError{Field: "status", Message: "must be active or cancelled"}
 	}
 	indexes := make([]string, s.store.Partitions)
 	for i := range indexes {

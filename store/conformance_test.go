@@ -15,16 +15,8 @@ import (
 )
 
 // The conformance suite: every test here runs on real standalone Redis, a
-// real Redis Cluster and the embedded store, through the same code and Lua.
-func forEachBackend(t *testing.T, fn func(t *testing.T, cfg store.Config)) {
-	t.Helper()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, b.Config(t))
-		})
-	}
-}
+// real Redis Cluster and the embedded store (storetest.EachBackend), through
+// the same code and Lua.
 
 func open(t *testing.T, cfg store.Config) *store.Store {
 	t.Helper()
@@ -90,7 +82,7 @@ func (f fixture) apply(t *testing.T, id string, expect int64, idem store.Idempot
 }
 
 func TestTaskWritesCompareAndSet(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newFixture(t, s, "alice")
 		id, res := f.createTask(t, "alice", store.Idempotency{})
@@ -117,7 +109,7 @@ func TestTaskWritesCompareAndSet(t *testing.T) {
 }
 
 func TestEventsShareIDsAcrossLogs(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newFixture(t, s, "alice")
 		ctx := context.Background()
@@ -171,7 +163,7 @@ func idLess(a, b string) bool {
 }
 
 func TestIdempotentWrites(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newFixture(t, s, "alice")
 		key := store.Idempotency{Scope: "alice\nPOST /v1/tasks\nk1", BodyHash: "h1"}
@@ -206,7 +198,7 @@ func TestIdempotentWrites(t *testing.T) {
 }
 
 func TestCreateTaskChecksTheSession(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newFixture(t, s, "alice")
 		if _, r := f.createTask(t, "mallory", store.Idempotency{}); r.Outcome != store.SessionMissing {
@@ -232,7 +224,7 @@ func TestCreateTaskChecksTheSession(t *testing.T) {
 }
 
 func TestTasksExpire(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newFixture(t, s, "alice")
 		id := ids.New(ids.TaskPrefix, f.part)
@@ -256,7 +248,7 @@ func TestTasksExpire(t *testing.T) {
 }
 
 func TestListIndexedPages(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newFixture(t, s, "alice")
 		var ids []string
@@ -302,7 +294,7 @@ func TestListIndexedPages(t *testing.T) {
 }
 
 func TestFanInWakesOtherReplicas(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		writer := open(t, cfg)
 		reader := writer // the embedded store is one process's own
 		if cfg.URL != "" {
@@ -349,7 +341,7 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 // A task that outlives its session's own lifetime keeps the session, its log
 // and its place in the owner's session index alive with it.
 func TestTasksExtendTheirSession(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newFixture(t, s, "alice") // the session lives an hour

@@ -171,7 +171,7 @@ func delivered(b store.HookBatch) []string {
 }
 
 func TestHookCreate(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", true)
@@ -253,7 +253,7 @@ func TestHookCreate(t *testing.T) {
 }
 
 func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", true)
@@ -315,7 +315,7 @@ func streamLess(a, b string) bool {
 }
 
 func TestHookIngestDedupes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", false)
@@ -346,7 +346,7 @@ func TestHookIngestDedupes(t *testing.T) {
 }
 
 func TestHookIngestRefusesClosedHooks(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		cases := []struct {
@@ -412,7 +412,7 @@ func TestHookIngestRefusesClosedHooks(t *testing.T) {
 // A read says whether the hook still takes posts, for the reason ingest
 // would give, and still delivers what the closed hook holds.
 func TestHookReadReportsClosedHooks(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		for _, withTask := range []bool{true, false} {
@@ -488,7 +488,7 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 }
 
 func TestHookIngestRateLimit(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newHookFixture(t, s, "alice", false)
 		now := f.now.Add(time.Minute)
@@ -518,7 +518,7 @@ func TestHookIngestRateLimit(t *testing.T) {
 }
 
 func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", true)
@@ -603,7 +603,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 }
 
 func TestHookGroupsReadIndependently(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newHookFixture(t, s, "alice", false)
 		for i := range 5 {
@@ -650,7 +650,7 @@ func TestHookGroupsReadIndependently(t *testing.T) {
 }
 
 func TestHookAckIdempotency(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newHookFixture(t, s, "alice", false)
@@ -683,7 +683,7 @@ func TestHookAckIdempotency(t *testing.T) {
 // hook closes, decided by the hook's own fields alone where they suffice,
 // else asking for its task and session.
 func TestHookStatusDecidesAsIngest(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, cfg store.Config) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		status := func(f hookFixture, principal string, admin, parents bool, at time.Time) store.HookStatus {

@@ -7,7 +7,7 @@
 // reads that wait on it (logreader.go). It knows byte blobs, stream ids and
 // partitions; the meaning of a task lives in package tasks.
 //
-// It imports ids and metrics of this module, never a service: ids, tokens
+// It imports ids, metrics and problem of this module, never a service: ids, tokens
 // and caches are not Redis and live in packages of their own.
 package store
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tokens"
@@ -76,7 +78,7 @@ type AnswerTarget struct {
 
 // ResolveAnswer finds the request an answer token names from the token
 // alone, so a request to an unknown or dead token is answered before its
-// body is read. ErrNotFound: no such token; ErrInputClosed: the request was
+// body is read. problem.ErrNotFound: no such token; ErrInputClosed: the request was
 // answered or its task ended, unless idem names an answer stored under its
 // key (only idem.Scope is read: the body is not known yet), which the
 // answer will replay. It reads the store only for what this replica has not
@@ -84,7 +86,7 @@ type AnswerTarget struct {
 func (s *Service) ResolveAnswer(ctx context.Context, token string, idem store.Idempotency) (AnswerTarget, error) {
 	part, ok := tokens.Parse(token, AnswerTokenPrefix, s.store.Partitions)
 	if !ok {
-		return AnswerTarget{}, ErrNotFound
+		return AnswerTarget{}, problem.ErrNotFound
 	}
 	hash := tokens.Hash(token)
 	ref, cached, err := s.resolveAnswer(ctx, part, hash, true)
@@ -95,7 +97,7 @@ func (s *Service) ResolveAnswer(ctx context.Context, token string, idem store.Id
 	if !fromCache {
 		t, _, err = s.load(ctx, part, ref.TaskID)
 	}
-	if errors.Is(err, ErrNotFound) && cached {
+	if errors.Is(err, problem.ErrNotFound) && cached {
 		// The task is gone: so may the token be (404), or it outlives it (410).
 		s.answers.Drop(hash, nil)
 		if _, _, err = s.resolveAnswer(ctx, part, hash, false); err == nil {
@@ -103,14 +105,14 @@ func (s *Service) ResolveAnswer(ctx context.Context, token string, idem store.Id
 		}
 	}
 	if err != nil {
-		if errors.Is(err, ErrNotFound) && !cached {
+		if errors.Is(err, problem.ErrNotFound) && !cached {
 			err = ErrInputClosed
 		}
 		return AnswerTarget{}, err
 	}
 	if !t.awaits(ref.RequestID) && fromCache {
 		// A cached snapshot may be stale: judge again on the stored task.
-		if t, _, err = s.load(ctx, part, ref.TaskID); errors.Is(err, ErrNotFound) {
+		if t, _, err = s.load(ctx, part, ref.TaskID); errors.Is(err, problem.ErrNotFound) {
 			err = ErrInputClosed
 		}
 		if err != nil {
@@ -158,7 +160,7 @@ func (s *Service) resolveAnswer(ctx context.Context, part int, hash string, useC
 	}
 	raw, err := s.store.AnswerByToken(ctx, part, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return answerRef{}, false, ErrNotFound
+		return answerRef{}, false, problem.ErrNotFound
 	}
 	if err != nil {
 		return answerRef{}, false, err
@@ -168,7 +170,7 @@ func (s *Service) resolveAnswer(ctx context.Context, part int, hash string, useC
 		return answerRef{}, false, fmt.Errorf("decode answer token: %w", err)
 	}
 	if !tokens.SameHash(ref.Hash, hash) {
-		return answerRef{}, false, ErrNotFound
+		return answerRef{}, false, problem.ErrNotFound
 	}
 	s.answers.Put(hash, ref, nil)
 	return ref, false, nil
@@ -191,7 +193,7 @@ func (t Task) awaits(requestID string) bool {
 // request is closed, with no task in the error (its holder may not read it);
 // a field is named as the answer's body names it.
 func answerError(err error) error {
-	var verr *ValidationError
+	var verr *problem.ValidationError
 	if errors.As(err, &verr) {
 		field := verr.Field
 		if i := strings.LastIndexByte(field, '.'); i >= 0 {
@@ -199,9 +201,9 @@ func answerError(err error) error {
 		} else if strings.HasPrefix(field, "responses") {
 			field = "optionId"
 		}
-		return &ValidationError{Field: field, Message: verr.Message}
+		return &problem.ValidationError{Field: field, Message: verr.Message}
 	}
-	for _, closed := range []error{ErrTerminal, ErrNotInputRequired, ErrUnknownRequest, ErrInputConflict, ErrInputClosed, ErrNotFound} {
+	for _, closed := range []error{ErrTerminal, ErrNotInputRequired, ErrUnknownRequest, ErrInputConflict, ErrInputClosed, problem.ErrNotFound} {
 		if errors.Is(err, closed) {
 			return ErrInputClosed
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
 	"github.com/taskhook/taskhook/events"
 )
 
@@ -40,25 +42,12 @@ type Command struct {
 
 // Domain errors. The handlers map each to its status code and error code.
 var (
-	ErrNotFound         = errors.New("not found")
 	ErrTerminal         = errors.New("task is terminal")
 	ErrNotInputRequired = errors.New("task is not waiting for input")
 	ErrUnknownRequest   = errors.New("unknown input request")
 	ErrInputConflict    = errors.New("request already answered differently")
 	ErrInputClosed      = errors.New("input request is no longer open")
 )
-
-// ValidationError is a request that can never succeed as sent (400).
-type ValidationError struct {
-	Field   string
-	Message string
-}
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
-
-func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
-}
 
 // Emitted is an event a change produces, before it gets its log id.
 type Emitted struct {
@@ -88,7 +77,7 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 	switch cmd.Kind {
 	case CmdProgress:
 		if cmd.StatusMessage == nil && cmd.Progress == nil {
-			return Change{}, invalid("statusMessage", "statusMessage or progress is required")
+			return Change{}, problem.Invalid("statusMessage", "statusMessage or progress is required")
 		}
 		if cmd.StatusMessage != nil {
 			next.StatusMessage = *cmd.StatusMessage
@@ -99,7 +88,7 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		emitted = []Emitted{{Type: events.TaskProgress, Data: map[string]any{}}}
 	case CmdMessage:
 		if cmd.Text == "" {
-			return Change{}, invalid("text", "is required")
+			return Change{}, problem.Invalid("text", "is required")
 		}
 		data := map[string]any{"text": cmd.Text}
 		if cmd.Data != nil {
@@ -138,7 +127,7 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		emitted = terminal(&next)
 	case CmdFail:
 		if cmd.Error == nil || cmd.Error.Message == "" {
-			return Change{}, invalid("error.message", "is required")
+			return Change{}, problem.Invalid("error.message", "is required")
 		}
 		next.Status = Failed
 		next.Error = cmd.Error
@@ -152,7 +141,7 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		}
 		emitted = terminal(&next)
 	default:
-		return Change{}, invalid("command", "unknown command %q", cmd.Kind)
+		return Change{}, problem.Invalid("command", "unknown command %q", cmd.Kind)
 	}
 	next.Revision = task.Revision + 1
 	next.LastUpdatedAt = events.At(now)
@@ -183,7 +172,7 @@ func (t Task) clone() Task {
 // request ids are unique over the task's life.
 func checkNewRequests(task Task, reqs []InputRequest) error {
 	if len(reqs) == 0 || len(reqs) > MaxRequestsPerCall {
-		return invalid("requests", "must hold 1 to %d requests", MaxRequestsPerCall)
+		return problem.Invalid("requests", "must hold 1 to %d requests", MaxRequestsPerCall)
 	}
 	used := make(map[string]bool, len(task.InputRequests)+len(task.InputResponses)+len(reqs))
 	for _, r := range task.InputRequests {
@@ -195,13 +184,13 @@ func checkNewRequests(task Task, reqs []InputRequest) error {
 	for i, r := range reqs {
 		field := fmt.Sprintf("requests[%d]", i)
 		if r.RequestID == "" {
-			return invalid(field+".requestId", "is required")
+			return problem.Invalid(field+".requestId", "is required")
 		}
 		if used[r.RequestID] {
-			return invalid(field+".requestId", "%q is already used by this task", r.RequestID)
+			return problem.Invalid(field+".requestId", "%q is already used by this task", r.RequestID)
 		}
 		used[r.RequestID] = true
-		if err := r.validate(field); err != nil {
+		if err := validateRequest(r, field); err != nil {
 			return err
 		}
 	}
@@ -213,7 +202,7 @@ func checkNewRequests(task Task, reqs []InputRequest) error {
 // openOnly: an answer URL answers an open request once, then is closed).
 func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputResponse, error) {
 	if len(resps) == 0 {
-		return nil, invalid("responses", "must hold at least one response")
+		return nil, problem.Invalid("responses", "must hold at least one response")
 	}
 	answered := make(map[string]InputResponse, len(task.InputResponses))
 	for _, r := range task.InputResponses {
@@ -228,14 +217,14 @@ func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputRes
 	for i, r := range resps {
 		field := fmt.Sprintf("responses[%d]", i)
 		if seen[r.RequestID] {
-			return nil, invalid(field+".requestId", "%q is answered twice in one batch", r.RequestID)
+			return nil, problem.Invalid(field+".requestId", "%q is answered twice in one batch", r.RequestID)
 		}
 		seen[r.RequestID] = true
 		if prev, ok := answered[r.RequestID]; ok {
 			if openOnly {
 				return nil, fmt.Errorf("%w: request %s", ErrInputClosed, r.RequestID)
 			}
-			if !prev.sameAnswer(r) {
+			if !sameAnswer(prev, r) {
 				return nil, fmt.Errorf("%w: request %s", ErrInputConflict, r.RequestID)
 			}
 			continue
@@ -247,7 +236,7 @@ func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputRes
 			}
 			return nil, fmt.Errorf("%w: task %s is %s", ErrNotInputRequired, task.TaskID, task.Status)
 		}
-		if err := req.accepts(r, field); err != nil {
+		if err := accepts(req, r, field); err != nil {
 			return nil, err
 		}
 		record = append(record, r)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/tasks"
 )
@@ -154,7 +156,7 @@ func cancelCmd() tasks.Command { return tasks.Command{Kind: tasks.CmdCancel, Rea
 // is the outcome; events are the emitted types in order.
 type want struct {
 	err     error // a sentinel, matched with errors.Is
-	invalid bool  // a *tasks.ValidationError
+	invalid bool  // a *problem.ValidationError
 	status  tasks.Status
 	changed bool
 	events  []string
@@ -168,7 +170,7 @@ type applyCase struct {
 	want want
 }
 
-var sentinels = []error{tasks.ErrNotFound, tasks.ErrTerminal, tasks.ErrNotInputRequired, tasks.ErrUnknownRequest,
+var sentinels = []error{problem.ErrNotFound, tasks.ErrTerminal, tasks.ErrNotInputRequired, tasks.ErrUnknownRequest,
 	tasks.ErrInputConflict, tasks.ErrInputClosed}
 
 func refused(err error) want { return want{err: err} }
@@ -234,18 +236,18 @@ func runApply(t *testing.T, c applyCase) {
 
 func checkError(t *testing.T, err error, w want) {
 	t.Helper()
-	var ve *tasks.ValidationError
+	var ve *problem.ValidationError
 	switch {
 	case w.err != nil:
 		if !errors.Is(err, w.err) {
 			t.Fatalf("err = %v, want %v", err, w.err)
 		}
 		if errors.As(err, &ve) {
-			t.Errorf("err = %v is also a ValidationError", err)
+			t.Errorf("err = %v is also a problem.ValidationError", err)
 		}
 	case w.invalid:
 		if !errors.As(err, &ve) {
-			t.Fatalf("err = %v, want a *tasks.ValidationError", err)
+			t.Fatalf("err = %v, want a *problem.ValidationError", err)
 		}
 	default:
 		if err != nil {
@@ -799,9 +801,9 @@ func TestApplyInputRoundTrip(t *testing.T) {
 	if _, err := tasks.Apply(task, respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), now); !errors.Is(err, tasks.ErrInputConflict) {
 		t.Errorf("a changed answer after resolution: err = %v, want ErrInputConflict", err)
 	}
-	var ve *tasks.ValidationError
+	var ve *problem.ValidationError
 	if _, err := tasks.Apply(task, requireInputCmd(reqPick()), now); !errors.As(err, &ve) {
-		t.Errorf("asking again with a used id: err = %v, want a ValidationError", err)
+		t.Errorf("asking again with a used id: err = %v, want a problem.ValidationError", err)
 	}
 }
 

@@ -9,22 +9,23 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/problem"
 	"github.com/taskhook/taskhook/store"
 )
 
 // Parent answers what a record bound to a task (a hook) needs of it, for a
 // principal who may run the task's commands (its owner or an admin, not its
 // requester): the task's session, when it expires (zero: never) and whether
-// it has ended. Anybody else's task is ErrNotFound, as a missing one is. It
+// it has ended. Anybody else's task is problem.ErrNotFound, as a missing one is. It
 // costs one round trip.
 func (s *Service) Parent(ctx context.Context, p authz.Principal, taskID string) (sessionID string, expiresAt time.Time, terminal bool, err error) {
 	part, err := ids.PartitionOf(taskID, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
-		return "", time.Time{}, false, ErrNotFound
+		return "", time.Time{}, false, problem.ErrNotFound
 	}
 	raw, err := s.store.GetOwned(ctx, s.store.Keys.Task(part, taskID), p.ID, p.Admin(), false)
 	if errors.Is(err, store.ErrNotFound) {
-		return "", time.Time{}, false, ErrNotFound
+		return "", time.Time{}, false, problem.ErrNotFound
 	}
 	if err != nil {
 		return "", time.Time{}, false, err
@@ -34,7 +35,7 @@ func (s *Service) Parent(ctx context.Context, p authz.Principal, taskID string) 
 		return "", time.Time{}, false, fmt.Errorf("decode task: %w", err)
 	}
 	if !p.CanAccess(t.Owner) {
-		return "", time.Time{}, false, ErrNotFound
+		return "", time.Time{}, false, problem.ErrNotFound
 	}
 	if t.ExpiresAt != nil {
 		expiresAt = t.ExpiresAt.Time

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/taskhook/taskhook/problem"
 )
 
 // Limits on input requests.
@@ -49,82 +51,83 @@ func PrepareRequests(reqs []InputRequest, newID func() string) []InputRequest {
 	return out
 }
 
-func (r InputRequest) validate(field string) error {
+// validateRequest checks one request of a require_input batch on its own.
+func validateRequest(r InputRequest, field string) error {
 	if !idPattern.MatchString(r.RequestID) {
-		return invalid(field+".requestId", "must be 1 to 64 of A-Z a-z 0-9 _ . : -")
+		return problem.Invalid(field+".requestId", "must be 1 to 64 of A-Z a-z 0-9 _ . : -")
 	}
 	switch r.Kind {
 	case KindAsk:
 	case KindAuthorization:
 		if r.Connection == "" {
-			return invalid(field+".connection", "is required for an authorization request")
+			return problem.Invalid(field+".connection", "is required for an authorization request")
 		}
 	default:
-		return invalid(field+".kind", "must be %q or %q", KindAsk, KindAuthorization)
+		return problem.Invalid(field+".kind", "must be %q or %q", KindAsk, KindAuthorization)
 	}
 	if r.Prompt == "" || len(r.Prompt) > maxPromptBytes {
-		return invalid(field+".prompt", "is required, at most %d bytes", maxPromptBytes)
+		return problem.Invalid(field+".prompt", "is required, at most %d bytes", maxPromptBytes)
 	}
 	switch r.Display {
 	case "", DisplayConfirmation, DisplaySelect, DisplayText:
 	default:
-		return invalid(field+".display", "must be confirmation, select or text")
+		return problem.Invalid(field+".display", "must be confirmation, select or text")
 	}
 	if len(r.Options) > maxOptions {
-		return invalid(field+".options", "at most %d options", maxOptions)
+		return problem.Invalid(field+".options", "at most %d options", maxOptions)
 	}
 	ids := make(map[string]bool, len(r.Options))
 	for j, o := range r.Options {
 		of := fmt.Sprintf("%s.options[%d]", field, j)
 		if !idPattern.MatchString(o.ID) {
-			return invalid(of+".id", "must be 1 to 64 of A-Z a-z 0-9 _ . : -")
+			return problem.Invalid(of+".id", "must be 1 to 64 of A-Z a-z 0-9 _ . : -")
 		}
 		if ids[o.ID] {
-			return invalid(of+".id", "%q is used twice", o.ID)
+			return problem.Invalid(of+".id", "%q is used twice", o.ID)
 		}
 		ids[o.ID] = true
 		if o.Label == "" || len(o.Label) > maxLabelBytes {
-			return invalid(of+".label", "is required, at most %d bytes", maxLabelBytes)
+			return problem.Invalid(of+".label", "is required, at most %d bytes", maxLabelBytes)
 		}
 		switch o.Style {
 		case "", "primary", "danger", "default":
 		default:
-			return invalid(of+".style", "must be primary, danger or default")
+			return problem.Invalid(of+".style", "must be primary, danger or default")
 		}
 	}
-	if r.Kind == KindAsk && len(r.Options) == 0 && !r.freeform() {
-		return invalid(field+".options", "a question needs options, allowFreeform or display text")
+	if r.Kind == KindAsk && len(r.Options) == 0 && !freeform(r) {
+		return problem.Invalid(field+".options", "a question needs options, allowFreeform or display text")
 	}
 	if r.ExpiresAt != "" {
 		if _, err := time.Parse(time.RFC3339Nano, r.ExpiresAt); err != nil {
-			return invalid(field+".expiresAt", "must be an RFC 3339 time")
+			return problem.Invalid(field+".expiresAt", "must be an RFC 3339 time")
 		}
 	}
 	return nil
 }
 
-func (r InputRequest) freeform() bool { return r.AllowFreeform || r.Display == DisplayText }
+func freeform(r InputRequest) bool { return r.AllowFreeform || r.Display == DisplayText }
 
 // accepts checks one answer against the open request it answers.
-func (r InputRequest) accepts(resp InputResponse, field string) error {
+func accepts(r InputRequest, resp InputResponse, field string) error {
 	if resp.OptionID == "" && resp.Text == "" {
-		return invalid(field, "optionId or text is required")
+		return problem.Invalid(field, "optionId or text is required")
 	}
-	if resp.OptionID != "" && !r.hasOption(resp.OptionID) {
-		return invalid(field+".optionId", "%q is not an option of request %s", resp.OptionID, r.RequestID)
+	if resp.OptionID != "" && !hasOption(r, resp.OptionID) {
+		return problem.Invalid(field+".optionId", "%q is not an option of request %s", resp.OptionID, r.RequestID)
 	}
 	if resp.Text != "" {
-		if !r.freeform() {
-			return invalid(field+".text", "request %s takes no free text", r.RequestID)
+		if !freeform(r) {
+			return problem.Invalid(field+".text", "request %s takes no free text", r.RequestID)
 		}
 		if len(resp.Text) > maxAnswerBytes {
-			return invalid(field+".text", "at most %d bytes", maxAnswerBytes)
+			return problem.Invalid(field+".text", "at most %d bytes", maxAnswerBytes)
 		}
 	}
 	return nil
 }
 
-func (r InputRequest) hasOption(id string) bool {
+func hasOption(r InputRequest, id string) bool {
 	for _, o := range r.Options {
 		if o.ID == id {
 			return true

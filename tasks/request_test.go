@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/taskhook/taskhook/problem"
 )
 
 // sequentialIDs hands out req_1, req_2 ... and counts the calls.
@@ -83,7 +85,7 @@ func TestPrepareRequests(t *testing.T) {
 			if len(got) != 1 || !reflect.DeepEqual(got[0], c.want) {
 				t.Fatalf("PrepareRequests(%+v)\ngot  %+v\nwant %+v", c.in, got, c.want)
 			}
-			if err := got[0].validate("requests[0]"); err != nil {
+			if err := validateRequest(got[0], "requests[0]"); err != nil {
 				t.Errorf("prepared request does not validate: %v", err)
 			}
 		})
@@ -180,16 +182,16 @@ func TestInputRequestValidate(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			err := c.req.validate("requests[0]")
+			err := validateRequest(c.req, "requests[0]")
 			if c.wantField == "" {
 				if err != nil {
 					t.Fatalf("validate(%+v) = %v, want nil", c.req, err)
 				}
 				return
 			}
-			var ve *ValidationError
+			var ve *problem.ValidationError
 			if !errors.As(err, &ve) {
-				t.Fatalf("validate(%+v) = %v, want a *ValidationError", c.req, err)
+				t.Fatalf("validate(%+v) = %v, want a *problem.ValidationError", c.req, err)
 			}
 			if ve.Field != c.wantField {
 				t.Errorf("field = %q, want %q (%v)", ve.Field, c.wantField, err)

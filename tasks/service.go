@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskhook/taskhook/problem"
+
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/cache"
 	"github.com/taskhook/taskhook/events"
@@ -61,11 +63,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ErrSessionNotFound and ErrSessionNotActive are refusals of a create.
+// Refusals of a task write, besides the shared ones of package problem.
 var (
-	ErrSessionNotFound  = errors.New("session not found")
-	ErrSessionNotActive = errors.New("session is not active")
-	ErrIdempotency      = errors.New("idempotency key reused with a different body")
 	// ErrTooManyTasks and ErrTooLarge are what TooManyTasksError and
 	// TooLargeError are (errors.Is).
 	ErrTooManyTasks = errors.New("too many live tasks in the session")
@@ -132,13 +131,6 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, 
 	return svc
 }
 
-// Reply is the JSON a command or create answered with, and whether it was
-// replayed from an earlier request with the same idempotency key.
-type Reply struct {
-	JSON     []byte
-	Replayed bool
-}
-
 // CreateInput is the body of POST /v1/tasks.
 type CreateInput struct {
 	SessionID      string          `json:"sessionId"`
@@ -155,26 +147,19 @@ type CreateInput struct {
 const maxTextField = 200
 
 // Create writes a new working task: the receipt, durable before it returns.
-func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (Reply, error) {
+func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (store.Reply, error) {
 	part, err := ids.PartitionOf(in.SessionID, ids.SessionPrefix, s.store.Partitions)
 	if in.SessionID == "" {
-		return Reply{}, invalid("sessionId", "is required")
+		return store.Reply{}, problem.Invalid("sessionId", "is required")
 	}
 	if err != nil {
-		return Reply{}, ErrSessionNotFound
+		return store.Reply{}, problem.ErrNotFound
 	}
 	if err := s.checkCreate(in); err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	now := s.now()
-	ttl := s.cfg.DefaultTTL
-	if in.TTLMs != nil {
-		// Compare in milliseconds: a huge ttlMs overflows a Duration.
-		ttl = s.cfg.MaxTTL
-		if *in.TTLMs < s.cfg.MaxTTL.Milliseconds() {
-			ttl = time.Duration(*in.TTLMs) * time.Millisecond
-		}
-	}
+	ttl := TTL(in.TTLMs, s.cfg.DefaultTTL, s.cfg.MaxTTL)
 	poll := s.cfg.PollInterval.Milliseconds()
 	if in.PollIntervalMs != nil {
 		poll = *in.PollIntervalMs
@@ -194,31 +179,29 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	}
 	raw, err := json.Marshal(t)
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	if len(raw) > s.cfg.MaxTaskBytes {
-		return Reply{}, &TooLargeError{Size: len(raw), Max: s.cfg.MaxTaskBytes}
+		return store.Reply{}, &TooLargeError{Size: len(raw), Max: s.cfg.MaxTaskBytes}
 	}
 	ev, err := eventJSON(t, now, Emitted{Type: events.TaskCreated, Data: map[string]any{}}, raw)
 	if err != nil {
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	// The record of the key lives in the session's partition; the claim makes
 	// a repeat naming another session a conflict too.
-	if ok, err := s.store.ClaimIdempotency(ctx, idem); err != nil || !ok {
-		if err == nil {
-			err = ErrIdempotency
-		}
-		return Reply{}, err
-	}
-	res, err := s.store.CreateTask(ctx, store.TaskCreate{
-		Partition: part, ID: t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
-		JSON: raw, Event: ev, Now: now, ExpiresAt: expires.Time, Retention: s.cfg.MaxTTL, Idem: idem,
-		Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
+	res, err := store.ClaimedCreate(ctx, s.store, idem, func() (store.Result, error) {
+		return s.store.CreateTask(ctx, store.TaskCreate{
+			Partition: part, ID: t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
+			JSON: raw, Event: ev, Now: now, ExpiresAt: expires.Time, Retention: s.cfg.MaxTTL, Idem: idem,
+			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
+		})
+	}, func(r store.Result) bool {
+		return r.Outcome == store.SessionMissing || r.Outcome == store.SessionNotActive || r.Outcome == store.TooManyTasks
 	})
 	if err != nil {
 		s.count(CommandKind("create"), err)
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	switch res.Outcome {
 	case store.OK:
@@ -226,48 +209,53 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw})
 		s.count("create", nil)
 		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
-		return Reply{JSON: raw}, nil
+		return store.Reply{JSON: raw}, nil
 	case store.Replayed:
-		return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
 	case store.IdemConflict:
-		return Reply{}, ErrIdempotency
-	case store.SessionMissing, store.SessionNotActive, store.TooManyTasks:
-		if err := s.store.ReleaseIdempotency(ctx, idem); err != nil {
-			return Reply{}, err
-		}
-		switch res.Outcome {
-		case store.SessionMissing:
-			return Reply{}, ErrSessionNotFound
-		case store.TooManyTasks:
-			s.count("create", ErrTooManyTasks)
-			return Reply{}, &TooManyTasksError{Max: s.cfg.MaxLive}
-		}
-		return Reply{}, ErrSessionNotActive
+		return store.Reply{}, problem.ErrIdempotency
+	case store.SessionMissing:
+		return store.Reply{}, problem.ErrNotFound
+	case store.SessionNotActive:
+		return store.Reply{}, problem.ErrSessionNotActive
+	case store.TooManyTasks:
+		s.count("create", ErrTooManyTasks)
+		return store.Reply{}, &TooManyTasksError{Max: s.cfg.MaxLive}
 	}
-	return Reply{}, fmt.Errorf("create task: unexpected outcome %d", res.Outcome)
+	return store.Reply{}, fmt.Errorf("create task: unexpected outcome %d", res.Outcome)
+}
+
+// TTL is the lifetime a create asked for in ttlMs, def when it asked for
+// none, cut to max (compared in milliseconds: a huge ttlMs overflows a
+// Duration). Hooks take their lifetime the same way.
+func TTL(ttlMs *int64, def, max time.Duration) time.Duration {
+	if ttlMs == nil {
+		return min(def, max)
+	}
+	return time.Duration(min(*ttlMs, max.Milliseconds())) * time.Millisecond
 }
 
 func (s *Service) checkCreate(in CreateInput) error {
 	if len(in.Kind) > maxTextField {
-		return invalid("kind", "at most %d bytes", maxTextField)
+		return problem.Invalid("kind", "at most %d bytes", maxTextField)
 	}
 	if len(in.Label) > maxTextField {
-		return invalid("label", "at most %d bytes", maxTextField)
+		return problem.Invalid("label", "at most %d bytes", maxTextField)
 	}
 	if len(in.Requester) > 512 {
-		return invalid("requester", "at most 512 bytes")
+		return problem.Invalid("requester", "at most 512 bytes")
 	}
 	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
-		return invalid("metadata", "must be an object")
+		return problem.Invalid("metadata", "must be an object")
 	}
 	if in.TTLMs != nil && *in.TTLMs < 1000 {
-		return invalid("ttlMs", "must be at least 1000")
+		return problem.Invalid("ttlMs", "must be at least 1000")
 	}
 	if in.PollIntervalMs != nil && (*in.PollIntervalMs < 100 || *in.PollIntervalMs > 3600_000) {
-		return invalid("pollIntervalMs", "must be 100 to 3600000")
+		return problem.Invalid("pollIntervalMs", "must be 100 to 3600000")
 	}
 	if len(in.Notify) > 0 {
-		return invalid("notify", "notification endpoints are not available in this version")
+		return problem.Invalid("notify", "notification endpoints are not available in this version")
 	}
 	return nil
 }
@@ -293,11 +281,11 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Task, 
 func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task, []byte, error) {
 	part, err := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
-		return Task{}, nil, ErrNotFound
+		return Task{}, nil, problem.ErrNotFound
 	}
 	raw, err := s.store.GetOwned(ctx, s.store.Keys.Task(part, id), p.ID, p.Admin(), true)
 	if errors.Is(err, store.ErrNotFound) {
-		return Task{}, nil, ErrNotFound
+		return Task{}, nil, problem.ErrNotFound
 	}
 	if err != nil {
 		return Task{}, nil, err
@@ -307,7 +295,7 @@ func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task,
 		return Task{}, nil, fmt.Errorf("decode task: %w", err)
 	}
 	if !canRead(p, t) {
-		return Task{}, nil, ErrNotFound
+		return Task{}, nil, problem.ErrNotFound
 	}
 	s.cache.put(id, t.Revision, raw)
 	return t, raw, nil
@@ -318,7 +306,7 @@ func (s *Service) load(ctx context.Context, part int, id string) (Task, []byte, 
 	raw, err := s.store.GetJSON(ctx, s.store.Keys.Task(part, id))
 	if errors.Is(err, store.ErrNotFound) {
 		s.cache.drop(id)
-		return Task{}, nil, ErrNotFound
+		return Task{}, nil, problem.ErrNotFound
 	}
 	if err != nil {
 		return Task{}, nil, err
@@ -347,24 +335,24 @@ const maxAttempts = 64
 // Run applies a command: decide with Apply on the snapshot at hand, write
 // with one compare-and-set script, and on a lost race decide again on the
 // task the script returned. It answers with the task as its caller sees it.
-func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (Reply, error) {
+func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (store.Reply, error) {
 	reply, err := s.run(ctx, p, id, cmd, idem)
 	if err != nil {
 		var state *StateError
 		if errors.As(err, &state) {
 			s.links.ShowTask(&state.Task)
 		}
-		return Reply{}, err
+		return store.Reply{}, err
 	}
 	reply.JSON = s.links.Task(reply.JSON)
 	return reply, nil
 }
 
 // run is Run answering with the stored form.
-func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (Reply, error) {
+func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (store.Reply, error) {
 	part, err := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
-		return Reply{}, ErrNotFound
+		return store.Reply{}, problem.ErrNotFound
 	}
 	var tokens []store.AnswerToken
 	if cmd.Kind == CmdRequireInput {
@@ -375,56 +363,56 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 	t, raw, fromCache := s.cache.get(id)
 	if !fromCache {
 		if t, raw, err = s.read(ctx, p, id); err != nil {
-			return Reply{}, err
+			return store.Reply{}, err
 		}
 	}
 	if fromCache && !canRead(p, t) {
 		// Somebody else's task answers as a missing one does: after a read.
 		if _, _, err := s.read(ctx, p, id); err != nil {
-			return Reply{}, err
+			return store.Reply{}, err
 		}
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if !canRun(p, t, cmd.Kind) {
-			return Reply{}, ErrNotFound
+			return store.Reply{}, problem.ErrNotFound
 		}
 		now := s.now()
 		change, err := Apply(t, cmd, now)
 		if err != nil || !change.Changed {
 			if fromCache { // a cached snapshot may be stale: judge again on the stored task
 				if t, raw, err = s.read(ctx, p, id); err != nil {
-					return Reply{}, err
+					return store.Reply{}, err
 				}
 				fromCache = false
 				attempt--
 				continue
 			}
-			if r, ok, rerr := s.replay(ctx, part, idem); rerr != nil || ok {
+			if r, ok, rerr := s.store.ReplayOf(ctx, part, idem); rerr != nil || ok {
 				return r, rerr
 			}
 			if err != nil {
 				s.count(cmd.Kind, err)
-				var verr *ValidationError
+				var verr *problem.ValidationError
 				if errors.As(err, &verr) {
-					return Reply{}, err
+					return store.Reply{}, err
 				}
-				return Reply{}, &StateError{Err: err, Task: t}
+				return store.Reply{}, &StateError{Err: err, Task: t}
 			}
 			s.count(cmd.Kind, nil)
-			return Reply{JSON: raw}, nil
+			return store.Reply{JSON: raw}, nil
 		}
 		next, err := json.Marshal(change.Task)
 		if err != nil {
-			return Reply{}, err
+			return store.Reply{}, err
 		}
 		if len(next) > s.cfg.MaxTaskBytes {
 			s.count(cmd.Kind, ErrTooLarge)
-			return Reply{}, &TooLargeError{Size: len(next), Max: s.cfg.MaxTaskBytes}
+			return store.Reply{}, &TooLargeError{Size: len(next), Max: s.cfg.MaxTaskBytes}
 		}
 		evs := make([][]byte, len(change.Events))
 		for i, e := range change.Events {
 			if evs[i], err = eventJSON(change.Task, now, e, next); err != nil {
-				return Reply{}, err
+				return store.Reply{}, err
 			}
 		}
 		res, err := s.store.ApplyTask(ctx, store.TaskUpdate{
@@ -435,7 +423,7 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 		})
 		if err != nil {
 			s.count(cmd.Kind, err)
-			return Reply{}, err
+			return store.Reply{}, err
 		}
 		switch res.Outcome {
 		case store.OK:
@@ -446,42 +434,31 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 			if change.Task.Status != t.Status {
 				s.metrics.TasksEntered.WithLabelValues(string(change.Task.Status)).Inc()
 			}
-			return Reply{JSON: next}, nil
+			return store.Reply{JSON: next}, nil
 		case store.Replayed:
-			return Reply{JSON: res.ReplayBody, Replayed: true}, nil
+			return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
 		case store.IdemConflict:
-			return Reply{}, ErrIdempotency
+			return store.Reply{}, problem.ErrIdempotency
 		case store.Missing:
 			s.cache.drop(id)
-			return Reply{}, ErrNotFound
+			return store.Reply{}, problem.ErrNotFound
 		case store.Conflict:
 			// Decode into a fresh Task: decoding into t would keep the stale
 			// snapshot's fields that the stored json omits (inputRequests,
 			// statusMessage, ...).
 			var cur Task
 			if err := json.Unmarshal(res.Current, &cur); err != nil {
-				return Reply{}, fmt.Errorf("decode task: %w", err)
+				return store.Reply{}, fmt.Errorf("decode task: %w", err)
 			}
 			t, raw = cur, res.Current
 			s.cache.put(id, t.Revision, raw)
 			fromCache = false
 			continue
 		default:
-			return Reply{}, fmt.Errorf("apply task: unexpected outcome %d", res.Outcome)
+			return store.Reply{}, fmt.Errorf("apply task: unexpected outcome %d", res.Outcome)
 		}
 	}
-	return Reply{}, fmt.Errorf("%w: too much contention on task", store.ErrUnavailable)
-}
-
-func (s *Service) replay(ctx context.Context, part int, idem store.Idempotency) (Reply, bool, error) {
-	res, ok, err := s.store.Replay(ctx, part, idem)
-	if err != nil || !ok {
-		return Reply{}, false, err
-	}
-	if res.Outcome == store.IdemConflict {
-		return Reply{}, true, ErrIdempotency
-	}
-	return Reply{JSON: res.ReplayBody, Replayed: true}, true, nil
+	return store.Reply{}, fmt.Errorf("%w: too much contention on task", store.ErrUnavailable)
 }
 
 func (s *Service) count(kind CommandKind, err error) {
@@ -490,10 +467,10 @@ func (s *Service) count(kind CommandKind, err error) {
 	case err == nil:
 	case errors.Is(err, store.ErrUnavailable):
 		outcome = "unavailable"
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, problem.ErrNotFound):
 		outcome = "not_found"
 	default:
-		var verr *ValidationError
+		var verr *problem.ValidationError
 		if errors.As(err, &verr) {
 			outcome = "invalid"
 		} else {
@@ -538,7 +515,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 	switch f.Status {
 	case "", Working, InputRequired, Completed, Failed, Cancelled:
 	default:
-		return store.Page{}, invalid("status", "must be working, input_required, completed, failed or cancelled")
+		return store.Page{}, problem.Invalid("status", "must be working, input_required, completed, failed or cancelled")
 	}
 	keys := s.store.Keys
 	var indexes []string

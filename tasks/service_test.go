@@ -46,55 +46,52 @@ func decodeTask(t *testing.T, raw []byte) tasks.Task {
 // alone: nothing of the stale snapshot may leak into the write.
 func TestRunRetriesOnTheStoredTaskOnly(t *testing.T) {
 	t.Parallel()
-	for _, b := range storetest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			s := openStore(t, b.Config(t))
-			a, other := replica(s), replica(s)
-			owner := authz.Principal{ID: "stale-owner"}
-			ses := sessions.NewService(sessions.Config{}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), time.Now)
-			sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, store.Idempotency{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var session sessions.Session
-			if err := json.Unmarshal(sraw, &session); err != nil {
-				t.Fatal(err)
-			}
-			created, err := a.Create(ctx, owner, tasks.CreateInput{SessionID: session.SessionID}, store.Idempotency{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := decodeTask(t, created.JSON).TaskID
-			ask := func(rid string) tasks.Command {
-				return tasks.Command{Kind: tasks.CmdRequireInput, Requests: []tasks.InputRequest{{RequestID: rid, Prompt: "ok?"}}}
-			}
-			// a caches the task as input_required with r1 open ...
-			if _, err := a.Run(ctx, owner, id, ask("r1"), store.Idempotency{}); err != nil {
-				t.Fatal(err)
-			}
-			// ... another replica answers r1: the task is working again ...
-			resp := tasks.Command{Kind: tasks.CmdRespond, Responses: []tasks.InputResponse{{RequestID: "r1", OptionID: "yes"}}}
-			if _, err := other.Run(ctx, owner, id, resp, store.Idempotency{}); err != nil {
-				t.Fatal(err)
-			}
-			// ... and a asks again from its stale snapshot.
-			reply, err := a.Run(ctx, owner, id, ask("r2"), store.Idempotency{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := decodeTask(t, reply.JSON)
-			if got.Revision != 4 || len(got.InputRequests) != 1 || got.InputRequests[0].RequestID != "r2" {
-				t.Fatalf("after the retry: revision %d, open requests %+v; want 4 and only r2", got.Revision, got.InputRequests)
-			}
-			_, stored, err := other.Get(ctx, owner, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st := decodeTask(t, stored); len(st.InputRequests) != 1 || st.InputRequests[0].RequestID != "r2" {
-				t.Fatalf("stored open requests %+v; want only r2", st.InputRequests)
-			}
-		})
-	}
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		ctx := context.Background()
+		s := openStore(t, sc)
+		a, other := replica(s), replica(s)
+		owner := authz.Principal{ID: "stale-owner"}
+		ses := sessions.NewService(sessions.Config{}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), time.Now)
+		sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, store.Idempotency{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var session sessions.Session
+		if err := json.Unmarshal(sraw, &session); err != nil {
+			t.Fatal(err)
+		}
+		created, err := a.Create(ctx, owner, tasks.CreateInput{SessionID: session.SessionID}, store.Idempotency{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := decodeTask(t, created.JSON).TaskID
+		ask := func(rid string) tasks.Command {
+			return tasks.Command{Kind: tasks.CmdRequireInput, Requests: []tasks.InputRequest{{RequestID: rid, Prompt: "ok?"}}}
+		}
+		// a caches the task as input_required with r1 open ...
+		if _, err := a.Run(ctx, owner, id, ask("r1"), store.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+		// ... another replica answers r1: the task is working again ...
+		resp := tasks.Command{Kind: tasks.CmdRespond, Responses: []tasks.InputResponse{{RequestID: "r1", OptionID: "yes"}}}
+		if _, err := other.Run(ctx, owner, id, resp, store.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+		// ... and a asks again from its stale snapshot.
+		reply, err := a.Run(ctx, owner, id, ask("r2"), store.Idempotency{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := decodeTask(t, reply.JSON)
+		if got.Revision != 4 || len(got.InputRequests) != 1 || got.InputRequests[0].RequestID != "r2" {
+			t.Fatalf("after the retry: revision %d, open requests %+v; want 4 and only r2", got.Revision, got.InputRequests)
+		}
+		_, stored, err := other.Get(ctx, owner, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := decodeTask(t, stored); len(st.InputRequests) != 1 || st.InputRequests[0].RequestID != "r2" {
+			t.Fatalf("stored open requests %+v; want only r2", st.InputRequests)
+		}
+	})
 }

@@ -58,6 +58,9 @@ func Start(t testing.TB, sc store.Config, cfg app.Config) *Server {
 		cfg.JWTSecret = Secret
 	}
 	cfg.RedisURL, cfg.RedisCluster, cfg.RedisPrefix, cfg.Partitions = sc.URL, sc.Cluster, sc.Prefix, sc.Partitions
+	if cfg.ListRate == 0 {
+		cfg.ListRate = -1 // tests that poll lists are not limited; limits are tested on their own
+	}
 	if cfg.RedisTimeout == 0 {
 		cfg.RedisTimeout = sc.Timeout
 	}

@@ -22,15 +22,45 @@ import (
 type Backend struct {
 	Name   string
 	Config func(t testing.TB) store.Config
+	// Shared is true for a store several processes can use at once (a real
+	// Redis); the embedded server belongs to the one process that runs it.
+	Shared bool
 }
 
 // Backends are the three kinds: real standalone Redis, a real 3-node Redis
 // Cluster and the embedded server.
 func Backends() []Backend {
 	return []Backend{
-		{Name: "redis", Config: Standalone},
-		{Name: "cluster", Config: Cluster},
+		{Name: "redis", Config: Standalone, Shared: true},
+		{Name: "cluster", Config: Cluster, Shared: true},
 		{Name: "embedded", Config: Embedded},
+	}
+}
+
+// EachBackend runs fn on every backend, each as a parallel subtest named
+// after it with a fresh config (a key prefix of its own).
+func EachBackend(t *testing.T, fn func(t *testing.T, cfg store.Config)) {
+	t.Helper()
+	each(t, false, fn)
+}
+
+// EachSharedBackend is EachBackend on the backends several replicas can
+// share: for tests that start more than one server on one store.
+func EachSharedBackend(t *testing.T, fn func(t *testing.T, cfg store.Config)) {
+	t.Helper()
+	each(t, true, fn)
+}
+
+func each(t *testing.T, sharedOnly bool, fn func(t *testing.T, cfg store.Config)) {
+	t.Helper()
+	for _, b := range Backends() {
+		if sharedOnly && !b.Shared {
+			continue
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, b.Config(t))
+		})
 	}
 }
 

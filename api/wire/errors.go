@@ -1,0 +1,34 @@
+package wire
+
+// Error codes: the stable code of every error answer,
+// {"error": {"code": ..., "message": ..., ...}}.
+const (
+	CodeInvalidJSON         = "invalid_json"
+	CodeInvalidRequest      = "invalid_request"
+	CodeUnauthorized        = "unauthorized"
+	CodeNotFound            = "not_found"
+	CodeMethodNotAllowed    = "method_not_allowed"
+	CodeTaskTerminal        = "task_terminal"
+	CodeNotInputRequired    = "not_input_required"
+	CodeUnknownRequest      = "unknown_request"
+	CodeInputConflict       = "input_conflict"
+	CodeIdempotencyConflict = "idempotency_conflict"
+	CodeSessionNotActive    = "session_not_active"
+	CodeHookClosed          = "hook_closed"
+	CodeInputClosed         = "input_closed"
+	CodeSignatureInvalid    = "signature_invalid"
+	CodePayloadTooLarge     = "payload_too_large"
+	CodeRequestTimeout      = "request_timeout"
+	CodeRateLimited         = "rate_limited"
+	CodeStoreUnavailable    = "store_unavailable"
+	CodeTooManyTasks        = "too_many_tasks" // 429: the session holds as many live tasks as it may
+	CodeTaskTooLarge        = "task_too_large" // 413: the task record would be above the size limit
+	CodeOverloaded          = "overloaded"
+	CodeInternal            = "internal"
+)
+
+// Detail is one field problem of an invalid_request.
+type Detail struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,69 @@
+package wire
+
+// Hook statuses, and why a hook closed.
+const (
+	HookOpen   = "open"
+	HookClosed = "closed"
+
+	CloseReasonClosed           = "closed"
+	CloseReasonExpired          = "expired"
+	CloseReasonTaskTerminal     = "task_terminal"
+	CloseReasonSessionCancelled = "session_cancelled"
+)
+
+// Signature schemes a hook can require of the posts it takes.
+const (
+	VerifyStandardWebhooks = "standard-webhooks"
+	VerifyGitHub           = "github"
+	VerifyStripe           = "stripe"
+	VerifySlack            = "slack"
+	VerifyHMACSHA256       = "hmac-sha256"
+)
+
+// Hook is a callback URL that outside systems post to, with the durable
+// queue a task reads them from, as the API shows it. It never carries the
+// token or the verify secret: only the answer to a create (CreatedHook)
+// shows the token. T is the Go type of its timestamps.
+type Hook[T any] struct {
+	HookID       string        `json:"hookId"`
+	Status       string        `json:"status"`                // open or closed
+	CloseReason  string        `json:"closeReason,omitempty"` // closed, expired, task_terminal or session_cancelled
+	Owner        string        `json:"owner"`
+	SessionID    string        `json:"sessionId"`
+	TaskID       string        `json:"taskId,omitempty"`
+	Label        string        `json:"label,omitempty"`
+	CreatedAt    T             `json:"createdAt"`
+	ExpiresAt    T             `json:"expiresAt"`
+	TTLMs        int64         `json:"ttlMs"`
+	ClosedAt     *T            `json:"closedAt,omitempty"`
+	Verify       *HookVerify   `json:"verify,omitempty"` // without its secret
+	Response     *HookResponse `json:"response,omitempty"`
+	DedupeHeader string        `json:"dedupeHeader,omitempty"`
+}
+
+// CreatedHook is the answer to a create: the hook, its token and its
+// callback URL, shown this once (a replay of the create with the same
+// idempotency key answers without them).
+type CreatedHook[T any] struct {
+	Hook[T]
+	Token string `json:"token"`
+	URL   string `json:"url"`
+}
+
+// HookVerify is the signature check a hook applies to every post before it
+// stores anything. Secret is sent on create and never shown again.
+type HookVerify struct {
+	Scheme           string `json:"scheme"`             // one of the Verify* constants
+	Secret           string `json:"secret,omitempty"`   // standard-webhooks: "whsec_" + base64; the others: the shared secret
+	Header           string `json:"header,omitempty"`   // hmac-sha256 only: the header holding the signature
+	Encoding         string `json:"encoding,omitempty"` // hmac-sha256 only: hex (the default) or base64
+	ToleranceSeconds int    `json:"toleranceSeconds,omitempty"`
+}
+
+// HookResponse is a static answer the hook gives accepted posts instead of
+// 202 {ok, eventId, duplicate}, for providers that want a particular one.
+type HookResponse struct {
+	Status      int    `json:"status,omitempty"` // 2xx; 0 on create: 200
+	Body        string `json:"body"`
+	ContentType string `json:"contentType,omitempty"`
+}

@@ -1,0 +1,98 @@
+package wire
+
+import "encoding/json"
+
+// Task statuses.
+const (
+	StatusWorking       = "working"
+	StatusInputRequired = "input_required"
+	StatusCompleted     = "completed"
+	StatusFailed        = "failed"
+	StatusCancelled     = "cancelled"
+)
+
+// Terminal reports whether a task with this status is completed, failed or
+// cancelled: no command changes it any more.
+func Terminal[S ~string](status S) bool {
+	return status == StatusCompleted || status == StatusFailed || status == StatusCancelled
+}
+
+// Input request kinds and displays.
+const (
+	KindAsk           = "ask"
+	KindAuthorization = "authorization"
+
+	DisplayConfirmation = "confirmation"
+	DisplaySelect       = "select"
+	DisplayText         = "text"
+)
+
+// Task is the durable record of one piece of background work, as the API
+// shows it. T is the Go type of its timestamps and S of its status (see the
+// package doc).
+type Task[T any, S ~string] struct {
+	TaskID         string          `json:"taskId"`
+	SessionID      string          `json:"sessionId"`
+	Owner          string          `json:"owner"`
+	Requester      string          `json:"requester"`
+	Status         S               `json:"status"`
+	Revision       int64           `json:"revision"`
+	Kind           string          `json:"kind,omitempty"`
+	Label          string          `json:"label,omitempty"`
+	Input          json.RawMessage `json:"input,omitempty"`
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	Progress       json.RawMessage `json:"progress,omitempty"`
+	InputRequests  []InputRequest  `json:"inputRequests,omitempty"`
+	InputResponses []InputResponse `json:"inputResponses"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          *TaskError      `json:"error,omitempty"`
+	CancelReason   string          `json:"cancelReason,omitempty"`
+	CreatedAt      T               `json:"createdAt"`
+	LastUpdatedAt  T               `json:"lastUpdatedAt"`
+	TTLMs          *int64          `json:"ttlMs"`
+	ExpiresAt      *T              `json:"expiresAt"`
+	PollIntervalMs int64           `json:"pollIntervalMs"`
+}
+
+// Terminal reports whether the task is completed, failed or cancelled: no
+// command changes it any more.
+func (t *Task[T, S]) Terminal() bool { return Terminal(t.Status) }
+
+// TaskError is why a task failed.
+type TaskError struct {
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// InputRequest is a question for a human (kind ask) or a sign-in the task
+// needs (kind authorization). The server fills RequestID when it is empty,
+// Kind and Display by default, and AnswerURL and AuthorizationURL always: a
+// client never sends the last two.
+type InputRequest struct {
+	RequestID        string   `json:"requestId"`
+	Kind             string   `json:"kind"`
+	Prompt           string   `json:"prompt"`
+	Display          string   `json:"display,omitempty"`
+	Options          []Option `json:"options,omitempty"`
+	AllowFreeform    bool     `json:"allowFreeform,omitempty"`
+	AnswerURL        string   `json:"answerUrl,omitempty"`
+	Connection       string   `json:"connection,omitempty"`
+	AuthorizationURL string   `json:"authorizationUrl,omitempty"`
+	ExpiresAt        string   `json:"expiresAt,omitempty"`
+}
+
+// Option is one option (a button) of an input request.
+type Option struct {
+	ID          string `json:"id"`
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+	Style       string `json:"style,omitempty"` // primary, danger or default
+}
+
+// InputResponse is one answer to one input request.
+type InputResponse struct {
+	RequestID string `json:"requestId"`
+	OptionID  string `json:"optionId,omitempty"`
+	Text      string `json:"text,omitempty"`
+}

@@ -1,0 +1,38 @@
+// Package problem holds the refusals every service shares: a request that
+// can never succeed as sent (a field at fault), a record that does not exist
+// for the caller, an idempotency key used again with another body, and a
+// session that takes no more work. Services return them, wrapped or not;
+// package handlers maps them to HTTP in one place. It imports nothing of the
+// project, so every package may import it.
+package problem
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Refusals shared by the services.
+var (
+	// ErrNotFound is a record that does not exist, or that the caller may
+	// not see: the two answer alike.
+	ErrNotFound = errors.New("not found")
+	// ErrIdempotency is an Idempotency-Key used again with another body.
+	ErrIdempotency = errors.New("idempotency key reused with a different body")
+	// ErrSessionNotActive is a session that is cancelled: it takes no new
+	// tasks or hooks.
+	ErrSessionNotActive = errors.New("session is not active")
+)
+
+// ValidationError is a request that can never succeed as sent: Field names
+// the part at fault as a path (requests[0].prompt).
+type ValidationError struct {
+	Field   string
+	Message string
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
+
+// Invalid is a ValidationError with a formatted message.
+func Invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
