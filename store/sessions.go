@@ -107,7 +107,9 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 		keys = append(keys, s.Keys.Task(p, t.ID), s.Keys.TaskLog(p, t.ID),
 			s.Keys.OwnerTasksByStatus(p, t.Owner, t.OldStatus), s.Keys.OwnerTasksByStatus(p, t.Owner, "cancelled"),
 			s.Keys.SessionTasksByStatus(p, sessionID, t.OldStatus), s.Keys.SessionTasksByStatus(p, sessionID, "cancelled"))
-		args = append(args, t.ID, t.ExpectRevision, t.JSON, wakeSnapshot(t.JSON), t.Event)
+		// No snapshot in the wake-ups: a cancel of many tasks would send every
+		// replica every record; a replica that waits on one reads it.
+		args = append(args, t.ID, t.ExpectRevision, t.JSON, "", t.Event)
 	}
 	res, err := s.scripts.sessionCancelTasks.run(ctx, s, keys, args...)
 	if err != nil {
