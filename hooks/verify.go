@@ -170,7 +170,7 @@ func (v Verify) Check(h http.Header, body []byte, now time.Time) error {
 		return v.checkHMAC(h, body)
 	default:
 		// Validate keeps this from happening; fail closed if it does.
-		return invalid("unsupported verify scheme")
+		return badSignature("unsupported verify scheme")
 	}
 }
 
@@ -217,29 +217,29 @@ var (
 func (v Verify) checkStandardWebhooks(h http.Header, body []byte, now time.Time) error {
 	key, err := standardWebhooksKey(v.Secret)
 	if err != nil {
-		return invalid("verify secret is not usable")
+		return badSignature("verify secret is not usable")
 	}
 	id := strings.TrimSpace(h.Get(headerWebhookID))
 	ts := strings.TrimSpace(h.Get(headerWebhookTimestamp))
 	sigs := h.Get(headerWebhookSignature)
 	switch {
 	case id == "":
-		return invalid("missing webhook-id header")
+		return badSignature("missing webhook-id header")
 	case ts == "":
-		return invalid("missing webhook-timestamp header")
+		return badSignature("missing webhook-timestamp header")
 	case strings.TrimSpace(sigs) == "":
-		return invalid("missing webhook-signature header")
+		return badSignature("missing webhook-signature header")
 	case len(id) > maxIDHeaderLen:
-		return invalid("webhook-id header too long")
+		return badSignature("webhook-id header too long")
 	case len(sigs) > maxSignatureHeaderLen:
-		return invalid("webhook-signature header too long")
+		return badSignature("webhook-signature header too long")
 	}
 	unix, ok := parseUnix(ts)
 	if !ok {
-		return invalid("malformed webhook-timestamp header")
+		return badSignature("malformed webhook-timestamp header")
 	}
 	if !withinTolerance(unix, now, v.tolerance()) {
-		return invalid("timestamp outside tolerance")
+		return badSignature("timestamp outside tolerance")
 	}
 
 	mac := hmac.New(sha256.New, key)
@@ -268,9 +268,9 @@ func (v Verify) checkStandardWebhooks(h http.Header, body []byte, now time.Time)
 	case matched:
 		return nil
 	case candidates == 0:
-		return invalid("no v1 signature in webhook-signature header")
+		return badSignature("no v1 signature in webhook-signature header")
 	default:
-		return invalid("no matching signature")
+		return badSignature("no matching signature")
 	}
 }
 
@@ -296,21 +296,21 @@ func standardWebhooksKey(secret string) ([]byte, error) {
 func (v Verify) checkGitHub(h http.Header, body []byte) error {
 	value := strings.TrimSpace(h.Get(headerGitHubSignature))
 	if value == "" {
-		return invalid("missing X-Hub-Signature-256 header")
+		return badSignature("missing X-Hub-Signature-256 header")
 	}
 	if len(value) > maxSignatureHeaderLen {
-		return invalid("X-Hub-Signature-256 header too long")
+		return badSignature("X-Hub-Signature-256 header too long")
 	}
 	hexSig, ok := strings.CutPrefix(value, "sha256=")
 	if !ok {
-		return invalid("malformed X-Hub-Signature-256 header")
+		return badSignature("malformed X-Hub-Signature-256 header")
 	}
 	got, err := hex.DecodeString(hexSig)
 	if err != nil || len(got) != sha256.Size {
-		return invalid("malformed X-Hub-Signature-256 header")
+		return badSignature("malformed X-Hub-Signature-256 header")
 	}
 	if !hmac.Equal(got, hmacSHA256([]byte(v.Secret), body)) {
-		return invalid("no matching signature")
+		return badSignature("no matching signature")
 	}
 	return nil
 }
@@ -322,10 +322,10 @@ func (v Verify) checkGitHub(h http.Header, body []byte) error {
 func (v Verify) checkStripe(h http.Header, body []byte, now time.Time) error {
 	value := h.Get(headerStripeSignature)
 	if strings.TrimSpace(value) == "" {
-		return invalid("missing Stripe-Signature header")
+		return badSignature("missing Stripe-Signature header")
 	}
 	if len(value) > maxSignatureHeaderLen {
-		return invalid("Stripe-Signature header too long")
+		return badSignature("Stripe-Signature header too long")
 	}
 
 	var ts string
@@ -339,10 +339,10 @@ func (v Verify) checkStripe(h http.Header, body []byte, now time.Time) error {
 		case "t":
 			if ts != "" {
 				// Two timestamps make it ambiguous which one was signed.
-				return invalid("malformed Stripe-Signature header")
+				return badSignature("malformed Stripe-Signature header")
 			}
 			if ts = val; ts == "" {
-				return invalid("malformed Stripe-Signature header")
+				return badSignature("malformed Stripe-Signature header")
 			}
 		case "v1":
 			sig, err := hex.DecodeString(val)
@@ -353,17 +353,17 @@ func (v Verify) checkStripe(h http.Header, body []byte, now time.Time) error {
 		}
 	}
 	if ts == "" {
-		return invalid("malformed Stripe-Signature header")
+		return badSignature("malformed Stripe-Signature header")
 	}
 	unix, ok := parseUnix(ts)
 	if !ok {
-		return invalid("malformed Stripe-Signature header")
+		return badSignature("malformed Stripe-Signature header")
 	}
 	if len(sigs) == 0 {
-		return invalid("no v1 signature in Stripe-Signature header")
+		return badSignature("no v1 signature in Stripe-Signature header")
 	}
 	if !withinTolerance(unix, now, v.tolerance()) {
-		return invalid("timestamp outside tolerance")
+		return badSignature("timestamp outside tolerance")
 	}
 
 	mac := hmac.New(sha256.New, []byte(v.Secret))
@@ -376,7 +376,7 @@ func (v Verify) checkStripe(h http.Header, body []byte, now time.Time) error {
 		}
 	}
 	if !matched {
-		return invalid("no matching signature")
+		return badSignature("no matching signature")
 	}
 	return nil
 }
@@ -389,32 +389,32 @@ func (v Verify) checkSlack(h http.Header, body []byte, now time.Time) error {
 	value := strings.TrimSpace(h.Get(headerSlackSignature))
 	switch {
 	case ts == "":
-		return invalid("missing X-Slack-Request-Timestamp header")
+		return badSignature("missing X-Slack-Request-Timestamp header")
 	case value == "":
-		return invalid("missing X-Slack-Signature header")
+		return badSignature("missing X-Slack-Signature header")
 	case len(value) > maxSignatureHeaderLen:
-		return invalid("X-Slack-Signature header too long")
+		return badSignature("X-Slack-Signature header too long")
 	}
 	unix, ok := parseUnix(ts)
 	if !ok {
-		return invalid("malformed X-Slack-Request-Timestamp header")
+		return badSignature("malformed X-Slack-Request-Timestamp header")
 	}
 	hexSig, ok := strings.CutPrefix(value, "v0=")
 	if !ok {
-		return invalid("malformed X-Slack-Signature header")
+		return badSignature("malformed X-Slack-Signature header")
 	}
 	got, err := hex.DecodeString(hexSig)
 	if err != nil || len(got) != sha256.Size {
-		return invalid("malformed X-Slack-Signature header")
+		return badSignature("malformed X-Slack-Signature header")
 	}
 	if !withinTolerance(unix, now, v.tolerance()) {
-		return invalid("timestamp outside tolerance")
+		return badSignature("timestamp outside tolerance")
 	}
 
 	mac := hmac.New(sha256.New, []byte(v.Secret))
 	writeAll(mac, []byte("v0:"), []byte(ts), []byte(":"), body)
 	if !hmac.Equal(got, mac.Sum(nil)) {
-		return invalid("no matching signature")
+		return badSignature("no matching signature")
 	}
 	return nil
 }
@@ -423,15 +423,15 @@ func (v Verify) checkSlack(h http.Header, body []byte, now time.Time) error {
 // (or base64) HMAC-SHA256 of the raw body, optionally after "sha256=".
 func (v Verify) checkHMAC(h http.Header, body []byte) error {
 	if v.Header == "" || len(v.Header) > maxHeaderNameLen || !validHeaderName(v.Header) {
-		return invalid("verify header is not configured")
+		return badSignature("verify header is not configured")
 	}
 	name := http.CanonicalHeaderKey(v.Header)
 	value := strings.TrimSpace(h.Get(name))
 	if value == "" {
-		return invalid("missing " + name + " header")
+		return badSignature("missing " + name + " header")
 	}
 	if len(value) > maxSignatureHeaderLen {
-		return invalid(name + " header too long")
+		return badSignature(name + " header too long")
 	}
 	if len(value) > len("sha256=") && strings.EqualFold(value[:len("sha256=")], "sha256=") {
 		value = value[len("sha256="):]
@@ -445,13 +445,13 @@ func (v Verify) checkHMAC(h http.Header, body []byte) error {
 	case EncodingBase64:
 		got, err = decodeAnyBase64(value)
 	default:
-		return invalid("verify encoding is not configured")
+		return badSignature("verify encoding is not configured")
 	}
 	if err != nil || len(got) != sha256.Size {
-		return invalid("malformed " + name + " header")
+		return badSignature("malformed " + name + " header")
 	}
 	if !hmac.Equal(got, hmacSHA256([]byte(v.Secret), body)) {
-		return invalid("no matching signature")
+		return badSignature("no matching signature")
 	}
 	return nil
 }
@@ -522,7 +522,9 @@ func writeAll(h hash.Hash, parts ...[]byte) {
 	}
 }
 
-func invalid(reason string) error {
+// badSignature refuses a callback whose signature does not hold: a 401
+// signature_invalid, never a 400. reason names what was wrong, never a secret.
+func badSignature(reason string) error {
 	return fmt.Errorf("%w: %s", ErrSignatureInvalid, reason)
 }
 
