@@ -1,5 +1,8 @@
 // Package app wires the service: the store, the services, the router and the
 // workers, started and stopped in order.
+//
+// It imports the services, handlers, store, authz and metrics; nothing imports
+// it but cmd/server and tests.
 package app
 
 import (

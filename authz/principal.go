@@ -1,5 +1,7 @@
 // Package authz turns bearer JWTs into principals and answers ownership
 // questions about them.
+//
+// It imports nothing of the module.
 package authz
 
 import (

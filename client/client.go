@@ -13,6 +13,9 @@
 // twice is harmless). They retry connection errors, 502, 503, 504, and 429
 // with Retry-After, nothing else, with exponential backoff and full jitter,
 // never sooner than Retry-After, until their context ends.
+//
+// It imports api/wire only, never a server package, so a program that uses it
+// pulls in no server code.
 package client
 
 import (

@@ -1,6 +1,8 @@
 // Package events holds the entries of every event log, a task's and a
 // session's (their shape is api/wire's Event), and the timestamp every
 // record shows. The logs themselves live in Redis streams.
+//
+// It imports api/wire only.
 package events
 
 import (

@@ -1,6 +1,9 @@
 // Package handlers is the HTTP layer: chi routes that decode and validate a
 // request, call a service and map its errors to the contract's codes. It
 // holds no business rules.
+//
+// It imports the services (tasks, sessions, hooks), problem, store, authz,
+// metrics and api/wire; no service imports it.
 package handlers
 
 import (

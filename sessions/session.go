@@ -1,5 +1,8 @@
 // Package sessions holds sessions, an agent's conversation: the owner scope
 // of its tasks and the log of what the agent must hear about.
+//
+// It imports tasks (to cancel a session's tasks), store, ids, events, problem,
+// authz and api/wire, never handlers.
 package sessions
 
 import (

@@ -10,4 +10,6 @@
 // its status: a string in the client, tasks.Status (with the state
 // machine's rules) on the server. Everything else is the same type on both
 // sides.
+//
+// It imports nothing of the module (the standard library only).
 package wire
