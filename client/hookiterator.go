@@ -17,9 +17,6 @@ type HookHandle struct {
 // Hook returns a handle on the hook id; it makes no call.
 func (c *Client) Hook(id string) *HookHandle { return &HookHandle{c: c, id: id} }
 
-// ID is the hook's id.
-func (h *HookHandle) ID() string { return h.id }
-
 // HookEventsOptions configure Events. Zero values mean the defaults.
 type HookEventsOptions struct {
 	Group    string // the consumer group; default "default"
