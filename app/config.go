@@ -36,7 +36,7 @@ type Config struct {
 	MaxTasksPerSession int           // TASKHOOK_MAX_TASKS_PER_SESSION: live tasks in one session, default 1000
 	MaxTaskBytes       int           // TASKHOOK_MAX_TASK_BYTES: a task record as JSON, default 1 MiB
 	ListRate           float64       // TASKHOOK_LIST_RATE: lists a second per principal and replica, default 20; negative: no limit
-	ListBurst          int           // TASKHOOK_LIST_BURST: lists at once above that rate, default 40
+	ListBurst          int           // TASKHOOK_LIST_BURST: lists at once above that rate, default 10
 	DefaultTTL         time.Duration // TASKHOOK_DEFAULT_TTL, default 7 days
 	MaxTTL             time.Duration // TASKHOOK_MAX_TTL, default 30 days
 	ShutdownTimeout    time.Duration // TASKHOOK_SHUTDOWN_TIMEOUT, default 20s

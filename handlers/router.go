@@ -40,7 +40,7 @@ type Deps struct {
 	MaxInflightBodyBytes int64
 
 	// ListRate and ListBurst bound the lists one principal makes on this
-	// replica (default 20 a second, bursts of 40); a negative ListRate turns
+	// replica (default 20 a second, bursts of 10); a negative ListRate turns
 	// the bound off.
 	ListRate  float64
 	ListBurst int
@@ -81,7 +81,7 @@ func New(d Deps) http.Handler {
 			perSecond = 20
 		}
 		if burst == 0 {
-			burst = 40
+			burst = 10
 		}
 		a.lists = newListLimiter(perSecond, burst)
 	}

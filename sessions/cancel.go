@@ -93,7 +93,14 @@ func (s *Service) finishCancel(ctx context.Context, part int, id string, idem st
 			return nil, false, nil
 		}
 		if len(st.Live) > 0 {
+			start := time.Now()
 			if err := s.cancelBatch(ctx, part, id, st, now); err != nil {
+				return nil, false, err
+			}
+			// A cancel is bulk work: between batches it leaves this replica
+			// and Redis to others for as long as the batch took, so a large
+			// cancel takes at most half of either.
+			if err := pause(ctx, time.Since(start)); err != nil {
 				return nil, false, err
 			}
 			continue
@@ -217,4 +224,16 @@ func (s *Service) Reset(ctx context.Context, p authz.Principal, id, reason strin
 	}
 	body, err := json.Marshal(map[string]any{"previousSessionId": id, "session": json.RawMessage(raw)})
 	return body, replay, err
+}
+
+// pause waits d, or less when ctx ends first.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
