@@ -27,8 +27,8 @@ type CancelAnswer struct {
 // no script's work grows with the session (a 1,000-task session is many
 // short scripts, with other tenants' commands in between).
 const (
-	cancelReadBatch  = 16
-	cancelWriteBytes = 1 << 20
+	cancelReadBatch  = 8
+	cancelWriteBytes = 256 << 10
 	maxCancelRounds  = 10000
 )
 
@@ -98,9 +98,9 @@ func (s *Service) finishCancel(ctx context.Context, part int, id string, idem st
 				return nil, false, err
 			}
 			// A cancel is bulk work: between batches it leaves this replica
-			// and Redis to others for as long as the batch took, so a large
-			// cancel takes at most half of either.
-			if err := pause(ctx, time.Since(start)); err != nil {
+			// and Redis to others for twice as long as the batch took, so a
+			// large cancel takes at most a third of either.
+			if err := pause(ctx, 2*time.Since(start)); err != nil {
 				return nil, false, err
 			}
 			continue
