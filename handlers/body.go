@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskhook/taskhook/api/wire"
 	"io"
 	"net/http"
 	"os"
@@ -253,16 +254,16 @@ func join(parts []*chunk, total int64) []byte {
 }
 
 func (g *bodyGuard) tooLarge() error {
-	return apiError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+	return apiError(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
 		fmt.Sprintf("the body is larger than %d bytes", g.max))
 }
 
 func (g *bodyGuard) readError(err error) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return apiError(http.StatusRequestTimeout, CodeRequestTimeout,
+		return apiError(http.StatusRequestTimeout, wire.CodeRequestTimeout,
 			fmt.Sprintf("the body did not arrive within %s", g.timeout))
 	}
-	return apiError(http.StatusBadRequest, CodeInvalidJSON, "could not read the body")
+	return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "could not read the body")
 }
 
 // budgetError is the answer to a read that found no room in the budget in
@@ -271,6 +272,6 @@ func (g *bodyGuard) budgetError(r *http.Request) error {
 	if r.Context().Err() != nil {
 		return r.Context().Err() // the client went away
 	}
-	return apiError(http.StatusServiceUnavailable, CodeOverloaded,
+	return apiError(http.StatusServiceUnavailable, wire.CodeOverloaded,
 		"the server is taking in too many request bodies at once; retry shortly")
 }

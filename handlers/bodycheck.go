@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding"
 	"encoding/json"
+	"github.com/taskhook/taskhook/api/wire"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -31,10 +32,10 @@ func checkBody(body []byte, root *shape) *APIError {
 	// On the stack, as its frames are: no allocation, no write barriers.
 	sc := bodyScan{data: body, validUTF8: utf8.Valid(body)}
 	if !sc.scan(root) {
-		return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON")
+		return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "the body is not valid JSON")
 	}
 	if sc.pos < len(sc.data) {
-		return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
+		return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "the body holds more than one JSON value")
 	}
 	return sc.problem
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/taskhook/taskhook/api/wire"
 	"io"
 	"net/http"
 	"reflect"
@@ -36,7 +37,7 @@ func DecodeJSON(body []byte, dst any) error {
 	}
 	if trimmed[0] != '{' {
 		if !json.Valid(trimmed) {
-			return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON")
+			return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "the body is not valid JSON")
 		}
 		return invalidRequest("body", "must be a JSON object")
 	}
@@ -52,7 +53,7 @@ func DecodeJSON(body []byte, dst any) error {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
-			return apiError(http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON")
+			return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "the body is not valid JSON")
 		case errors.As(err, &typeErr):
 			field := typeErr.Field
 			if field == "" {

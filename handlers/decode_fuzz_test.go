@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/taskhook/taskhook/api/wire"
 	"io"
 	"net/http"
 	"strings"
@@ -48,7 +49,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		if err != nil {
 			var api *APIError
 			if !errors.As(err, &api) || api.Status != http.StatusBadRequest ||
-				(api.Code != CodeInvalidJSON && api.Code != CodeInvalidRequest) {
+				(api.Code != wire.CodeInvalidJSON && api.Code != wire.CodeInvalidRequest) {
 				t.Fatalf("decode %s: %v is not a 400 invalid_json/invalid_request", kind, err)
 			}
 			return

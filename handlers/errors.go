@@ -17,30 +17,7 @@ import (
 	"github.com/taskhook/taskhook/tasks"
 )
 
-// Error codes of the contract.
 const (
-	CodeInvalidJSON       = wire.CodeInvalidJSON
-	CodeInvalidRequest    = wire.CodeInvalidRequest
-	CodeUnauthorized      = wire.CodeUnauthorized
-	CodeNotFound          = wire.CodeNotFound
-	CodeTaskTerminal      = wire.CodeTaskTerminal
-	CodeNotInputRequired  = wire.CodeNotInputRequired
-	CodeUnknownRequest    = wire.CodeUnknownRequest
-	CodeInputConflict     = wire.CodeInputConflict
-	CodeInputClosed       = wire.CodeInputClosed
-	CodeIdempotency       = wire.CodeIdempotencyConflict
-	CodeSessionNotActive  = wire.CodeSessionNotActive
-	CodeHookClosed        = wire.CodeHookClosed
-	CodeSignatureInvalid  = wire.CodeSignatureInvalid
-	CodePayloadTooLarge   = wire.CodePayloadTooLarge
-	CodeRateLimited       = wire.CodeRateLimited
-	CodeStoreUnavailable  = wire.CodeStoreUnavailable
-	CodeInternal          = wire.CodeInternal
-	CodeMethodNotAllowed  = wire.CodeMethodNotAllowed
-	CodeTooManyTasks      = wire.CodeTooManyTasks
-	CodeTaskTooLarge      = wire.CodeTaskTooLarge
-	CodeRequestTimeout    = wire.CodeRequestTimeout
-	CodeOverloaded        = wire.CodeOverloaded
 	retryAfterUnavailable = "1"
 	statusClientClosed    = 499
 	notFoundMessage       = "no such resource"
@@ -68,13 +45,13 @@ func apiError(status int, code, msg string) *APIError {
 type Detail = wire.Detail
 
 func invalidRequest(field, msg string) *APIError {
-	return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: field + ": " + msg,
+	return &APIError{Status: http.StatusBadRequest, Code: wire.CodeInvalidRequest, Message: field + ": " + msg,
 		Extra: map[string]any{"details": []Detail{{Field: field, Message: msg}}}}
 }
 
 // errNotFound is the one answer for a missing id and for somebody else's:
 // same status, same body.
-var errNotFound = apiError(http.StatusNotFound, CodeNotFound, notFoundMessage)
+var errNotFound = apiError(http.StatusNotFound, wire.CodeNotFound, notFoundMessage)
 
 // toAPIError is the one place that maps domain errors to HTTP.
 func toAPIError(err error) *APIError {
@@ -88,27 +65,27 @@ func toAPIError(err error) *APIError {
 	}
 	var closed *hooks.ClosedError
 	if errors.As(err, &closed) {
-		return &APIError{Status: http.StatusGone, Code: CodeHookClosed, Message: "the hook takes no more requests",
+		return &APIError{Status: http.StatusGone, Code: wire.CodeHookClosed, Message: "the hook takes no more requests",
 			Extra: map[string]any{"reason": closed.Reason}}
 	}
 	var limited *hooks.RateLimitedError
 	if errors.As(err, &limited) {
-		return &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited,
+		return &APIError{Status: http.StatusTooManyRequests, Code: wire.CodeRateLimited,
 			Message: "too many requests to this hook; retry later", RetryAfter: limited.RetryAfterHeader()}
 	}
 	if errors.Is(err, hooks.ErrSignatureInvalid) {
 		// The text names what was wrong (a missing header, a stale
 		// timestamp), never a secret or a signature.
-		return apiError(http.StatusUnauthorized, CodeSignatureInvalid, err.Error())
+		return apiError(http.StatusUnauthorized, wire.CodeSignatureInvalid, err.Error())
 	}
 	var tooMany *tasks.TooManyTasksError
 	if errors.As(err, &tooMany) {
-		return &APIError{Status: http.StatusTooManyRequests, Code: CodeTooManyTasks, Message: tooMany.Error(),
+		return &APIError{Status: http.StatusTooManyRequests, Code: wire.CodeTooManyTasks, Message: tooMany.Error(),
 			Extra: map[string]any{"limit": tooMany.Max}, RetryAfter: "5"}
 	}
 	var tooLarge *tasks.TooLargeError
 	if errors.As(err, &tooLarge) {
-		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTaskTooLarge, Message: tooLarge.Error(),
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: wire.CodeTaskTooLarge, Message: tooLarge.Error(),
 			Extra: map[string]any{"limit": tooLarge.Max}}
 	}
 	var state *tasks.StateError
@@ -116,15 +93,15 @@ func toAPIError(err error) *APIError {
 		e := &APIError{Status: http.StatusConflict, Message: state.Error(), Extra: map[string]any{"task": state.Task}}
 		switch {
 		case errors.Is(err, tasks.ErrTerminal):
-			e.Code = CodeTaskTerminal
+			e.Code = wire.CodeTaskTerminal
 		case errors.Is(err, tasks.ErrNotInputRequired):
-			e.Code = CodeNotInputRequired
+			e.Code = wire.CodeNotInputRequired
 		case errors.Is(err, tasks.ErrUnknownRequest):
-			e.Code = CodeUnknownRequest
+			e.Code = wire.CodeUnknownRequest
 		case errors.Is(err, tasks.ErrInputConflict):
-			e.Code = CodeInputConflict
+			e.Code = wire.CodeInputConflict
 		default:
-			e.Code = CodeInternal
+			e.Code = wire.CodeInternal
 			e.Status = http.StatusInternalServerError
 		}
 		return e
@@ -133,17 +110,17 @@ func toAPIError(err error) *APIError {
 	case errors.Is(err, problem.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, hooks.ErrUnknownToken):
 		return errNotFound
 	case errors.Is(err, tasks.ErrInputClosed):
-		return apiError(http.StatusGone, CodeInputClosed, "the input request is no longer open")
+		return apiError(http.StatusGone, wire.CodeInputClosed, "the input request is no longer open")
 	case errors.Is(err, hooks.ErrTaskTerminal):
-		return apiError(http.StatusConflict, CodeTaskTerminal, "the task has ended")
+		return apiError(http.StatusConflict, wire.CodeTaskTerminal, "the task has ended")
 	case errors.Is(err, problem.ErrSessionNotActive):
-		return apiError(http.StatusConflict, CodeSessionNotActive, "the session is not active")
+		return apiError(http.StatusConflict, wire.CodeSessionNotActive, "the session is not active")
 	case errors.Is(err, problem.ErrIdempotency):
-		return apiError(http.StatusConflict, CodeIdempotency, "this Idempotency-Key was used with a different request body")
+		return apiError(http.StatusConflict, wire.CodeIdempotencyConflict, "this Idempotency-Key was used with a different request body")
 	case errors.Is(err, store.ErrBadCursor):
 		return invalidRequest("cursor", "is not a cursor this service gave out")
 	case errors.Is(err, store.ErrUnavailable):
-		return apiError(http.StatusServiceUnavailable, CodeStoreUnavailable, "the store is unavailable; retry shortly")
+		return apiError(http.StatusServiceUnavailable, wire.CodeStoreUnavailable, "the store is unavailable; retry shortly")
 	}
 	return nil
 }
@@ -162,7 +139,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		id := newErrorID()
 		a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestID(r.Context()),
 			"route", routeOf(r), "err", err)
-		e = &APIError{Status: http.StatusInternalServerError, Code: CodeInternal,
+		e = &APIError{Status: http.StatusInternalServerError, Code: wire.CodeInternal,
 			Message: "internal error", Extra: map[string]any{"errorId": id}}
 	}
 	writeAPIError(w, e)
@@ -180,7 +157,7 @@ func writeAPIError(w http.ResponseWriter, e *APIError) {
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", retryAfterUnavailable)
 	case http.StatusUnauthorized:
-		if e.Code == CodeUnauthorized {
+		if e.Code == wire.CodeUnauthorized {
 			challenge := `Bearer realm="taskhook"`
 			if e.BearerError != "" {
 				// The message is one of the verifier's fixed reasons.

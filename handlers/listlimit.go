@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"github.com/taskhook/taskhook/api/wire"
 	"math"
 	"net/http"
 	"strconv"
@@ -78,7 +79,7 @@ func (a *api) limitLists(next http.HandlerFunc) http.HandlerFunc {
 		if a.lists != nil {
 			if d := a.lists.wait(principal(r).ID, time.Now()); d > 0 {
 				secs := strconv.Itoa(int(math.Ceil(d.Seconds())))
-				writeAPIError(w, &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited,
+				writeAPIError(w, &APIError{Status: http.StatusTooManyRequests, Code: wire.CodeRateLimited,
 					Message: "too many lists from this principal; retry later", RetryAfter: secs})
 				return
 			}

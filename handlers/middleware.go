@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/taskhook/taskhook/api/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -131,12 +132,12 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 		h := r.Header.Get("Authorization")
 		scheme, token, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-			writeAPIError(w, apiError(http.StatusUnauthorized, CodeUnauthorized, "a bearer token is required"))
+			writeAPIError(w, apiError(http.StatusUnauthorized, wire.CodeUnauthorized, "a bearer token is required"))
 			return
 		}
 		p, err := a.verifier.Verify(strings.TrimSpace(token))
 		if err != nil {
-			e := apiError(http.StatusUnauthorized, CodeUnauthorized, err.Error())
+			e := apiError(http.StatusUnauthorized, wire.CodeUnauthorized, err.Error())
 			e.BearerError = "invalid_token"
 			writeAPIError(w, e)
 			return

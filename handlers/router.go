@@ -7,6 +7,7 @@
 package handlers
 
 import (
+	"github.com/taskhook/taskhook/api/wire"
 	"log/slog"
 	"net/http"
 	"time"
@@ -90,7 +91,7 @@ func New(d Deps) http.Handler {
 	r.Use(a.body.guard, withRequestID, a.observe)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeAPIError(w, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeAPIError(w, apiError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route"))
+		writeAPIError(w, apiError(http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "method not allowed on this route"))
 	})
 
 	r.Get("/healthz", a.healthz)
