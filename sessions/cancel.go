@@ -105,7 +105,7 @@ func (s *Service) finishCancel(ctx context.Context, part int, id string, idem st
 			}
 			continue
 		}
-		body, ok, err := s.endCancel(ctx, part, id, idem, now)
+		body, ok, err := s.endCancel(ctx, part, id, st.Reason, idem, now)
 		if err != nil || ok {
 			return body, ok, err
 		}
@@ -156,7 +156,7 @@ func (s *Service) cancelBatch(ctx context.Context, part int, id string, st store
 
 // endCancel writes session.cancelled with every task the cancel ended, once
 // no live task is left. ok is false when tasks are left after all.
-func (s *Service) endCancel(ctx context.Context, part int, id string, idem store.Idempotency, now time.Time) ([]byte, bool, error) {
+func (s *Service) endCancel(ctx context.Context, part int, id, reason string, idem store.Idempotency, now time.Time) ([]byte, bool, error) {
 	ids, err := s.store.CancelledSoFar(ctx, part, id)
 	if err != nil {
 		return nil, false, err
@@ -167,12 +167,8 @@ func (s *Service) endCancel(ctx context.Context, part int, id string, idem store
 	}
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
-	st, err := s.store.CancelBatch(ctx, part, id, 0, now)
-	if err != nil {
-		return nil, false, err
-	}
 	data, err := json.Marshal(map[string]any{
-		"session": json.RawMessage(sraw), "reason": st.Reason, "cancelledTaskIds": sorted,
+		"session": json.RawMessage(sraw), "reason": reason, "cancelledTaskIds": sorted,
 	})
 	if err != nil {
 		return nil, false, err
