@@ -21,9 +21,8 @@ type listLimiter struct {
 	rate  rate.Limit
 	burst int
 
-	mu       sync.Mutex
-	byWho    map[string]*rate.Limiter
-	lastSeen map[string]time.Time
+	mu    sync.Mutex
+	byWho map[string]*rate.Limiter
 }
 
 // maxListLimiters bounds the principals remembered; past it, the idle ones
@@ -31,8 +30,7 @@ type listLimiter struct {
 const maxListLimiters = 10000
 
 func newListLimiter(perSecond float64, burst int) *listLimiter {
-	return &listLimiter{rate: rate.Limit(perSecond), burst: burst,
-		byWho: map[string]*rate.Limiter{}, lastSeen: map[string]time.Time{}}
+	return &listLimiter{rate: rate.Limit(perSecond), burst: burst, byWho: map[string]*rate.Limiter{}}
 }
 
 // wait reports how long the principal must wait before its next list; 0
@@ -48,7 +46,6 @@ func (l *listLimiter) wait(who string, now time.Time) time.Duration {
 		lim = rate.NewLimiter(l.rate, l.burst)
 		l.byWho[who] = lim
 	}
-	l.lastSeen[who] = now
 	r := lim.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
@@ -58,18 +55,15 @@ func (l *listLimiter) wait(who string, now time.Time) time.Duration {
 }
 
 // forgetIdle drops the principals whose bucket is full again (idle for a
-// whole burst), or every one when none is.
+// whole burst: forgetting them changes nothing), or every one when none is.
 func (l *listLimiter) forgetIdle(now time.Time) {
-	full := time.Duration(float64(l.burst) / float64(l.rate) * float64(time.Second))
-	for who, seen := range l.lastSeen {
-		if now.Sub(seen) >= full {
+	for who, lim := range l.byWho {
+		if lim.TokensAt(now) >= float64(l.burst) {
 			delete(l.byWho, who)
-			delete(l.lastSeen, who)
 		}
 	}
 	if len(l.byWho) >= maxListLimiters {
 		clear(l.byWho)
-		clear(l.lastSeen)
 	}
 }
 
