@@ -20,10 +20,7 @@ import (
 // that counts it.
 func startBehindProxy(t *testing.T, cfg app.Config) (*apptest.Server, *storetest.Proxy) {
 	t.Helper()
-	sc := storetest.Standalone(t)
-	addr, db, _ := strings.Cut(strings.TrimPrefix(sc.URL, "redis://"), "/")
-	proxy := storetest.StartProxy(t, addr)
-	sc.URL = "redis://" + proxy.Addr() + "/" + db
+	sc, proxy := storetest.StandaloneBehindProxy(t)
 	return apptest.Start(t, sc, cfg), proxy
 }
 

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/taskhook/taskhook/store"
@@ -15,11 +14,7 @@ import (
 // (or reading its own write as a lost race).
 func TestLostReplyIsNotAppliedTwice(t *testing.T) {
 	t.Parallel()
-	cfg := storetest.Standalone(t)
-	u := strings.TrimPrefix(cfg.URL, "redis://")
-	addr, db, _ := strings.Cut(u, "/")
-	proxy := storetest.StartProxy(t, addr)
-	cfg.URL = "redis://" + proxy.Addr() + "/" + db
+	cfg, proxy := storetest.StandaloneBehindProxy(t)
 	s := open(t, cfg)
 	f := newFixture(t, s, "alice")
 	ctx := context.Background()

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/taskhook/taskhook/store"
 )
 
 // Proxy is a TCP proxy in front of a Redis server that sees what the
@@ -36,6 +39,17 @@ func StartProxy(t testing.TB, upstream string) *Proxy {
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
+}
+
+// StandaloneBehindProxy is Standalone with the store's traffic going
+// through a proxy of its own.
+func StandaloneBehindProxy(t testing.TB) (store.Config, *Proxy) {
+	t.Helper()
+	cfg := Standalone(t)
+	addr, db, _ := strings.Cut(strings.TrimPrefix(cfg.URL, "redis://"), "/")
+	p := StartProxy(t, addr)
+	cfg.URL = "redis://" + p.Addr() + "/" + db
+	return cfg, p
 }
 
 // Addr is the proxy's address, to put in the store's URL.
