@@ -68,6 +68,19 @@ local function extend_to(at_ms, keys)
   end
 end
 
+-- move_status moves a task from its owner's and its session's index of its
+-- old status to those of its new one, scored by its creation time (created,
+-- the task hash's field; nil for a task written before the indexes existed:
+-- nothing moves), and keeps the new indexes until expire_at (when above 0).
+local function move_status(id, created, expire_at, owner_old, owner_new, ses_old, ses_new)
+  if not created then return end
+  redis.call('ZREM', owner_old, id)
+  redis.call('ZADD', owner_new, created, id)
+  redis.call('ZREM', ses_old, id)
+  redis.call('ZADD', ses_new, created, id)
+  if tonumber(expire_at) > 0 then extend_to(expire_at, {owner_new, ses_new}) end
+end
+
 -- wake appends a hint to the partition's wake stream: every replica's fan-in
 -- reader wakes its local waiters on the task and session. It is capped by
 -- length because it is a hint only; a reader that falls behind re-checks.

@@ -39,14 +39,7 @@ for _, pick in ipairs(take) do
   redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], id, 'e', ARGV[a + 4])
   redis.call('XADD', KEYS[k + 1], id, 'e', ARGV[a + 4])
   redis.call('ZREM', KEYS[3], ARGV[a])
-  if created then
-    redis.call('ZREM', KEYS[k + 2], ARGV[a])
-    redis.call('ZADD', KEYS[k + 3], created, ARGV[a])
-    redis.call('ZREM', KEYS[k + 4], ARGV[a])
-    redis.call('ZADD', KEYS[k + 5], created, ARGV[a])
-    local exp = redis.call('PEXPIRETIME', KEYS[k])
-    if exp > 0 then extend_to(exp, {KEYS[k + 3], KEYS[k + 5]}) end
-  end
+  move_status(ARGV[a], created, redis.call('PEXPIRETIME', KEYS[k]), KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
   redis.call('RPUSH', KEYS[4], ARGV[a])
   wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[5], rev, ARGV[a + 3])
   out[#out + 1] = ARGV[a]

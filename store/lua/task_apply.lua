@@ -44,11 +44,7 @@ if cur[3] ~= ARGV[4] and cur[4] then
   if ARGV[4] == 'completed' or ARGV[4] == 'failed' or ARGV[4] == 'cancelled' then
     redis.call('ZREM', KEYS[ix], ARGV[8])
   end
-  redis.call('ZREM', KEYS[ix + 1], ARGV[8])
-  redis.call('ZADD', KEYS[ix + 2], cur[4], ARGV[8])
-  redis.call('ZREM', KEYS[ix + 3], ARGV[8])
-  redis.call('ZADD', KEYS[ix + 4], cur[4], ARGV[8])
-  extend_to(expire_at, {KEYS[ix + 2], KEYS[ix + 4]})
+  move_status(ARGV[8], cur[4], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
 end
 wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10])
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)
