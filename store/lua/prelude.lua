@@ -57,6 +57,13 @@ local function format_id(ms, seq)
   return string.format('%d-%d', ms, seq)
 end
 
+-- event_type reads an event's type from its JSON as events.Event encodes it
+-- (the type is the first field, and a stored event has no id yet), without
+-- decoding the whole event: a task event carries the task snapshot.
+local function event_type(ev)
+  return string.match(ev, '^{"type":"([%w%._]+)"')
+end
+
 -- extend_to makes each key live at least until at_ms (a key with no expiry
 -- yet, such as a new index, gets it).
 local function extend_to(at_ms, keys)
