@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
 )
 
 // MaxProviderEventIDLen is the longest provider event id ProviderEventID
@@ -34,7 +36,7 @@ func ProviderEventID(h http.Header, body []byte, dedupeHeader string) string {
 			return boundedID(id)
 		}
 	}
-	if id := headerValue(h, headerWebhookID); id != "" {
+	if id := headerValue(h, stdwebhooks.HeaderID); id != "" {
 		return boundedID(id)
 	}
 	if id := headerValue(h, "X-GitHub-Delivery"); id != "" {

@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"hash"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
 )
 
 // Verification schemes a hook can require of inbound requests.
@@ -39,7 +42,6 @@ const DefaultToleranceSeconds = 300
 // microseconds and keep hook configuration within sane sizes.
 const (
 	maxSignatureHeaderLen = 8 << 10 // one header holding one or more signatures
-	maxIDHeaderLen        = 1 << 10 // webhook-id
 	maxTimestampDigits    = 18      // unix seconds; also admits milliseconds, refused later as out of tolerance, and cannot overflow
 	maxSecretLen          = 1 << 10
 	maxHeaderNameLen      = 256
@@ -47,13 +49,10 @@ const (
 
 // Header names the fixed schemes read.
 const (
-	headerWebhookID        = "Webhook-Id"
-	headerWebhookTimestamp = "Webhook-Timestamp"
-	headerWebhookSignature = "Webhook-Signature"
-	headerGitHubSignature  = "X-Hub-Signature-256"
-	headerStripeSignature  = "Stripe-Signature"
-	headerSlackTimestamp   = "X-Slack-Request-Timestamp"
-	headerSlackSignature   = "X-Slack-Signature"
+	headerGitHubSignature = "X-Hub-Signature-256"
+	headerStripeSignature = "Stripe-Signature"
+	headerSlackTimestamp  = "X-Slack-Request-Timestamp"
+	headerSlackSignature  = "X-Slack-Signature"
 )
 
 // ErrSignatureInvalid is wrapped by every error Check returns. The callback
@@ -115,7 +114,7 @@ func (v Verify) Validate() error {
 		return invalidField("secret", fmt.Sprintf("is longer than %d bytes", maxSecretLen))
 	}
 	if v.Scheme == SchemeStandardWebhooks {
-		if _, err := standardWebhooksKey(v.Secret); err != nil {
+		if _, err := stdwebhooks.DecodeSecret(v.Secret); err != nil {
 			return invalidField("secret", "must be whsec_ followed by base64 (the whsec_ prefix is optional)")
 		}
 	}
@@ -210,85 +209,26 @@ var (
 	_ slog.LogValuer = Verify{}
 )
 
-// checkStandardWebhooks follows https://www.standardwebhooks.com: the content
-// signed is "id.timestamp.body" with the base64-decoded secret, and
-// webhook-signature lists space-separated "version,base64" entries, any v1
-// of which may match. Other versions (v1a is asymmetric) are ignored.
+// checkStandardWebhooks follows https://www.standardwebhooks.com through
+// package stdwebhooks, the one place that reads that format. Its refusals
+// carry reasons written to be shown to the sender, which become the reason of
+// the 401; only an unusable secret is named here, as this hook's
+// configuration rather than the request.
 func (v Verify) checkStandardWebhooks(h http.Header, body []byte, now time.Time) error {
-	key, err := standardWebhooksKey(v.Secret)
-	if err != nil {
-		return badSignature("verify secret is not usable")
-	}
-	id := strings.TrimSpace(h.Get(headerWebhookID))
-	ts := strings.TrimSpace(h.Get(headerWebhookTimestamp))
-	sigs := h.Get(headerWebhookSignature)
-	switch {
-	case id == "":
-		return badSignature("missing webhook-id header")
-	case ts == "":
-		return badSignature("missing webhook-timestamp header")
-	case strings.TrimSpace(sigs) == "":
-		return badSignature("missing webhook-signature header")
-	case len(id) > maxIDHeaderLen:
-		return badSignature("webhook-id header too long")
-	case len(sigs) > maxSignatureHeaderLen:
-		return badSignature("webhook-signature header too long")
-	}
-	unix, ok := parseUnix(ts)
-	if !ok {
-		return badSignature("malformed webhook-timestamp header")
-	}
-	if !withinTolerance(unix, now, v.tolerance()) {
-		return badSignature("timestamp outside tolerance")
-	}
-
-	mac := hmac.New(sha256.New, key)
-	writeAll(mac, []byte(id), []byte("."), []byte(ts), []byte("."), body)
-	want := mac.Sum(nil)
-
-	candidates := 0
-	matched := false
-	for entry := range strings.FieldsSeq(sigs) {
-		version, sig, ok := strings.Cut(entry, ",")
-		if !ok || version != "v1" {
-			continue
-		}
-		got, err := base64.StdEncoding.Strict().DecodeString(sig)
-		if err != nil || len(got) != sha256.Size {
-			continue
-		}
-		candidates++
-		// No early exit: every candidate costs the same whether or not an
-		// earlier one matched.
-		if hmac.Equal(got, want) {
-			matched = true
-		}
-	}
-	switch {
-	case matched:
+	err := stdwebhooks.Verify(v.Secret, h, body, now, v.toleranceDuration())
+	if err == nil {
 		return nil
-	case candidates == 0:
-		return badSignature("no v1 signature in webhook-signature header")
+	}
+	var refusal *stdwebhooks.Error
+	switch {
+	case errors.Is(err, stdwebhooks.ErrSecret):
+		return badSignature("verify secret is not usable")
+	case errors.As(err, &refusal):
+		return badSignature(refusal.Reason)
 	default:
+		// stdwebhooks refuses with an *Error only; fail closed if that changes.
 		return badSignature("no matching signature")
 	}
-}
-
-// standardWebhooksKey decodes a standard-webhooks secret: "whsec_" (optional)
-// then standard base64, padded or not.
-func standardWebhooksKey(secret string) ([]byte, error) {
-	s := strings.TrimPrefix(secret, "whsec_")
-	key, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		key, err = base64.RawStdEncoding.DecodeString(s)
-	}
-	if err != nil {
-		return nil, errors.New("secret is not base64")
-	}
-	if len(key) == 0 {
-		return nil, errors.New("secret is empty")
-	}
-	return key, nil
 }
 
 // checkGitHub follows GitHub's "Validating webhook deliveries":
@@ -478,6 +418,16 @@ func (v Verify) tolerance() int64 {
 		return DefaultToleranceSeconds
 	}
 	return int64(v.Tolerance)
+}
+
+// toleranceDuration is tolerance as a time.Duration, held at the longest one
+// (about 292 years) so that a huge toleranceSeconds cannot wrap around.
+func (v Verify) toleranceDuration() time.Duration {
+	secs := v.tolerance()
+	if secs > int64(math.MaxInt64/time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(secs) * time.Second
 }
 
 func (v Verify) hasTimestamp() bool {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -413,6 +414,9 @@ func TestToleranceBoundaries(t *testing.T) {
 			{60, 61 * time.Second, false},
 			{60, -61 * time.Second, false},
 			{3600, 3600 * time.Second, true},
+			// Larger than any time.Duration in seconds: must not wrap around
+			// to a negative or small tolerance.
+			{math.MaxInt, 1000 * 24 * time.Hour, true},
 		} {
 			f := validFixture(t, scheme).clone()
 			f.v.Tolerance = tc.tolerance
