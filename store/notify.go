@@ -70,15 +70,17 @@ func endpointsIs(o Outcome) func(scriptReply) (EndpointsResult, error) {
 }
 
 // NewEndpoints are the endpoints a create registers: the record's endpoint
-// list and each new endpoint's secret.
+// list and each new endpoint's secret, and the create's response, which
+// shows the secrets (kept for a repeat instead of the record).
 type NewEndpoints struct {
-	List    []byte   // the JSON array of endpoint views; nil for none
-	Secrets []string // endpoint id, secret, endpoint id, secret ...
+	List     []byte   // the JSON array of endpoint views; nil for none
+	Secrets  []string // endpoint id, secret, endpoint id, secret ...
+	Response []byte   // nil: the record itself
 }
 
 func (n NewEndpoints) args() []any {
-	out := make([]any, 0, 1+len(n.Secrets))
-	out = append(out, string(n.List))
+	out := make([]any, 0, 2+len(n.Secrets))
+	out = append(out, string(n.Response), string(n.List))
 	for _, s := range n.Secrets {
 		out = append(out, s)
 	}
@@ -96,13 +98,14 @@ type EndpointChange struct {
 	Secret    string // add
 	Max       int    // add: most endpoints the record may hold
 	Idem      Idempotency
+	Response  []byte // add: the answer, kept for a repeat with the same key
 }
 
 // AddEndpoint adds an endpoint to a session or a task its principal owns.
 func (s *Store) AddEndpoint(ctx context.Context, c EndpointChange) (EndpointsResult, error) {
 	key, hash, ttl := s.idemKey(c.Partition, c.Idem)
 	return s.scripts.notifyAdd.run(ctx, s, []string{c.Key, key},
-		hash, ttl, c.Principal, flag(c.Admin), c.View, c.ID, c.Secret, c.Max)
+		hash, ttl, c.Principal, flag(c.Admin), c.View, c.ID, c.Secret, c.Max, c.Response)
 }
 
 // RemoveEndpoint removes an endpoint of a session or a task its principal
@@ -186,13 +189,13 @@ type OutboxEntry struct {
 
 // fields are the entry's stream fields as a JSON array (name, value ...),
 // with the attempt number given.
-func (e OutboxEntry) fields(attempt int, extra ...string) string {
+func (e OutboxEntry) fields(attempt int) string {
 	f := []string{
 		outboxFieldEndpoint, e.EndpointID, outboxFieldScope, string(e.Scope), outboxFieldSession, e.SessionID,
 		outboxFieldTask, e.TaskID, outboxFieldEventID, e.EventID, outboxFieldEvent, string(e.Event),
 		outboxFieldAttempt, strconv.Itoa(attempt),
 	}
-	b, _ := json.Marshal(append(f, extra...))
+	b, _ := json.Marshal(f)
 	return string(b)
 }
 
@@ -279,6 +282,7 @@ const (
 type Settlement struct {
 	How        Settle
 	RetryAt    time.Time     // SettleRetry
+	Attempt    int           // SettleRetry: the attempt number the retry carries
 	Reason     string        // SettleDeadLetter: the last error; SettleEndpointDead: why
 	EventType  string        // SettleDeadLetter
 	Now        time.Time     // SettleDeadLetter
@@ -292,7 +296,7 @@ func (s *Store) SettleOutbox(ctx context.Context, p int, e OutboxEntry, st Settl
 	what, at, fields, keep := "done", "", "", int64(0)
 	switch st.How {
 	case SettleRetry:
-		what, at, fields = "retry", ms(st.RetryAt), e.fields(e.Attempt+1)
+		what, at, fields = "retry", ms(st.RetryAt), e.fields(st.Attempt)
 	case SettleDeadLetter:
 		what, fields, keep = "dead_letter", e.deadLetter(st), st.DeadLetter.Milliseconds()
 	case SettleEndpointDead:

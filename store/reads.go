@@ -80,6 +80,10 @@ func ValidStreamID(id string) bool {
 }
 
 // withID puts "id" first into a stored event object.
+// EventWithID is a stored event's JSON with its stream id as "id", as every
+// read and every notification shows it.
+func EventWithID(id string, event []byte) []byte { return withID(id, string(event)) }
+
 func withID(id, event string) []byte {
 	if len(event) < 2 || event[0] != '{' {
 		return []byte(event)
