@@ -1,0 +1,293 @@
+package callbacks
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"syscall"
+)
+
+// maxURLLen bounds a target URL. Real webhook URLs are far shorter; the cap
+// keeps a registration from storing, and every delivery from sending, a
+// megabyte of URL.
+const maxURLLen = 2048
+
+// ErrAddressNotAllowed is matched (errors.Is) by every refusal of an address,
+// from CheckURL or from DialControl, whatever the field or the class.
+var ErrAddressNotAllowed = errors.New("target address not allowed")
+
+// TargetError is a refusal of a target URL. Field is the name of the field
+// holding it, so the HTTP layer can answer 400 naming it ("url" here; the
+// caller prefixes its path). Reason is safe to show the user: it never quotes
+// the URL, which may carry a token in its path or query, nor a resolved
+// address.
+type TargetError struct {
+	Field  string
+	Reason string
+	// address is set when the refusal is about where the URL leads rather
+	// than how it is written.
+	address bool
+}
+
+func (e *TargetError) Error() string { return e.Field + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrAddressNotAllowed) hold for an address refusal.
+func (e *TargetError) Is(target error) bool {
+	return target == ErrAddressNotAllowed && e.address
+}
+
+func badURL(reason string) error {
+	return &TargetError{Field: "url", Reason: reason}
+}
+
+func addressNotAllowed(reason string) error {
+	return &TargetError{Field: "url", Reason: reason, address: true}
+}
+
+// Resolver looks up the addresses of a host name. *net.Resolver is one;
+// tests inject their own.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+var _ Resolver = (*net.Resolver)(nil)
+
+// Guard keeps outbound calls away from the service's own network: loopback,
+// private, link-local, shared (CGNAT), unique-local, multicast and reserved
+// addresses, the cloud metadata endpoints, and IPv6 forms that carry one of
+// those IPv4 addresses inside (IPv4-mapped, IPv4-compatible, NAT64, 6to4).
+//
+// It checks twice: CheckURL when an endpoint is registered, resolving its
+// host, and DialControl on every connection, on the address actually dialled.
+// The second check is the one that counts: a name may resolve to a public
+// address at registration and to a private one at delivery time.
+//
+// The zero Guard refuses those addresses and resolves with
+// net.DefaultResolver.
+type Guard struct {
+	// AllowPrivate lets every address through (TASKHOOK_ALLOW_PRIVATE_TARGETS,
+	// for tests and closed networks). The URL must still be well formed.
+	AllowPrivate bool
+	// Resolver resolves host names for CheckURL; nil means
+	// net.DefaultResolver.
+	Resolver Resolver
+}
+
+// CheckURL refuses a target URL that is not an absolute http or https URL
+// with a host, that carries user info, or whose port is out of range; and,
+// unless AllowPrivate, one whose host is, or resolves to any, address that is
+// not allowed. It returns nil or a *TargetError.
+func (g Guard) CheckURL(ctx context.Context, raw string) error {
+	u, err := parseTarget(raw)
+	if err != nil {
+		return err
+	}
+	if g.AllowPrivate {
+		return nil
+	}
+	host := u.Hostname()
+	if addr, err := netip.ParseAddr(host); err == nil {
+		if class, bad := disallowed(addr); bad {
+			return addressNotAllowed("address not allowed: " + class)
+		}
+		return nil
+	}
+	addrs, err := g.resolver().LookupIPAddr(ctx, host)
+	if err != nil || len(addrs) == 0 {
+		return badURL("host could not be resolved")
+	}
+	for _, a := range addrs {
+		addr, ok := netip.AddrFromSlice(a.IP)
+		if !ok {
+			return badURL("host could not be resolved")
+		}
+		if class, bad := disallowed(addr); bad {
+			return addressNotAllowed("host resolves to an address not allowed: " + class)
+		}
+	}
+	return nil
+}
+
+// DialControl is a net.Dialer Control function: it refuses, unless
+// AllowPrivate, to connect to an address that is not allowed. address is
+// what the dialer is about to connect to, an IP and a port, so a name that
+// resolves differently now than it did at registration is caught here.
+func (g Guard) DialControl(network, address string, _ syscall.RawConn) error {
+	if g.AllowPrivate {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return addressNotAllowed("target address is not an IP address and port")
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		// The dialer always hands over a resolved address; anything else
+		// fails closed.
+		return addressNotAllowed("target address is not an IP address and port")
+	}
+	if class, bad := disallowed(addr); bad {
+		return addressNotAllowed("address not allowed: " + class)
+	}
+	return nil
+}
+
+func (g Guard) resolver() Resolver {
+	if g.Resolver == nil {
+		return net.DefaultResolver
+	}
+	return g.Resolver
+}
+
+// parseTarget parses raw and checks how it is written, not where it leads.
+func parseTarget(raw string) (*url.URL, error) {
+	switch {
+	case raw == "":
+		return nil, badURL("is required")
+	case len(raw) > maxURLLen:
+		return nil, badURL("is longer than " + strconv.Itoa(maxURLLen) + " bytes")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error quotes the URL; say only that it did not parse.
+		return nil, badURL("is not a valid URL")
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, badURL("scheme must be http or https")
+	case u.Opaque != "" || u.Host == "":
+		return nil, badURL("must be an absolute URL with a host")
+	case u.User != nil:
+		return nil, badURL("must not carry a user name or password")
+	case u.Hostname() == "":
+		return nil, badURL("must be an absolute URL with a host")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, badURL("port must be between 1 and 65535")
+		}
+	}
+	return u, nil
+}
+
+// Address ranges a target may not reach.
+var (
+	v4Metadata = []netip.Addr{
+		netip.MustParseAddr("169.254.169.254"), // AWS, GCP, Azure, OpenStack and most others
+		netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud
+	}
+	v6Metadata = []netip.Addr{
+		netip.MustParseAddr("fd00:ec2::254"), // AWS over IPv6
+	}
+	v4Broadcast = netip.MustParseAddr("255.255.255.255")
+
+	v4Ranges = []classRange{
+		{netip.MustParsePrefix("0.0.0.0/8"), "this network (0.0.0.0/8)"},
+		{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
+		{netip.MustParsePrefix("10.0.0.0/8"), "private"},
+		{netip.MustParsePrefix("172.16.0.0/12"), "private"},
+		{netip.MustParsePrefix("192.168.0.0/16"), "private"},
+		{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
+		{netip.MustParsePrefix("100.64.0.0/10"), "CGNAT"},
+		{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+		{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
+	}
+	v6Ranges = []classRange{
+		{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64"},
+		{netip.MustParsePrefix("fe80::/10"), "link-local"},
+		{netip.MustParsePrefix("fec0::/10"), "site-local"},
+		{netip.MustParsePrefix("fc00::/7"), "unique local"},
+		{netip.MustParsePrefix("ff00::/8"), "multicast"},
+	}
+
+	// IPv6 prefixes whose addresses carry an IPv4 address, checked as that
+	// IPv4 address. IPv4-mapped addresses are unmapped before these.
+	v4Compatible = netip.MustParsePrefix("::/96")
+	v4NAT64      = netip.MustParsePrefix("64:ff9b::/96")
+	v4In6to4     = netip.MustParsePrefix("2002::/16")
+)
+
+type classRange struct {
+	prefix netip.Prefix
+	class  string
+}
+
+// disallowed reports whether a target may not be addr, and if so what kind
+// of address it is, in words fit for an error message.
+func disallowed(addr netip.Addr) (class string, bad bool) {
+	addr = addr.WithZone("")
+	if addr.Is4In6() {
+		if class, bad := disallowedV4(addr.Unmap()); bad {
+			return class + " (IPv4-mapped)", true
+		}
+		return "", false
+	}
+	if addr.Is4() {
+		return disallowedV4(addr)
+	}
+	return disallowedV6(addr)
+}
+
+func disallowedV4(addr netip.Addr) (string, bool) {
+	for _, m := range v4Metadata {
+		if addr == m {
+			return "cloud metadata", true
+		}
+	}
+	if addr.IsUnspecified() {
+		return "unspecified", true
+	}
+	if addr == v4Broadcast {
+		return "broadcast", true
+	}
+	for _, r := range v4Ranges {
+		if r.prefix.Contains(addr) {
+			return r.class, true
+		}
+	}
+	return "", false
+}
+
+func disallowedV6(addr netip.Addr) (string, bool) {
+	for _, m := range v6Metadata {
+		if addr == m {
+			return "cloud metadata", true
+		}
+	}
+	switch {
+	case addr.IsUnspecified():
+		return "unspecified", true
+	case addr.IsLoopback():
+		return "loopback", true
+	}
+	if v4, form, ok := embeddedV4(addr); ok {
+		if class, bad := disallowedV4(v4); bad {
+			return class + " (" + form + ")", true
+		}
+	}
+	for _, r := range v6Ranges {
+		if r.prefix.Contains(addr) {
+			return r.class, true
+		}
+	}
+	return "", false
+}
+
+// embeddedV4 returns the IPv4 address an IPv6 address carries, in the forms
+// that can lead a connection to it: IPv4-compatible (::a.b.c.d), NAT64
+// (64:ff9b::a.b.c.d) and 6to4 (2002:aabb:ccdd::/48).
+func embeddedV4(addr netip.Addr) (netip.Addr, string, bool) {
+	b := addr.As16()
+	switch {
+	case v4Compatible.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true
+	case v4NAT64.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
+	case v4In6to4.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
+	}
+	return netip.Addr{}, "", false
+}
