@@ -14,8 +14,12 @@
 // with Retry-After, nothing else, with exponential backoff and full jitter,
 // never sooner than Retry-After, until their context ends.
 //
-// It imports api/wire only, never a server package, so a program that uses it
-// pulls in no server code.
+// VerifyNotification and NotificationHandler are the receiving side of
+// notifications: a notify endpoint written in Go.
+//
+// It imports api/wire and callbacks/stdwebhooks only, both of which import
+// nothing else of the module, never a server package, so a program that uses
+// it pulls in no server code.
 package client
 
 import (
