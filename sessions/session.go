@@ -35,7 +35,7 @@ type Session = wire.Session[events.Time]
 
 // CreateInput is the body of POST /v1/sessions.
 type CreateInput struct {
-	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Metadata json.RawMessage        `json:"metadata,omitempty"`
 	Notify   []wire.EndpointRequest `json:"notify,omitempty"`
 }
 

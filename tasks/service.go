@@ -11,8 +11,8 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/cache"
+	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
@@ -137,14 +137,14 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, 
 
 // CreateInput is the body of POST /v1/tasks.
 type CreateInput struct {
-	SessionID      string          `json:"sessionId"`
-	Kind           string          `json:"kind,omitempty"`
-	Label          string          `json:"label,omitempty"`
-	Input          json.RawMessage `json:"input,omitempty"`
-	Metadata       json.RawMessage `json:"metadata,omitempty"`
-	TTLMs          *int64          `json:"ttlMs,omitempty"`
-	PollIntervalMs *int64          `json:"pollIntervalMs,omitempty"`
-	Requester      string          `json:"requester,omitempty"`
+	SessionID      string                 `json:"sessionId"`
+	Kind           string                 `json:"kind,omitempty"`
+	Label          string                 `json:"label,omitempty"`
+	Input          json.RawMessage        `json:"input,omitempty"`
+	Metadata       json.RawMessage        `json:"metadata,omitempty"`
+	TTLMs          *int64                 `json:"ttlMs,omitempty"`
+	PollIntervalMs *int64                 `json:"pollIntervalMs,omitempty"`
+	Requester      string                 `json:"requester,omitempty"`
 	Notify         []wire.EndpointRequest `json:"notify,omitempty"`
 }
 
