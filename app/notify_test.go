@@ -247,3 +247,66 @@ func TestNotificationFailuresFollowTheAnswer(t *testing.T) {
 		t.Fatalf("the deliveries changed the task: %+v", final)
 	}
 }
+
+// Events that are not task commands reach the endpoints that ask for them:
+// a hook's hook.received, and a session cancel's task.terminal and
+// session.cancelled. A reset carries the endpoints over, secrets and all.
+func TestNotificationsOfHooksAndSessionCancel(t *testing.T) {
+	srv := apptest.Start(t, storetest.Standalone(t), notifyConfig())
+	ctx := context.Background()
+	cl := client.New(srv.URL, apptest.Token(t, "notify-cancel"))
+	recv := receivertest.New(t, nil)
+	kinds := []string{"hook.received", "task.terminal", "session.cancelled"}
+	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Notify: []client.EndpointRequest{{URL: recv.URL, Kinds: kinds}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, err := cl.CreateHook(ctx, client.CreateHookInput{TaskID: task.TaskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Post(ctx, hook.URL, []byte(`{"build":"green"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CancelSession(ctx, ses.SessionID, "done here"); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveries(t, recv, 3)
+	var got []string
+	for _, d := range recv.Got() {
+		ev, err := client.VerifyNotification(ses.Notify[0].Secret, d.Header, d.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev.Type)
+	}
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(kinds)); !slices.Equal(got, want) {
+		t.Fatalf("delivered %v, want %v", got, want)
+	}
+
+	reset, err := cl.ResetSession(ctx, ses.SessionID, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried := reset.Session.Notify
+	if len(carried) != 1 || carried[0].EndpointID != ses.Notify[0].EndpointID || carried[0].Secret != "" {
+		t.Fatalf("the reset session's endpoints: %+v", carried)
+	}
+	next, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: reset.Session.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Complete(ctx, next.TaskID, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveries(t, recv, 4)
+	last := recv.Got()[3]
+	if ev, err := client.VerifyNotification(ses.Notify[0].Secret, last.Header, last.Body); err != nil || ev.TaskID != next.TaskID {
+		t.Fatalf("the carried endpoint's delivery: %+v %v", ev, err)
+	}
+}

@@ -191,6 +191,7 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, err
 	keys := []string{
 		s.Keys.Hook(p, w.HookID), taskKey, s.Keys.Session(p, w.SessionID), s.Keys.HookQueue(p, w.HookID),
 		s.Keys.HookDedupe(p, w.HookID), s.Keys.SessionLog(p, w.SessionID), s.Keys.Wake(p), cmdKey,
+		s.Keys.Outbox(p),
 	}
 	bodyField := hookFieldBody
 	if w.BodyIsBase64 {
@@ -199,7 +200,7 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, err
 	args := []any{
 		ms(w.Now), hasTask, w.ProviderEventID, w.RateInterval.Milliseconds(), w.Burst, w.ReceivedAt,
 		w.Method, w.ContentType, w.Headers, bodyField, w.Body, logMinID(w.Now, w.Retention),
-		w.HookID, w.SessionID, w.Event[0], w.Event[1], w.Event[2], cmdHash, cmdTTL,
+		w.HookID, w.SessionID, w.Event[0], w.Event[1], w.Event[2], cmdHash, cmdTTL, w.TaskID,
 	}
 	return s.scripts.hookIngest.run(ctx, s, keys, args...)
 }

@@ -4,6 +4,7 @@
 -- KEYS[1] hook hash   KEYS[2] task hash (any key of the slot for a session hook: not read)
 -- KEYS[3] session hash   KEYS[4] hook queue   KEYS[5] hook dedupe hash
 -- KEYS[6] session log   KEYS[7] wake stream   KEYS[8] command record
+-- KEYS[9] the partition's outbox (hook.received goes to endpoints that ask for it)
 -- ARGV[1] now ms   ARGV[2] '1' when the hook belongs to a task
 -- ARGV[3] provider event id ('' for none)
 -- ARGV[4] rate limit emission interval ms ('0': no limit)   ARGV[5] burst
@@ -13,6 +14,7 @@
 -- ARGV[15..17] the session log's hook.received event, rendered by the
 --          caller in three parts: it is ARGV[15] .. event id .. ARGV[16] .. seq .. ARGV[17]
 -- ARGV[18] command hash ('cmd')   ARGV[19] command record ttl ms
+-- ARGV[20] the task id of a task's hook ('' for a session's)
 -- Returns {'ok', eventId} | {'duplicate', first eventId} | {'not_found'}
 --       | {'closed', reason} (reason: closed, expired, task_terminal, session_cancelled)
 --       | {'rate_limited', retry after ms}
@@ -62,6 +64,10 @@ end
 
 local ms, sq = next_id(ARGV[1], {KEYS[6]})
 local ev = ARGV[15] .. id .. ARGV[16] .. seq .. ARGV[17]
-redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], format_id(ms, sq), 'e', ev)
+local eid = format_id(ms, sq)
+redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], eid, 'e', ev)
+local lists = {{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[3], 'nfy')}}
+if task then lists[2] = {OUTBOX_SCOPE.task, redis.call('HGET', task, 'nfy')} end
+route(KEYS[9], endpoints_of(lists), ARGV[14], ARGV[20], eid, ev)
 wake(KEYS[7], WAKE_KIND.hook, ARGV[13], ARGV[14], 0, '')
 return idem_done(KEYS[8], ARGV[18], ARGV[19], '', {'ok', id})
