@@ -179,10 +179,12 @@ func (a *App) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// The workers stop in the reverse order of their start, then the store
+	// closes under nobody.
 	errs = append(errs, a.Dispatch.Stop(ctx)) // deliveries under way finish or are left to another replica
 	errs = append(errs, a.Resumer.Stop(ctx))
-	errs = append(errs, a.Store.Close()) // also ends the readers' blocking reads
 	errs = append(errs, a.FanIn.Stop(ctx))
+	errs = append(errs, a.Store.Close())
 	return errors.Join(errs...)
 }
 

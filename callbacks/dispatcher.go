@@ -78,7 +78,8 @@ type Dispatcher struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	slots chan struct{} // one per delivery under way
+	slots  chan struct{}   // one per delivery under way
+	reader *store.Blocking // the readers' own client: closing it ends their reads
 
 	mu        sync.Mutex
 	started   bool
@@ -115,6 +116,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	var readCtx, sendCtx context.Context
 	readCtx, d.stopRead = context.WithCancel(store.Background(base))
 	sendCtx, d.stopSends = context.WithCancel(store.Background(base))
+	d.reader = d.store.NewBlocking(d.store.Partitions)
 	for p := 0; p < d.store.Partitions; p++ {
 		d.readers.Add(1)
 		go d.read(readCtx, sendCtx, p)
@@ -131,9 +133,12 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		d.started = true // a Start after Stop runs nothing
 		d.stopRead, d.stopSends = func() {}, func() {}
 	}
-	stopRead, stopSends := d.stopRead, d.stopSends
+	stopRead, stopSends, reader := d.stopRead, d.stopSends, d.reader
 	d.mu.Unlock()
 	stopRead()
+	if reader != nil {
+		_ = reader.Close() // ends the reads waiting in Redis
+	}
 	done := make(chan struct{})
 	go func() { d.readers.Wait(); d.sends.Wait(); close(done) }()
 	select {
@@ -185,7 +190,7 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 			entries, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, n)
 		}
 		if err == nil && len(entries) == 0 {
-			entries, err = d.store.ReadOutbox(ctx, p, d.cfg.Consumer, n, d.cfg.Block)
+			entries, err = d.reader.ReadOutbox(ctx, p, d.cfg.Consumer, n, d.cfg.Block)
 		}
 		if err != nil {
 			d.release(n)

@@ -28,6 +28,7 @@ type FanIn struct {
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
+	reader *Blocking // the readers' own client: closing it ends their reads
 	done   sync.WaitGroup
 }
 
@@ -67,6 +68,7 @@ func (f *FanIn) Start(ctx context.Context) error {
 		return nil
 	}
 	ctx, f.cancel = context.WithCancel(Background(context.WithoutCancel(ctx)))
+	f.reader = f.store.NewBlocking(f.store.Partitions)
 	for p := 0; p < f.store.Partitions; p++ {
 		f.done.Add(1)
 		go f.read(ctx, p)
@@ -75,8 +77,8 @@ func (f *FanIn) Start(ctx context.Context) error {
 }
 
 // Drain tells every waiter to answer now and the readers to end; it does not
-// wait. A reader blocked in Redis ends when its read returns or the store is
-// closed. It is idempotent.
+// wait. A reader blocked in Redis ends when its read returns, or at Stop. It
+// is idempotent.
 func (f *FanIn) Drain() {
 	f.Waiters.Drain()
 	f.mu.Lock()
@@ -88,9 +90,15 @@ func (f *FanIn) Drain() {
 	}
 }
 
-// Stop drains and waits for the readers, within ctx. It is idempotent.
+// Stop drains, ends the readers' blocking reads and waits for the readers,
+// within ctx. It is idempotent.
 func (f *FanIn) Stop(ctx context.Context) error {
 	f.Drain()
+	f.mu.Lock()
+	if f.reader != nil {
+		_ = f.reader.Close()
+	}
+	f.mu.Unlock()
 	done := make(chan struct{})
 	go func() { f.done.Wait(); close(done) }()
 	select {
@@ -117,7 +125,7 @@ func (f *FanIn) read(ctx context.Context, p int) {
 			}
 			last = id
 		}
-		res, err := f.store.RDB.XRead(ctx, &redis.XReadArgs{
+		res, err := f.reader.rdb.XRead(ctx, &redis.XReadArgs{
 			Streams: []string{key, last}, Count: 512, Block: f.block,
 		}).Result()
 		if err == redis.Nil {

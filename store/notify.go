@@ -223,8 +223,9 @@ func (s *Store) EnsureOutboxGroup(ctx context.Context, p int) error {
 // ReadOutbox takes up to count new entries of partition p for consumer,
 // waiting up to block for one. A missing group is made again (a Redis that
 // restarted empty).
-func (s *Store) ReadOutbox(ctx context.Context, p int, consumer string, count int, block time.Duration) ([]OutboxEntry, error) {
-	res, err := s.RDB.XReadGroup(ctx, &redis.XReadGroupArgs{
+func (b *Blocking) ReadOutbox(ctx context.Context, p int, consumer string, count int, block time.Duration) ([]OutboxEntry, error) {
+	s := b.s
+	res, err := b.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: OutboxGroup, Consumer: consumer, Streams: []string{s.Keys.Outbox(p), ">"},
 		Count: int64(count), Block: block,
 	}).Result()

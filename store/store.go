@@ -40,7 +40,7 @@ type Config struct {
 	Prefix     string        // every key starts with it; default "th:"
 	Partitions int           // fixed per deployment; default 16
 	Timeout    time.Duration // per-command read/write timeout; default 2s
-	PoolSize   int           // default 64 + 2 × Partitions (the wake readers and the outbox readers each hold one per partition)
+	PoolSize   int           // default 64 + Partitions
 }
 
 func (c Config) withDefaults() Config {
@@ -54,7 +54,7 @@ func (c Config) withDefaults() Config {
 		c.Timeout = 2 * time.Second
 	}
 	if c.PoolSize == 0 {
-		c.PoolSize = 64 + 2*c.Partitions
+		c.PoolSize = 64 + c.Partitions
 	}
 	return c
 }
@@ -87,9 +87,40 @@ type Store struct {
 	Partitions int
 	Kind       string
 
-	scripts  *scripts
-	embedded *embedded // the in-process server, when no Redis is configured
+	scripts   *scripts
+	embedded  *embedded // the in-process server, when no Redis is configured
+	newClient func(pool int) redis.UniversalClient
+	timeout   time.Duration
+	metrics   *metrics.Metrics
 }
+
+// client makes a client of the store's Redis with its hooks.
+func (s *Store) client(pool int) redis.UniversalClient {
+	c := s.newClient(pool)
+	c.AddHook(budget{timeout: s.timeout})
+	if s.metrics != nil {
+		c.AddHook(instrument{m: s.metrics})
+	}
+	return c
+}
+
+// Blocking is a client of one worker's own for its blocking reads (XREAD
+// and XREADGROUP with BLOCK). Closing it ends a read that waits in Redis, so
+// a worker stops at once, before the store is closed, and the blocked reads
+// never hold connections of the pool that requests use.
+type Blocking struct {
+	s   *Store
+	rdb redis.UniversalClient
+}
+
+// NewBlocking makes a client with conns connections (one per concurrent
+// blocking read).
+func (s *Store) NewBlocking(conns int) *Blocking {
+	return &Blocking{s: s, rdb: s.client(conns)}
+}
+
+// Close ends the client's reads.
+func (b *Blocking) Close() error { return b.rdb.Close() }
 
 // Open connects (or starts the embedded server), loads the scripts and checks
 // the store answers. It does not fail when Redis is down: the service starts
@@ -104,36 +135,43 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{Keys: NewKeys(cfg.Prefix), scripts: scripts, Partitions: cfg.Partitions}
+	s := &Store{Keys: NewKeys(cfg.Prefix), scripts: scripts, Partitions: cfg.Partitions, metrics: m}
 	switch {
 	case cfg.URL == "":
 		var opts *redis.Options
 		s.embedded, opts = openEmbedded(cfg)
 		s.Kind = KindEmbedded
-		s.RDB = redis.NewClient(opts)
+		s.newClient = func(pool int) redis.UniversalClient {
+			o := *opts
+			o.PoolSize = pool
+			return redis.NewClient(&o)
+		}
 	case cfg.Cluster:
 		s.Kind = KindRedisCluster
-		s.RDB = redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: strings.Split(cfg.URL, ","), PoolSize: cfg.PoolSize,
-			ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, DialTimeout: cfg.Timeout,
-			MaxRetries: noRetries, ContextTimeoutEnabled: true,
-		})
+		s.newClient = func(pool int) redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{
+				Addrs: strings.Split(cfg.URL, ","), PoolSize: pool,
+				ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, DialTimeout: cfg.Timeout,
+				MaxRetries: noRetries, ContextTimeoutEnabled: true,
+			})
+		}
 	default:
 		opts, err := redis.ParseURL(cfg.URL)
 		if err != nil {
 			return nil, fmt.Errorf("parse redis url: %w", errors.New(redactURL(err.Error())))
 		}
-		opts.PoolSize = cfg.PoolSize
 		opts.ReadTimeout, opts.WriteTimeout, opts.DialTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
 		opts.MaxRetries = noRetries
 		opts.ContextTimeoutEnabled = true
 		s.Kind = KindRedis
-		s.RDB = redis.NewClient(opts)
+		s.newClient = func(pool int) redis.UniversalClient {
+			o := *opts
+			o.PoolSize = pool
+			return redis.NewClient(&o)
+		}
 	}
-	s.RDB.AddHook(budget{timeout: cfg.Timeout})
-	if m != nil {
-		s.RDB.AddHook(instrument{m: m})
-	}
+	s.timeout = cfg.Timeout
+	s.RDB = s.client(cfg.PoolSize)
 	if err := s.Ready(ctx); err != nil && log != nil {
 		log.Warn("store not ready at start", "kind", s.Kind, "err", err)
 	}
