@@ -283,31 +283,29 @@ func (d *Dispatcher) deliver(ctx context.Context, p int, e store.OutboxEntry, t 
 // settleOutcome turns an attempt's outcome into the entry's settlement.
 func (d *Dispatcher) settleOutcome(ctx context.Context, p int, e store.OutboxEntry, out Outcome) {
 	now := d.now()
-	switch out.Kind {
-	case Delivered:
-		if d.metrics != nil {
+	final := true // settled for good: its attempts are counted
+	switch {
+	case out.Kind == Delivered:
+		if d.settle(ctx, p, e, store.Settlement{How: store.SettleDone}, "delivered") && d.metrics != nil {
 			d.metrics.Notify.Lag.Observe(now.Sub(eventTime(e.EventID)).Seconds())
-			d.metrics.Notify.Attempts.Observe(float64(e.Attempt))
 		}
-		d.settle(ctx, p, e, store.Settlement{How: store.SettleDone}, "delivered")
-	case Dropped:
+	case out.Kind == Dropped:
 		d.settle(ctx, p, e, store.Settlement{How: store.SettleDone}, "dropped")
-	case Dead:
+	case out.Kind == Dead:
 		if d.settle(ctx, p, e, store.Settlement{How: store.SettleEndpointDead, Reason: out.Reason}, "endpoint_dead") && d.metrics != nil {
 			d.metrics.Notify.DeadEndpoints.Inc()
 		}
-	default: // Retry
-		if e.Attempt >= d.cfg.MaxAttempts {
-			d.settle(ctx, p, e, store.Settlement{
-				How: store.SettleDeadLetter, Reason: out.Reason, EventType: eventType(e.Event),
-				Now: now, DeadLetter: d.cfg.DeadLetterTTL,
-			}, "dead_lettered")
-			return
-		}
+	case e.Attempt >= d.cfg.MaxAttempts:
+		d.settle(ctx, p, e, store.Settlement{
+			How: store.SettleDeadLetter, Reason: out.Reason, EventType: eventType(e.Event),
+			Now: now, DeadLetter: d.cfg.DeadLetterTTL,
+		}, "dead_lettered")
+	default: // a retry
+		final = false
 		wait := max(out.RetryAfter, Backoff(d.cfg.RetryBase, e.Attempt, rand.Float64))
 		d.settle(ctx, p, e, store.Settlement{How: store.SettleRetry, RetryAt: now.Add(wait), Attempt: e.Attempt + 1}, "retried")
 	}
-	if out.Kind != Retry && d.metrics != nil && out.Kind != Delivered {
+	if final && d.metrics != nil {
 		d.metrics.Notify.Attempts.Observe(float64(e.Attempt))
 	}
 }
