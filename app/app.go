@@ -101,15 +101,16 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log, time.Now)
 	guard := callbacks.Guard{AllowPrivate: cfg.AllowPrivateTargets}
 	a.Notify = callbacks.NewRegistrar(guard, a.Store)
-	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
-		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
-		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard,
-	}, a.Store, a.Metrics, log, time.Now)
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
 		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify,
 	}, a.Store, a.FanIn, a.Metrics, time.Now)
 	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks(), Notify: a.Notify}, a.Store, a.FanIn, time.Now)
+	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
+		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
+		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard,
+		Show: a.Tasks.AnswerLinks().Event,
+	}, a.Store, a.Metrics, log, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	a.Hooks, err = hooks.NewService(hooks.Config{
 		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +92,9 @@ func TestNotificationsDeliverTheRoutedKinds(t *testing.T) {
 				}
 				if ev.ID != d.ID() || ev.Revision == 0 || ev.TaskID != task.TaskID {
 					t.Fatalf("%s: delivery %s carries event %+v", c.name, d.ID(), ev)
+				}
+				if ev.Type == "input.requested" && !strings.Contains(string(d.Body), `"answerUrl":"http`) {
+					t.Fatalf("%s: the question comes without its answer link: %s", c.name, d.Body)
 				}
 				got = append(got, d.ID())
 			}

@@ -30,6 +30,9 @@ type DispatcherConfig struct {
 	DeadLetterTTL time.Duration // how long dead letters are kept; default 30 days
 	Consumer      string        // this replica's name in the consumer group; default a random one
 	Guard         Guard         // the SSRF guard of every connection
+	// Show turns a stored event into what a reader sees (the answer links of
+	// its open requests, tasks.AnswerLinks.Event); nil sends it as stored.
+	Show func(event []byte) []byte
 }
 
 func (c DispatcherConfig) withDefaults() DispatcherConfig {
@@ -59,6 +62,9 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	}
 	if c.Consumer == "" {
 		c.Consumer = "replica-" + ids.Random(12)
+	}
+	if c.Show == nil {
+		c.Show = func(event []byte) []byte { return event }
 	}
 	return c
 }
@@ -267,7 +273,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p int, e store.OutboxEntry, t 
 	d.inFlight(1)
 	start := d.now()
 	out := d.sender.Send(ctx, Delivery{
-		URL: ep.URL, Secret: t.Secret, MessageID: e.EventID, Body: store.EventWithID(e.EventID, e.Event), At: start,
+		URL: ep.URL, Secret: t.Secret, MessageID: e.EventID, Body: d.cfg.Show(store.EventWithID(e.EventID, e.Event)), At: start,
 	})
 	d.inFlight(-1)
 	d.done(e.EndpointID)
