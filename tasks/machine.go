@@ -153,6 +153,15 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 	return Change{Task: next, Events: emitted, Changed: true}, nil
 }
 
+// types are the types of the events of the change, in order.
+func (c Change) types() []string {
+	out := make([]string, len(c.Events))
+	for i, e := range c.Events {
+		out[i] = e.Type
+	}
+	return out
+}
+
 func terminal(t *Task) []Emitted {
 	t.InputRequests = nil
 	return []Emitted{{Type: events.TaskTerminal, Data: map[string]any{}}}

@@ -63,5 +63,5 @@ end
 local ms, sq = next_id(ARGV[1], {KEYS[6]})
 local ev = ARGV[15] .. id .. ARGV[16] .. seq .. ARGV[17]
 redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], format_id(ms, sq), 'e', ev)
-wake(KEYS[7], WAKE_KIND.hook, ARGV[13], ARGV[14], 0, '')
+wake(KEYS[7], WAKE_KIND.hook, ARGV[13], ARGV[14], 0, '', {ev})
 return idem_done(KEYS[8], ARGV[18], ARGV[19], '', {'ok', id})

@@ -22,5 +22,5 @@ redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], format_id(ms, seq), 'e', ARGV
 redis.call('HDEL', KEYS[1], 'cancelling', 'reason')
 redis.call('DEL', KEYS[3], KEYS[4])
 redis.call('ZREM', KEYS[5], ARGV[5])
-wake(KEYS[7], WAKE_KIND.session, ARGV[5], ARGV[5], 0, '')
+wake(KEYS[7], WAKE_KIND.session, ARGV[5], ARGV[5], 0, '', {ARGV[6]})
 return idem_done(KEYS[6], ARGV[1], ARGV[2], ARGV[7], {'ok'})

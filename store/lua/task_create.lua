@@ -49,5 +49,5 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 extend_to(ARGV[8], indexes)
 if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
-wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, ARGV[11])
+wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, ARGV[11], {ARGV[9]})
 return idem_done(KEYS[7], ARGV[1], ARGV[2], ARGV[6], {'ok', id})
