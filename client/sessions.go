@@ -60,7 +60,8 @@ func (c *Client) ListSessions(ctx context.Context, p ListSessionsParams, opts ..
 	return &page, nil
 }
 
-// SessionEvents reads the session's event log.
+// SessionEvents reads the session's event log (only the events of some
+// types with WithKinds).
 func (c *Client) SessionEvents(ctx context.Context, id string, p EventsParams, opts ...CallOption) (*EventPage, error) {
 	return c.events(ctx, "/v1/sessions/"+segment(id)+"/events", p, opts)
 }

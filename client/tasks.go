@@ -79,11 +79,14 @@ func (c *Client) GetTask(ctx context.Context, id string, opts ...CallOption) (*T
 
 // WaitTask long-polls a task: it answers once the task's revision is above
 // afterRevision, or with the task as it is when wait (at most 60 s on the
-// server) runs out.
+// server) runs out. With WithKinds it answers only once the task has, after
+// afterRevision, an event of those types: progress is silent to a wait for
+// EventTaskMessage, EventInputRequested and EventTaskTerminal.
 func (c *Client) WaitTask(ctx context.Context, id string, afterRevision int64, wait time.Duration, opts ...CallOption) (*Task, error) {
 	q := url.Values{}
 	q.Set("afterRevision", strconv.FormatInt(afterRevision, 10))
 	setWait(q, wait)
+	setKinds(q, callOf(opts).kinds)
 	var t Task
 	if _, err := c.do(ctx, http.MethodGet, taskPath(id, ""), q, nil, &t, opts); err != nil {
 		return nil, err
@@ -128,7 +131,8 @@ func (c *Client) ListTasks(ctx context.Context, p ListTasksParams, opts ...CallO
 	return &page, nil
 }
 
-// TaskEvents reads the task's event log.
+// TaskEvents reads the task's event log (only the events of some types with
+// WithKinds).
 func (c *Client) TaskEvents(ctx context.Context, id string, p EventsParams, opts ...CallOption) (*EventPage, error) {
 	return c.events(ctx, taskPath(id, "/events"), p, opts)
 }

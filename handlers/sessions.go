@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -50,8 +49,8 @@ func (a *api) listSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) sessionEvents(w http.ResponseWriter, r *http.Request) {
-	a.serveEvents(w, r, func(after string, limit int, wait time.Duration) ([]logEntry, error) {
-		return a.sessions.Events(r.Context(), principal(r), chi.URLParam(r, "sessionId"), after, limit, wait)
+	a.serveEvents(w, r, func(q store.LogQuery) (store.LogPage, error) {
+		return a.sessions.Events(r.Context(), principal(r), chi.URLParam(r, "sessionId"), q)
 	})
 }
 

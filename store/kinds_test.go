@@ -2,10 +2,13 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
@@ -162,6 +165,172 @@ func TestWaitersCoalescePendingWakes(t *testing.T) {
 		wk := next(w)
 		if wk.Types != nil || !(store.Kinds{"task.message"}).MayConcern(wk) {
 			t.Errorf("coalesced wake with unknown types: %+v", wk)
+		}
+	})
+}
+
+// A read with kinds answers only those events, with a cursor past the ones
+// it left aside, however many of them there are.
+func TestReadLogKinds(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		fan, _ := startFanIn(t, s)
+		f := newFixture(t, s, "alice")
+		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		key := s.Keys.TaskLog(f.part, id)
+		w := fan.Wait(store.WaitKey(store.WakeTask, id))
+		defer w.Stop()
+		read := func(after string, limit int, kinds ...string) store.LogPage {
+			t.Helper()
+			page, err := fan.ReadLog(context.Background(), w, key, store.LogQuery{After: after, Limit: limit, Kinds: kinds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return page
+		}
+		types := func(p store.LogPage) []string {
+			var out []string
+			for _, e := range p.Entries {
+				var ev struct{ Type string }
+				if err := json.Unmarshal(e.JSON, &ev); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, ev.Type)
+			}
+			return out
+		}
+		f.apply(t, id, 1, store.Idempotency{}, event("task.progress", 2))
+		f.apply(t, id, 2, store.Idempotency{}, event("task.message", 3))
+		f.apply(t, id, 3, store.Idempotency{}, event("task.progress", 4), event("task.status", 4))
+		all := read("", 100)
+		if len(all.Entries) != 5 {
+			t.Fatalf("the whole log: %d events", len(all.Entries))
+		}
+		last := all.Entries[4].ID
+
+		got := read("", 100, "task.message", "task.status")
+		if !slices.Equal(types(got), []string{"task.message", "task.status"}) || got.Cursor != last {
+			t.Errorf("kinds read: %q, cursor %s, want the message and the status, cursor %s", types(got), got.Cursor, last)
+		}
+		got = read("", 1, "task.message", "task.status")
+		if !slices.Equal(types(got), []string{"task.message"}) || got.Cursor != got.Entries[0].ID {
+			t.Errorf("kinds read of 1: %q, cursor %s", types(got), got.Cursor)
+		}
+		got = read(got.Cursor, 100, "task.message")
+		if len(got.Entries) != 0 || got.Cursor != last {
+			t.Errorf("after the message: %q, cursor %s, want none and the cursor past the rest (%s)", types(got), got.Cursor, last)
+		}
+		if again := read(last, 100, "task.message"); len(again.Entries) != 0 || again.Cursor != last {
+			t.Errorf("at the end: %+v, want none and the same cursor", again)
+		}
+		if unread := read(last, 100, "task.message"); unread.Cursor != last {
+			t.Errorf("cursor moved with nothing new: %s", unread.Cursor)
+		}
+
+		// More events of other kinds than one script looks at: the read
+		// goes on until it finds the one asked for.
+		many := make([]string, 1500)
+		for i := range many {
+			many[i] = event("task.progress", 5)
+		}
+		f.apply(t, id, 4, store.Idempotency{}, many...)
+		f.apply(t, id, 5, store.Idempotency{}, event("task.terminal", 6))
+		got = read(last, 100, "task.terminal")
+		if !slices.Equal(types(got), []string{"task.terminal"}) {
+			t.Errorf("after 1500 others: %q", types(got))
+		}
+	})
+}
+
+// TaskKindsAfter says whether the log holds an event of kinds after a
+// revision, looking back only as far as that revision.
+func TestTaskKindsAfter(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		f.apply(t, id, 1, store.Idempotency{}, event("task.message", 2))
+		f.apply(t, id, 2, store.Idempotency{}, event("task.progress", 3))
+		f.apply(t, id, 3, store.Idempotency{}, event("task.status", 4), event("input.requested", 4))
+		ctx := context.Background()
+		cases := []struct {
+			after int64
+			kinds store.Kinds
+			found bool
+		}{
+			{0, store.Kinds{"task.message"}, true},
+			{1, store.Kinds{"task.message"}, true},
+			{2, store.Kinds{"task.message"}, false},
+			{2, store.Kinds{"task.progress"}, true},
+			{3, store.Kinds{"task.progress"}, false},
+			{3, store.Kinds{"input.requested"}, true},
+			{3, store.Kinds{"task.message", "task.status"}, true},
+			{4, store.Kinds{"input.requested"}, false},
+			{0, store.Kinds{"task.terminal"}, false},
+		}
+		for _, c := range cases {
+			found, task, err := s.TaskKindsAfter(ctx, f.part, id, c.after, c.kinds)
+			if err != nil || found != c.found || string(task) != `{"rev":4}` {
+				t.Errorf("after %d, kinds %q: found %v, task %s, %v; want found %v", c.after, c.kinds, found, task, err, c.found)
+			}
+		}
+
+		// Looking back past more entries than one script looks at.
+		many := make([]string, 1500)
+		for i := range many {
+			many[i] = event("task.progress", 5)
+		}
+		f.apply(t, id, 4, store.Idempotency{}, many...)
+		if found, _, err := s.TaskKindsAfter(ctx, f.part, id, 3, store.Kinds{"input.requested"}); err != nil || !found {
+			t.Errorf("behind 1500 others: found %v, %v", found, err)
+		}
+		if found, task, err := s.TaskKindsAfter(ctx, f.part, id, 4, store.Kinds{"input.requested"}); err != nil || found || string(task) != `{"rev":5}` {
+			t.Errorf("none after 4: found %v, task %s, %v", found, task, err)
+		}
+		if _, _, err := s.TaskKindsAfter(ctx, f.part, "task_"+id[5:7]+"00000000000000000000000000", 0, store.Kinds{"task.message"}); err != store.ErrNotFound {
+			t.Errorf("a missing task: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// A waiting read with kinds leaves a wake-up of other types aside without a
+// read, and answers the next event of its kinds.
+func TestReadLogKindsWaitsThroughOtherKinds(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		fan, m := startFanIn(t, s)
+		f := newFixture(t, s, "alice")
+		awaitLive(t, fan, f)
+		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		w := fan.Wait(store.WaitKey(store.WakeTask, id))
+		defer w.Stop()
+		all, err := fan.ReadLog(context.Background(), w, s.Keys.TaskLog(f.part, id), store.LogQuery{Limit: 10})
+		if err != nil || len(all.Entries) != 1 {
+			t.Fatalf("the log: %+v %v", all, err)
+		}
+		type read struct {
+			page store.LogPage
+			err  error
+		}
+		done := make(chan read, 1)
+		go func() {
+			page, err := fan.ReadLog(context.Background(), w, s.Keys.TaskLog(f.part, id),
+				store.LogQuery{After: all.Cursor, Limit: 10, Wait: 30 * time.Second, Kinds: store.Kinds{"task.message"}})
+			done <- read{page, err}
+		}()
+		f.apply(t, id, 1, store.Idempotency{}, event("task.progress", 2))
+		storetest.WaitFor(t, "the read to leave the progress aside", func() bool {
+			return testutil.ToFloat64(m.WakeupsIgnored) >= 1
+		})
+		select {
+		case r := <-done:
+			t.Fatalf("the read answered on progress: %+v %v", r.page, r.err)
+		default:
+		}
+		f.apply(t, id, 2, store.Idempotency{}, event("task.message", 3))
+		r := <-done
+		if r.err != nil || len(r.page.Entries) != 1 || r.page.Cursor != r.page.Entries[0].ID {
+			t.Fatalf("the read after the message: %+v %v", r.page, r.err)
 		}
 	})
 }

@@ -70,6 +70,8 @@ type scripts struct {
 	hookClose          script[CloseResult]
 	hookStatus         script[HookStatus]
 	readOwned          script[[]byte]
+	logReadKinds       script[kindsRead]
+	taskKindsAfter     script[kindsAfter]
 
 	all []*redis.Script // for preload
 }
@@ -109,6 +111,8 @@ func loadScripts() (*scripts, error) {
 	s.hookClose = script[CloseResult]{lua("hook_close"), parseHookClose, withCommandID}
 	s.hookStatus = script[HookStatus]{lua("hook_status"), parseHookStatus, readsOrOnce}
 	s.readOwned = script[[]byte]{lua("read_owned"), parseReadOwned, readsOrOnce}
+	s.logReadKinds = script[kindsRead]{lua("log_read_kinds"), parseLogReadKinds, readsOrOnce}
+	s.taskKindsAfter = script[kindsAfter]{lua("task_kinds_after"), parseTaskKindsAfter, readsOrOnce}
 	return s, errors.Join(errs...)
 }
 
