@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/taskhook/taskhook/app"
@@ -8,11 +10,13 @@ import (
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
-// TestContractKinds drives kinds on long-polls, event reads and streams
-// over real HTTP, on the embedded store, through apitest.Transport.
-func TestContractKinds(t *testing.T) {
+// TestContractKindsAndRelease drives kinds on long-polls, event reads and
+// streams, release, and cancels with a wait over real HTTP, on the embedded
+// store, through apitest.Transport.
+func TestContractKindsAndRelease(t *testing.T) {
 	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
+	bob := alice.as(apptest.Token(t, "bob"))
 
 	var ses session
 	alice.want(alice.do("POST", "/v1/sessions", nil), 201, "", &ses)
@@ -53,5 +57,55 @@ func TestContractKinds(t *testing.T) {
 			t.Errorf("after the message, the stream is caught up: %+v %v", f, err)
 		}
 		s.close()
+	})
+
+	t.Run("release", func(t *testing.T) {
+		alice.want(alice.do("POST", path+"/release", nil), 409, "task_not_terminal", nil)
+		alice.want(alice.do("POST", path+"/release", map[string]any{"why": 1}), 400, "invalid_request", nil)
+		var cancelled task
+		alice.want(alice.do("POST", path+"/cancel?wait=50ms", map[string]any{"reason": "enough"}), 200, "", &cancelled)
+		bob.want(bob.do("POST", path+"/release", nil), 404, "not_found", nil)
+		var rel struct {
+			task
+			ReleasedAt string `json:"releasedAt"`
+		}
+		alice.want(alice.do("POST", path+"/release", "{}", "Idempotency-Key", "r1"), 200, "", &rel)
+		if rel.ReleasedAt == "" || rel.Revision != cancelled.Revision+1 || rel.Status != "cancelled" {
+			t.Errorf("released: %+v", rel)
+		}
+		alice.want(alice.do("POST", path+"/release", nil), 200, "", nil)
+		alice.want(alice.do("POST", path+"/cancel?wait=1s", nil), 200, "", &rel)
+		if rel.ReleasedAt == "" {
+			t.Errorf("cancel with a wait of a released task: %+v", rel)
+		}
+		alice.want(alice.do("POST", path+"/cancel?wait=forever", nil), 400, "invalid_request", nil)
+		var page eventPage
+		alice.want(alice.do("GET", "/v1/sessions/"+ses.SessionID+"/events?kinds=task.released", nil), 200, "", &page)
+		if len(page.Events) != 1 {
+			t.Errorf("task.released in the session's log: %+v", page)
+		}
+	})
+
+	t.Run("session cancel with a wait", func(t *testing.T) {
+		var live task
+		alice.want(alice.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID}), 201, "", &live)
+		var got struct {
+			CancelledTaskIDs  []string        `json:"cancelledTaskIds"`
+			UnreleasedTaskIDs json.RawMessage `json:"unreleasedTaskIds"`
+		}
+		alice.want(alice.do("POST", "/v1/sessions/"+ses.SessionID+"/cancel?wait=100ms", nil), 200, "", &got)
+		if !slices.Equal(got.CancelledTaskIDs, []string{live.TaskID}) || string(got.UnreleasedTaskIDs) != `["`+live.TaskID+`"]` {
+			t.Errorf("session cancel with a wait: %+v %s", got, got.UnreleasedTaskIDs)
+		}
+		alice.want(alice.do("POST", "/v1/sessions/"+ses.SessionID+"/cancel?wait=0", nil), 200, "", &got)
+		if len(got.CancelledTaskIDs) != 0 || string(got.UnreleasedTaskIDs) != `[]` {
+			t.Errorf("a repeat with a wait: %+v %s", got, got.UnreleasedTaskIDs)
+		}
+		var plain map[string]json.RawMessage
+		alice.want(alice.do("POST", "/v1/sessions/"+ses.SessionID+"/cancel", nil), 200, "", &plain)
+		if _, ok := plain["unreleasedTaskIds"]; ok {
+			t.Errorf("a cancel without a wait lists unreleased tasks: %v", plain)
+		}
+		alice.want(alice.do("POST", "/v1/sessions/"+ses.SessionID+"/cancel?wait=-1s", nil), 400, "invalid_request", nil)
 	})
 }

@@ -96,6 +96,7 @@ type call struct {
 	requestID      string
 	meta           *Response
 	kinds          []string
+	releaseWait    time.Duration
 }
 
 // callOf applies a call's options.
@@ -132,6 +133,15 @@ func WithRequestID(id string) CallOption {
 // calls do not send it.
 func WithKinds(types ...string) CallOption {
 	return func(c *call) { c.kinds = append(c.kinds, types...) }
+}
+
+// WithReleaseWait makes Cancel and CancelSession wait up to d (at most 60 s
+// on the server) for the executors to release what they cancelled
+// (?wait=): Cancel answers the task once it has ReleasedAt, CancelSession
+// lists in UnreleasedTaskIDs the tasks that were not released when the
+// wait ended. Other calls do not send it.
+func WithReleaseWait(d time.Duration) CallOption {
+	return func(c *call) { c.releaseWait = d }
 }
 
 // WithResponse fills meta with the answer's metadata, for successes and

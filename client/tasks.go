@@ -218,12 +218,30 @@ func (c *Client) Fail(ctx context.Context, id, message string, data any, opts ..
 }
 
 // Cancel cancels the task. Cancelling a task that has ended answers it as it
-// is.
+// is. With WithReleaseWait it answers once the executor has released the
+// task (ReleasedAt is set), or with the task as it is when the wait runs
+// out.
 func (c *Client) Cancel(ctx context.Context, id, reason string, opts ...CallOption) (*Task, error) {
 	body := struct {
 		Reason string `json:"reason,omitempty"`
 	}{reason}
-	return c.command(ctx, id, "/cancel", body, opts)
+	q := url.Values{}
+	if w := callOf(opts).releaseWait; w > 0 {
+		q.Set("wait", w.String())
+	}
+	var t Task
+	if _, err := c.do(ctx, http.MethodPost, taskPath(id, "/cancel"), q, body, &t, opts); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Release tells the service that the executor has stopped the task's
+// outside work: only once the task has ended (else 409 task_not_terminal).
+// It sets ReleasedAt and appends task.released; a repeat answers the task
+// unchanged.
+func (c *Client) Release(ctx context.Context, id string, opts ...CallOption) (*Task, error) {
+	return c.command(ctx, id, "/release", struct{}{}, opts)
 }
 
 // command posts one task command and reads the task it answers with.

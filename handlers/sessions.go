@@ -58,6 +58,24 @@ type reasonBody struct {
 	Reason string `json:"reason"`
 }
 
+// cancelSession cancels a session; with ?wait= it waits for the executors
+// to release the tasks it cancelled, and its answer says which were not
+// (unreleasedTaskIds).
+func (a *api) cancelSession(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("wait") == "" {
+		a.sessionEnd(http.StatusOK, a.sessions.Cancel)(w, r)
+		return
+	}
+	wait, err := parseWait(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.sessionEnd(http.StatusOK, func(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error) {
+		return a.sessions.CancelAndWait(ctx, p, id, reason, idem, wait)
+	})(w, r)
+}
+
 // sessionEnd serves cancel (200) and reset (201): same body, same checks.
 func (a *api) sessionEnd(status int, end func(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -143,6 +143,7 @@ type (
 	cancelBody struct {
 		Reason string `json:"reason"`
 	}
+	releaseBody struct{}
 )
 
 // decodeCommand reads the route's body into a command.
@@ -183,6 +184,8 @@ func decodeCommand(kind tasks.CommandKind, body []byte) (tasks.Command, error) {
 		var b cancelBody
 		err = DecodeJSON(body, &b)
 		cmd.Reason = b.Reason
+	case tasks.CmdRelease:
+		err = DecodeJSON(body, &releaseBody{})
 	}
 	return cmd, err
 }
@@ -205,6 +208,32 @@ func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 		}
 		writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
 	}
+}
+
+// cancelTask cancels a task; with ?wait= it answers once the executor has
+// released the task (releasedAt), or with the task as it is when the wait
+// runs out.
+func (a *api) cancelTask(w http.ResponseWriter, r *http.Request) {
+	wait, err := parseWait(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	body, p, idem, ok := a.readPost(w, r)
+	if !ok {
+		return
+	}
+	cmd, err := decodeCommand(tasks.CmdCancel, body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	reply, err := a.tasks.Cancel(r.Context(), p, chi.URLParam(r, "taskId"), cmd.Reason, idem, wait)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
 }
 
 // answerInput answers one input request through its answer URL: no JWT, the

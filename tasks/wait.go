@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
@@ -80,6 +81,10 @@ func AfterRevision(n int64) func(Task) bool { return func(t Task) bool { return 
 
 // IsTerminal is the condition of GET /v1/tasks/{id}/result.
 func IsTerminal(t Task) bool { return t.Status.Terminal() }
+
+// IsReleased is the condition of POST /v1/tasks/{id}/cancel?wait=: the
+// executor has stopped its outside work.
+func IsReleased(t Task) bool { return t.ReleasedAt != nil }
 
 // WaitKinds is the long-poll of GET /v1/tasks/{id}?afterRevision=N&kinds=:
 // it answers the task once its log holds, after revision after, an event of
@@ -194,6 +199,43 @@ func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q st
 	page, err := s.fanin.ReadLog(ctx, w, s.store.Keys.TaskLog(part, t.TaskID), q)
 	page.Entries = s.links.Events(page.Entries)
 	return page, err
+}
+
+// Cancel cancels the task and, with a wait, waits up to it for the executor
+// to release it (IsReleased). It answers the task as the cancel left it, or,
+// with a wait, as it is when the wait ends; replayed says the cancel was an
+// idempotent repeat. A wait costs no Redis round trip but the cancel's own
+// (and one read after a repeat, whose stored answer may be old).
+func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency,
+	wait time.Duration) (store.Reply, error) {
+	if wait <= 0 {
+		return s.Run(ctx, p, id, Command{Kind: CmdCancel, Reason: reason}, idem)
+	}
+	deadline := s.now().Add(min(wait, MaxWait))
+	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
+	defer w.Stop()
+	reply, err := s.run(ctx, p, id, Command{Kind: CmdCancel, Reason: reason}, idem)
+	if err != nil {
+		var state *StateError
+		if errors.As(err, &state) {
+			s.links.ShowTask(&state.Task)
+		}
+		return store.Reply{}, err
+	}
+	var t Task
+	raw := reply.JSON
+	if reply.Replayed {
+		t, raw, err = s.read(ctx, p, id)
+	} else {
+		err = json.Unmarshal(raw, &t)
+	}
+	if err == nil && !IsReleased(t) {
+		t, raw, err = s.waitFrom(ctx, w, p, id, t, raw, deadline, IsReleased)
+	}
+	if err != nil {
+		return store.Reply{}, err
+	}
+	return store.Reply{JSON: s.links.Task(raw), Replayed: reply.Replayed}, nil
 }
 
 // Draining is closed when the server begins to shut down.
