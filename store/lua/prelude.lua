@@ -93,13 +93,14 @@ end
 -- length because it is a hint only; a reader that falls behind re-checks.
 -- kind is one of WAKE_KIND (store.WakeKind); events are the event json the
 -- change appended (to any log), whose types the hint names, so that a
--- waiter that wants other types can leave it aside without reading. When a
--- type cannot be read the hint names none (unknown: waiters read the log).
+-- waiter that wants other types can leave it aside without reading. When
+-- events is nil, or a type cannot be read, the hint names none (unknown:
+-- waiters read the log).
 local function wake(key, kind, id, session, rev, snapshot, events)
   local fields = {WAKE_FIELD.kind, kind, WAKE_FIELD.id, id, WAKE_FIELD.session, session,
     WAKE_FIELD.revision, rev, WAKE_FIELD.snapshot, snapshot}
-  local types = {}
-  for _, ev in ipairs(events) do
+  local types = events and {}
+  for _, ev in ipairs(events or {}) do
     local t = event_type(ev)
     if not t then
       types = nil
