@@ -99,6 +99,19 @@ type call struct {
 	idempotencyKey string
 	requestID      string
 	meta           *Response
+	kinds          []string
+	releaseWait    time.Duration
+}
+
+// callOf applies a call's options.
+func callOf(opts []CallOption) call {
+	var cl call
+	for _, o := range opts {
+		if o != nil {
+			o(&cl)
+		}
+	}
+	return cl
 }
 
 // CallOption configures one call.
@@ -113,6 +126,26 @@ func WithIdempotencyKey(key string) CallOption {
 // WithRequestID sends X-Request-Id; the server echoes it and logs it.
 func WithRequestID(id string) CallOption {
 	return func(c *call) { c.requestID = id }
+}
+
+// WithKinds makes a wait, a read or a stream of events concern only events
+// of these types (?kinds=, e.g. EventTaskMessage, EventInputRequested,
+// EventTaskTerminal): WaitTask answers once the task has such an event after
+// the revision (or when the wait runs out), TaskEvents and SessionEvents
+// answer only such events (their Cursor still moves past the others), and
+// StreamTaskEvents and StreamSessionEvents yield only such events. Other
+// calls do not send it.
+func WithKinds(types ...string) CallOption {
+	return func(c *call) { c.kinds = append(c.kinds, types...) }
+}
+
+// WithReleaseWait makes Cancel and CancelSession wait up to d (at most 60 s
+// on the server) for the executors to release what they cancelled
+// (?wait=): Cancel answers the task once it has ReleasedAt, CancelSession
+// lists in UnreleasedTaskIDs the tasks that were not released when the
+// wait ended. Other calls do not send it.
+func WithReleaseWait(d time.Duration) CallOption {
+	return func(c *call) { c.releaseWait = d }
 }
 
 // WithResponse fills meta with the answer's metadata, for successes and
@@ -146,12 +179,7 @@ func Int64(n int64) *int64 { return &n }
 // decodes a 2xx answer into out (when not nil) and turns any other answer
 // into an *Error. It returns the status of the answer.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any, opts []CallOption) (int, error) {
-	var cl call
-	for _, o := range opts {
-		if o != nil {
-			o(&cl)
-		}
-	}
+	cl := callOf(opts)
 	target := c.baseURL + path
 	if len(query) > 0 {
 		target += "?" + query.Encode()
@@ -241,6 +269,13 @@ func segment(s string) string {
 func setWait(q url.Values, wait time.Duration) {
 	if wait > 0 {
 		q.Set("wait", wait.String())
+	}
+}
+
+// setKinds puts the event types of WithKinds in the query.
+func setKinds(q url.Values, kinds []string) {
+	if len(kinds) > 0 {
+		q.Set("kinds", strings.Join(kinds, ","))
 	}
 }
 

@@ -19,6 +19,7 @@ const (
 	CodeUnauthorized        = wire.CodeUnauthorized
 	CodeNotFound            = wire.CodeNotFound
 	CodeTaskTerminal        = wire.CodeTaskTerminal
+	CodeTaskNotTerminal     = wire.CodeTaskNotTerminal // 409: release of a task that has not ended
 	CodeNotInputRequired    = wire.CodeNotInputRequired
 	CodeUnknownRequest      = wire.CodeUnknownRequest
 	CodeInputConflict       = wire.CodeInputConflict

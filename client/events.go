@@ -25,6 +25,7 @@ const (
 	EventInputResolved          = wire.EventInputResolved
 	EventAuthorizationRequired  = wire.EventAuthorizationRequired
 	EventAuthorizationCompleted = wire.EventAuthorizationCompleted
+	EventTaskReleased           = wire.EventTaskReleased
 	EventHookReceived           = wire.EventHookReceived
 )
 
@@ -53,7 +54,9 @@ func (e Event) Task() (*Task, error) {
 
 // EventPage is one read of a log. Cursor is the id of the last event read:
 // the After of the next read. A read that found nothing gives back its own
-// After ("0-0" for the start of the log).
+// After ("0-0" for the start of the log). With WithKinds the cursor is past
+// the events of other types the read left aside, so an empty page may still
+// move the cursor on.
 type EventPage struct {
 	Events []Event `json:"events"`
 	Cursor string  `json:"cursor"`
@@ -71,6 +74,7 @@ func (c *Client) events(ctx context.Context, path string, p EventsParams, opts [
 	setNonEmpty(q, "after", p.After)
 	setPaging(q, p.Limit, "")
 	setWait(q, p.Wait)
+	setKinds(q, callOf(opts).kinds)
 	var page EventPage
 	if _, err := c.do(ctx, http.MethodGet, path, q, nil, &page, opts); err != nil {
 		return nil, err

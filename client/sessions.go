@@ -61,15 +61,19 @@ func (c *Client) ListSessions(ctx context.Context, p ListSessionsParams, opts ..
 	return &page, nil
 }
 
-// SessionEvents reads the session's event log.
+// SessionEvents reads the session's event log (only the events of some
+// types with WithKinds).
 func (c *Client) SessionEvents(ctx context.Context, id string, p EventsParams, opts ...CallOption) (*EventPage, error) {
 	return c.events(ctx, "/v1/sessions/"+segment(id)+"/events", p, opts)
 }
 
-// CancelledSession is the answer of CancelSession.
+// CancelledSession is the answer of CancelSession. UnreleasedTaskIDs is
+// there with WithReleaseWait only: the cancelled tasks whose executors had
+// not released them when the wait ended (empty when all had).
 type CancelledSession struct {
-	Session          Session  `json:"session"`
-	CancelledTaskIDs []string `json:"cancelledTaskIds"`
+	Session           Session  `json:"session"`
+	CancelledTaskIDs  []string `json:"cancelledTaskIds"`
+	UnreleasedTaskIDs []string `json:"unreleasedTaskIds,omitempty"`
 }
 
 // ResetSession is the answer of ResetSession.
@@ -83,10 +87,16 @@ type reasonBody struct {
 }
 
 // CancelSession cancels every live task of the session, closes its hooks and
-// marks it cancelled. A repeat is a no-op.
+// marks it cancelled. A repeat is a no-op. With WithReleaseWait it answers
+// once the executors have released every task it cancelled, or when the
+// wait runs out, with those not released in UnreleasedTaskIDs.
 func (c *Client) CancelSession(ctx context.Context, id, reason string, opts ...CallOption) (*CancelledSession, error) {
+	q := url.Values{}
+	if w := callOf(opts).releaseWait; w > 0 {
+		q.Set("wait", w.String())
+	}
 	var out CancelledSession
-	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+segment(id)+"/cancel", nil, reasonBody{reason}, &out, opts); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+segment(id)+"/cancel", q, reasonBody{reason}, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -21,21 +22,27 @@ import (
 // answer's Retry-After) and resumes after the last event it delivered
 // (Last-Event-ID), so the sequence has no gap and no duplicate. It ends
 // when ctx ends or the loop breaks, and with any other error (a 401 or a
-// 404 answer, an event it cannot decode), yielded once.
-func (c *Client) StreamTaskEvents(ctx context.Context, id, after string) iter.Seq2[Event, error] {
-	return c.stream(ctx, "/v1/tasks/"+segment(id)+"/events", after)
+// 404 answer, an event it cannot decode), yielded once. With WithKinds it
+// yields only the events of those types (the only option it reads).
+func (c *Client) StreamTaskEvents(ctx context.Context, id, after string, opts ...CallOption) iter.Seq2[Event, error] {
+	return c.stream(ctx, "/v1/tasks/"+segment(id)+"/events", after, callOf(opts).kinds)
 }
 
 // StreamSessionEvents follows a session's event log; see StreamTaskEvents.
-func (c *Client) StreamSessionEvents(ctx context.Context, id, after string) iter.Seq2[Event, error] {
-	return c.stream(ctx, "/v1/sessions/"+segment(id)+"/events", after)
+func (c *Client) StreamSessionEvents(ctx context.Context, id, after string, opts ...CallOption) iter.Seq2[Event, error] {
+	return c.stream(ctx, "/v1/sessions/"+segment(id)+"/events", after, callOf(opts).kinds)
 }
 
 // errStreamEnded is a stream the server ended: transient, as the log goes
 // on.
 var errStreamEnded = fmt.Errorf("taskhook: the event stream ended: %w", io.EOF)
 
-func (c *Client) stream(ctx context.Context, path, after string) iter.Seq2[Event, error] {
+func (c *Client) stream(ctx context.Context, path, after string, kinds []string) iter.Seq2[Event, error] {
+	if len(kinds) > 0 {
+		q := url.Values{}
+		setKinds(q, kinds)
+		path += "?" + q.Encode()
+	}
 	return func(yield func(Event, error) bool) {
 		hc := *c.http
 		hc.Timeout = 0 // a stream lasts as long as ctx

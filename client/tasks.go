@@ -82,11 +82,14 @@ func (c *Client) GetTask(ctx context.Context, id string, opts ...CallOption) (*T
 
 // WaitTask long-polls a task: it answers once the task's revision is above
 // afterRevision, or with the task as it is when wait (at most 60 s on the
-// server) runs out.
+// server) runs out. With WithKinds it answers only once the task has, after
+// afterRevision, an event of those types: progress is silent to a wait for
+// EventTaskMessage, EventInputRequested and EventTaskTerminal.
 func (c *Client) WaitTask(ctx context.Context, id string, afterRevision int64, wait time.Duration, opts ...CallOption) (*Task, error) {
 	q := url.Values{}
 	q.Set("afterRevision", strconv.FormatInt(afterRevision, 10))
 	setWait(q, wait)
+	setKinds(q, callOf(opts).kinds)
 	var t Task
 	if _, err := c.do(ctx, http.MethodGet, taskPath(id, ""), q, nil, &t, opts); err != nil {
 		return nil, err
@@ -131,7 +134,8 @@ func (c *Client) ListTasks(ctx context.Context, p ListTasksParams, opts ...CallO
 	return &page, nil
 }
 
-// TaskEvents reads the task's event log.
+// TaskEvents reads the task's event log (only the events of some types with
+// WithKinds).
 func (c *Client) TaskEvents(ctx context.Context, id string, p EventsParams, opts ...CallOption) (*EventPage, error) {
 	return c.events(ctx, taskPath(id, "/events"), p, opts)
 }
@@ -217,12 +221,30 @@ func (c *Client) Fail(ctx context.Context, id, message string, data any, opts ..
 }
 
 // Cancel cancels the task. Cancelling a task that has ended answers it as it
-// is.
+// is. With WithReleaseWait it answers once the executor has released the
+// task (ReleasedAt is set), or with the task as it is when the wait runs
+// out.
 func (c *Client) Cancel(ctx context.Context, id, reason string, opts ...CallOption) (*Task, error) {
 	body := struct {
 		Reason string `json:"reason,omitempty"`
 	}{reason}
-	return c.command(ctx, id, "/cancel", body, opts)
+	q := url.Values{}
+	if w := callOf(opts).releaseWait; w > 0 {
+		q.Set("wait", w.String())
+	}
+	var t Task
+	if _, err := c.do(ctx, http.MethodPost, taskPath(id, "/cancel"), q, body, &t, opts); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Release tells the service that the executor has stopped the task's
+// outside work: only once the task has ended (else 409 task_not_terminal).
+// It sets ReleasedAt and appends task.released; a repeat answers the task
+// unchanged.
+func (c *Client) Release(ctx context.Context, id string, opts ...CallOption) (*Task, error) {
+	return c.command(ctx, id, "/release", struct{}{}, opts)
 }
 
 // command posts one task command and reads the task it answers with.

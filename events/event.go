@@ -7,6 +7,7 @@ package events
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -25,8 +26,12 @@ const (
 	InputResolved          = wire.EventInputResolved
 	AuthorizationRequired  = wire.EventAuthorizationRequired
 	AuthorizationCompleted = wire.EventAuthorizationCompleted
+	TaskReleased           = wire.EventTaskReleased
 	HookReceived           = wire.EventHookReceived
 )
+
+// Known reports whether t is one of the contract's event types.
+func Known(t string) bool { return slices.Contains(wire.EventTypes, t) }
 
 // Event is one entry of a log. ID is the stream id of the entry: a cursor that
 // increases strictly within a log. An event appended to a task log and to its

@@ -100,6 +100,8 @@ func toAPIError(err error) *APIError {
 			e.Code = wire.CodeUnknownRequest
 		case errors.Is(err, tasks.ErrInputConflict):
 			e.Code = wire.CodeInputConflict
+		case errors.Is(err, tasks.ErrNotTerminal):
+			e.Code = wire.CodeTaskNotTerminal
 		default:
 			e.Code = wire.CodeInternal
 			e.Status = http.StatusInternalServerError

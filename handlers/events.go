@@ -12,12 +12,20 @@ import (
 	"github.com/taskhook/taskhook/store"
 )
 
-type logEntry = store.LogEntry
+// readLog reads one page of a log for a route (a task's or a session's).
+type readLog func(q store.LogQuery) (store.LogPage, error)
 
-// serveEvents answers GET .../events in its JSON form: {events, cursor}.
-func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read func(after string, limit int, wait time.Duration) ([]logEntry, error)) {
+// serveEvents answers GET .../events in its JSON form, {events, cursor}, or
+// as server-sent events. With ?kinds= only the events of those types are
+// answered; the cursor still moves past the others.
+func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read readLog) {
 	q := r.URL.Query()
 	after := q.Get("after")
+	kinds, err := parseKinds(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	if wantsStream(r) {
 		field := "after"
 		if id := r.Header.Get("Last-Event-ID"); id != "" {
@@ -27,7 +35,7 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read func(afte
 			a.writeError(w, r, invalidRequest(field, "is not an event id"))
 			return
 		}
-		a.streamEvents(w, r, after, read)
+		a.streamEvents(w, r, after, kinds, read)
 		return
 	}
 	if after != "" && !store.ValidStreamID(after) {
@@ -44,21 +52,18 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read func(afte
 		a.writeError(w, r, err)
 		return
 	}
-	entries, err := read(after, limit, wait)
+	page, err := read(store.LogQuery{After: after, Limit: limit, Wait: wait, Kinds: kinds})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	cursor := after
+	cursor := page.Cursor
 	if cursor == "" {
 		cursor = "0-0"
 	}
-	if n := len(entries); n > 0 {
-		cursor = entries[n-1].ID
-	}
 	var b bytes.Buffer
 	b.WriteString(`{"events":[`)
-	for i, e := range entries {
+	for i, e := range page.Entries {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -78,12 +83,13 @@ func wantsStream(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
-// streamEvents serves a log as server-sent events: every event after the
-// cursor, in log order, then each new one as it is appended, with a comment
-// every 15 s while idle. It ends when the client leaves or the server drains.
-// The first read checks access, so a missing or foreign log is a plain 404.
-func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string, read func(after string, limit int, wait time.Duration) ([]logEntry, error)) {
-	entries, err := read(after, 100, 0)
+// streamEvents serves a log as server-sent events: every event (of kinds,
+// when given) after the cursor, in log order, then each new one as it is
+// appended, with a comment every 15 s while idle. It ends when the client
+// leaves or the server drains. The first read checks access, so a missing or
+// foreign log is a plain 404.
+func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string, kinds store.Kinds, read readLog) {
+	page, err := read(store.LogQuery{After: after, Limit: 100, Kinds: kinds})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -101,13 +107,13 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string,
 	draining := a.tasks.Draining()
 	for {
 		var b bytes.Buffer
-		for _, e := range entries {
+		for _, e := range page.Entries {
 			var head struct{ Type string }
 			_ = json.Unmarshal(e.JSON, &head)
 			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, head.Type, e.JSON)
-			after = e.ID
 		}
-		if len(entries) == 0 {
+		after = page.Cursor
+		if len(page.Entries) == 0 {
 			b.WriteString(": heartbeat\n\n")
 		}
 		if _, err := w.Write(b.Bytes()); err != nil {
@@ -121,7 +127,7 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string,
 			return
 		default:
 		}
-		if entries, err = read(after, 100, heartbeat); err != nil {
+		if page, err = read(store.LogQuery{After: after, Limit: 100, Wait: heartbeat, Kinds: kinds}); err != nil {
 			return // the client sees the stream end and resumes with Last-Event-ID
 		}
 	}

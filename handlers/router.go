@@ -110,7 +110,7 @@ func New(d Deps) http.Handler {
 			r.Get("/sessions", a.limitLists(a.listSessions))
 			r.Get("/sessions/{sessionId}", a.getSession)
 			r.Get("/sessions/{sessionId}/events", a.sessionEvents)
-			r.Post("/sessions/{sessionId}/cancel", a.sessionEnd(http.StatusOK, a.sessions.Cancel))
+			r.Post("/sessions/{sessionId}/cancel", a.cancelSession)
 			r.Post("/sessions/{sessionId}/reset", a.sessionEnd(http.StatusCreated, a.sessions.Reset))
 
 			r.Post("/tasks", a.createTask)
@@ -124,7 +124,8 @@ func New(d Deps) http.Handler {
 			r.Post("/tasks/{taskId}/input", a.taskCommand(tasks.CmdRespond))
 			r.Post("/tasks/{taskId}/complete", a.taskCommand(tasks.CmdComplete))
 			r.Post("/tasks/{taskId}/fail", a.taskCommand(tasks.CmdFail))
-			r.Post("/tasks/{taskId}/cancel", a.taskCommand(tasks.CmdCancel))
+			r.Post("/tasks/{taskId}/cancel", a.cancelTask)
+			r.Post("/tasks/{taskId}/release", a.taskCommand(tasks.CmdRelease))
 			if a.notify != nil {
 				for _, owner := range []string{"/sessions/{sessionId}", "/tasks/{taskId}"} {
 					r.Post(owner+"/notify", a.addEndpoint)

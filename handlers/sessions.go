@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -50,13 +49,31 @@ func (a *api) listSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) sessionEvents(w http.ResponseWriter, r *http.Request) {
-	a.serveEvents(w, r, func(after string, limit int, wait time.Duration) ([]logEntry, error) {
-		return a.sessions.Events(r.Context(), principal(r), chi.URLParam(r, "sessionId"), after, limit, wait)
+	a.serveEvents(w, r, func(q store.LogQuery) (store.LogPage, error) {
+		return a.sessions.Events(r.Context(), principal(r), chi.URLParam(r, "sessionId"), q)
 	})
 }
 
 type reasonBody struct {
 	Reason string `json:"reason"`
+}
+
+// cancelSession cancels a session; with ?wait= it waits for the executors
+// to release the tasks it cancelled, and its answer says which were not
+// (unreleasedTaskIds).
+func (a *api) cancelSession(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("wait") == "" {
+		a.sessionEnd(http.StatusOK, a.sessions.Cancel)(w, r)
+		return
+	}
+	wait, err := parseWait(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.sessionEnd(http.StatusOK, func(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error) {
+		return a.sessions.CancelAndWait(ctx, p, id, reason, idem, wait)
+	})(w, r)
 }
 
 // sessionEnd serves cancel (200) and reset (201): same body, same checks.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -29,9 +28,15 @@ func (a *api) createTask(w http.ResponseWriter, r *http.Request) {
 }
 
 // getTask reads a task; with afterRevision and wait it long-polls until the
-// revision is above afterRevision.
+// revision is above afterRevision or, with kinds, until an event of those
+// types is in the log after it.
 func (a *api) getTask(w http.ResponseWriter, r *http.Request) {
 	wait, err := parseWait(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	kinds, err := parseKinds(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -48,7 +53,12 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) {
 	if after < 0 {
 		wait = 0
 	}
-	_, raw, err := a.tasks.WaitFor(r.Context(), principal(r), chi.URLParam(r, "taskId"), wait, tasks.AfterRevision(after))
+	var raw []byte
+	if after >= 0 && !kinds.All() {
+		_, raw, err = a.tasks.WaitKinds(r.Context(), principal(r), chi.URLParam(r, "taskId"), after, kinds, wait)
+	} else {
+		_, raw, err = a.tasks.WaitFor(r.Context(), principal(r), chi.URLParam(r, "taskId"), wait, tasks.AfterRevision(after))
+	}
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -93,8 +103,8 @@ func (a *api) listTasks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) taskEvents(w http.ResponseWriter, r *http.Request) {
-	a.serveEvents(w, r, func(after string, limit int, wait time.Duration) ([]logEntry, error) {
-		return a.tasks.Events(r.Context(), principal(r), chi.URLParam(r, "taskId"), after, limit, wait)
+	a.serveEvents(w, r, func(q store.LogQuery) (store.LogPage, error) {
+		return a.tasks.Events(r.Context(), principal(r), chi.URLParam(r, "taskId"), q)
 	})
 }
 
@@ -133,6 +143,7 @@ type (
 	cancelBody struct {
 		Reason string `json:"reason"`
 	}
+	releaseBody struct{}
 )
 
 // decodeCommand reads the route's body into a command.
@@ -173,6 +184,8 @@ func decodeCommand(kind tasks.CommandKind, body []byte) (tasks.Command, error) {
 		var b cancelBody
 		err = DecodeJSON(body, &b)
 		cmd.Reason = b.Reason
+	case tasks.CmdRelease:
+		err = DecodeJSON(body, &releaseBody{})
 	}
 	return cmd, err
 }
@@ -195,6 +208,32 @@ func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 		}
 		writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
 	}
+}
+
+// cancelTask cancels a task; with ?wait= it answers once the executor has
+// released the task (releasedAt), or with the task as it is when the wait
+// runs out.
+func (a *api) cancelTask(w http.ResponseWriter, r *http.Request) {
+	wait, err := parseWait(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	body, p, idem, ok := a.readPost(w, r)
+	if !ok {
+		return
+	}
+	cmd, err := decodeCommand(tasks.CmdCancel, body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	reply, err := a.tasks.Cancel(r.Context(), p, chi.URLParam(r, "taskId"), cmd.Reason, idem, wait)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
 }
 
 // answerInput answers one input request through its answer URL: no JWT, the

@@ -144,7 +144,7 @@ func (s *Service) Ingest(ctx context.Context, t Target, cb Callback) (Accepted, 
 	switch res.Outcome {
 	case store.OK:
 		s.count(outcomeStored)
-		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: cfg.HookID, SessionID: cfg.SessionID})
+		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: cfg.HookID, SessionID: cfg.SessionID, Types: []string{events.HookReceived}})
 		return Accepted{EventID: res.EventID, Response: cfg.Response}, nil
 	case store.Duplicate:
 		s.count(outcomeDuplicate)

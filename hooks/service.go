@@ -425,7 +425,7 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 	switch res.Outcome {
 	case store.OK:
 		// The script woke the other replicas' reads through the wake stream.
-		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: id, SessionID: h.SessionID})
+		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: id, SessionID: h.SessionID, Types: []string{}})
 		return store.Reply{JSON: res.JSON}, nil
 	case store.Replayed:
 		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil

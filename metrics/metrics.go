@@ -25,6 +25,9 @@ type Metrics struct {
 	TasksEntered *prometheus.CounterVec // status
 	Waiters      prometheus.Gauge       // long-polls and streams waiting on this replica
 	Wakeups      prometheus.Counter     // wake-up entries read by the fan-in readers
+	// WakeupsIgnored are wake-ups a waiter left aside unread: none of their
+	// event types was one it waits for (?kinds=).
+	WakeupsIgnored prometheus.Counter
 
 	RedisCommands   *prometheus.CounterVec   // command
 	RedisRoundTrips *prometheus.CounterVec   // pool: "requests", "wakeups" or "connect" (new connections' set-up)
@@ -67,6 +70,10 @@ func New() *Metrics {
 	m.Wakeups = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "taskhook_wakeups_total", Help: "Wake-up entries read by the per-partition fan-in readers.",
 	})
+	m.WakeupsIgnored = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "taskhook_wakeups_ignored_total",
+		Help: "Wake-ups a waiting request left aside without reading: none of their event types was one it asked for.",
+	})
 	m.RedisCommands = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "taskhook_redis_commands_total", Help: "Redis commands sent, by command name.",
 	}, []string{"command"})
@@ -94,7 +101,7 @@ func New() *Metrics {
 		Buckets: []float64{0, 1, 5, 10, 50, 100, 500, 1000, 10000},
 	})
 	for _, c := range []prometheus.Collector{
-		m.HTTPRequests, m.HTTPDuration, m.BodyBytes, m.TaskCommands, m.TasksEntered, m.Waiters, m.Wakeups,
+		m.HTTPRequests, m.HTTPDuration, m.BodyBytes, m.TaskCommands, m.TasksEntered, m.Waiters, m.Wakeups, m.WakeupsIgnored,
 		m.RedisCommands, m.RedisRoundTrips, m.RedisErrors, m.RedisLatency,
 		m.HookEvents, m.HookRedeliveries, m.HookDeadLetters, m.HookPending,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

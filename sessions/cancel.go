@@ -60,7 +60,7 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 		}
 		switch res.Outcome {
 		case store.OK:
-			s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id})
+			s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id, Types: []string{}})
 		case store.Missing:
 			return nil, false, problem.ErrNotFound
 		}
@@ -149,7 +149,8 @@ func (s *Service) cancelBatch(ctx context.Context, part int, id string, st store
 	}
 	for _, c := range changes {
 		if slices.Contains(cancelled, c.ID) {
-			s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: c.ID, SessionID: id, Revision: c.ExpectRevision + 1, Snapshot: c.JSON})
+			s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: c.ID, SessionID: id, Revision: c.ExpectRevision + 1,
+				Snapshot: c.JSON, Types: []string{events.TaskTerminal}})
 		}
 	}
 	return nil
@@ -191,7 +192,7 @@ func (s *Service) endCancel(ctx context.Context, part int, id, reason string, id
 	}
 	switch res.Outcome {
 	case store.OK:
-		s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id})
+		s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id, Types: []string{events.SessionCancelled}})
 		return body, true, nil
 	case store.Replayed:
 		return res.ReplayBody, true, nil

@@ -185,18 +185,19 @@ func (s *Service) List(ctx context.Context, p authz.Principal, status string, af
 	})
 }
 
-// Events reads the session's log after a cursor, waiting up to wait for an
-// event when there is none.
-func (s *Service) Events(ctx context.Context, p authz.Principal, id, after string, limit int, wait time.Duration) ([]store.LogEntry, error) {
+// Events reads the session's log after a cursor, only the events of kinds
+// when the query names some, waiting up to its wait for an event when there
+// is none.
+func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q store.LogQuery) (store.LogPage, error) {
 	w := s.fanin.Wait(store.WaitKey(store.WakeSession, id))
 	defer w.Stop()
 	if _, _, err := s.Get(ctx, p, id); err != nil {
-		return nil, err
+		return store.LogPage{}, err
 	}
 	part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
-	entries, err := s.fanin.ReadLog(ctx, w, s.store.Keys.SessionLog(part, id), after, limit, wait)
+	page, err := s.fanin.ReadLog(ctx, w, s.store.Keys.SessionLog(part, id), q)
 	if s.cfg.AnswerLinks != nil {
-		entries = s.cfg.AnswerLinks.Events(entries)
+		page.Entries = s.cfg.AnswerLinks.Events(page.Entries)
 	}
-	return entries, err
+	return page, err
 }

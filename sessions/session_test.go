@@ -100,12 +100,12 @@ func (e env) getTask(t *testing.T, id string) tasks.Task {
 // log is the session's event log as its owner reads it.
 func (e env) log(t *testing.T, p authz.Principal, session string) []events.Event {
 	t.Helper()
-	entries, err := e.sessions.Events(context.Background(), p, session, "", 1000, 0)
+	page, err := e.sessions.Events(context.Background(), p, session, store.LogQuery{Limit: 1000})
 	if err != nil {
 		t.Fatalf("session events: %v", err)
 	}
-	out := make([]events.Event, len(entries))
-	for i, en := range entries {
+	out := make([]events.Event, len(page.Entries))
+	for i, en := range page.Entries {
 		out[i] = decode[events.Event](t, en.JSON)
 	}
 	return out
@@ -150,7 +150,7 @@ func TestCreateAndGet(t *testing.T) {
 				t.Errorf("%s: %+v %s %v, want ErrNotFound", name, got, raw, err)
 			}
 		}
-		if _, err := e.sessions.Events(ctx, bob, ses.SessionID, "", 10, 0); !errors.Is(err, problem.ErrNotFound) {
+		if _, err := e.sessions.Events(ctx, bob, ses.SessionID, store.LogQuery{Limit: 10}); !errors.Is(err, problem.ErrNotFound) {
 			t.Errorf("another principal's log: %v, want ErrNotFound", err)
 		}
 		log := e.log(t, alice, ses.SessionID)

@@ -16,7 +16,7 @@ func luaNames() string {
 	})
 	luaTable(&b, "WAKE_FIELD", []string{
 		"kind", wakeFieldKind, "id", wakeFieldID, "session", wakeFieldSession,
-		"revision", wakeFieldRevision, "snapshot", wakeFieldSnapshot,
+		"revision", wakeFieldRevision, "snapshot", wakeFieldSnapshot, "types", wakeFieldTypes,
 	})
 	luaTable(&b, "HOOK_FIELD", []string{
 		"seq", hookFieldSeq, "at", hookFieldAt, "method", hookFieldMethod, "content_type", hookFieldContentType,

@@ -75,6 +75,8 @@ type scripts struct {
 	notifyRemove       script[EndpointsResult]
 	outboxSettle       script[bool]
 	outboxDue          script[int]
+	logReadKinds       script[kindsRead]
+	taskKindsAfter     script[kindsAfter]
 
 	all []*redis.Script // for preload
 }
@@ -119,6 +121,8 @@ func loadScripts() (*scripts, error) {
 	s.notifyRemove = script[EndpointsResult]{lua("notify_remove"), parseNotifyRemove, withCommandID}
 	s.outboxSettle = script[bool]{lua("outbox_settle"), parseOutboxSettle, withCommandID}
 	s.outboxDue = script[int]{lua("outbox_due"), parseOutboxDue, readsOrOnce}
+	s.logReadKinds = script[kindsRead]{lua("log_read_kinds"), parseLogReadKinds, readsOrOnce}
+	s.taskKindsAfter = script[kindsAfter]{lua("task_kinds_after"), parseTaskKindsAfter, readsOrOnce}
 	return s, errors.Join(errs...)
 }
 

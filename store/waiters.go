@@ -34,8 +34,11 @@ func newWaiters(recheck time.Duration, m *metrics.Metrics, now func() time.Time)
 // it before the readers start.
 func (r *Waiters) OnWake(fn func(Wake)) { r.onWake = append(r.onWake, fn) }
 
-// Waiter is one local wait. C receives the latest wake for its key; it is
-// buffered, so a wake that arrives before the waiter reads is kept.
+// Waiter is one local wait. C receives the wakes for its keys; it is
+// buffered, so a wake that arrives before the waiter reads is kept, and one
+// that arrives while another waits to be read is coalesced with it (see
+// Wake's First, Merged and Types): a waiter that reads late misses nothing
+// it could tell from the wakes.
 type Waiter struct {
 	C    chan Wake
 	keys []string
@@ -116,6 +119,14 @@ func (w *Waiter) Next(ctx context.Context, deadline time.Time) (Wake, Reason) {
 	}
 }
 
+// Ignore counts a wake the waiter left aside without reading anything: none
+// of its event types is one the waiter waits for.
+func (w *Waiter) Ignore() {
+	if w.r.metrics != nil {
+		w.r.metrics.WakeupsIgnored.Inc()
+	}
+}
+
 // Draining is closed when the server begins to shut down: streams and
 // long-polls answer at once.
 func (r *Waiters) Draining() <-chan struct{} { return r.drain }
@@ -147,12 +158,14 @@ func (r *Waiters) Notify(wk Wake) {
 		for w := range r.waiters[k] {
 			select {
 			case w.C <- wk:
-			default: // a wake is pending already: replace it with the newer one
+			default: // a wake is pending already: one wake stands for both
+				next := wk
 				select {
-				case <-w.C:
+				case pending := <-w.C:
+					next = coalesce(pending, wk)
 				default:
 				}
-				w.C <- wk
+				w.C <- next
 			}
 		}
 	}

@@ -22,6 +22,7 @@ const (
 	CmdComplete     CommandKind = "complete"
 	CmdFail         CommandKind = "fail"
 	CmdCancel       CommandKind = "cancel"
+	CmdRelease      CommandKind = "release"
 )
 
 // Command is one requested change. Only the fields of its kind are read.
@@ -47,6 +48,7 @@ var (
 	ErrUnknownRequest   = errors.New("unknown input request")
 	ErrInputConflict    = errors.New("request already answered differently")
 	ErrInputClosed      = errors.New("input request is no longer open")
+	ErrNotTerminal      = errors.New("task has not ended")
 )
 
 // Emitted is an event a change produces, before it gets its log id.
@@ -66,6 +68,9 @@ type Change struct {
 // Apply is the state machine: it decides what cmd does to task at now. It has
 // no I/O. An error leaves the task as it is.
 func Apply(task Task, cmd Command, now time.Time) (Change, error) {
+	if cmd.Kind == CmdRelease {
+		return release(task, now)
+	}
 	if task.Status.Terminal() {
 		if cmd.Kind == CmdCancel {
 			return Change{Task: task}, nil // cancelling a finished task is a read
@@ -151,6 +156,33 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		}
 	}
 	return Change{Task: next, Events: emitted, Changed: true}, nil
+}
+
+// release records that the executor stopped its outside work: only once
+// the task has ended, and once (a repeat is a read). Status and outcome stay
+// as they are.
+func release(task Task, now time.Time) (Change, error) {
+	if !task.Status.Terminal() {
+		return Change{}, fmt.Errorf("%w: task %s is %s", ErrNotTerminal, task.TaskID, task.Status)
+	}
+	if task.ReleasedAt != nil {
+		return Change{Task: task}, nil
+	}
+	next := task.clone()
+	at := events.At(now)
+	next.ReleasedAt = &at
+	next.Revision = task.Revision + 1
+	next.LastUpdatedAt = at
+	return Change{Task: next, Events: []Emitted{{Type: events.TaskReleased, Data: map[string]any{"task": &next}}}, Changed: true}, nil
+}
+
+// types are the types of the events of the change, in order.
+func (c Change) types() []string {
+	out := make([]string, len(c.Events))
+	for i, e := range c.Events {
+		out[i] = e.Type
+	}
+	return out
 }
 
 func terminal(t *Task) []Emitted {

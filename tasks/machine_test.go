@@ -152,6 +152,15 @@ func failCmd() tasks.Command {
 
 func cancelCmd() tasks.Command { return tasks.Command{Kind: tasks.CmdCancel, Reason: "superseded"} }
 
+func releaseCmd() tasks.Command { return tasks.Command{Kind: tasks.CmdRelease} }
+
+// released is task as its executor released it, an hour before now.
+func released(task tasks.Task) tasks.Task {
+	at := events.At(now.Add(-time.Hour))
+	task.ReleasedAt = &at
+	return task
+}
+
 // want is what one Apply must decide. Exactly one of err, invalid or status
 // is the outcome; events are the emitted types in order.
 type want struct {
@@ -171,7 +180,7 @@ type applyCase struct {
 }
 
 var sentinels = []error{problem.ErrNotFound, tasks.ErrTerminal, tasks.ErrNotInputRequired, tasks.ErrUnknownRequest,
-	tasks.ErrInputConflict, tasks.ErrInputClosed}
+	tasks.ErrInputConflict, tasks.ErrInputClosed, tasks.ErrNotTerminal}
 
 func refused(err error) want { return want{err: err} }
 
@@ -310,6 +319,10 @@ func deepCopy(t tasks.Task) tasks.Task {
 		v := *t.ExpiresAt
 		c.ExpiresAt = &v
 	}
+	if t.ReleasedAt != nil {
+		v := *t.ReleasedAt
+		c.ReleasedAt = &v
+	}
 	return c
 }
 
@@ -417,11 +430,24 @@ func checkOutcome(t *testing.T, before tasks.Task, got tasks.Change) {
 	}
 }
 
+// checkReleased asserts a release: releasedAt is now and nothing else
+// changed but the revision and lastUpdatedAt.
+func checkReleased(t *testing.T, before tasks.Task, got tasks.Change) {
+	if got.Task.ReleasedAt == nil || *got.Task.ReleasedAt != events.At(now) {
+		t.Errorf("releasedAt = %v, want %v", got.Task.ReleasedAt, events.At(now))
+	}
+	rest := got.Task
+	rest.ReleasedAt, rest.Revision, rest.LastUpdatedAt = nil, before.Revision, before.LastUpdatedAt
+	if !reflect.DeepEqual(rest, before) {
+		t.Errorf("release changed more than releasedAt:\ngot  %+v\nwant %+v", got.Task, before)
+	}
+}
+
 var (
 	allStatuses = []tasks.Status{tasks.Working, tasks.InputRequired, tasks.Completed, tasks.Failed, tasks.Cancelled}
 	allCommands = []tasks.CommandKind{
 		tasks.CmdProgress, tasks.CmdMessage, tasks.CmdRequireInput, tasks.CmdRespond,
-		tasks.CmdComplete, tasks.CmdFail, tasks.CmdCancel,
+		tasks.CmdComplete, tasks.CmdFail, tasks.CmdCancel, tasks.CmdRelease,
 	}
 )
 
@@ -430,6 +456,7 @@ var (
 func TestApplyCells(t *testing.T) {
 	t.Parallel()
 	terminalEvent := []string{events.TaskTerminal}
+	releasedEvent := []string{events.TaskReleased}
 	cases := []applyCase{
 		// working
 		{"working/progress", workingTask(), progressCmd(), want{
@@ -455,6 +482,7 @@ func TestApplyCells(t *testing.T) {
 		{"working/cancel", workingTask(), cancelCmd(), want{
 			status: tasks.Cancelled, changed: true, events: terminalEvent, check: checkOutcome,
 		}},
+		{"working/release", workingTask(), releaseCmd(), refused(tasks.ErrNotTerminal)},
 
 		// input_required
 		{"input_required/progress", waitingTask(), progressCmd(), want{
@@ -488,6 +516,7 @@ func TestApplyCells(t *testing.T) {
 		{"input_required/cancel", waitingTask(), cancelCmd(), want{
 			status: tasks.Cancelled, changed: true, events: terminalEvent, check: checkOutcome,
 		}},
+		{"input_required/release", waitingTask(), releaseCmd(), refused(tasks.ErrNotTerminal)},
 
 		// completed
 		{"completed/progress", completedTask(), progressCmd(), refused(tasks.ErrTerminal)},
@@ -497,6 +526,9 @@ func TestApplyCells(t *testing.T) {
 		{"completed/complete", completedTask(), completeCmd(), refused(tasks.ErrTerminal)},
 		{"completed/fail", completedTask(), failCmd(), refused(tasks.ErrTerminal)},
 		{"completed/cancel", completedTask(), cancelCmd(), unchanged(tasks.Completed)},
+		{"completed/release", completedTask(), releaseCmd(), want{
+			status: tasks.Completed, changed: true, events: releasedEvent, check: checkReleased,
+		}},
 
 		// failed
 		{"failed/progress", failedTask(), progressCmd(), refused(tasks.ErrTerminal)},
@@ -506,6 +538,9 @@ func TestApplyCells(t *testing.T) {
 		{"failed/complete", failedTask(), completeCmd(), refused(tasks.ErrTerminal)},
 		{"failed/fail", failedTask(), failCmd(), refused(tasks.ErrTerminal)},
 		{"failed/cancel", failedTask(), cancelCmd(), unchanged(tasks.Failed)},
+		{"failed/release", failedTask(), releaseCmd(), want{
+			status: tasks.Failed, changed: true, events: releasedEvent, check: checkReleased,
+		}},
 
 		// cancelled
 		{"cancelled/progress", cancelledTask(), progressCmd(), refused(tasks.ErrTerminal)},
@@ -515,6 +550,9 @@ func TestApplyCells(t *testing.T) {
 		{"cancelled/complete", cancelledTask(), completeCmd(), refused(tasks.ErrTerminal)},
 		{"cancelled/fail", cancelledTask(), failCmd(), refused(tasks.ErrTerminal)},
 		{"cancelled/cancel", cancelledTask(), cancelCmd(), unchanged(tasks.Cancelled)},
+		{"cancelled/release", cancelledTask(), releaseCmd(), want{
+			status: tasks.Cancelled, changed: true, events: releasedEvent, check: checkReleased,
+		}},
 	}
 
 	covered := make(map[string]bool)
@@ -777,6 +815,37 @@ func TestApplyTerminalIsFinal(t *testing.T) {
 	}
 	if _, err := tasks.Apply(completed, failCmd(), now); !errors.Is(err, tasks.ErrTerminal) {
 		t.Errorf("fail after complete: err = %v, want ErrTerminal", err)
+	}
+}
+
+// TestApplyRelease covers release beyond the cells: once per task, and a
+// released task is as final as before.
+func TestApplyRelease(t *testing.T) {
+	t.Parallel()
+	cases := []applyCase{
+		{"completed and released/release", released(completedTask()), releaseCmd(), unchanged(tasks.Completed)},
+		{"failed and released/release", released(failedTask()), releaseCmd(), unchanged(tasks.Failed)},
+		{"cancelled and released/release", released(cancelledTask()), releaseCmd(), unchanged(tasks.Cancelled)},
+		{"cancelled and released/cancel", released(cancelledTask()), cancelCmd(), unchanged(tasks.Cancelled)},
+		{"completed and released/complete", released(completedTask()), completeCmd(), refused(tasks.ErrTerminal)},
+		{"cancelled and released/progress", released(cancelledTask()), progressCmd(), refused(tasks.ErrTerminal)},
+		{"release reads no field of the command", completedTask(),
+			tasks.Command{Kind: tasks.CmdRelease, Reason: "ignored", Text: "ignored"}, want{
+				status: tasks.Completed, changed: true, events: []string{events.TaskReleased}, check: checkReleased,
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runApply(t, c)
+		})
+	}
+
+	// Cancel, then release: two revisions, the outcome kept.
+	cancelled := step(t, waitingTask(), cancelCmd()).Task
+	rel := step(t, cancelled, releaseCmd())
+	if rel.Task.Revision != cancelled.Revision+1 || rel.Task.Status != tasks.Cancelled || rel.Task.CancelReason != "superseded" {
+		t.Errorf("release after cancel: %+v", rel.Task)
 	}
 }
 

@@ -222,7 +222,8 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	switch res.Outcome {
 	case store.OK:
 		s.cache.put(t.TaskID, 1, raw)
-		s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw})
+		s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw,
+			Types: []string{events.TaskCreated}})
 		s.count("create", nil)
 		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
 		return store.Reply{JSON: resp}, nil
@@ -442,7 +443,8 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 		case store.OK:
 			rev := change.Task.Revision
 			s.cache.put(id, rev, next)
-			s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: id, SessionID: t.SessionID, Revision: rev, Snapshot: next})
+			s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: id, SessionID: t.SessionID, Revision: rev, Snapshot: next,
+				Types: change.types()})
 			s.count(cmd.Kind, nil)
 			if change.Task.Status != t.Status {
 				s.metrics.TasksEntered.WithLabelValues(string(change.Task.Status)).Inc()

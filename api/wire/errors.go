@@ -9,6 +9,7 @@ const (
 	CodeNotFound            = "not_found"
 	CodeMethodNotAllowed    = "method_not_allowed"
 	CodeTaskTerminal        = "task_terminal"
+	CodeTaskNotTerminal     = "task_not_terminal" // 409: release of a task that has not ended
 	CodeNotInputRequired    = "not_input_required"
 	CodeUnknownRequest      = "unknown_request"
 	CodeInputConflict       = "input_conflict"

@@ -15,14 +15,15 @@ const (
 	EventInputResolved          = "input.resolved"
 	EventAuthorizationRequired  = "authorization.required"
 	EventAuthorizationCompleted = "authorization.completed"
+	EventTaskReleased           = "task.released"
 	EventHookReceived           = "hook.received"
 )
 
 // EventTypes are every event type, in the contract's order.
 var EventTypes = []string{
 	EventSessionCreated, EventSessionCancelled, EventTaskCreated, EventTaskProgress, EventTaskMessage,
-	EventTaskStatus, EventTaskTerminal, EventInputRequested, EventInputResolved,
-	EventAuthorizationRequired, EventAuthorizationCompleted, EventHookReceived,
+	EventTaskStatus, EventTaskTerminal, EventInputRequested, EventInputResolved, EventAuthorizationRequired,
+	EventAuthorizationCompleted, EventTaskReleased, EventHookReceived,
 }
 
 // Event is one entry of a session's or a task's log. ID is the entry's

@@ -48,6 +48,7 @@ type Task[T any, S ~string] struct {
 	Result         json.RawMessage `json:"result,omitempty"`
 	Error          *TaskError      `json:"error,omitempty"`
 	CancelReason   string          `json:"cancelReason,omitempty"`
+	ReleasedAt     *T              `json:"releasedAt,omitempty"` // the executor stopped its outside work (terminal tasks only)
 	CreatedAt      T               `json:"createdAt"`
 	LastUpdatedAt  T               `json:"lastUpdatedAt"`
 	TTLMs          *int64          `json:"ttlMs"`

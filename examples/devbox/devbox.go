@@ -23,7 +23,7 @@ import (
 // given, signed the Standard Webhooks way (https://www.standardwebhooks.com).
 // It lives in this process only so that the example runs on its own; the
 // executor in main.go talks to it as it would to a remote service: start a
-// job, tell it to continue.
+// job, tell it to continue, stop it.
 
 // Job states, in the order a job goes through them.
 const (
@@ -32,6 +32,16 @@ const (
 	stateAttentionRequired = "attention-required"
 	stateComplete          = "complete"
 	stateStopped           = "stopped"
+	stateErrored           = "errored"
+)
+
+// Jobs the devbox can run (the "job" of a task's input); each goes through
+// the states its own way.
+const (
+	jobMigrate           = "migrate"             // asks once, then completes (the default)
+	jobMigrateAndReindex = "migrate-and-reindex" // asks a follow-up question before it completes
+	jobBrokenMigration   = "broken-migration"    // errors out while running
+	jobLongMigration     = "long-migration"      // runs until it is stopped
 )
 
 // jobState is the body of every post. Seq is the job's own sequence number:
@@ -42,6 +52,7 @@ type jobState struct {
 	State    string `json:"state"`
 	Question string `json:"question,omitempty"` // with attention-required
 	Summary  string `json:"summary,omitempty"`  // with complete
+	Error    string `json:"error,omitempty"`    // with errored
 }
 
 // newWebhookSecret makes a Standard Webhooks secret: "whsec_" and 32 random
@@ -69,10 +80,16 @@ func newDevbox(log *slog.Logger) *devbox {
 // job is one run in the sandbox.
 type job struct {
 	id       string
+	kind     string // one of the job* names
 	callback string
 	key      []byte      // the decoded webhook secret
 	resume   chan string // the decision that lets a job waiting for attention go on
 	dev      *devbox
+
+	stop     chan struct{} // closed by Stop
+	stopOnce sync.Once
+	done     chan struct{} // closed when run returns
+	stopped  bool          // it ended because it was told to stop; read after done
 
 	mu   sync.Mutex
 	sent []delivery // every delivery made, in order
@@ -84,26 +101,77 @@ type delivery struct {
 	body []byte
 }
 
-// StartJob starts a job that reports to callbackURL, signing with secret.
-// It runs until it completes, is stopped, finds the hook closed, or ctx
+// StartJob starts a job of a kind (one of the job* names; "" for
+// jobMigrate) that reports to callbackURL, signing with secret. It runs
+// until it completes, errors, is stopped, finds the hook closed, or ctx
 // ends.
-func (d *devbox) StartJob(ctx context.Context, callbackURL, secret string) (string, error) {
+func (d *devbox) StartJob(ctx context.Context, kind, callbackURL, secret string) (string, error) {
+	switch kind {
+	case "":
+		kind = jobMigrate
+	case jobMigrate, jobMigrateAndReindex, jobBrokenMigration, jobLongMigration:
+	default:
+		return "", fmt.Errorf("devbox: no job %q", kind)
+	}
 	key, err := base64.StdEncoding.DecodeString(secret[len("whsec_"):])
 	if err != nil {
 		return "", fmt.Errorf("devbox: the secret is not whsec_ and base64: %w", err)
 	}
 	d.mu.Lock()
-	j := &job{id: "job-" + strconv.Itoa(len(d.jobs)+1), callback: callbackURL, key: key, resume: make(chan string, 1), dev: d}
+	j := &job{
+		id: "job-" + strconv.Itoa(len(d.jobs)+1), kind: kind, callback: callbackURL, key: key,
+		resume: make(chan string, 1), dev: d, stop: make(chan struct{}), done: make(chan struct{}),
+	}
 	d.jobs = append(d.jobs, j)
 	d.mu.Unlock()
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		if err := j.run(ctx); err != nil {
+		defer close(j.done)
+		err := j.run(ctx)
+		if errors.Is(err, errStopped) {
+			j.stopped = true
+			d.log.Info("devbox job stopped", "job", j.id)
+			return
+		}
+		if err != nil {
 			d.log.Warn("devbox job ended early", "job", j.id, "err", err)
 		}
 	}()
 	return j.id, nil
+}
+
+// errStopped ends a job that was told to stop.
+var errStopped = errors.New("devbox: the job was stopped")
+
+// Stop stops a job and returns once it has stopped (at once when it had
+// ended already), or when ctx ends first.
+func (d *devbox) Stop(ctx context.Context, jobID string) error {
+	j := d.job(jobID)
+	if j == nil {
+		return fmt.Errorf("devbox: no job %s", jobID)
+	}
+	j.stopOnce.Do(func() { close(j.stop) })
+	select {
+	case <-j.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stopped reports whether the job has ended because it was told to stop.
+func (d *devbox) Stopped(jobID string) bool {
+	j := d.job(jobID)
+	if j == nil {
+		return false
+	}
+	select {
+	case <-j.done:
+		return j.stopped
+	default:
+		return false
+	}
 }
 
 // Continue gives a job waiting for attention the human's decision:
@@ -139,29 +207,35 @@ func (d *devbox) job(id string) *job {
 // same delivery twice (an answer got lost, so it is sent again under the
 // same webhook-id; the hook's dedupe hides it) and an old state arriving
 // after a newer one (a late redelivery under a new webhook-id; the executor
-// skips it by its seq).
+// skips it by its seq). A job told to stop ends with errStopped and posts
+// nothing more: whoever stopped it knows.
 func (j *job) run(ctx context.Context) error {
-	steps := []func() error{
-		func() error { return j.post(ctx, jobState{State: statePending}) },
-		func() error { return j.post(ctx, jobState{State: stateRunning}) },
-		func() error { return j.Redeliver(ctx) }, // a duplicate
-		func() error {
-			return j.post(ctx, jobState{State: stateAttentionRequired,
-				Question: "The migration will drop the table legacy_users. Go on?"})
-		},
-		func() error { return j.resendLate(ctx, 2) }, // "running" again, stale
+	if err := j.post(ctx, jobState{State: statePending}); err != nil {
+		return err
 	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return err
-		}
+	if err := j.post(ctx, jobState{State: stateRunning}); err != nil {
+		return err
+	}
+	if err := j.Redeliver(ctx); err != nil { // a duplicate
+		return err
+	}
+	switch j.kind {
+	case jobBrokenMigration:
+		return j.post(ctx, jobState{State: stateErrored, Error: "duplicate key value in users.email"})
+	case jobLongMigration:
+		return j.pause(ctx, nil)
 	}
 
+	if err := j.post(ctx, jobState{State: stateAttentionRequired,
+		Question: "The migration will drop the table legacy_users. Go on?"}); err != nil {
+		return err
+	}
+	if err := j.resendLate(ctx, 2); err != nil { // "running" again, stale
+		return err
+	}
 	var decision string
-	select {
-	case decision = <-j.resume:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := j.pause(ctx, &decision); err != nil {
+		return err
 	}
 	if decision != "continue" {
 		return j.post(ctx, jobState{State: stateStopped, Summary: "stopped before the migration"})
@@ -172,7 +246,40 @@ func (j *job) run(ctx context.Context) error {
 	if err := j.Redeliver(ctx); err != nil { // another duplicate
 		return err
 	}
-	return j.post(ctx, jobState{State: stateComplete, Summary: "migrated 1,204 users; dropped legacy_users"})
+	summary := "migrated 1,204 users; dropped legacy_users"
+	if j.kind == jobMigrateAndReindex {
+		if err := j.post(ctx, jobState{State: stateAttentionRequired,
+			Question: "Rebuild the search index now? The API is read-only while it runs."}); err != nil {
+			return err
+		}
+		if err := j.pause(ctx, &decision); err != nil {
+			return err
+		}
+		if decision == "continue" {
+			summary += "; rebuilt the search index"
+		} else {
+			summary += "; left the search index as it was"
+		}
+	}
+	return j.post(ctx, jobState{State: stateComplete, Summary: summary})
+}
+
+// pause waits for a decision (into decision), or, with decision nil, for
+// nothing: until the job is told to stop or ctx ends.
+func (j *job) pause(ctx context.Context, decision *string) error {
+	var resume chan string
+	if decision != nil {
+		resume = j.resume
+	}
+	select {
+	case d := <-resume:
+		*decision = d
+		return nil
+	case <-j.stop:
+		return errStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // post sends the job's next state as a new delivery.

@@ -29,28 +29,21 @@ func TestDevbox(t *testing.T) {
 	c := client.New(srv.URL, token)
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := devboxTask(t, ctx, c, jobMigrate)
 
-	asked := make(chan string, 1) // the question the human saw
-	humanDone := make(chan error, 1)
-	go func() { humanDone <- playHuman(ctx, c, task.TaskID, asked) }()
+	human := make(chan answered, 1)
+	go func() { human <- playHuman(ctx, c, task.TaskID) }()
 
 	dev := newDevbox(log)
 	if err := run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Devbox: dev, Log: log}); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if err := <-humanDone; err != nil {
-		t.Fatalf("the human: %v", err)
+	ans := <-human
+	if ans.err != nil {
+		t.Fatalf("the human: %v", ans.err)
 	}
-	if q := <-asked; !strings.Contains(q, "legacy_users") {
-		t.Errorf("the human was asked %q", q)
+	if len(ans.prompts) != 1 || !strings.Contains(ans.prompts[0], "legacy_users") {
+		t.Errorf("the human was asked %q", ans.prompts)
 	}
 
 	final, err := c.GetTask(ctx, task.TaskID)
@@ -59,28 +52,20 @@ func TestDevbox(t *testing.T) {
 	}
 	var result struct{ Job, Summary string }
 	if err := json.Unmarshal(final.Result, &result); err != nil || final.Status != client.StatusCompleted ||
-		result.Job != "job-1" || !strings.HasPrefix(result.Summary, "migrated 1,204 users") {
+		result.Job != "job-1" || result.Summary != "migrated 1,204 users; dropped legacy_users" {
 		t.Fatalf("final task: status %s, result %s (%v)", final.Status, final.Result, err)
 	}
 	if len(final.InputResponses) != 1 || final.InputResponses[0].OptionID != "continue" {
 		t.Errorf("answers recorded: %+v", final.InputResponses)
 	}
+	if final.ReleasedAt == nil {
+		t.Errorf("the executor did not release the task it completed")
+	}
 
 	// Each state reported once, in the job's order, despite the duplicates
 	// and the stale redelivery.
-	var reported []string
-	for _, ev := range taskEvents(t, ctx, c, task.TaskID) {
-		if ev.Type != client.EventTaskProgress {
-			continue
-		}
-		snap, err := ev.Task()
-		if err != nil {
-			t.Fatal(err)
-		}
-		reported = append(reported, snap.StatusMessage)
-	}
 	want := []string{statePending, stateRunning, stateAttentionRequired, stateRunning, stateComplete}
-	if !slices.Equal(reported, want) {
+	if reported := progressReported(t, ctx, c, task.TaskID); !slices.Equal(reported, want) {
 		t.Errorf("progress reported %q, want %q", reported, want)
 	}
 
@@ -119,26 +104,187 @@ func TestDevbox(t *testing.T) {
 	}
 }
 
-// playHuman waits (long-polling) for the task to ask, then answers
-// "continue".
-func playHuman(ctx context.Context, c *client.Client, taskID string, asked chan<- string) error {
+// A job with a follow-up question: the human is asked twice, each answer
+// goes to the job, and the task completes with what both decided.
+func TestDevboxFollowUpQuestion(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	token := apptest.Token(t, "executor")
+	c := client.New(srv.URL, token)
+	task := devboxTask(t, ctx, c, jobMigrateAndReindex)
+
+	human := make(chan answered, 1)
+	go func() { human <- playHuman(ctx, c, task.TaskID) }()
+	if err := run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Log: testLog(t)}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	ans := <-human
+	if ans.err != nil || len(ans.prompts) != 2 || !strings.Contains(ans.prompts[0], "legacy_users") ||
+		!strings.Contains(ans.prompts[1], "search index") {
+		t.Fatalf("the human was asked %q (%v)", ans.prompts, ans.err)
+	}
+	final, err := c.GetTask(ctx, task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var result struct{ Summary string }
+	if err := json.Unmarshal(final.Result, &result); err != nil || final.Status != client.StatusCompleted ||
+		result.Summary != "migrated 1,204 users; dropped legacy_users; rebuilt the search index" {
+		t.Fatalf("final task: status %s, result %s (%v)", final.Status, final.Result, err)
+	}
+	if len(final.InputResponses) != 2 || final.ReleasedAt == nil {
+		t.Errorf("final task: answers %+v, releasedAt %v", final.InputResponses, final.ReleasedAt)
+	}
+	want := []string{statePending, stateRunning, stateAttentionRequired, stateRunning, stateAttentionRequired, stateComplete}
+	if reported := progressReported(t, ctx, c, task.TaskID); !slices.Equal(reported, want) {
+		t.Errorf("progress reported %q, want %q", reported, want)
+	}
+}
+
+// A job that errors fails the task with the job's error, and the task is
+// released: nothing runs any more.
+func TestDevboxJobErrors(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	token := apptest.Token(t, "executor")
+	c := client.New(srv.URL, token)
+	task := devboxTask(t, ctx, c, jobBrokenMigration)
+
+	if err := run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Log: testLog(t)}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	final, err := c.GetTask(ctx, task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Status != client.StatusFailed || final.Error == nil ||
+		final.Error.Message != "the job failed: duplicate key value in users.email" || final.ReleasedAt == nil {
+		t.Fatalf("final task: status %s, error %+v, releasedAt %v", final.Status, final.Error, final.ReleasedAt)
+	}
+	if reported := progressReported(t, ctx, c, task.TaskID); !slices.Equal(reported, []string{statePending, stateRunning, stateErrored}) {
+		t.Errorf("progress reported %q", reported)
+	}
+}
+
+// The owner cancels the session while the job runs and waits for the
+// release: the executor sees the task cancelled, stops the job and releases
+// the task, and the cancel answers with nothing left unreleased.
+func TestDevboxCancel(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	token := apptest.Token(t, "executor")
+	c := client.New(srv.URL, token)
+	task := devboxTask(t, ctx, c, jobLongMigration)
+
+	dev := newDevbox(testLog(t))
+	ran := make(chan error, 1)
+	go func() {
+		ran <- run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Devbox: dev, Log: testLog(t)})
+	}()
+	// Wait until the job runs: the executor reported it.
+	for cur := task; cur.StatusMessage != stateRunning; {
+		var err error
+		if cur, err = c.WaitTask(ctx, task.TaskID, cur.Revision, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got, err := c.CancelSession(ctx, task.SessionID, "the user left", client.WithReleaseWait(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.CancelledTaskIDs, []string{task.TaskID}) || got.UnreleasedTaskIDs == nil || len(got.UnreleasedTaskIDs) != 0 {
+		t.Fatalf("the cancel answered %+v", got)
+	}
+	if !dev.Stopped("job-1") {
+		t.Errorf("the task was released before its job stopped")
+	}
+	if err := <-ran; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	final, err := c.GetTask(ctx, task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Status != client.StatusCancelled || final.CancelReason != "the user left" || final.ReleasedAt == nil {
+		t.Fatalf("final task: %s (%q), releasedAt %v", final.Status, final.CancelReason, final.ReleasedAt)
+	}
+}
+
+// devboxTask opens a session and starts a devbox task that runs job.
+func devboxTask(t *testing.T, ctx context.Context, c *client.Client, job string) *client.Task {
+	t.Helper()
+	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox",
+		Input: map[string]string{"job": job}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+func testLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// answered is what the human was asked, or why it stopped answering.
+type answered struct {
+	prompts []string
+	err     error
+}
+
+// playHuman answers "continue" to every question the task asks until it
+// ends, waiting for each with a long-poll that only questions and the end
+// wake.
+func playHuman(ctx context.Context, c *client.Client, taskID string) answered {
+	var out answered
 	var rev int64
 	for {
-		t, err := c.WaitTask(ctx, taskID, rev, 30*time.Second)
+		t, err := c.WaitTask(ctx, taskID, rev, 30*time.Second,
+			client.WithKinds(client.EventInputRequested, client.EventTaskTerminal))
 		if err != nil {
-			return err
-		}
-		if t.Status == client.StatusInputRequired {
-			req := t.InputRequests[0]
-			asked <- req.Prompt
-			_, err := c.Respond(ctx, taskID, []client.InputResponse{{RequestID: req.RequestID, OptionID: "continue"}})
-			return err
+			out.err = err
+			return out
 		}
 		if t.Terminal() {
-			return context.Canceled
+			return out
+		}
+		for _, req := range t.InputRequests {
+			out.prompts = append(out.prompts, req.Prompt)
+			if _, err := c.Respond(ctx, taskID, []client.InputResponse{{RequestID: req.RequestID, OptionID: "continue"}}); err != nil {
+				out.err = err
+				return out
+			}
 		}
 		rev = t.Revision
 	}
+}
+
+// progressReported is the statusMessage of each task.progress event of the
+// task, in order.
+func progressReported(t *testing.T, ctx context.Context, c *client.Client, id string) []string {
+	t.Helper()
+	var reported []string
+	for _, ev := range taskEvents(t, ctx, c, id) {
+		if ev.Type != client.EventTaskProgress {
+			continue
+		}
+		snap, err := ev.Task()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reported = append(reported, snap.StatusMessage)
+	}
+	return reported
 }
 
 // taskEvents reads a task's whole event log.

@@ -7,13 +7,20 @@
 //  2. creates a hook bound to the task, requiring Standard Webhooks
 //     signatures with a secret of its own;
 //  3. starts a job on the "devbox" service (a fake one, in devbox.go),
-//     handing it the hook's URL and the secret;
+//     handing it the hook's URL and the secret; the task's input names the
+//     job ({"job": "migrate-and-reindex"}; see devbox.go for the others);
 //  4. reads the hook with Hook(id).Events: each state the job posts is
 //     reported as task progress, in the job's own order;
-//  5. when the job needs attention, asks the human (RequireInput), waits for
-//     the answer (WaitTask), and tells the job to go on;
-//  6. completes the task with the job's summary. The hook closes with the
-//     task: a post after that gets 410 hook_closed.
+//  5. whenever the job needs attention, asks the human (RequireInput), waits
+//     for the answer (WaitTask, woken only by the answer or the task's end),
+//     and tells the job to go on;
+//  6. completes the task with the job's summary, or fails it when the job
+//     errors. The hook closes with the task: a post after that gets 410
+//     hook_closed;
+//  7. when the task is cancelled instead (the hook closes, or the wait for
+//     an answer sees it), stops the job;
+//  8. once the job is over, either way, releases the task: an owner that
+//     cancelled with a wait (POST .../cancel?wait=30s) is answered then.
 //
 // Run a server (`make run` prints a dev token), then:
 //
@@ -29,6 +36,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -44,6 +52,8 @@ func main() {
 	flag.StringVar(&cfg.API, "api", "http://localhost:8080", "taskhook's base URL")
 	flag.StringVar(&cfg.Token, "token", os.Getenv("TASKHOOK_TOKEN"), "bearer token of the executor (default $TASKHOOK_TOKEN)")
 	flag.StringVar(&cfg.TaskID, "task", "", "work on this task instead of starting one")
+	flag.StringVar(&cfg.Job, "job", jobMigrate, "the devbox job of a task it starts: "+
+		jobMigrate+", "+jobMigrateAndReindex+", "+jobBrokenMigration+" or "+jobLongMigration)
 	flag.Parse()
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 
@@ -60,6 +70,7 @@ type config struct {
 	API    string       // taskhook's base URL
 	Token  string       // the executor's bearer token
 	TaskID string       // the task to work on; empty: open a session and start one
+	Job    string       // the job of a task it starts (its input's "job")
 	Devbox *devbox      // the outside service; nil: a new fake one
 	Log    *slog.Logger // nil: no log
 }
@@ -76,7 +87,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	c := client.New(cfg.API, cfg.Token)
 
-	task, err := taskToWorkOn(ctx, c, cfg.TaskID)
+	task, err := taskToWorkOn(ctx, c, cfg.TaskID, cfg.Job)
 	if err != nil {
 		return err
 	}
@@ -99,17 +110,26 @@ func run(ctx context.Context, cfg config) error {
 	jobCtx, stopJob := context.WithCancel(ctx)
 	defer dev.Wait()
 	defer stopJob()
-	jobID, err := dev.StartJob(jobCtx, hook.URL, secret)
+	var input struct {
+		Job string `json:"job"`
+	}
+	if len(task.Input) > 0 {
+		if err := json.Unmarshal(task.Input, &input); err != nil {
+			return fmt.Errorf("the task's input is not {\"job\": ...}: %w", err)
+		}
+	}
+	jobID, err := dev.StartJob(jobCtx, input.Job, hook.URL, secret)
 	if err != nil {
 		return err
 	}
 
 	x := &executor{c: c, log: log, task: task, hookID: hook.HookID, dev: dev, jobID: jobID}
-	return x.follow(ctx)
+	return x.finish(ctx, x.follow(ctx))
 }
 
-// taskToWorkOn reads the task id, or opens a session and starts a task.
-func taskToWorkOn(ctx context.Context, c *client.Client, id string) (*client.Task, error) {
+// taskToWorkOn reads the task id, or opens a session and starts a task that
+// runs job.
+func taskToWorkOn(ctx context.Context, c *client.Client, id, job string) (*client.Task, error) {
 	if id != "" {
 		return c.GetTask(ctx, id)
 	}
@@ -117,7 +137,8 @@ func taskToWorkOn(ctx context.Context, c *client.Client, id string) (*client.Tas
 	if err != nil {
 		return nil, fmt.Errorf("open a session: %w", err)
 	}
-	return c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox", Label: "migrate users"})
+	return c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox", Label: "migrate users",
+		Input: map[string]string{"job": job}})
 }
 
 // executor follows one devbox job for one task.
@@ -172,9 +193,51 @@ func (x *executor) follow(ctx context.Context) error {
 		case stateStopped:
 			_, err := x.c.Fail(ctx, x.task.TaskID, "the job was stopped", map[string]string{"job": st.Job, "summary": st.Summary})
 			return err
+		case stateErrored:
+			_, err := x.c.Fail(ctx, x.task.TaskID, "the job failed: "+st.Error, map[string]string{"job": st.Job})
+			return err
 		}
 	}
 	return ctx.Err() // the loop ends without an error only when ctx does
+}
+
+// finish ends the executor's part once follow has returned (err is why).
+// When the task has ended (this executor ended it, or its owner cancelled
+// it, which closed the hook or ended the wait for an answer), the job is
+// stopped if it still runs and the task released: its outside work is over.
+// A cancel is an ordinary end, not an error. A task that goes on keeps its
+// job, and err is returned.
+func (x *executor) finish(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var t *client.Task
+	var gerr error
+	if client.IsCode(err, client.CodeHookClosed) {
+		// A session's cancel closes its hooks first, then cancels its
+		// tasks: wait for the task's end (at once when it has ended).
+		t, gerr = x.c.WaitTask(ctx, x.task.TaskID, 0, 30*time.Second, client.WithKinds(client.EventTaskTerminal))
+	} else {
+		t, gerr = x.c.GetTask(ctx, x.task.TaskID)
+	}
+	if gerr != nil {
+		return errors.Join(err, gerr)
+	}
+	if !t.Terminal() {
+		return err
+	}
+	if t.Status == client.StatusCancelled {
+		x.log.Info("the task was cancelled: stopping the job", "reason", t.CancelReason)
+		err = nil
+	}
+	if serr := x.dev.Stop(ctx, x.jobID); serr != nil {
+		return errors.Join(err, fmt.Errorf("stop the job: %w", serr))
+	}
+	if _, rerr := x.c.Release(ctx, x.task.TaskID); rerr != nil {
+		return errors.Join(err, fmt.Errorf("release the task: %w", rerr))
+	}
+	x.log.Info("task released", "status", t.Status)
+	return err
 }
 
 // report makes the job's state the task's progress. A post can be read
@@ -205,6 +268,9 @@ func (x *executor) askHuman(ctx context.Context, ev client.HookEvent, question s
 	}
 	request := t.InputRequests[len(t.InputRequests)-1].RequestID
 	x.log.Info("waiting for the human", "task", t.TaskID, "requestId", request)
+	// Woken by an answer or the task's end only: the progress this
+	// executor or another reports does not end the wait.
+	kinds := client.WithKinds(client.EventInputResolved, client.EventTaskTerminal)
 
 	for {
 		for _, r := range t.InputResponses {
@@ -215,7 +281,7 @@ func (x *executor) askHuman(ctx context.Context, ev client.HookEvent, question s
 		if t.Terminal() {
 			return "", fmt.Errorf("task %s is %s: nobody will answer", t.TaskID, t.Status)
 		}
-		if t, err = x.c.WaitTask(ctx, x.task.TaskID, t.Revision, 30*time.Second); err != nil {
+		if t, err = x.c.WaitTask(ctx, x.task.TaskID, t.Revision, 30*time.Second, kinds); err != nil {
 			return "", fmt.Errorf("wait for the answer: %w", err)
 		}
 	}

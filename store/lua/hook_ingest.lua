@@ -69,5 +69,5 @@ redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[12], eid, 'e', ev)
 local lists = {{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[3], 'nfy')}}
 if task then lists[2] = {OUTBOX_SCOPE.task, redis.call('HGET', task, 'nfy')} end
 route(KEYS[9], endpoints_of(lists), ARGV[14], ARGV[20], eid, ev)
-wake(KEYS[7], WAKE_KIND.hook, ARGV[13], ARGV[14], 0, '')
+wake(KEYS[7], WAKE_KIND.hook, ARGV[13], ARGV[14], 0, '', {ev})
 return idem_done(KEYS[8], ARGV[18], ARGV[19], '', {'ok', id})

@@ -144,10 +144,28 @@ end
 -- wake appends a hint to the partition's wake stream: every replica's fan-in
 -- reader wakes its local waiters on the task and session. It is capped by
 -- length because it is a hint only; a reader that falls behind re-checks.
--- kind is one of WAKE_KIND (store.WakeKind).
-local function wake(key, kind, id, session, rev, snapshot)
-  redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', WAKE_FIELD.kind, kind, WAKE_FIELD.id, id,
-    WAKE_FIELD.session, session, WAKE_FIELD.revision, rev, WAKE_FIELD.snapshot, snapshot)
+-- kind is one of WAKE_KIND (store.WakeKind); events are the event json the
+-- change appended (to any log), whose types the hint names, so that a
+-- waiter that wants other types can leave it aside without reading. When
+-- events is nil, or a type cannot be read, the hint names none (unknown:
+-- waiters read the log).
+local function wake(key, kind, id, session, rev, snapshot, events)
+  local fields = {WAKE_FIELD.kind, kind, WAKE_FIELD.id, id, WAKE_FIELD.session, session,
+    WAKE_FIELD.revision, rev, WAKE_FIELD.snapshot, snapshot}
+  local types = events and {}
+  for _, ev in ipairs(events or {}) do
+    local t = event_type(ev)
+    if not t then
+      types = nil
+      break
+    end
+    types[#types + 1] = t
+  end
+  if types then
+    fields[#fields + 1] = WAKE_FIELD.types
+    fields[#fields + 1] = table.concat(types, ',')
+  end
+  redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', unpack(fields))
   redis.call('PEXPIRE', key, 86400000)
 end
 

@@ -44,7 +44,7 @@ for _, pick in ipairs(take) do
   redis.call('ZREM', KEYS[3], ARGV[a])
   move_status(ARGV[a], created, redis.call('PEXPIRETIME', KEYS[k]), KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
   redis.call('RPUSH', KEYS[4], ARGV[a])
-  wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[5], rev, ARGV[a + 3])
+  wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[5], rev, ARGV[a + 3], {ARGV[a + 4]})
   out[#out + 1] = ARGV[a]
 end
 redis.call('PEXPIRE', KEYS[4], 86400000)

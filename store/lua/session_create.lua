@@ -22,7 +22,7 @@ redis.call('ZADD', KEYS[3], ARGV[6], ARGV[3])
 redis.call('PEXPIREAT', KEYS[1], ARGV[7])
 redis.call('PEXPIREAT', KEYS[2], ARGV[7])
 extend_to(ARGV[7], {KEYS[3]})
-wake(KEYS[5], WAKE_KIND.session, ARGV[3], ARGV[3], 0, '')
+wake(KEYS[5], WAKE_KIND.session, ARGV[3], ARGV[3], 0, '', {ARGV[8]})
 local body = ARGV[10]
 if body == '' then body = ARGV[5] end
 return idem_done(KEYS[4], ARGV[1], ARGV[2], body, {'ok', id})

@@ -49,5 +49,5 @@ if cur[3] ~= ARGV[4] and cur[4] then
   end
   move_status(ARGV[8], cur[4], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
 end
-wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10])
+wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10], {unpack(ARGV, 12, 11 + n)})
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)

@@ -57,7 +57,7 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 extend_to(ARGV[8], indexes)
 if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
-wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, ARGV[11])
+wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, ARGV[11], {ARGV[9]})
 local body = ARGV[16]
 if body == '' then body = ARGV[6] end
 return idem_done(KEYS[7], ARGV[1], ARGV[2], body, {'ok', id})

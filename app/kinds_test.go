@@ -1,0 +1,68 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// A long-poll with kinds costs no Redis round trip for a change of other
+// kinds: the wake-up names its event types and is left aside unread. The
+// change of its kinds then answers from the wake-up's snapshot, also
+// without a read.
+func TestKindsPollCostsNoRoundTripsForOtherKinds(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{WakeBlock: 20 * time.Millisecond, Partitions: 4,
+		RecheckInterval: time.Hour})
+	ctx := context.Background()
+	cl := client.New(srv.URL, apptest.Token(t, "lp"))
+	_, task := sessionWithTask(t, cl)
+	before := roundTrips(srv, "requests")
+	type result struct {
+		task *client.Task
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tk, err := cl.WaitTask(ctx, task.TaskID, task.Revision, 30*time.Second, client.WithKinds(client.EventTaskMessage))
+		done <- result{tk, err}
+	}()
+	storetest.WaitFor(t, "the poll to wait", func() bool { return testutil.ToFloat64(srv.App.Metrics.Waiters) == 1 })
+	storetest.WaitFor(t, "the poll's first read", func() bool { return roundTrips(srv, "requests")-before == 1 })
+
+	for i, msg := range []string{"one", "two", "three"} {
+		if _, err := cl.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String(msg)}); err != nil {
+			t.Fatal(err)
+		}
+		storetest.WaitFor(t, "the poll to leave the progress aside", func() bool {
+			return testutil.ToFloat64(srv.App.Metrics.WakeupsIgnored) == float64(i+1)
+		})
+	}
+	// Each progress was one round trip; the parked poll made none.
+	if got := roundTrips(srv, "requests") - before; got != 1+3 {
+		t.Fatalf("the poll and three progress reports made %v round trips, want 4", got)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the poll answered on progress: %+v %v", r.task, r.err)
+	default:
+	}
+	msg, err := cl.Message(ctx, task.TaskID, "look", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.task.Revision != msg.Revision || r.task.StatusMessage != "three" {
+		t.Fatalf("woken poll answered %+v %v", r.task, r.err)
+	}
+	if got := roundTrips(srv, "requests") - before; got != 1+3+1 {
+		t.Fatalf("poll, progress and message made %v round trips, want 5", got)
+	}
+}

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"slices"
+)
+
+// Kinds are the event types a reader asks for (?kinds=): a long-poll, a log
+// read or a stream that wakes on these only. Empty means every type.
+type Kinds []string
+
+// All reports whether k asks for every type.
+func (k Kinds) All() bool { return len(k) == 0 }
+
+// Has reports whether k asks for events of type t.
+func (k Kinds) Has(t string) bool { return k.All() || slices.Contains(k, t) }
+
+// MayConcern reports whether the wake may be about an event k asks for: it
+// is when one of its types is one of k, or when its types are unknown.
+func (k Kinds) MayConcern(wk Wake) bool {
+	if k.All() || wk.Types == nil {
+		return true
+	}
+	for _, t := range wk.Types {
+		if k.Has(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Bounds of one kinds script's look at a log: whatever the log holds, a
+// script looks at most at this many entries and bytes, and the caller goes
+// on in another.
+const (
+	kindsScanEntries = 1024
+	kindsScanBytes   = 8 << 20
+)
+
+// kindsRead is log_read_kinds's answer.
+type kindsRead struct {
+	entries []LogEntry
+	last    string // the id of the last entry looked at; "" when none
+	more    bool   // it stopped before the log's end
+}
+
+var parseLogReadKinds = replies[kindsRead]{
+	"ok": func(r scriptReply) (kindsRead, error) {
+		out := kindsRead{last: r.str(1), more: r.str(2) == "1"}
+		for i := 3; i+1 < len(r); i += 2 {
+			id := r.str(i)
+			out.entries = append(out.entries, LogEntry{ID: id, JSON: withID(id, r.str(i+1))})
+		}
+		return out, nil
+	},
+}.parser("log_read_kinds")
+
+// readLogKinds reads up to limit events of kinds after the stream id after
+// ("" or "0" for the beginning), looking at a bounded part of the log: last
+// is the id of the last entry it looked at, and more says it stopped before
+// the log's end.
+func (s *Store) readLogKinds(ctx context.Context, key, after string, limit int, kinds Kinds) (kindsRead, error) {
+	start := "-"
+	if after != "" && after != "0" {
+		next, err := nextStreamID(after)
+		if err != nil {
+			return kindsRead{}, err
+		}
+		start = next
+	}
+	args := []any{start, limit, kindsScanEntries, kindsScanBytes}
+	for _, k := range kinds {
+		args = append(args, k)
+	}
+	return s.scripts.logReadKinds.run(ctx, s, []string{key}, args...)
+}
+
+// kindsAfter is task_kinds_after's answer.
+type kindsAfter struct {
+	found bool
+	task  []byte
+	more  string // where to go on looking back from; "" when the answer is known
+}
+
+var parseTaskKindsAfter = replies[kindsAfter]{
+	"found": func(r scriptReply) (kindsAfter, error) { return kindsAfter{found: true, task: []byte(r.str(1))}, nil },
+	"none":  func(r scriptReply) (kindsAfter, error) { return kindsAfter{task: []byte(r.str(1))}, nil },
+	"more": func(r scriptReply) (kindsAfter, error) {
+		return kindsAfter{task: []byte(r.str(1)), more: r.str(2)}, nil
+	},
+	"not_found": func(scriptReply) (kindsAfter, error) { return kindsAfter{}, ErrNotFound },
+}.parser("task_kinds_after")
+
+// TaskKindsAfter reports whether the task's log holds an event of kinds
+// after revision rev, and reads the task: for a long-poll that wakes on
+// kinds only. It costs one round trip unless the log holds more after rev
+// than one script looks at. Without a find the task is as the first look
+// saw it, so every event up to its revision was looked at; ErrNotFound
+// when there is none.
+func (s *Store) TaskKindsAfter(ctx context.Context, p int, id string, rev int64, kinds Kinds) (bool, []byte, error) {
+	keys := []string{s.Keys.Task(p, id), s.Keys.TaskLog(p, id)}
+	from := "+"
+	var task []byte
+	for {
+		args := []any{rev, from, kindsScanEntries, kindsScanBytes}
+		for _, k := range kinds {
+			args = append(args, k)
+		}
+		r, err := s.scripts.taskKindsAfter.run(ctx, s, keys, args...)
+		if err != nil {
+			return false, nil, err
+		}
+		if task == nil {
+			task = r.task
+		}
+		if r.found {
+			return true, r.task, nil
+		}
+		if r.more == "" {
+			return false, task, nil
+		}
+		from = "(" + r.more
+	}
+}
