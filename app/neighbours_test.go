@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -277,7 +277,7 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 	var data struct {
 		CancelledTaskIDs []string `json:"cancelledTaskIds"`
 	}
-	if last.Type != events.SessionCancelled || json.Unmarshal(last.Data, &data) != nil || len(data.CancelledTaskIDs) != n {
+	if last.Type != wire.EventSessionCancelled || json.Unmarshal(last.Data, &data) != nil || len(data.CancelledTaskIDs) != n {
 		t.Fatalf("last session event %s with %d ids, want session.cancelled with %d", last.Type, len(data.CancelledTaskIDs), n)
 	}
 	again, err := cl.CancelSession(ctx, ses.SessionID, "again")

@@ -12,22 +12,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Event types, as listed in the contract.
-const (
-	SessionCreated         = wire.EventSessionCreated
-	SessionCancelled       = wire.EventSessionCancelled
-	TaskCreated            = wire.EventTaskCreated
-	TaskProgress           = wire.EventTaskProgress
-	TaskMessage            = wire.EventTaskMessage
-	TaskStatus             = wire.EventTaskStatus
-	TaskTerminal           = wire.EventTaskTerminal
-	InputRequested         = wire.EventInputRequested
-	InputResolved          = wire.EventInputResolved
-	AuthorizationRequired  = wire.EventAuthorizationRequired
-	AuthorizationCompleted = wire.EventAuthorizationCompleted
-	HookReceived           = wire.EventHookReceived
-)
-
 // Event is one entry of a log. ID is the stream id of the entry: a cursor that
 // increases strictly within a log. An event appended to a task log and to its
 // session log gets the same id in both.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
@@ -173,7 +174,7 @@ func (s *Service) endCancel(ctx context.Context, part int, id, reason string, id
 	if err != nil {
 		return nil, false, err
 	}
-	ev, err := json.Marshal(events.Event{Type: events.SessionCancelled, At: events.At(now), SessionID: id, Data: data})
+	ev, err := json.Marshal(events.Event{Type: wire.EventSessionCancelled, At: events.At(now), SessionID: id, Data: data})
 	if err != nil {
 		return nil, false, err
 	}

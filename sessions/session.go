@@ -92,7 +92,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return nil, false, err
 	}
 	ev, err := json.Marshal(events.Event{
-		Type: events.SessionCreated, At: events.At(now), SessionID: ses.SessionID,
+		Type: wire.EventSessionCreated, At: events.At(now), SessionID: ses.SessionID,
 		Data: json.RawMessage(`{"session":` + string(raw) + `}`),
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
@@ -35,7 +36,7 @@ func (s *Service) answerTokens(taskID string, reqs []InputRequest) ([]InputReque
 	var mapped []store.AnswerToken
 	for i := range reqs {
 		reqs[i].AnswerURL = ""
-		if reqs[i].Kind != KindAsk {
+		if reqs[i].Kind != wire.KindAsk {
 			continue
 		}
 		token := s.links.Token(taskID, reqs[i].RequestID)

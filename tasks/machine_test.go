@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/events"
@@ -44,27 +45,27 @@ func yesNo() []tasks.Option {
 // reqPick takes one of its options and no text.
 func reqPick() tasks.InputRequest {
 	return tasks.InputRequest{
-		RequestID: "pick", Kind: tasks.KindAsk, Prompt: "Which region?", Display: tasks.DisplaySelect,
+		RequestID: "pick", Kind: wire.KindAsk, Prompt: "Which region?", Display: wire.DisplaySelect,
 		Options: []tasks.Option{{ID: "eu", Label: "EU"}, {ID: "us", Label: "US"}},
 	}
 }
 
 // reqName takes text because its display is text.
 func reqName() tasks.InputRequest {
-	return tasks.InputRequest{RequestID: "name", Kind: tasks.KindAsk, Prompt: "Branch name?", Display: tasks.DisplayText}
+	return tasks.InputRequest{RequestID: "name", Kind: wire.KindAsk, Prompt: "Branch name?", Display: wire.DisplayText}
 }
 
 // reqNote takes an option or text because it allows freeform.
 func reqNote() tasks.InputRequest {
 	return tasks.InputRequest{
-		RequestID: "note", Kind: tasks.KindAsk, Prompt: "Anything else?", Display: tasks.DisplaySelect,
+		RequestID: "note", Kind: wire.KindAsk, Prompt: "Anything else?", Display: wire.DisplaySelect,
 		Options: []tasks.Option{{ID: "nothing", Label: "Nothing"}}, AllowFreeform: true,
 	}
 }
 
 func reqConfirm(id string) tasks.InputRequest {
 	return tasks.InputRequest{
-		RequestID: id, Kind: tasks.KindAsk, Prompt: "Deploy now?", Display: tasks.DisplayConfirmation, Options: yesNo(),
+		RequestID: id, Kind: wire.KindAsk, Prompt: "Deploy now?", Display: wire.DisplayConfirmation, Options: yesNo(),
 	}
 }
 
@@ -429,17 +430,17 @@ var (
 // from a non-terminal status, one per outcome the cell names).
 func TestApplyCells(t *testing.T) {
 	t.Parallel()
-	terminalEvent := []string{events.TaskTerminal}
+	terminalEvent := []string{wire.EventTaskTerminal}
 	cases := []applyCase{
 		// working
 		{"working/progress", workingTask(), progressCmd(), want{
-			status: tasks.Working, changed: true, events: []string{events.TaskProgress}, check: checkProgress,
+			status: tasks.Working, changed: true, events: []string{wire.EventTaskProgress}, check: checkProgress,
 		}},
 		{"working/message", workingTask(), messageCmd(), want{
-			status: tasks.Working, changed: true, events: []string{events.TaskMessage}, check: checkMessage,
+			status: tasks.Working, changed: true, events: []string{wire.EventTaskMessage}, check: checkMessage,
 		}},
 		{"working/require_input", workingTask(), requireInputCmd(), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskStatus, wire.EventInputRequested},
 			check: all(wantOpen("go"), wantResponses(done1, done2)),
 		}},
 		{"working/respond", workingTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}),
@@ -458,24 +459,24 @@ func TestApplyCells(t *testing.T) {
 
 		// input_required
 		{"input_required/progress", waitingTask(), progressCmd(), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskProgress}, check: checkProgress,
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskProgress}, check: checkProgress,
 		}},
 		{"input_required/message", waitingTask(), messageCmd(), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskMessage},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskMessage},
 			check: all(checkMessage, wantOpen("pick", "name")),
 		}},
 		{"input_required/require_input", waitingTask(), requireInputCmd(), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskStatus, wire.EventInputRequested},
 			check: all(wantOpen("pick", "name", "go"), wantResponses(done1, done2)),
 		}},
 		{"input_required/respond leaving a request open", waitingTask(),
 			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), want{
-				status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+				status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 				check: all(wantOpen("name"), wantResponses(done1, done2, tasks.InputResponse{RequestID: "pick", OptionID: "eu"})),
 			}},
 		{"input_required/respond answering the last open request", waitingTask(),
 			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}, tasks.InputResponse{RequestID: "name", Text: "feature/x"}), want{
-				status: tasks.Working, changed: true, events: []string{events.InputResolved, events.TaskStatus},
+				status: tasks.Working, changed: true, events: []string{wire.EventInputResolved, wire.EventTaskStatus},
 				check: all(wantOpen(), wantResponses(done1, done2,
 					tasks.InputResponse{RequestID: "pick", OptionID: "eu"}, tasks.InputResponse{RequestID: "name", Text: "feature/x"})),
 			}},
@@ -583,17 +584,17 @@ func TestApplyAnswers(t *testing.T) {
 		{"text too long", waitingTask(),
 			respondCmd(tasks.InputResponse{RequestID: "name", Text: strings.Repeat("x", 8001)}), invalid},
 		{"text to display text", waitingTask(reqName(), reqNote()), respondCmd(nameX), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 			check: all(wantOpen("note"), wantResponses(done1, done2, nameX)),
 		}},
 		{"text to allowFreeform", waitingTask(reqName(), reqNote()),
 			respondCmd(tasks.InputResponse{RequestID: "note", Text: "use SSD"}), want{
-				status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+				status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 				check: wantOpen("name"),
 			}},
 		{"option to allowFreeform", waitingTask(reqName(), reqNote()),
 			respondCmd(tasks.InputResponse{RequestID: "note", OptionID: "nothing"}), want{
-				status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+				status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 				check: wantOpen("name"),
 			}},
 
@@ -617,11 +618,11 @@ func TestApplyAnswers(t *testing.T) {
 		{"batch/only no-ops while input_required", waitingTask(), respondCmd(done2, done1), unchanged(tasks.InputRequired)},
 		{"batch/only no-ops while working", workingTask(), respondCmd(done1, done2), unchanged(tasks.Working)},
 		{"batch/no-op plus a new answer records only the new one", waitingTask(), respondCmd(done1, pickEU), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 			check: all(wantOpen("name"), wantResponses(done1, done2, pickEU)),
 		}},
 		{"batch/no-op plus the last answers leaves input_required", waitingTask(), respondCmd(nameX, done2, pickEU), want{
-			status: tasks.Working, changed: true, events: []string{events.InputResolved, events.TaskStatus},
+			status: tasks.Working, changed: true, events: []string{wire.EventInputResolved, wire.EventTaskStatus},
 			check: all(wantOpen(), wantResponses(done1, done2, nameX, pickEU)),
 		}},
 		{"batch/same id twice, same answer", waitingTask(), respondCmd(pickEU, pickEU), invalid},
@@ -666,12 +667,12 @@ func TestApplyRequireInput(t *testing.T) {
 		{"empty batch", workingTask(), tasks.Command{Kind: tasks.CmdRequireInput}, invalid},
 		{"65 requests", workingTask(), requireInputCmd(many(65)...), invalid},
 		{"64 requests", workingTask(), requireInputCmd(many(64)...), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskStatus, wire.EventInputRequested},
 		}},
 		{"missing requestId", workingTask(), requireInputCmd(noID), invalid},
 		{"invalid request", waitingTask(), requireInputCmd(reqConfirm("go"), noPrompt), invalid},
 		{"input_required/adds in order and stays", waitingTask(), requireInputCmd(reqConfirm("go"), reqConfirm("go2")), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskStatus, wire.EventInputRequested},
 			check: wantOpen("pick", "name", "go", "go2"),
 		}},
 	}
@@ -692,7 +693,7 @@ func TestApplyCommandFields(t *testing.T) {
 		{"progress with neither field", workingTask(), tasks.Command{Kind: tasks.CmdProgress}, invalid},
 		{"progress with statusMessage only keeps progress", waitingTask(),
 			tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &msgOnly}, want{
-				status: tasks.InputRequired, changed: true, events: []string{events.TaskProgress},
+				status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskProgress},
 				check: func(t *testing.T, before tasks.Task, got tasks.Change) {
 					if got.Task.StatusMessage != "halfway" {
 						t.Errorf("statusMessage = %q, want %q", got.Task.StatusMessage, "halfway")
@@ -702,7 +703,7 @@ func TestApplyCommandFields(t *testing.T) {
 			}},
 		{"progress with progress only keeps statusMessage", workingTask(),
 			tasks.Command{Kind: tasks.CmdProgress, Progress: json.RawMessage(`{"pct":90}`)}, want{
-				status: tasks.Working, changed: true, events: []string{events.TaskProgress},
+				status: tasks.Working, changed: true, events: []string{wire.EventTaskProgress},
 				check: func(t *testing.T, before tasks.Task, got tasks.Change) {
 					if got.Task.StatusMessage != before.StatusMessage {
 						t.Errorf("statusMessage = %q, want %q", got.Task.StatusMessage, before.StatusMessage)
@@ -712,7 +713,7 @@ func TestApplyCommandFields(t *testing.T) {
 			}},
 		{"progress with an empty statusMessage clears it", workingTask(),
 			tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &empty}, want{
-				status: tasks.Working, changed: true, events: []string{events.TaskProgress},
+				status: tasks.Working, changed: true, events: []string{wire.EventTaskProgress},
 				check: func(t *testing.T, _ tasks.Task, got tasks.Change) {
 					if got.Task.StatusMessage != "" {
 						t.Errorf("statusMessage = %q, want empty", got.Task.StatusMessage)
@@ -723,7 +724,7 @@ func TestApplyCommandFields(t *testing.T) {
 		{"fail without error", workingTask(), tasks.Command{Kind: tasks.CmdFail}, invalid},
 		{"fail with an empty message", waitingTask(), tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{}}, invalid},
 		{"cancel without reason keeps statusMessage", waitingTask(), tasks.Command{Kind: tasks.CmdCancel}, want{
-			status: tasks.Cancelled, changed: true, events: []string{events.TaskTerminal},
+			status: tasks.Cancelled, changed: true, events: []string{wire.EventTaskTerminal},
 			check: func(t *testing.T, before tasks.Task, got tasks.Change) {
 				if got.Task.CancelReason != "" || got.Task.StatusMessage != before.StatusMessage {
 					t.Errorf("cancelReason, statusMessage = %q, %q, want %q, %q",

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
@@ -184,7 +185,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if len(raw) > s.cfg.MaxTaskBytes {
 		return store.Reply{}, &TooLargeError{Size: len(raw), Max: s.cfg.MaxTaskBytes}
 	}
-	ev, err := eventJSON(t, now, Emitted{Type: events.TaskCreated, Data: map[string]any{}}, raw)
+	ev, err := eventJSON(t, now, Emitted{Type: wire.EventTaskCreated, Data: map[string]any{}}, raw)
 	if err != nil {
 		return store.Reply{}, err
 	}
