@@ -71,9 +71,5 @@ func (c *Client) events(ctx context.Context, path string, p EventsParams, opts [
 	setNonEmpty(q, "after", p.After)
 	setPaging(q, p.Limit, "")
 	setWait(q, p.Wait)
-	var page EventPage
-	if _, err := c.do(ctx, http.MethodGet, path, q, nil, &page, opts); err != nil {
-		return nil, err
-	}
-	return &page, nil
+	return fetch[EventPage](ctx, c, http.MethodGet, path, q, nil, opts)
 }
