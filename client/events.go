@@ -12,22 +12,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Event types.
-const (
-	EventSessionCreated         = wire.EventSessionCreated
-	EventSessionCancelled       = wire.EventSessionCancelled
-	EventTaskCreated            = wire.EventTaskCreated
-	EventTaskProgress           = wire.EventTaskProgress
-	EventTaskMessage            = wire.EventTaskMessage
-	EventTaskStatus             = wire.EventTaskStatus
-	EventTaskTerminal           = wire.EventTaskTerminal
-	EventInputRequested         = wire.EventInputRequested
-	EventInputResolved          = wire.EventInputResolved
-	EventAuthorizationRequired  = wire.EventAuthorizationRequired
-	EventAuthorizationCompleted = wire.EventAuthorizationCompleted
-	EventHookReceived           = wire.EventHookReceived
-)
-
 // Event is one entry of a session's or a task's log. ID is a cursor that
 // increases strictly within a log.
 type Event wire.Event[time.Time]

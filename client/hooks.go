@@ -12,26 +12,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Hook statuses, and why a hook closed.
-const (
-	HookOpen   = wire.HookOpen
-	HookClosed = wire.HookClosed
-
-	CloseReasonClosed           = wire.CloseReasonClosed
-	CloseReasonExpired          = wire.CloseReasonExpired
-	CloseReasonTaskTerminal     = wire.CloseReasonTaskTerminal
-	CloseReasonSessionCancelled = wire.CloseReasonSessionCancelled
-)
-
-// Signature schemes a hook can require of the posts it takes.
-const (
-	VerifyStandardWebhooks = wire.VerifyStandardWebhooks
-	VerifyGitHub           = wire.VerifyGitHub
-	VerifyStripe           = wire.VerifyStripe
-	VerifySlack            = wire.VerifySlack
-	VerifyHMACSHA256       = wire.VerifyHMACSHA256
-)
-
 type (
 	// Hook is a callback URL that outside systems post to, with the durable
 	// queue a task reads them from. It never carries the token: only

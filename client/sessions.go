@@ -9,12 +9,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Session statuses.
-const (
-	SessionActive    = wire.SessionActive
-	SessionCancelled = wire.SessionCancelled
-)
-
 // Session is an agent's conversation: the owner scope of its tasks.
 type Session = wire.Session[time.Time]
 

@@ -10,25 +10,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Task statuses.
-const (
-	StatusWorking       = wire.StatusWorking
-	StatusInputRequired = wire.StatusInputRequired
-	StatusCompleted     = wire.StatusCompleted
-	StatusFailed        = wire.StatusFailed
-	StatusCancelled     = wire.StatusCancelled
-)
-
-// Input request kinds and displays.
-const (
-	KindAsk           = wire.KindAsk
-	KindAuthorization = wire.KindAuthorization
-
-	DisplayConfirmation = wire.DisplayConfirmation
-	DisplaySelect       = wire.DisplaySelect
-	DisplayText         = wire.DisplayText
-)
-
 type (
 	// Task is the durable record of one piece of background work; Terminal
 	// reports whether it has ended.
