@@ -8,7 +8,6 @@ package sessions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -123,15 +122,9 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 		return Session{}, nil, problem.ErrNotFound
 	}
 	raw, err := s.store.GetOwned(ctx, s.store.Keys.Session(part, id), p.ID, p.Admin(), false)
-	if errors.Is(err, store.ErrNotFound) {
-		return Session{}, nil, problem.ErrNotFound
-	}
+	ses, err := store.Decode[Session]("session", raw, err)
 	if err != nil {
 		return Session{}, nil, err
-	}
-	var ses Session
-	if err := json.Unmarshal(raw, &ses); err != nil {
-		return Session{}, nil, fmt.Errorf("decode session: %w", err)
 	}
 	if !p.CanAccess(ses.Owner) {
 		return Session{}, nil, problem.ErrNotFound

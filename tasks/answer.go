@@ -160,15 +160,9 @@ func (s *Service) resolveAnswer(ctx context.Context, part int, hash string, useC
 		return ref, true, nil
 	}
 	raw, err := s.store.AnswerByToken(ctx, part, hash)
-	if errors.Is(err, store.ErrNotFound) {
-		return answerRef{}, false, problem.ErrNotFound
-	}
+	ref, err := store.Decode[answerRef]("answer token", raw, err)
 	if err != nil {
 		return answerRef{}, false, err
-	}
-	var ref answerRef
-	if err := json.Unmarshal(raw, &ref); err != nil {
-		return answerRef{}, false, fmt.Errorf("decode answer token: %w", err)
 	}
 	if !tokens.SameHash(ref.Hash, hash) {
 		return answerRef{}, false, problem.ErrNotFound

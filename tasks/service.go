@@ -285,15 +285,9 @@ func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task,
 		return Task{}, nil, problem.ErrNotFound
 	}
 	raw, err := s.store.GetOwned(ctx, s.store.Keys.Task(part, id), p.ID, p.Admin(), true)
-	if errors.Is(err, store.ErrNotFound) {
-		return Task{}, nil, problem.ErrNotFound
-	}
+	t, err := store.Decode[Task]("task", raw, err)
 	if err != nil {
 		return Task{}, nil, err
-	}
-	var t Task
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return Task{}, nil, fmt.Errorf("decode task: %w", err)
 	}
 	if !canRead(p, t) {
 		return Task{}, nil, problem.ErrNotFound
@@ -305,16 +299,12 @@ func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task,
 // load reads the stored task, whoever asks, and caches it.
 func (s *Service) load(ctx context.Context, part int, id string) (Task, []byte, error) {
 	raw, err := s.store.GetJSON(ctx, s.store.Keys.Task(part, id))
-	if errors.Is(err, store.ErrNotFound) {
+	t, err := store.Decode[Task]("task", raw, err)
+	if errors.Is(err, problem.ErrNotFound) {
 		s.cache.drop(id)
-		return Task{}, nil, problem.ErrNotFound
 	}
 	if err != nil {
 		return Task{}, nil, err
-	}
-	var t Task
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return Task{}, nil, fmt.Errorf("decode task: %w", err)
 	}
 	s.cache.put(id, t.Revision, raw)
 	return t, raw, nil
