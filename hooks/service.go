@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,39 +35,17 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.PublicURL == "" {
-		c.PublicURL = "http://localhost:8080"
-	}
-	if c.DefaultTTL == 0 {
-		c.DefaultTTL = 7 * 24 * time.Hour
-	}
-	if c.MaxTTL == 0 {
-		c.MaxTTL = 30 * 24 * time.Hour
-	}
-	if c.DefaultTTL > c.MaxTTL {
-		c.DefaultTTL = c.MaxTTL
-	}
-	if c.Tombstone == 0 {
-		c.Tombstone = 24 * time.Hour
-	}
-	if c.MaxDeliveries == 0 {
-		c.MaxDeliveries = 10
-	}
-	if c.RateLimit == 0 {
-		c.RateLimit = 50
-	}
-	if c.Burst == 0 {
-		c.Burst = 100
-	}
-	if c.MaxGroups == 0 {
-		c.MaxGroups = 16
-	}
-	if c.CacheSize == 0 {
-		c.CacheSize = 10000
-	}
-	if c.Retention == 0 {
-		c.Retention = 30 * 24 * time.Hour
-	}
+	c.PublicURL = cmp.Or(c.PublicURL, "http://localhost:8080")
+	c.DefaultTTL = cmp.Or(c.DefaultTTL, 7*24*time.Hour)
+	c.MaxTTL = cmp.Or(c.MaxTTL, 30*24*time.Hour)
+	c.DefaultTTL = min(c.DefaultTTL, c.MaxTTL)
+	c.Tombstone = cmp.Or(c.Tombstone, 24*time.Hour)
+	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, 10)
+	c.RateLimit = cmp.Or(c.RateLimit, 50)
+	c.Burst = cmp.Or(c.Burst, 100)
+	c.MaxGroups = cmp.Or(c.MaxGroups, 16)
+	c.CacheSize = cmp.Or(c.CacheSize, 10000)
+	c.Retention = cmp.Or(c.Retention, 30*24*time.Hour)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,30 +35,14 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.DefaultTTL == 0 {
-		c.DefaultTTL = 7 * 24 * time.Hour
-	}
-	if c.MaxTTL == 0 {
-		c.MaxTTL = 30 * 24 * time.Hour
-	}
-	if c.DefaultTTL > c.MaxTTL {
-		c.DefaultTTL = c.MaxTTL
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = 5 * time.Second
-	}
-	if c.CacheSize == 0 {
-		c.CacheSize = 10000
-	}
-	if c.PublicURL == "" {
-		c.PublicURL = "http://localhost:8080"
-	}
-	if c.MaxLive == 0 {
-		c.MaxLive = 1000
-	}
-	if c.MaxTaskBytes == 0 {
-		c.MaxTaskBytes = 1 << 20
-	}
+	c.DefaultTTL = cmp.Or(c.DefaultTTL, 7*24*time.Hour)
+	c.MaxTTL = cmp.Or(c.MaxTTL, 30*24*time.Hour)
+	c.DefaultTTL = min(c.DefaultTTL, c.MaxTTL)
+	c.PollInterval = cmp.Or(c.PollInterval, 5*time.Second)
+	c.CacheSize = cmp.Or(c.CacheSize, 10000)
+	c.PublicURL = cmp.Or(c.PublicURL, "http://localhost:8080")
+	c.MaxLive = cmp.Or(c.MaxLive, 1000)
+	c.MaxTaskBytes = cmp.Or(c.MaxTaskBytes, 1<<20)
 	if len(c.AnswerKey) == 0 {
 		c.AnswerKey = processAnswerKey()
 	}
