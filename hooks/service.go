@@ -167,10 +167,6 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		s.tokens.Put(cfg.TokenHash, tokenEntry{cfg: cfg, closesAt: closes}, nil)
 		s.refs.Put(h.HookID, hookRef{TaskID: h.TaskID, SessionID: sessionID, ClosesAt: h.ExpiresAt.Time}, nil)
 		return store.Reply{JSON: created}, nil
-	case store.Replayed:
-		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
-	case store.IdemConflict:
-		return store.Reply{}, problem.ErrIdempotency
 	case store.SessionMissing, store.TaskMissing:
 		return store.Reply{}, problem.ErrNotFound
 	case store.SessionNotActive:
@@ -178,7 +174,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	case store.TaskTerminal:
 		return store.Reply{}, ErrTaskTerminal
 	}
-	return store.Reply{}, fmt.Errorf("create hook: unexpected outcome %d", res.Outcome)
+	return store.Settle(res.Outcome, res.ReplayBody, "create hook")
 }
 
 // bind finds what a new hook belongs to: its partition and session, and its
@@ -401,19 +397,12 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 	if err != nil {
 		return store.Reply{}, err
 	}
-	switch res.Outcome {
-	case store.OK:
+	if res.Outcome == store.OK {
 		// The script woke the other replicas' reads through the wake stream.
 		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: id, SessionID: h.SessionID})
 		return store.Reply{JSON: res.JSON}, nil
-	case store.Replayed:
-		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
-	case store.IdemConflict:
-		return store.Reply{}, problem.ErrIdempotency
-	case store.Missing:
-		return store.Reply{}, problem.ErrNotFound
 	}
-	return store.Reply{}, fmt.Errorf("close hook: unexpected outcome %d", res.Outcome)
+	return store.Settle(res.Outcome, res.ReplayBody, "close hook")
 }
 
 // replay answers a repeat of a request whose hook has since expired.

@@ -411,10 +411,6 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 				s.metrics.TasksEntered.WithLabelValues(string(change.Task.Status)).Inc()
 			}
 			return store.Reply{JSON: next}, nil
-		case store.Replayed:
-			return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
-		case store.IdemConflict:
-			return store.Reply{}, problem.ErrIdempotency
 		case store.Missing:
 			s.cache.drop(id)
 			return store.Reply{}, problem.ErrNotFound
@@ -431,7 +427,7 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 			fromCache = false
 			continue
 		default:
-			return store.Reply{}, fmt.Errorf("apply task: unexpected outcome %d", res.Outcome)
+			return store.Settle(res.Outcome, res.ReplayBody, "apply task")
 		}
 	}
 	return store.Reply{}, fmt.Errorf("%w: too much contention on task", store.ErrUnavailable)
