@@ -33,7 +33,7 @@ func TestBadInputGetsItsCode(t *testing.T) {
 	ctx := context.Background()
 	good := signed(t, jwt.MapClaims{"sub": "bad", "aud": "taskhook", "exp": time.Now().Add(time.Hour).Unix()}, apptest.Secret)
 	cl := client.New(srv.URL, good)
-	ses, task := sessionWithTask(t, cl)
+	ses, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	tp := "/v1/tasks/" + task.TaskID
 	sid := `"sessionId":"` + ses.SessionID + `"`
 	// A second task waits for an answer, so its answer URL takes bodies.
@@ -205,7 +205,7 @@ func TestHugeWaitIsCutToTheMaximum(t *testing.T) {
 	ctx := context.Background()
 	tok := apptest.Token(t, "wait-huge")
 	cl := client.New(srv.URL, tok)
-	_, task := sessionWithTask(t, cl)
+	_, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	if _, err := cl.Complete(ctx, task.TaskID, "done"); err != nil {
 		t.Fatal(err)
 	}

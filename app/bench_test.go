@@ -100,10 +100,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 	other := client.New(quietURL, apptest.Token(b, "other-tenant"))
 	noisyToken := apptest.Token(b, "noisy-tenant")
 	noisy := client.New(noisyURL, noisyToken)
-	otherSes, err := other.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	otherSes := apptest.Session(b, ctx, other)
 	payload := string(make([]byte, 4096))
 	round := func(lat *latencies, name string) {
 		for range 200 {
@@ -125,10 +122,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		ses, err := noisy.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		ses := apptest.Session(b, ctx, noisy)
 		var wg sync.WaitGroup
 		for w := range 8 {
 			wg.Add(1)

@@ -113,7 +113,7 @@ func TestTaskCreateKeyAcrossSessions(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		srv := apptest.Start(t, sc, app.Config{})
 		ctx := context.Background()
-		cl := client.New(srv.URL, apptest.Token(t, "idem-sessions"))
+		cl := srv.Client(t, "idem-sessions")
 		first, second := sessionsInTwoPartitions(t, cl)
 		task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID}, client.WithIdempotencyKey("t-1"))
 		if err != nil {
@@ -152,7 +152,7 @@ func TestHookCreateKeyAcrossSessions(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
 	ctx := context.Background()
-	cl := client.New(srv.URL, apptest.Token(t, "idem-hooks"))
+	cl := srv.Client(t, "idem-hooks")
 	first, second := sessionsInTwoPartitions(t, cl)
 	hook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: first.SessionID}, client.WithIdempotencyKey("h-1"))
 	if err != nil {
@@ -178,15 +178,10 @@ func sessionsInTwoPartitions(t *testing.T, cl *client.Client) (*client.Session, 
 	t.Helper()
 	ctx := context.Background()
 	partition := func(id string) string { return id[len("ses_"):][:2] }
-	first, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := apptest.Session(t, ctx, cl)
 	second := first
 	for partition(second.SessionID) == partition(first.SessionID) {
-		if second, err = cl.CreateSession(ctx, client.CreateSessionInput{}); err != nil {
-			t.Fatal(err)
-		}
+		second = apptest.Session(t, ctx, cl)
 	}
 	return first, second
 }

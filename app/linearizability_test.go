@@ -112,10 +112,7 @@ func TestTaskHistoriesAreLinearizable(t *testing.T) {
 	}
 	ctx := context.Background()
 	owner := client.New(servers[0].URL, apptest.Token(t, "lin-owner"))
-	ses, err := owner.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ses := apptest.Session(t, ctx, owner)
 	const nTasks, nClients, opsPerClient = 6, 60, 25
 	var ids []string
 	for range nTasks {

@@ -77,8 +77,8 @@ func TestRedisOutage(t *testing.T) {
 	rs := startOwnRedis(t)
 	srv := apptest.Start(t, store.Config{URL: "redis://" + rs.addr() + "/0", Prefix: "outage:"}, app.Config{})
 	ctx := context.Background()
-	cl := client.New(srv.URL, apptest.Token(t, "ops"))
-	ses, task := sessionWithTask(t, cl)
+	cl := srv.Client(t, "ops")
+	ses, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	bin := rs.cmd.Path
 	rs.stop()
 

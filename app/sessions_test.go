@@ -16,7 +16,7 @@ func TestSessionCancelAndReset(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		srv := apptest.Start(t, sc, app.Config{})
 		ctx := context.Background()
-		cl := client.New(srv.URL, apptest.Token(t, "agent"))
+		cl := srv.Client(t, "agent")
 		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Metadata: map[string]any{"chat": "c1"}})
 		if err != nil {
 			t.Fatal(err)

@@ -33,7 +33,7 @@ func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 	ctx := context.Background()
 	token := apptest.Token(t, "stall")
 	clients := []*client.Client{client.New(replicas[0].URL, token), client.New(replicas[1].URL, token)}
-	ses, talker := sessionWithTask(t, clients[0])
+	ses, talker := apptest.SessionWithTask(t, ctx, clients[0], client.CreateTaskInput{})
 	const n = 3
 	var finishers []*client.Task
 	for i := 0; i < n; i++ {

@@ -43,7 +43,7 @@ func TestEventStreams(t *testing.T) {
 	defer cancel()
 	tok := apptest.Token(t, "streamer")
 	cl := client.New(a.URL, tok)
-	ses, task := sessionWithTask(t, cl)
+	ses, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	const changes = 6
 	// Two subscribers on two replicas, started before the changes.
 	results := make(chan []client.Event, 2)
@@ -73,7 +73,7 @@ func TestEventStreams(t *testing.T) {
 		t.Fatalf("resumed after %s: %v %v", first[2].ID, eventIDs(rest), err)
 	}
 	// A stream of another principal's task is a 404.
-	for _, err := range client.New(a.URL, apptest.Token(t, "other")).StreamTaskEvents(ctx, task.TaskID, "") {
+	for _, err := range a.Client(t, "other").StreamTaskEvents(ctx, task.TaskID, "") {
 		if !client.IsCode(err, client.CodeNotFound) {
 			t.Fatalf("foreign stream: %v", err)
 		}

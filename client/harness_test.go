@@ -115,14 +115,7 @@ func testContext(t *testing.T) context.Context {
 // newTask opens a session and starts a task in it.
 func newTask(t *testing.T, ctx context.Context, c *client.Client) *client.Task {
 	t.Helper()
-	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatalf("CreateSession: %v", err)
-	}
-	task, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "test"})
-	if err != nil {
-		t.Fatalf("CreateTask: %v", err)
-	}
+	_, task := apptest.SessionWithTask(t, ctx, c, client.CreateTaskInput{Kind: "test"})
 	return task
 }
 

@@ -21,11 +21,8 @@ func BenchmarkHookIteratorLatency(b *testing.B) {
 	srv := apptest.Start(b, storetest.Standalone(b), app.Config{HookRateLimit: 1000, HookBurst: 1 << 30, LogLevel: "error"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cl := client.New(srv.URL, apptest.Token(b, "bench"))
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cl := srv.Client(b, "bench")
+	ses := apptest.Session(b, ctx, cl)
 	hook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: ses.SessionID})
 	if err != nil {
 		b.Fatal(err)

@@ -1,5 +1,5 @@
 // Package apptest starts real servers for black-box tests: the real app on a
-// loopback port, driven over HTTP.
+// loopback port, driven over HTTP through package client.
 package apptest
 
 import (
@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store"
 )
 
@@ -106,4 +107,33 @@ func Token(t testing.TB, subject string, scopes ...string) string {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// Client is a client of the server with a token of subject.
+func (s *Server) Client(t testing.TB, subject string, opts ...client.Option) *client.Client {
+	t.Helper()
+	return client.New(s.URL, Token(t, subject), opts...)
+}
+
+// Session opens a session as cl, or fails the test.
+func Session(t testing.TB, ctx context.Context, cl *client.Client) *client.Session {
+	t.Helper()
+	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	return ses
+}
+
+// SessionWithTask opens a session as cl and starts the task in it (in's
+// SessionID is the new session's), or fails the test.
+func SessionWithTask(t testing.TB, ctx context.Context, cl *client.Client, in client.CreateTaskInput) (*client.Session, *client.Task) {
+	t.Helper()
+	ses := Session(t, ctx, cl)
+	in.SessionID = ses.SessionID
+	task, err := cl.CreateTask(ctx, in)
+	if err != nil {
+		t.Fatalf("CreateTask: %v", err)
+	}
+	return ses, task
 }

@@ -29,14 +29,7 @@ func TestDevbox(t *testing.T) {
 	c := client.New(srv.URL, token)
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, task := apptest.SessionWithTask(t, ctx, c, client.CreateTaskInput{Kind: "devbox"})
 
 	asked := make(chan string, 1) // the question the human saw
 	humanDone := make(chan error, 1)
