@@ -10,7 +10,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -110,8 +109,7 @@ func TestIdempotencyKeys(t *testing.T) {
 // session is a different body: 409, never a second task, wherever the two
 // sessions live.
 func TestTaskCreateKeyAcrossSessions(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, app.Config{})
+	apptest.EachBackend(t, app.Config{}, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		cl := srv.Client(t, "idem-sessions")
 		first, second := sessionsInTwoPartitions(t, cl)

@@ -162,8 +162,7 @@ func TestRecordsAreNotReadForNothing(t *testing.T) {
 // task_too_large, the task unchanged).
 func TestSessionLimits(t *testing.T) {
 	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, app.Config{MaxTasksPerSession: 3, MaxTaskBytes: 8192})
+	apptest.EachBackend(t, app.Config{MaxTasksPerSession: 3, MaxTaskBytes: 8192}, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		cl := srv.Client(t, "limits")
 		ses := apptest.Session(t, ctx, cl)

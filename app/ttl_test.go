@@ -8,15 +8,13 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // A task past its TTL is gone with everything under it, on every store,
 // by Redis key expiry alone; and the request log never holds the token.
 func TestExpiredTasksAreGone(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, app.Config{})
+	apptest.EachBackend(t, app.Config{}, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		tok := apptest.Token(t, "ttl")
 		cl := client.New(srv.URL, tok)

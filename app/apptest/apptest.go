@@ -14,6 +14,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // Secret is the HS256 secret of test servers.
@@ -21,9 +22,10 @@ const Secret = "test-secret-0123456789abcdef-0123456789"
 
 // Server is one running app.
 type Server struct {
-	App  *app.App
-	URL  string
-	Logs *SafeBuffer
+	App   *app.App
+	URL   string
+	Logs  *SafeBuffer
+	Store store.Config // the store it runs on
 }
 
 // SafeBuffer is a bytes.Buffer safe for concurrent writes and reads.
@@ -74,9 +76,16 @@ func Start(t testing.TB, sc store.Config, cfg app.Config) *Server {
 	if err := a.Start(ctx); err != nil {
 		t.Fatalf("app.Start: %v", err)
 	}
-	s := &Server{App: a, URL: "http://" + a.Addr(), Logs: logs}
+	s := &Server{App: a, URL: "http://" + a.Addr(), Logs: logs, Store: sc}
 	t.Cleanup(func() { s.Stop(t) })
 	return s
+}
+
+// EachBackend runs fn, on every store backend as storetest.EachBackend
+// does, against a server started with cfg.
+func EachBackend(t *testing.T, cfg app.Config, fn func(t *testing.T, srv *Server)) {
+	t.Helper()
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) { fn(t, Start(t, sc, cfg)) })
 }
 
 // freeAddr is a loopback address with a port that was free a moment ago.
