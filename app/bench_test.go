@@ -41,7 +41,7 @@ func (l *latencies) report(b *testing.B) {
 // BenchmarkTaskLifecycleHTTP drives create → progress → complete over HTTP on
 // loopback against real Redis, from parallel clients (GOMAXPROCS × 8).
 func BenchmarkTaskLifecycleHTTP(b *testing.B) {
-	srv := apptest.Start(b, storetest.Standalone(b), app.Config{LogLevel: "warn"})
+	srv := apptest.Standalone(b, app.Config{LogLevel: "warn"})
 	ctx := context.Background()
 	tok := apptest.Token(b, "bench")
 	ses, err := client.New(srv.URL, tok).CreateSession(ctx, client.CreateSessionInput{})

@@ -148,7 +148,7 @@ func TestTaskCreateKeyAcrossSessions(t *testing.T) {
 // The same for hooks: a hook create's key is the caller's across partitions.
 func TestHookCreateKeyAcrossSessions(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
 	cl := srv.Client(t, "idem-hooks")
 	first, second := sessionsInTwoPartitions(t, cl)

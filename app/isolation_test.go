@@ -11,14 +11,13 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/ids"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // Another principal's objects do not exist for them: every route answers
 // exactly as for a missing id.
 func TestOtherPrincipalsSeeNotFound(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
 	alice := srv.Client(t, "alice")
 	ses, task := apptest.SessionWithTask(t, ctx, alice, client.CreateTaskInput{})

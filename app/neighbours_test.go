@@ -29,7 +29,7 @@ func startBehindProxy(t *testing.T, cfg app.Config) (*apptest.Server, *storetest
 // of their ids.
 func TestForeignFilterAnswersAsMissing(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
 	alice := srv.Client(t, "alice")
 	bob := srv.Client(t, "bob")
@@ -283,7 +283,7 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 // with Retry-After; another principal lists on.
 func TestListsArePacedPerPrincipal(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{ListRate: 0.1, ListBurst: 2})
+	srv := apptest.Standalone(t, app.Config{ListRate: 0.1, ListBurst: 2})
 	ctx := context.Background()
 	busy := srv.Client(t, "busy")
 	calm := srv.Client(t, "calm")

@@ -21,7 +21,7 @@ func roundTrips(s *apptest.Server, pool string) float64 {
 
 func TestOneRoundTripPerTaskCommand(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
 	cl := srv.Client(t, "rt")
 	ses := apptest.Session(t, ctx, cl)
@@ -63,7 +63,7 @@ func TestOneRoundTripPerTaskCommand(t *testing.T) {
 
 func TestWaitingLongPollCostsNoRoundTrips(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{WakeBlock: 20 * time.Millisecond, Partitions: 4})
+	srv := apptest.Standalone(t, app.Config{WakeBlock: 20 * time.Millisecond, Partitions: 4})
 	ctx := context.Background()
 	cl := srv.Client(t, "lp")
 	_, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})

@@ -53,7 +53,7 @@ func TestExpiredTasksAreGone(t *testing.T) {
 // receipt is durable, never created already expired.
 func TestHugeTTLIsCutToTheMaximum(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
 	cl := srv.Client(t, "ttl-huge")
 	ses := apptest.Session(t, ctx, cl)

@@ -11,14 +11,13 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // BenchmarkHookIteratorLatency posts b.N events to a hook's callback URL at
 // 1,000 a second and measures, for each, from the 202 to its arrival in the
 // loop body of Hook(id).Events, which acks it when the body returns.
 func BenchmarkHookIteratorLatency(b *testing.B) {
-	srv := apptest.Start(b, storetest.Standalone(b), app.Config{HookRateLimit: 1000, HookBurst: 1 << 30, LogLevel: "error"})
+	srv := apptest.Standalone(b, app.Config{HookRateLimit: 1000, HookBurst: 1 << 30, LogLevel: "error"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cl := srv.Client(b, "bench")

@@ -722,7 +722,7 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 func TestHookEventsEndsWhenItsTaskCompletes(t *testing.T) {
 	t.Parallel()
 	// No safety-net re-read within a wait: only the close can end it early.
-	srv := apptest.Start(t, storetest.Standalone(t), withTestDefaults(app.Config{RecheckInterval: time.Minute}))
+	srv := apptest.Standalone(t, withTestDefaults(app.Config{RecheckInterval: time.Minute}))
 	ctx := testContext(t)
 	e := newEnv(t, srv)
 	task, h := newHook(t, ctx, e.alice, client.CreateHookInput{})

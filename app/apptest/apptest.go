@@ -146,3 +146,10 @@ func SessionWithTask(t testing.TB, ctx context.Context, cl *client.Client, in cl
 	}
 	return ses, task
 }
+
+// Standalone starts a server with cfg on a standalone Redis store of its own
+// (storetest.Standalone).
+func Standalone(t testing.TB, cfg app.Config) *Server {
+	t.Helper()
+	return Start(t, storetest.Standalone(t), cfg)
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // TestDevbox runs the executor against a real server, with the test as the
@@ -161,7 +160,7 @@ func startServer(t *testing.T) *apptest.Server {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // apptest listens on it again; another listener taking it meanwhile is unlikely
-	return apptest.Start(t, storetest.Standalone(t), app.Config{
+	return apptest.Standalone(t, app.Config{
 		Addr: addr, PublicURL: "http://" + addr, WakeBlock: 500 * time.Millisecond,
 	})
 }
