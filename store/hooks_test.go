@@ -265,7 +265,7 @@ func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
 			if res.Outcome != store.OK {
 				t.Fatalf("post %d: %+v", i, res)
 			}
-			if i > 0 && !streamLess(got[i-1].EventID, res.EventID) {
+			if i > 0 && !idLess(got[i-1].EventID, res.EventID) {
 				t.Fatalf("ids not increasing: %s then %s", got[i-1].EventID, res.EventID)
 			}
 			got = append(got, res)
@@ -307,13 +307,6 @@ func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
 	})
 }
 
-func streamLess(a, b string) bool {
-	var am, as, bm, bs int64
-	fmt.Sscanf(a, "%d-%d", &am, &as)
-	fmt.Sscanf(b, "%d-%d", &bm, &bs)
-	return am < bm || (am == bm && as < bs)
-}
-
 func TestHookIngestDedupes(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
@@ -345,42 +338,52 @@ func TestHookIngestDedupes(t *testing.T) {
 	})
 }
 
+// hookClosing is one way a hook stops taking posts: setup closes the hook of
+// a fixture (with a task when task is set) and returns a time at which it is
+// closed, for reason.
+type hookClosing struct {
+	name   string
+	reason string
+	task   bool
+	setup  func(f *hookFixture) time.Time
+}
+
+// closings are the ways a hook closes with no close of its own: it expires,
+// its task ends or is gone, its session is cancelled.
+func closings(ctx context.Context, s *store.Store) []hookClosing {
+	return []hookClosing{
+		{"expired", store.ClosedExpired, false, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
+		{"task completed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
+			s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
+			return time.Now()
+		}},
+		{"task gone", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
+			s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
+			return time.Now()
+		}},
+		{"session cancelled", store.ClosedSessionCancelled, false, func(f *hookFixture) time.Time {
+			s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
+			return time.Now()
+		}},
+	}
+}
+
 func TestHookIngestRefusesClosedHooks(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
-		cases := []struct {
-			name   string
-			reason string
-			task   bool
-			setup  func(f *hookFixture) time.Time // returns the time of the post
-		}{
-			{"closed", store.ClosedExplicitly, false, func(f *hookFixture) time.Time {
-				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
-				if err != nil || res.Outcome != store.OK || string(res.JSON) != `{"status":"closed"}` {
-					t.Fatalf("close: %+v %v", res, err)
-				}
-				// Closing again changes nothing and answers the record as stored.
-				res, err = s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"again":1}`)})
-				if err != nil || string(res.JSON) != `{"status":"closed"}` {
-					t.Fatalf("close again: %+v %v", res, err)
-				}
-				return time.Now()
-			}},
-			{"expired", store.ClosedExpired, false, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
-			{"task completed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
-				return time.Now()
-			}},
-			{"task gone", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
-				return time.Now()
-			}},
-			{"session cancelled", store.ClosedSessionCancelled, false, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
-				return time.Now()
-			}},
-		}
+		cases := append(closings(ctx, s), hookClosing{"closed", store.ClosedExplicitly, false, func(f *hookFixture) time.Time {
+			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
+			if err != nil || res.Outcome != store.OK || string(res.JSON) != `{"status":"closed"}` {
+				t.Fatalf("close: %+v %v", res, err)
+			}
+			// Closing again changes nothing and answers the record as stored.
+			res, err = s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"again":1}`)})
+			if err != nil || string(res.JSON) != `{"status":"closed"}` {
+				t.Fatalf("close again: %+v %v", res, err)
+			}
+			return time.Now()
+		}})
 		for _, c := range cases {
 			f := newHookFixture(t, s, "alice", c.task)
 			before := len(f.sessionLog(t))
@@ -421,48 +424,26 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 				t.Errorf("open hook (task %v): %+v", withTask, b)
 			}
 		}
-		cases := []struct {
-			name   string
-			reason string
-			task   bool
-			setup  func(f *hookFixture) time.Time // returns the time of the read
-		}{
-			{"closed", store.ClosedExplicitly, true, func(f *hookFixture) time.Time {
-				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
-					Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
-				if err != nil || res.Outcome != store.OK {
-					t.Fatalf("close: %+v %v", res, err)
-				}
-				// Reads waiting on the hook, on any replica, are woken.
-				last, err := s.RDB.XRevRangeN(ctx, s.Keys.Wake(f.part), "+", "-", 1).Result()
-				if err != nil || len(last) != 1 || last[0].Values["k"] != "h" || last[0].Values["i"] != f.hook ||
-					last[0].Values["s"] != f.session {
-					t.Errorf("wake after close: %+v %v", last, err)
-				}
-				return time.Now()
-			}},
-			{"expired", store.ClosedExpired, false, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
-			{"task completed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
-				return time.Now()
-			}},
-			{"task failed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "failed")
-				return time.Now()
-			}},
-			{"task gone", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
-				return time.Now()
-			}},
-			{"session cancelled", store.ClosedSessionCancelled, false, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
-				return time.Now()
-			}},
-			{"session gone", store.ClosedExpired, false, func(f *hookFixture) time.Time {
-				s.RDB.Del(ctx, s.Keys.Session(f.part, f.session))
-				return time.Now()
-			}},
-		}
+		cases := append(closings(ctx, s), hookClosing{"closed", store.ClosedExplicitly, true, func(f *hookFixture) time.Time {
+			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
+				Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
+			if err != nil || res.Outcome != store.OK {
+				t.Fatalf("close: %+v %v", res, err)
+			}
+			// Reads waiting on the hook, on any replica, are woken.
+			last, err := s.RDB.XRevRangeN(ctx, s.Keys.Wake(f.part), "+", "-", 1).Result()
+			if err != nil || len(last) != 1 || last[0].Values["k"] != "h" || last[0].Values["i"] != f.hook ||
+				last[0].Values["s"] != f.session {
+				t.Errorf("wake after close: %+v %v", last, err)
+			}
+			return time.Now()
+		}}, hookClosing{"task failed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
+			s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "failed")
+			return time.Now()
+		}}, hookClosing{"session gone", store.ClosedExpired, false, func(f *hookFixture) time.Time {
+			s.RDB.Del(ctx, s.Keys.Session(f.part, f.session))
+			return time.Now()
+		}})
 		for _, c := range cases {
 			f := newHookFixture(t, s, "alice", c.task)
 			first := f.ingest(t, post{body: "before"}).EventID
