@@ -489,33 +489,22 @@ func TestApplyCells(t *testing.T) {
 		{"input_required/cancel", waitingTask(), cancelCmd(), want{
 			status: tasks.Cancelled, changed: true, events: terminalEvent, check: checkOutcome,
 		}},
-
-		// completed
-		{"completed/progress", completedTask(), progressCmd(), refused(tasks.ErrTerminal)},
-		{"completed/message", completedTask(), messageCmd(), refused(tasks.ErrTerminal)},
-		{"completed/require_input", completedTask(), requireInputCmd(), refused(tasks.ErrTerminal)},
-		{"completed/respond", completedTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrTerminal)},
-		{"completed/complete", completedTask(), completeCmd(), refused(tasks.ErrTerminal)},
-		{"completed/fail", completedTask(), failCmd(), refused(tasks.ErrTerminal)},
-		{"completed/cancel", completedTask(), cancelCmd(), unchanged(tasks.Completed)},
-
-		// failed
-		{"failed/progress", failedTask(), progressCmd(), refused(tasks.ErrTerminal)},
-		{"failed/message", failedTask(), messageCmd(), refused(tasks.ErrTerminal)},
-		{"failed/require_input", failedTask(), requireInputCmd(), refused(tasks.ErrTerminal)},
-		{"failed/respond", failedTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrTerminal)},
-		{"failed/complete", failedTask(), completeCmd(), refused(tasks.ErrTerminal)},
-		{"failed/fail", failedTask(), failCmd(), refused(tasks.ErrTerminal)},
-		{"failed/cancel", failedTask(), cancelCmd(), unchanged(tasks.Failed)},
-
-		// cancelled
-		{"cancelled/progress", cancelledTask(), progressCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/message", cancelledTask(), messageCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/require_input", cancelledTask(), requireInputCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/respond", cancelledTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrTerminal)},
-		{"cancelled/complete", cancelledTask(), completeCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/fail", cancelledTask(), failCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/cancel", cancelledTask(), cancelCmd(), unchanged(tasks.Cancelled)},
+	}
+	// completed, failed, cancelled: a cancel is a no-op, every other command
+	// is refused.
+	for _, task := range []func() tasks.Task{completedTask, failedTask, cancelledTask} {
+		for _, cmd := range []func() tasks.Command{
+			progressCmd, messageCmd, func() tasks.Command { return requireInputCmd() },
+			func() tasks.Command { return respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}) },
+			completeCmd, failCmd,
+		} {
+			c := applyCase{task: task(), cmd: cmd(), want: refused(tasks.ErrTerminal)}
+			c.name = fmt.Sprintf("%s/%s", c.task.Status, c.cmd.Kind)
+			cases = append(cases, c)
+		}
+		c := applyCase{task: task(), cmd: cancelCmd()}
+		c.name, c.want = fmt.Sprintf("%s/%s", c.task.Status, c.cmd.Kind), unchanged(c.task.Status)
+		cases = append(cases, c)
 	}
 
 	covered := make(map[string]bool)
