@@ -326,34 +326,20 @@ type ListFilter struct {
 // status as of now, as JSON.
 func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, after *store.Position, limit int) (store.Page, error) {
 	var indexes []string
+	var err error
 	switch {
 	case f.TaskID != "":
-		part, err := ids.PartitionOf(f.TaskID, ids.TaskPrefix, s.store.Partitions)
-		if err != nil {
-			return store.Page{}, nil
-		}
-		// A task or session that is not the caller's answers exactly as one
-		// that does not exist.
-		owner, err := s.store.Owner(ctx, s.store.Keys.Task(part, f.TaskID))
-		if err != nil || owner != p.ID {
-			return store.Page{}, err
-		}
-		indexes = []string{s.store.Keys.TaskHooks(part, f.TaskID)}
+		indexes, err = s.parentIndex(ctx, p, f.TaskID, ids.TaskPrefix, s.store.Keys.Task, s.store.Keys.TaskHooks)
 	case f.SessionID != "":
-		part, err := ids.PartitionOf(f.SessionID, ids.SessionPrefix, s.store.Partitions)
-		if err != nil {
-			return store.Page{}, nil
-		}
-		owner, err := s.store.Owner(ctx, s.store.Keys.Session(part, f.SessionID))
-		if err != nil || owner != p.ID {
-			return store.Page{}, err
-		}
-		indexes = []string{s.store.Keys.SessionHooks(part, f.SessionID)}
+		indexes, err = s.parentIndex(ctx, p, f.SessionID, ids.SessionPrefix, s.store.Keys.Session, s.store.Keys.SessionHooks)
 	default:
 		indexes = make([]string, s.store.Partitions)
 		for i := range indexes {
 			indexes[i] = s.store.Keys.OwnerHooks(i, p.ID)
 		}
+	}
+	if err != nil || indexes == nil {
+		return store.Page{}, err
 	}
 	now := s.now()
 	page, err := s.store.ListHooks(ctx, indexes, after, limit, p.ID, p.Admin(), now)
@@ -371,6 +357,23 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 		}
 	}
 	return out, nil
+}
+
+// parentIndex is the index of the hooks of one task or session (id, with
+// prefix, at the record key of record), or none when it is not the caller's:
+// a task or session that is not the caller's answers exactly as one that
+// does not exist.
+func (s *Service) parentIndex(ctx context.Context, p authz.Principal, id, prefix string,
+	record, hooks func(part int, id string) string) ([]string, error) {
+	part, err := ids.PartitionOf(id, prefix, s.store.Partitions)
+	if err != nil {
+		return nil, nil
+	}
+	owner, err := s.store.Owner(ctx, record(part, id))
+	if err != nil || owner != p.ID {
+		return nil, err
+	}
+	return []string{hooks(part, id)}, nil
 }
 
 // Close closes a hook: callbacks get 410 from now on. Its events stay
