@@ -180,6 +180,17 @@ var invalid = want{invalid: true}
 
 func unchanged(status tasks.Status) want { return want{status: status} }
 
+// runApplyCases runs each case as a parallel subtest.
+func runApplyCases(t *testing.T, cases []applyCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runApply(t, c)
+		})
+	}
+}
+
 func runApply(t *testing.T, c applyCase) {
 	t.Helper()
 	before := deepCopy(c.task)
@@ -519,12 +530,7 @@ func TestApplyCells(t *testing.T) {
 		}
 	}
 
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			runApply(t, c)
-		})
-	}
+	runApplyCases(t, cases)
 }
 
 // TestApplyAnswers covers the "Answers" rules of SPEC 3.2.
@@ -625,12 +631,7 @@ func TestApplyAnswers(t *testing.T) {
 		{"completed/same answer as recorded", completedTask(), respondCmd(done1), refused(tasks.ErrTerminal)},
 		{"cancelled/same answer as recorded", cancelledTask(), respondCmd(done1), refused(tasks.ErrTerminal)},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			runApply(t, c)
-		})
-	}
+	runApplyCases(t, cases)
 }
 
 // TestApplyRequireInput covers request ids (unique over the task's life) and
@@ -665,12 +666,7 @@ func TestApplyRequireInput(t *testing.T) {
 			check: wantOpen("pick", "name", "go", "go2"),
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			runApply(t, c)
-		})
-	}
+	runApplyCases(t, cases)
 }
 
 // TestApplyCommandFields covers what each command reads and refuses.
@@ -727,12 +723,7 @@ func TestApplyCommandFields(t *testing.T) {
 		{"unknown command", workingTask(), tasks.Command{Kind: "pause"}, invalid},
 		{"terminal is judged before the fields", completedTask(), tasks.Command{Kind: tasks.CmdProgress}, refused(tasks.ErrTerminal)},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			runApply(t, c)
-		})
-	}
+	runApplyCases(t, cases)
 }
 
 // step applies cmd to task and fails the test on an unexpected error.
