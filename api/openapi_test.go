@@ -253,6 +253,24 @@ func (c *caller) wantReplay(first reply, path string, body any, key string) {
 	}
 }
 
+// wantTwoPages reads the list at first, wanting n items and a cursor, then
+// the list at next followed by that cursor, wanting m items and no cursor.
+func (c *caller) wantTwoPages(first string, n int, next string, m int) {
+	c.t.Helper()
+	var page struct {
+		Items      []json.RawMessage
+		NextCursor *string
+	}
+	c.want(c.do("GET", first, nil), 200, "", &page)
+	if len(page.Items) != n || page.NextCursor == nil {
+		c.t.Fatalf("first page of %s: %d items, cursor %v", first, len(page.Items), page.NextCursor)
+	}
+	c.want(c.do("GET", next+url.QueryEscape(*page.NextCursor), nil), 200, "", &page)
+	if len(page.Items) != m || page.NextCursor != nil {
+		c.t.Errorf("second page of %s: %d items, cursor %v", first, len(page.Items), page.NextCursor)
+	}
+}
+
 // want checks the status (and, for an error, its code) and decodes the body
 // into v when v is not nil.
 func (c *caller) want(r reply, status int, code string, v any) reply {
@@ -360,14 +378,7 @@ func TestContract(t *testing.T) {
 			Items      []json.RawMessage
 			NextCursor *string
 		}
-		alice.want(alice.do("GET", "/v1/sessions?limit=1", nil), 200, "", &page)
-		if len(page.Items) != 1 || page.NextCursor == nil {
-			t.Fatalf("first page: %d items, cursor %v", len(page.Items), page.NextCursor)
-		}
-		alice.want(alice.do("GET", "/v1/sessions?status=active&limit=100&cursor="+url.QueryEscape(*page.NextCursor), nil), 200, "", &page)
-		if len(page.Items) != 1 || page.NextCursor != nil {
-			t.Errorf("second page: %d items, cursor %v", len(page.Items), page.NextCursor)
-		}
+		alice.wantTwoPages("/v1/sessions?limit=1", 1, "/v1/sessions?status=active&limit=100&cursor=", 1)
 		bob.want(bob.do("GET", "/v1/sessions", nil), 200, "", &page)
 		if len(page.Items) != 0 {
 			t.Errorf("bob sees %d sessions", len(page.Items))
