@@ -10,13 +10,12 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 func TestIdempotencyKeys(t *testing.T) {
 	t.Parallel()
-	cfg := storetest.Standalone(t)
-	a, b := apptest.Start(t, cfg, app.Config{}), apptest.Start(t, cfg, app.Config{})
+	replicas := apptest.Replicas(t, 2, app.Config{})
+	a, b := replicas[0], replicas[1]
 	ctx := context.Background()
 	tok := apptest.Token(t, "idem")
 	cl := client.New(a.URL, tok)

@@ -10,7 +10,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 func collect(ctx context.Context, seq func(func(client.Event, error) bool), n int) ([]client.Event, error) {
@@ -37,8 +36,8 @@ func eventIDs(evs []client.Event) []string {
 
 func TestEventStreams(t *testing.T) {
 	t.Parallel()
-	cfg := storetest.Standalone(t)
-	a, b := apptest.Start(t, cfg, app.Config{}), apptest.Start(t, cfg, app.Config{})
+	replicas := apptest.Replicas(t, 2, app.Config{})
+	a, b := replicas[0], replicas[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tok := apptest.Token(t, "streamer")

@@ -153,3 +153,15 @@ func Standalone(t testing.TB, cfg app.Config) *Server {
 	t.Helper()
 	return Start(t, storetest.Standalone(t), cfg)
 }
+
+// Replicas starts n servers with cfg on one standalone Redis store of their
+// own: replicas of one deployment.
+func Replicas(t testing.TB, n int, cfg app.Config) []*Server {
+	t.Helper()
+	sc := storetest.Standalone(t)
+	servers := make([]*Server, n)
+	for i := range servers {
+		servers[i] = Start(t, sc, cfg)
+	}
+	return servers
+}
