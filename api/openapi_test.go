@@ -242,6 +242,35 @@ func (c *caller) do(method, path string, body any, headers ...string) reply {
 	return reply{status: resp.StatusCode, header: resp.Header, body: raw}
 }
 
+// wantReplay posts body to path again with the idempotency key of first,
+// and wants first's answer replayed: the same status and body, marked
+// Idempotent-Replayed.
+func (c *caller) wantReplay(first reply, path string, body any, key string) {
+	c.t.Helper()
+	again := c.want(c.do("POST", path, body, "Idempotency-Key", key), first.status, "", nil)
+	if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.body, again.body) {
+		c.t.Errorf("replay of POST %s: header %q, body %s, want %s", path, again.header.Get("Idempotent-Replayed"), again.body, first.body)
+	}
+}
+
+// wantTwoPages reads the list at first, wanting n items and a cursor, then
+// the list at next followed by that cursor, wanting m items and no cursor.
+func (c *caller) wantTwoPages(first string, n int, next string, m int) {
+	c.t.Helper()
+	var page struct {
+		Items      []json.RawMessage
+		NextCursor *string
+	}
+	c.want(c.do("GET", first, nil), 200, "", &page)
+	if len(page.Items) != n || page.NextCursor == nil {
+		c.t.Fatalf("first page of %s: %d items, cursor %v", first, len(page.Items), page.NextCursor)
+	}
+	c.want(c.do("GET", next+url.QueryEscape(*page.NextCursor), nil), 200, "", &page)
+	if len(page.Items) != m || page.NextCursor != nil {
+		c.t.Errorf("second page of %s: %d items, cursor %v", first, len(page.Items), page.NextCursor)
+	}
+}
+
 // want checks the status (and, for an error, its code) and decodes the body
 // into v when v is not nil.
 func (c *caller) want(r reply, status int, code string, v any) reply {
@@ -327,11 +356,7 @@ func TestContract(t *testing.T) {
 		alice.want(alice.do("POST", "/v1/sessions", nil), 201, "", &ses)
 		first := alice.want(alice.do("POST", "/v1/sessions", map[string]any{"metadata": map[string]any{"agent": "x"}},
 			"Idempotency-Key", "ses-1"), 201, "", &other)
-		again := alice.want(alice.do("POST", "/v1/sessions", map[string]any{"metadata": map[string]any{"agent": "x"}},
-			"Idempotency-Key", "ses-1"), 201, "", nil)
-		if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.body, again.body) {
-			t.Errorf("replay: header %q, same body %v", again.header.Get("Idempotent-Replayed"), bytes.Equal(first.body, again.body))
-		}
+		alice.wantReplay(first, "/v1/sessions", map[string]any{"metadata": map[string]any{"agent": "x"}}, "ses-1")
 		alice.want(alice.do("POST", "/v1/sessions", map[string]any{"metadata": map[string]any{"agent": "y"}},
 			"Idempotency-Key", "ses-1"), 409, "idempotency_conflict", nil)
 		alice.want(alice.do("POST", "/v1/sessions", `{"metadata":`), 400, "invalid_json", nil)
@@ -353,14 +378,7 @@ func TestContract(t *testing.T) {
 			Items      []json.RawMessage
 			NextCursor *string
 		}
-		alice.want(alice.do("GET", "/v1/sessions?limit=1", nil), 200, "", &page)
-		if len(page.Items) != 1 || page.NextCursor == nil {
-			t.Fatalf("first page: %d items, cursor %v", len(page.Items), page.NextCursor)
-		}
-		alice.want(alice.do("GET", "/v1/sessions?status=active&limit=100&cursor="+url.QueryEscape(*page.NextCursor), nil), 200, "", &page)
-		if len(page.Items) != 1 || page.NextCursor != nil {
-			t.Errorf("second page: %d items, cursor %v", len(page.Items), page.NextCursor)
-		}
+		alice.wantTwoPages("/v1/sessions?limit=1", 1, "/v1/sessions?status=active&limit=100&cursor=", 1)
 		bob.want(bob.do("GET", "/v1/sessions", nil), 200, "", &page)
 		if len(page.Items) != 0 {
 			t.Errorf("bob sees %d sessions", len(page.Items))
@@ -581,10 +599,7 @@ func TestContract(t *testing.T) {
 		if !ans.OK || ans.TaskID != ta.TaskID || ans.RequestID != "go" || ans.Status != "input_required" {
 			t.Errorf("answer: %+v", ans)
 		}
-		again := anon.want(anon.do("POST", goURL, map[string]any{"optionId": "yes"}, "Idempotency-Key", "a-1"), 200, "", nil)
-		if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.body, again.body) {
-			t.Errorf("replay: %v %s", again.header, again.body)
-		}
+		anon.wantReplay(first, goURL, map[string]any{"optionId": "yes"}, "a-1")
 		anon.want(anon.do("POST", goURL, map[string]any{"optionId": "no"}, "Idempotency-Key", "a-1"), 409, "idempotency_conflict", nil)
 		anon.want(anon.do("POST", goURL, map[string]any{"optionId": "yes"}), 410, "input_closed", nil)
 		alice.want(alice.do("POST", tp+"/complete", nil), 200, "", nil)

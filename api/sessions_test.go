@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -60,10 +59,7 @@ func TestContractSessionEnd(t *testing.T) {
 		if got.Session.Status != "cancelled" || !slices.Equal(got.CancelledTaskIDs, want) {
 			t.Fatalf("cancel: %s", first.body)
 		}
-		again := alice.want(alice.do("POST", path+"/cancel", map[string]any{"reason": "user left"}, "Idempotency-Key", "end-1"), 200, "", nil)
-		if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
-			t.Errorf("replay: %q %s", again.header.Get("Idempotent-Replayed"), again.body)
-		}
+		alice.wantReplay(first, path+"/cancel", map[string]any{"reason": "user left"}, "end-1")
 		alice.want(alice.do("POST", path+"/cancel", map[string]any{"reason": "other"}, "Idempotency-Key", "end-1"),
 			409, "idempotency_conflict", nil)
 		// A repeat is a no-op, for the owner and for an admin.
@@ -123,10 +119,7 @@ func TestContractSessionEnd(t *testing.T) {
 			string(got.Session.Metadata) != `{"agent":"x"}` {
 			t.Fatalf("reset: %s", first.body)
 		}
-		again := alice.want(alice.do("POST", path+"/reset", map[string]any{"reason": "again"}, "Idempotency-Key", "reset-1"), 201, "", nil)
-		if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
-			t.Errorf("replay: %q %s", again.header.Get("Idempotent-Replayed"), again.body)
-		}
+		alice.wantReplay(first, path+"/reset", map[string]any{"reason": "again"}, "reset-1")
 		alice.want(alice.do("POST", path+"/reset", map[string]any{"reason": "other"}, "Idempotency-Key", "reset-1"),
 			409, "idempotency_conflict", nil)
 		fresh := got.Session.SessionID

@@ -14,7 +14,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 type errorBody struct {
@@ -29,11 +28,11 @@ type errorBody struct {
 
 func TestBadInputGetsItsCode(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{MaxBodyBytes: 32 << 10, JWTAudience: "taskhook"})
+	srv := apptest.Standalone(t, app.Config{MaxBodyBytes: 32 << 10, JWTAudience: "taskhook"})
 	ctx := context.Background()
 	good := signed(t, jwt.MapClaims{"sub": "bad", "aud": "taskhook", "exp": time.Now().Add(time.Hour).Unix()}, apptest.Secret)
 	cl := client.New(srv.URL, good)
-	ses, task := sessionWithTask(t, cl)
+	ses, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	tp := "/v1/tasks/" + task.TaskID
 	sid := `"sessionId":"` + ses.SessionID + `"`
 	// A second task waits for an answer, so its answer URL takes bodies.
@@ -201,11 +200,11 @@ func unsigned(t *testing.T) string {
 // seconds: never a 400 saying it is negative.
 func TestHugeWaitIsCutToTheMaximum(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
 	tok := apptest.Token(t, "wait-huge")
 	cl := client.New(srv.URL, tok)
-	_, task := sessionWithTask(t, cl)
+	_, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	if _, err := cl.Complete(ctx, task.TaskID, "done"); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (l *latencies) report(b *testing.B) {
 // BenchmarkTaskLifecycleHTTP drives create → progress → complete over HTTP on
 // loopback against real Redis, from parallel clients (GOMAXPROCS × 8).
 func BenchmarkTaskLifecycleHTTP(b *testing.B) {
-	srv := apptest.Start(b, storetest.Standalone(b), app.Config{LogLevel: "warn"})
+	srv := apptest.Standalone(b, app.Config{LogLevel: "warn"})
 	ctx := context.Background()
 	tok := apptest.Token(b, "bench")
 	ses, err := client.New(srv.URL, tok).CreateSession(ctx, client.CreateSessionInput{})
@@ -100,10 +100,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 	other := client.New(quietURL, apptest.Token(b, "other-tenant"))
 	noisyToken := apptest.Token(b, "noisy-tenant")
 	noisy := client.New(noisyURL, noisyToken)
-	otherSes, err := other.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	otherSes := apptest.Session(b, ctx, other)
 	payload := string(make([]byte, 4096))
 	round := func(lat *latencies, name string) {
 		for range 200 {
@@ -125,10 +122,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		ses, err := noisy.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		ses := apptest.Session(b, ctx, noisy)
 		var wg sync.WaitGroup
 		for w := range 8 {
 			wg.Add(1)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/base64"
@@ -162,28 +163,14 @@ func decodeKey(s string) ([]byte, error) {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Addr == "" {
-		c.Addr = ":8080"
-	}
-	if c.PublicURL == "" {
-		c.PublicURL = "http://localhost:8080"
-	}
+	c.Addr = cmp.Or(c.Addr, ":8080")
+	c.PublicURL = cmp.Or(c.PublicURL, "http://localhost:8080")
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 1 << 20
-	}
-	if c.BodyTimeout == 0 {
-		c.BodyTimeout = 15 * time.Second
-	}
-	if c.MaxInflightBodyBytes == 0 {
-		c.MaxInflightBodyBytes = 64 << 20
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = 20 * time.Second
-	}
-	if c.JWTMaxAge == 0 {
-		c.JWTMaxAge = authz.DefaultMaxAge
-	}
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
+	c.BodyTimeout = cmp.Or(c.BodyTimeout, 15*time.Second)
+	c.MaxInflightBodyBytes = cmp.Or(c.MaxInflightBodyBytes, 64<<20)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 20*time.Second)
+	c.JWTMaxAge = cmp.Or(c.JWTMaxAge, authz.DefaultMaxAge)
 	return c
 }
 

@@ -10,14 +10,12 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 func TestIdempotencyKeys(t *testing.T) {
 	t.Parallel()
-	cfg := storetest.Standalone(t)
-	a, b := apptest.Start(t, cfg, app.Config{}), apptest.Start(t, cfg, app.Config{})
+	replicas := apptest.Replicas(t, 2, app.Config{})
+	a, b := replicas[0], replicas[1]
 	ctx := context.Background()
 	tok := apptest.Token(t, "idem")
 	cl := client.New(a.URL, tok)
@@ -110,10 +108,9 @@ func TestIdempotencyKeys(t *testing.T) {
 // session is a different body: 409, never a second task, wherever the two
 // sessions live.
 func TestTaskCreateKeyAcrossSessions(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, app.Config{})
+	apptest.EachBackend(t, app.Config{}, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
-		cl := client.New(srv.URL, apptest.Token(t, "idem-sessions"))
+		cl := srv.Client(t, "idem-sessions")
 		first, second := sessionsInTwoPartitions(t, cl)
 		task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID}, client.WithIdempotencyKey("t-1"))
 		if err != nil {
@@ -150,9 +147,9 @@ func TestTaskCreateKeyAcrossSessions(t *testing.T) {
 // The same for hooks: a hook create's key is the caller's across partitions.
 func TestHookCreateKeyAcrossSessions(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
-	cl := client.New(srv.URL, apptest.Token(t, "idem-hooks"))
+	cl := srv.Client(t, "idem-hooks")
 	first, second := sessionsInTwoPartitions(t, cl)
 	hook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: first.SessionID}, client.WithIdempotencyKey("h-1"))
 	if err != nil {
@@ -178,15 +175,10 @@ func sessionsInTwoPartitions(t *testing.T, cl *client.Client) (*client.Session, 
 	t.Helper()
 	ctx := context.Background()
 	partition := func(id string) string { return id[len("ses_"):][:2] }
-	first, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := apptest.Session(t, ctx, cl)
 	second := first
 	for partition(second.SessionID) == partition(first.SessionID) {
-		if second, err = cl.CreateSession(ctx, client.CreateSessionInput{}); err != nil {
-			t.Fatal(err)
-		}
+		second = apptest.Session(t, ctx, cl)
 	}
 	return first, second
 }

@@ -11,24 +11,16 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/ids"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // Another principal's objects do not exist for them: every route answers
 // exactly as for a missing id.
 func TestOtherPrincipalsSeeNotFound(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
-	alice := client.New(srv.URL, apptest.Token(t, "alice"))
-	ses, err := alice.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice := srv.Client(t, "alice")
+	ses, task := apptest.SessionWithTask(t, ctx, alice, client.CreateTaskInput{})
 	missingTask := ids.New(ids.TaskPrefix, 0)
 	missingSession := ids.New(ids.SessionPrefix, 0)
 	routes := []struct{ method, path, body string }{

@@ -23,7 +23,7 @@ func TestKindsPollCostsNoRoundTripsForOtherKinds(t *testing.T) {
 		RecheckInterval: time.Hour})
 	ctx := context.Background()
 	cl := client.New(srv.URL, apptest.Token(t, "lp"))
-	_, task := sessionWithTask(t, cl)
+	_, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	before := roundTrips(srv, "requests")
 	type result struct {
 		task *client.Task

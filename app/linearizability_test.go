@@ -13,7 +13,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // The history of each task must be linearizable: many clients on two
@@ -105,17 +104,10 @@ var taskModel = porcupine.Model{
 
 func TestTaskHistoriesAreLinearizable(t *testing.T) {
 	t.Parallel()
-	cfg := storetest.Standalone(t)
-	servers := []*apptest.Server{
-		apptest.Start(t, cfg, app.Config{}),
-		apptest.Start(t, cfg, app.Config{}),
-	}
+	servers := apptest.Replicas(t, 2, app.Config{})
 	ctx := context.Background()
 	owner := client.New(servers[0].URL, apptest.Token(t, "lin-owner"))
-	ses, err := owner.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ses := apptest.Session(t, ctx, owner)
 	const nTasks, nClients, opsPerClient = 6, 60, 25
 	var ids []string
 	for range nTasks {

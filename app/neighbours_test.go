@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -29,11 +29,11 @@ func startBehindProxy(t *testing.T, cfg app.Config) (*apptest.Server, *storetest
 // of their ids.
 func TestForeignFilterAnswersAsMissing(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
-	alice := client.New(srv.URL, apptest.Token(t, "alice"))
-	bob := client.New(srv.URL, apptest.Token(t, "bob"))
-	ses, task := sessionWithTask(t, alice)
+	alice := srv.Client(t, "alice")
+	bob := srv.Client(t, "bob")
+	ses, task := apptest.SessionWithTask(t, ctx, alice, client.CreateTaskInput{})
 	for range 3 {
 		if _, err := alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID}); err != nil {
 			t.Fatal(err)
@@ -95,8 +95,8 @@ func TestRecordsAreNotReadForNothing(t *testing.T) {
 	t.Parallel()
 	srv, proxy := startBehindProxy(t, app.Config{})
 	ctx := context.Background()
-	alice := client.New(srv.URL, apptest.Token(t, "alice"))
-	bob := client.New(srv.URL, apptest.Token(t, "bob"))
+	alice := srv.Client(t, "alice")
+	bob := srv.Client(t, "bob")
 	big := strings.Repeat("x", 900<<10)
 	ses, err := alice.CreateSession(ctx, client.CreateSessionInput{Metadata: map[string]any{"big": big}})
 	if err != nil {
@@ -162,14 +162,10 @@ func TestRecordsAreNotReadForNothing(t *testing.T) {
 // task_too_large, the task unchanged).
 func TestSessionLimits(t *testing.T) {
 	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, app.Config{MaxTasksPerSession: 3, MaxTaskBytes: 8192})
+	apptest.EachBackend(t, app.Config{MaxTasksPerSession: 3, MaxTaskBytes: 8192}, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
-		cl := client.New(srv.URL, apptest.Token(t, "limits"))
-		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cl := srv.Client(t, "limits")
+		ses := apptest.Session(t, ctx, cl)
 		var live []*client.Task
 		for range 3 {
 			tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
@@ -178,7 +174,7 @@ func TestSessionLimits(t *testing.T) {
 			}
 			live = append(live, tk)
 		}
-		_, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+		_, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
 		var e *client.Error
 		if !asError(err, &e) || e.Status != 429 || e.Code != "too_many_tasks" {
 			t.Fatalf("a fourth live task: %v, want 429 too_many_tasks", err)
@@ -212,13 +208,10 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 	t.Parallel()
 	srv, proxy := startBehindProxy(t, app.Config{})
 	ctx := context.Background()
-	cl := client.New(srv.URL, apptest.Token(t, "canceller"))
+	cl := srv.Client(t, "canceller")
 	const n = 100
 	open := func() (*client.Session, []string) {
-		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ses := apptest.Session(t, ctx, cl)
 		var taskIDs []string
 		for range n {
 			tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: strings.Repeat("i", 2048)})
@@ -277,7 +270,7 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 	var data struct {
 		CancelledTaskIDs []string `json:"cancelledTaskIds"`
 	}
-	if last.Type != events.SessionCancelled || json.Unmarshal(last.Data, &data) != nil || len(data.CancelledTaskIDs) != n {
+	if last.Type != wire.EventSessionCancelled || json.Unmarshal(last.Data, &data) != nil || len(data.CancelledTaskIDs) != n {
 		t.Fatalf("last session event %s with %d ids, want session.cancelled with %d", last.Type, len(data.CancelledTaskIDs), n)
 	}
 	again, err := cl.CancelSession(ctx, ses.SessionID, "again")
@@ -290,10 +283,10 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 // with Retry-After; another principal lists on.
 func TestListsArePacedPerPrincipal(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{ListRate: 0.1, ListBurst: 2})
+	srv := apptest.Standalone(t, app.Config{ListRate: 0.1, ListBurst: 2})
 	ctx := context.Background()
-	busy := client.New(srv.URL, apptest.Token(t, "busy"))
-	calm := client.New(srv.URL, apptest.Token(t, "calm"))
+	busy := srv.Client(t, "busy")
+	calm := srv.Client(t, "calm")
 	for range 2 {
 		if _, err := busy.ListTasks(ctx, client.ListTasksParams{Status: "working"}); err != nil {
 			t.Fatal(err)

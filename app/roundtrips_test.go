@@ -21,13 +21,10 @@ func roundTrips(s *apptest.Server, pool string) float64 {
 
 func TestOneRoundTripPerTaskCommand(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
-	cl := client.New(srv.URL, apptest.Token(t, "rt"))
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := srv.Client(t, "rt")
+	ses := apptest.Session(t, ctx, cl)
 	measure := func(name string, call func() error) {
 		t.Helper()
 		before := roundTrips(srv, "requests")
@@ -66,10 +63,10 @@ func TestOneRoundTripPerTaskCommand(t *testing.T) {
 
 func TestWaitingLongPollCostsNoRoundTrips(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{WakeBlock: 20 * time.Millisecond, Partitions: 4})
+	srv := apptest.Standalone(t, app.Config{WakeBlock: 20 * time.Millisecond, Partitions: 4})
 	ctx := context.Background()
-	cl := client.New(srv.URL, apptest.Token(t, "lp"))
-	_, task := sessionWithTask(t, cl)
+	cl := srv.Client(t, "lp")
+	_, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	before := roundTrips(srv, "requests")
 	type result struct {
 		task *client.Task

@@ -8,15 +8,12 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 func TestSessionCancelAndReset(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, app.Config{})
+	apptest.EachBackend(t, app.Config{}, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
-		cl := client.New(srv.URL, apptest.Token(t, "agent"))
+		cl := srv.Client(t, "agent")
 		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Metadata: map[string]any{"chat": "c1"}})
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 func collect(ctx context.Context, seq func(func(client.Event, error) bool), n int) ([]client.Event, error) {
@@ -37,13 +36,13 @@ func eventIDs(evs []client.Event) []string {
 
 func TestEventStreams(t *testing.T) {
 	t.Parallel()
-	cfg := storetest.Standalone(t)
-	a, b := apptest.Start(t, cfg, app.Config{}), apptest.Start(t, cfg, app.Config{})
+	replicas := apptest.Replicas(t, 2, app.Config{})
+	a, b := replicas[0], replicas[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tok := apptest.Token(t, "streamer")
 	cl := client.New(a.URL, tok)
-	ses, task := sessionWithTask(t, cl)
+	ses, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	const changes = 6
 	// Two subscribers on two replicas, started before the changes.
 	results := make(chan []client.Event, 2)
@@ -73,7 +72,7 @@ func TestEventStreams(t *testing.T) {
 		t.Fatalf("resumed after %s: %v %v", first[2].ID, eventIDs(rest), err)
 	}
 	// A stream of another principal's task is a 404.
-	for _, err := range client.New(a.URL, apptest.Token(t, "other")).StreamTaskEvents(ctx, task.TaskID, "") {
+	for _, err := range a.Client(t, "other").StreamTaskEvents(ctx, task.TaskID, "") {
 		if !client.IsCode(err, client.CodeNotFound) {
 			t.Fatalf("foreign stream: %v", err)
 		}

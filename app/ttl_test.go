@@ -8,26 +8,17 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // A task past its TTL is gone with everything under it, on every store,
 // by Redis key expiry alone; and the request log never holds the token.
 func TestExpiredTasksAreGone(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, app.Config{})
+	apptest.EachBackend(t, app.Config{}, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		tok := apptest.Token(t, "ttl")
 		cl := client.New(srv.URL, tok)
-		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, TTLMs: client.Int64(1000)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ses, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{TTLMs: client.Int64(1000)})
 		if task.TTLMs == nil || *task.TTLMs != 1000 || task.ExpiresAt == nil || !task.ExpiresAt.Equal(task.CreatedAt.Add(1e9)) {
 			t.Fatalf("effective ttl: %v %v", task.TTLMs, task.ExpiresAt)
 		}
@@ -62,13 +53,10 @@ func TestExpiredTasksAreGone(t *testing.T) {
 // receipt is durable, never created already expired.
 func TestHugeTTLIsCutToTheMaximum(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
-	cl := client.New(srv.URL, apptest.Token(t, "ttl-huge"))
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := srv.Client(t, "ttl-huge")
+	ses := apptest.Session(t, ctx, cl)
 	const maxTTL = 30 * 24 * 3600 * 1000
 	for _, ttl := range []int64{1e13, 1<<63 - 1} {
 		task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, TTLMs: client.Int64(ttl)})

@@ -86,21 +86,7 @@ func TestJWKSFile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// edit returns a copy of key with fields changed (nil removes one).
-	edit := func(key map[string]any, fields map[string]any) map[string]any {
-		out := make(map[string]any, len(key))
-		for f, v := range key {
-			out[f] = v
-		}
-		for f, v := range fields {
-			if v == nil {
-				delete(out, f)
-				continue
-			}
-			out[f] = v
-		}
-		return out
-	}
+	edit := edited[map[string]any]
 	offCurve := make([]byte, 32)
 	offCurve[31] = 1
 

@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -135,19 +136,24 @@ func newTestVerifier(t testing.TB, cfg VerifierConfig) *Verifier {
 // claims returns a valid claim set for alice at testNow, changed by edits; an
 // edit to nil removes the claim.
 func claims(edits jwt.MapClaims) jwt.MapClaims {
-	c := jwt.MapClaims{
+	return edited(jwt.MapClaims{
 		"sub": "alice",
 		"iat": testNow.Unix(),
 		"exp": testNow.Add(time.Hour).Unix(),
-	}
-	for k, v := range edits {
+	}, edits)
+}
+
+// edited is a copy of m with edits made; an edit to nil removes the field.
+func edited[M ~map[string]any](m, edits M) M {
+	out := maps.Clone(m)
+	for f, v := range edits {
 		if v == nil {
-			delete(c, k)
+			delete(out, f)
 			continue
 		}
-		c[k] = v
+		out[f] = v
 	}
-	return c
+	return out
 }
 
 // sign makes a token; headers are added to (or, when nil, removed from) the

@@ -43,14 +43,7 @@ func TestAnswerURL(t *testing.T) {
 		channel := client.New("http://unused.invalid", apptest.Token(t, "channel"),
 			client.WithHTTPClient(&http.Client{Transport: &checkingTransport{t: t, next: tr}}))
 
-		ses, err := owner.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Requester: "carol"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, task := apptest.SessionWithTask(t, ctx, owner, client.CreateTaskInput{Requester: "carol"})
 		asked, err := owner.RequireInput(ctx, task.TaskID, []client.InputRequest{
 			{RequestID: "go", Prompt: "Deploy?"},
 			{RequestID: "pick", Prompt: "Which?", Options: []client.Choice{{ID: "a", Label: "A"}, {ID: "b", Label: "B"}}},
@@ -173,10 +166,7 @@ func TestAnswerURLBackToWorking(t *testing.T) {
 		ctx := context.Background()
 		owner := newClient(t, srv.URL, apptest.Token(t, "alice"))
 		channel := newClient(t, "http://unused.invalid", "")
-		ses, err := owner.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ses := apptest.Session(t, ctx, owner)
 		ask := func() *client.Task {
 			t.Helper()
 			task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
@@ -239,14 +229,7 @@ func TestAnswerTokensNotInRedis(t *testing.T) {
 		ctx := testContext(t)
 		owner := newClient(t, srv.URL, apptest.Token(t, "alice"))
 		channel := newClient(t, "http://unused.invalid", "")
-		ses, err := owner.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ses, task := apptest.SessionWithTask(t, ctx, owner, client.CreateTaskInput{})
 		asked, err := owner.RequireInput(ctx, task.TaskID, []client.InputRequest{
 			{RequestID: "deploy", Prompt: "Deploy?"},
 			{RequestID: "why", Prompt: "Why?", AllowFreeform: true},
@@ -348,7 +331,7 @@ func TestAnswerTokensNotInRedis(t *testing.T) {
 		sameEvents("session log", sevs.Events, "deploy", "why")
 		var streamed []client.Event
 		sctx, stop := context.WithCancel(ctx)
-		for e, err := range client.New(srv.URL, apptest.Token(t, "alice")).StreamTaskEvents(sctx, task.TaskID, "") {
+		for e, err := range srv.Client(t, "alice").StreamTaskEvents(sctx, task.TaskID, "") {
 			if err != nil {
 				t.Fatal(err)
 			}

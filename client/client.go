@@ -175,6 +175,16 @@ func String(s string) *string { return &s }
 // Int64 returns a pointer to n, for optional fields.
 func Int64(n int64) *int64 { return &n }
 
+// fetch is do for the calls that answer with one JSON value: it decodes the
+// answer into a new T.
+func fetch[T any](ctx context.Context, c *Client, method, path string, query url.Values, body any, opts []CallOption) (*T, error) {
+	var out T
+	if _, err := c.do(ctx, method, path, query, body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // do is the one place that talks HTTP. It sends body (when not nil) as JSON,
 // decodes a 2xx answer into out (when not nil) and turns any other answer
 // into an *Error. It returns the status of the answer.

@@ -12,32 +12,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Error codes of the contract.
-const (
-	CodeInvalidJSON         = wire.CodeInvalidJSON
-	CodeInvalidRequest      = wire.CodeInvalidRequest
-	CodeUnauthorized        = wire.CodeUnauthorized
-	CodeNotFound            = wire.CodeNotFound
-	CodeTaskTerminal        = wire.CodeTaskTerminal
-	CodeTaskNotTerminal     = wire.CodeTaskNotTerminal // 409: release of a task that has not ended
-	CodeNotInputRequired    = wire.CodeNotInputRequired
-	CodeUnknownRequest      = wire.CodeUnknownRequest
-	CodeInputConflict       = wire.CodeInputConflict
-	CodeIdempotencyConflict = wire.CodeIdempotencyConflict
-	CodeSessionNotActive    = wire.CodeSessionNotActive
-	CodeHookClosed          = wire.CodeHookClosed
-	CodeInputClosed         = wire.CodeInputClosed
-	CodeSignatureInvalid    = wire.CodeSignatureInvalid
-	CodePayloadTooLarge     = wire.CodePayloadTooLarge
-	CodeRequestTimeout      = wire.CodeRequestTimeout
-	CodeRateLimited         = wire.CodeRateLimited
-	CodeStoreUnavailable    = wire.CodeStoreUnavailable
-	CodeTooManyTasks        = wire.CodeTooManyTasks // 429: the session holds as many live tasks as it may
-	CodeTaskTooLarge        = wire.CodeTaskTooLarge // 413: the task record would be above the size limit
-	CodeOverloaded          = wire.CodeOverloaded
-	CodeInternal            = wire.CodeInternal
-)
-
 // Error is a non-2xx answer of the server.
 type Error struct {
 	Status     int           // HTTP status

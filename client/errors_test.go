@@ -114,9 +114,9 @@ func TestInfoAndReady(t *testing.T) {
 	eachStore(t, app.Config{}, func(t *testing.T, e *env) {
 		wantStore := "redis"
 		switch {
-		case e.sc.URL == "":
+		case e.srv.Store.URL == "":
 			wantStore = "embedded"
-		case e.sc.Cluster:
+		case e.srv.Store.Cluster:
 			wantStore = "redis-cluster"
 		}
 		ctx := testContext(t)

@@ -12,23 +12,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Event types.
-const (
-	EventSessionCreated         = wire.EventSessionCreated
-	EventSessionCancelled       = wire.EventSessionCancelled
-	EventTaskCreated            = wire.EventTaskCreated
-	EventTaskProgress           = wire.EventTaskProgress
-	EventTaskMessage            = wire.EventTaskMessage
-	EventTaskStatus             = wire.EventTaskStatus
-	EventTaskTerminal           = wire.EventTaskTerminal
-	EventInputRequested         = wire.EventInputRequested
-	EventInputResolved          = wire.EventInputResolved
-	EventAuthorizationRequired  = wire.EventAuthorizationRequired
-	EventAuthorizationCompleted = wire.EventAuthorizationCompleted
-	EventTaskReleased           = wire.EventTaskReleased
-	EventHookReceived           = wire.EventHookReceived
-)
-
 // Event is one entry of a session's or a task's log. ID is a cursor that
 // increases strictly within a log.
 type Event wire.Event[time.Time]
@@ -75,9 +58,5 @@ func (c *Client) events(ctx context.Context, path string, p EventsParams, opts [
 	setPaging(q, p.Limit, "")
 	setWait(q, p.Wait)
 	setKinds(q, callOf(opts).kinds)
-	var page EventPage
-	if _, err := c.do(ctx, http.MethodGet, path, q, nil, &page, opts); err != nil {
-		return nil, err
-	}
-	return &page, nil
+	return fetch[EventPage](ctx, c, http.MethodGet, path, q, nil, opts)
 }

@@ -13,14 +13,11 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // env is one real server and clients of two principals.
 type env struct {
 	srv   *apptest.Server
-	sc    store.Config // the store the server runs on
 	url   string
 	alice *client.Client
 	bob   *client.Client
@@ -30,10 +27,8 @@ type env struct {
 // backend (embedded, standalone Redis, and Redis Cluster when configured).
 func eachStore(t *testing.T, cfg app.Config, fn func(t *testing.T, e *env)) {
 	t.Helper()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, apptest.Start(t, sc, withTestDefaults(cfg)))
-		e.sc = sc
-		fn(t, e)
+	apptest.EachBackend(t, withTestDefaults(cfg), func(t *testing.T, srv *apptest.Server) {
+		fn(t, newEnv(t, srv))
 	})
 }
 
@@ -115,14 +110,7 @@ func testContext(t *testing.T) context.Context {
 // newTask opens a session and starts a task in it.
 func newTask(t *testing.T, ctx context.Context, c *client.Client) *client.Task {
 	t.Helper()
-	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatalf("CreateSession: %v", err)
-	}
-	task, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "test"})
-	if err != nil {
-		t.Fatalf("CreateTask: %v", err)
-	}
+	_, task := apptest.SessionWithTask(t, ctx, c, client.CreateTaskInput{Kind: "test"})
 	return task
 }
 

@@ -12,26 +12,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Hook statuses, and why a hook closed.
-const (
-	HookOpen   = wire.HookOpen
-	HookClosed = wire.HookClosed
-
-	CloseReasonClosed           = wire.CloseReasonClosed
-	CloseReasonExpired          = wire.CloseReasonExpired
-	CloseReasonTaskTerminal     = wire.CloseReasonTaskTerminal
-	CloseReasonSessionCancelled = wire.CloseReasonSessionCancelled
-)
-
-// Signature schemes a hook can require of the posts it takes.
-const (
-	VerifyStandardWebhooks = wire.VerifyStandardWebhooks
-	VerifyGitHub           = wire.VerifyGitHub
-	VerifyStripe           = wire.VerifyStripe
-	VerifySlack            = wire.VerifySlack
-	VerifyHMACSHA256       = wire.VerifyHMACSHA256
-)
-
 type (
 	// Hook is a callback URL that outside systems post to, with the durable
 	// queue a task reads them from. It never carries the token: only
@@ -65,21 +45,13 @@ type CreateHookInput struct {
 
 // CreateHook makes an open hook bound to a task or a session.
 func (c *Client) CreateHook(ctx context.Context, in CreateHookInput, opts ...CallOption) (*CreatedHook, error) {
-	var h CreatedHook
-	if _, err := c.do(ctx, http.MethodPost, "/v1/hooks", nil, in, &h, opts); err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return fetch[CreatedHook](ctx, c, http.MethodPost, "/v1/hooks", nil, in, opts)
 }
 
 // GetHook reads a hook, with its status as of now (a hook whose task ended
 // reads as closed).
 func (c *Client) GetHook(ctx context.Context, id string, opts ...CallOption) (*Hook, error) {
-	var h Hook
-	if _, err := c.do(ctx, http.MethodGet, hookPath(id, ""), nil, nil, &h, opts); err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return fetch[Hook](ctx, c, http.MethodGet, hookPath(id, ""), nil, nil, opts)
 }
 
 // ListHooksParams narrows and pages GET /v1/hooks.
@@ -96,21 +68,13 @@ func (c *Client) ListHooks(ctx context.Context, p ListHooksParams, opts ...CallO
 	setNonEmpty(q, "taskId", p.TaskID)
 	setNonEmpty(q, "sessionId", p.SessionID)
 	setPaging(q, p.Limit, p.Cursor)
-	var page Page[Hook]
-	if _, err := c.do(ctx, http.MethodGet, "/v1/hooks", q, nil, &page, opts); err != nil {
-		return nil, err
-	}
-	return &page, nil
+	return fetch[Page[Hook]](ctx, c, http.MethodGet, "/v1/hooks", q, nil, opts)
 }
 
 // CloseHook closes a hook: posts get 410 hook_closed from now on, and what
 // it received stays readable. Closing a closed hook is a no-op.
 func (c *Client) CloseHook(ctx context.Context, id string, opts ...CallOption) (*Hook, error) {
-	var h Hook
-	if _, err := c.do(ctx, http.MethodPost, hookPath(id, "/close"), nil, struct{}{}, &h, opts); err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return fetch[Hook](ctx, c, http.MethodPost, hookPath(id, "/close"), nil, struct{}{}, opts)
 }
 
 // HookEvent is one request an outside system posted to a hook.
@@ -181,11 +145,7 @@ func (c *Client) ReadHook(ctx context.Context, id string, p HookReadParams, opts
 		ms := (p.Visibility + time.Millisecond - 1) / time.Millisecond // at least 1
 		q.Set("visibilityMs", strconv.FormatInt(int64(ms), 10))
 	}
-	var b HookBatch
-	if _, err := c.do(ctx, http.MethodGet, hookPath(id, "/events"), q, nil, &b, opts); err != nil {
-		return nil, err
-	}
-	return &b, nil
+	return fetch[HookBatch](ctx, c, http.MethodGet, hookPath(id, "/events"), q, nil, opts)
 }
 
 // AckHook acknowledges events for a group ("" for the default one): the
@@ -232,11 +192,7 @@ func (c *Client) HookLog(ctx context.Context, id, after string, limit int, opts 
 	q := url.Values{}
 	setNonEmpty(q, "after", after)
 	setPaging(q, limit, "")
-	var page HookLogPage
-	if _, err := c.do(ctx, http.MethodGet, hookPath(id, "/log"), q, nil, &page, opts); err != nil {
-		return nil, err
-	}
-	return &page, nil
+	return fetch[HookLogPage](ctx, c, http.MethodGet, hookPath(id, "/log"), q, nil, opts)
 }
 
 func hookPath(id, suffix string) string { return "/v1/hooks/" + segment(id) + suffix }

@@ -11,21 +11,17 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // BenchmarkHookIteratorLatency posts b.N events to a hook's callback URL at
 // 1,000 a second and measures, for each, from the 202 to its arrival in the
 // loop body of Hook(id).Events, which acks it when the body returns.
 func BenchmarkHookIteratorLatency(b *testing.B) {
-	srv := apptest.Start(b, storetest.Standalone(b), app.Config{HookRateLimit: 1000, HookBurst: 1 << 30, LogLevel: "error"})
+	srv := apptest.Standalone(b, app.Config{HookRateLimit: 1000, HookBurst: 1 << 30, LogLevel: "error"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cl := client.New(srv.URL, apptest.Token(b, "bench"))
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cl := srv.Client(b, "bench")
+	ses := apptest.Session(b, ctx, cl)
 	hook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: ses.SessionID})
 	if err != nil {
 		b.Fatal(err)

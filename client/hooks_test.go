@@ -35,6 +35,17 @@ func startHookServer(t *testing.T, sc store.Config) *apptest.Server {
 	return apptest.Start(t, sc, withTestDefaults(app.Config{}))
 }
 
+// hookOnStandalone starts a server on a standalone store and makes a hook
+// on a task of alice's: it returns the env, a test context, an outside
+// system, and the hook with its callback URL on the server.
+func hookOnStandalone(t *testing.T) (e *env, ctx context.Context, out *client.Client, h *client.CreatedHook, cb string) {
+	t.Helper()
+	e = newEnv(t, startHookServer(t, storetest.Standalone(t)))
+	ctx, out = testContext(t), outsider(t)
+	_, h = newHook(t, ctx, e.alice, client.CreateHookInput{})
+	return e, ctx, out, h, callbackOn(t, e.url, h.URL)
+}
+
 // outsider is an outside system: no token, no checks on the exchange (its
 // answers need not be JSON).
 func outsider(t *testing.T) *client.Client {
@@ -305,11 +316,8 @@ func TestHookPostKeepsTheTokenOutOfErrors(t *testing.T) {
 // iteration, and acks each one whose loop body returned.
 func TestHookEventsDeliversInOrder(t *testing.T) {
 	t.Parallel()
-	srv := startHookServer(t, storetest.Standalone(t))
-	ctx := testContext(t)
-	c, out := newEnv(t, srv).alice, outsider(t)
-	_, h := newHook(t, ctx, c, client.CreateHookInput{})
-	cb := callbackOn(t, srv.URL, h.URL)
+	e, ctx, out, h, cb := hookOnStandalone(t)
+	c := e.alice
 	for i := 1; i <= 3; i++ {
 		postJSON(t, ctx, out, cb, fmt.Sprintf(`{"n":%d}`, i))
 	}
@@ -350,11 +358,8 @@ func TestHookEventsDeliversInOrder(t *testing.T) {
 // is delivered again.
 func TestHookEventsBreakDoesNotAck(t *testing.T) {
 	t.Parallel()
-	srv := startHookServer(t, storetest.Standalone(t))
-	ctx := testContext(t)
-	c, out := newEnv(t, srv).alice, outsider(t)
-	_, h := newHook(t, ctx, c, client.CreateHookInput{})
-	cb := callbackOn(t, srv.URL, h.URL)
+	e, ctx, out, h, cb := hookOnStandalone(t)
+	c := e.alice
 	postJSON(t, ctx, out, cb, `{"n":1}`)
 	postJSON(t, ctx, out, cb, `{"n":2}`)
 	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
@@ -390,11 +395,8 @@ func TestHookEventsBreakDoesNotAck(t *testing.T) {
 // again; the ones before it, whose bodies returned, are not.
 func TestHookEventsPanicDoesNotAck(t *testing.T) {
 	t.Parallel()
-	srv := startHookServer(t, storetest.Standalone(t))
-	ctx := testContext(t)
-	c, out := newEnv(t, srv).alice, outsider(t)
-	_, h := newHook(t, ctx, c, client.CreateHookInput{})
-	cb := callbackOn(t, srv.URL, h.URL)
+	e, ctx, out, h, cb := hookOnStandalone(t)
+	c := e.alice
 	postJSON(t, ctx, out, cb, `{"n":1}`)
 	postJSON(t, ctx, out, cb, `{"n":2}`)
 	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
@@ -482,12 +484,7 @@ func answer(status int, code, retryAfter string) func() (*http.Response, error) 
 // never reach the loop.
 func TestHookEventsRetriesTransientFailures(t *testing.T) {
 	t.Parallel()
-	srv := startHookServer(t, storetest.Standalone(t))
-	ctx := testContext(t)
-	e := newEnv(t, srv)
-	out := outsider(t)
-	_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
-	cb := callbackOn(t, srv.URL, h.URL)
+	e, ctx, out, h, cb := hookOnStandalone(t)
 	postJSON(t, ctx, out, cb, `{"n":1}`)
 	postJSON(t, ctx, out, cb, `{"n":2}`)
 
@@ -501,7 +498,7 @@ func TestHookEventsRetriesTransientFailures(t *testing.T) {
 		},
 		calls: map[string][]time.Time{},
 	}
-	c := client.New(srv.URL, apptest.Token(t, "alice"),
+	c := client.New(e.url, apptest.Token(t, "alice"),
 		client.WithHTTPClient(&http.Client{Timeout: 20 * time.Second, Transport: flaky}))
 
 	iterCtx, stop := context.WithTimeout(ctx, 20*time.Second) // a broken iterator fails the test, not hangs it
@@ -722,7 +719,7 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 func TestHookEventsEndsWhenItsTaskCompletes(t *testing.T) {
 	t.Parallel()
 	// No safety-net re-read within a wait: only the close can end it early.
-	srv := apptest.Start(t, storetest.Standalone(t), withTestDefaults(app.Config{RecheckInterval: time.Minute}))
+	srv := apptest.Standalone(t, withTestDefaults(app.Config{RecheckInterval: time.Minute}))
 	ctx := testContext(t)
 	e := newEnv(t, srv)
 	task, h := newHook(t, ctx, e.alice, client.CreateHookInput{})

@@ -16,11 +16,7 @@ type Info struct {
 
 // Info reads what the server is and can do.
 func (c *Client) Info(ctx context.Context, opts ...CallOption) (*Info, error) {
-	var info Info
-	if _, err := c.do(ctx, http.MethodGet, "/v1/info", nil, nil, &info, opts); err != nil {
-		return nil, err
-	}
-	return &info, nil
+	return fetch[Info](ctx, c, http.MethodGet, "/v1/info", nil, nil, opts)
 }
 
 // Ready asks GET /readyz: nil when the server and its store answer, an *Error

@@ -9,12 +9,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Session statuses.
-const (
-	SessionActive    = wire.SessionActive
-	SessionCancelled = wire.SessionCancelled
-)
-
 // Session is an agent's conversation: the owner scope of its tasks.
 type Session = wire.Session[time.Time]
 
@@ -26,20 +20,12 @@ type CreateSessionInput struct {
 
 // CreateSession opens an active session owned by the caller.
 func (c *Client) CreateSession(ctx context.Context, in CreateSessionInput, opts ...CallOption) (*Session, error) {
-	var s Session
-	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions", nil, in, &s, opts); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return fetch[Session](ctx, c, http.MethodPost, "/v1/sessions", nil, in, opts)
 }
 
 // GetSession reads one session.
 func (c *Client) GetSession(ctx context.Context, id string, opts ...CallOption) (*Session, error) {
-	var s Session
-	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+segment(id), nil, nil, &s, opts); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return fetch[Session](ctx, c, http.MethodGet, "/v1/sessions/"+segment(id), nil, nil, opts)
 }
 
 // ListSessionsParams narrows and pages GET /v1/sessions.
@@ -54,11 +40,7 @@ func (c *Client) ListSessions(ctx context.Context, p ListSessionsParams, opts ..
 	q := url.Values{}
 	setNonEmpty(q, "status", p.Status)
 	setPaging(q, p.Limit, p.Cursor)
-	var page Page[Session]
-	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions", q, nil, &page, opts); err != nil {
-		return nil, err
-	}
-	return &page, nil
+	return fetch[Page[Session]](ctx, c, http.MethodGet, "/v1/sessions", q, nil, opts)
 }
 
 // SessionEvents reads the session's event log (only the events of some
@@ -95,19 +77,11 @@ func (c *Client) CancelSession(ctx context.Context, id, reason string, opts ...C
 	if w := callOf(opts).releaseWait; w > 0 {
 		q.Set("wait", w.String())
 	}
-	var out CancelledSession
-	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+segment(id)+"/cancel", q, reasonBody{reason}, &out, opts); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[CancelledSession](ctx, c, http.MethodPost, "/v1/sessions/"+segment(id)+"/cancel", q, reasonBody{reason}, opts)
 }
 
 // ResetSession cancels the session and opens a new one with the same owner
 // and metadata.
 func (c *Client) ResetSession(ctx context.Context, id, reason string, opts ...CallOption) (*ResetSession, error) {
-	var out ResetSession
-	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+segment(id)+"/reset", nil, reasonBody{reason}, &out, opts); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[ResetSession](ctx, c, http.MethodPost, "/v1/sessions/"+segment(id)+"/reset", nil, reasonBody{reason}, opts)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // streamFront stands in front of a server like a load balancer. It passes
@@ -94,7 +93,7 @@ func (f *streamFront) lastEventIDs() []string {
 // those appended while it was away and after.
 func TestStreamResumesAfterOutages(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), withTestDefaults(app.Config{}))
+	srv := apptest.Standalone(t, withTestDefaults(app.Config{}))
 	upstream, _ := url.Parse(srv.URL)
 	next := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(next.CloseIdleConnections)

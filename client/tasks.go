@@ -10,25 +10,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Task statuses.
-const (
-	StatusWorking       = wire.StatusWorking
-	StatusInputRequired = wire.StatusInputRequired
-	StatusCompleted     = wire.StatusCompleted
-	StatusFailed        = wire.StatusFailed
-	StatusCancelled     = wire.StatusCancelled
-)
-
-// Input request kinds and displays.
-const (
-	KindAsk           = wire.KindAsk
-	KindAuthorization = wire.KindAuthorization
-
-	DisplayConfirmation = wire.DisplayConfirmation
-	DisplaySelect       = wire.DisplaySelect
-	DisplayText         = wire.DisplayText
-)
-
 type (
 	// Task is the durable record of one piece of background work; Terminal
 	// reports whether it has ended.
@@ -64,20 +45,12 @@ type CreateTaskInput struct {
 // CreateTask starts a task in a session. The answer is the receipt: the task
 // is durable by the time it returns.
 func (c *Client) CreateTask(ctx context.Context, in CreateTaskInput, opts ...CallOption) (*Task, error) {
-	var t Task
-	if _, err := c.do(ctx, http.MethodPost, "/v1/tasks", nil, in, &t, opts); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return fetch[Task](ctx, c, http.MethodPost, "/v1/tasks", nil, in, opts)
 }
 
 // GetTask reads a task.
 func (c *Client) GetTask(ctx context.Context, id string, opts ...CallOption) (*Task, error) {
-	var t Task
-	if _, err := c.do(ctx, http.MethodGet, taskPath(id, ""), nil, nil, &t, opts); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return fetch[Task](ctx, c, http.MethodGet, taskPath(id, ""), nil, nil, opts)
 }
 
 // WaitTask long-polls a task: it answers once the task's revision is above
@@ -90,11 +63,7 @@ func (c *Client) WaitTask(ctx context.Context, id string, afterRevision int64, w
 	q.Set("afterRevision", strconv.FormatInt(afterRevision, 10))
 	setWait(q, wait)
 	setKinds(q, callOf(opts).kinds)
-	var t Task
-	if _, err := c.do(ctx, http.MethodGet, taskPath(id, ""), q, nil, &t, opts); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return fetch[Task](ctx, c, http.MethodGet, taskPath(id, ""), q, nil, opts)
 }
 
 // Result waits up to wait for the task to end. terminal is true (HTTP 200)
@@ -127,11 +96,7 @@ func (c *Client) ListTasks(ctx context.Context, p ListTasksParams, opts ...CallO
 	setNonEmpty(q, "status", p.Status)
 	setNonEmpty(q, "kind", p.Kind)
 	setPaging(q, p.Limit, p.Cursor)
-	var page Page[Task]
-	if _, err := c.do(ctx, http.MethodGet, "/v1/tasks", q, nil, &page, opts); err != nil {
-		return nil, err
-	}
-	return &page, nil
+	return fetch[Page[Task]](ctx, c, http.MethodGet, "/v1/tasks", q, nil, opts)
 }
 
 // TaskEvents reads the task's event log (only the events of some types with
@@ -249,11 +214,7 @@ func (c *Client) Release(ctx context.Context, id string, opts ...CallOption) (*T
 
 // command posts one task command and reads the task it answers with.
 func (c *Client) command(ctx context.Context, id, route string, body any, opts []CallOption) (*Task, error) {
-	var t Task
-	if _, err := c.do(ctx, http.MethodPost, taskPath(id, route), nil, body, &t, opts); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return fetch[Task](ctx, c, http.MethodPost, taskPath(id, route), nil, body, opts)
 }
 
 func taskPath(id, suffix string) string { return "/v1/tasks/" + segment(id) + suffix }

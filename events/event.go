@@ -13,23 +13,6 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Event types, as listed in the contract.
-const (
-	SessionCreated         = wire.EventSessionCreated
-	SessionCancelled       = wire.EventSessionCancelled
-	TaskCreated            = wire.EventTaskCreated
-	TaskProgress           = wire.EventTaskProgress
-	TaskMessage            = wire.EventTaskMessage
-	TaskStatus             = wire.EventTaskStatus
-	TaskTerminal           = wire.EventTaskTerminal
-	InputRequested         = wire.EventInputRequested
-	InputResolved          = wire.EventInputResolved
-	AuthorizationRequired  = wire.EventAuthorizationRequired
-	AuthorizationCompleted = wire.EventAuthorizationCompleted
-	TaskReleased           = wire.EventTaskReleased
-	HookReceived           = wire.EventHookReceived
-)
-
 // Known reports whether t is one of the contract's event types.
 func Known(t string) bool { return slices.Contains(wire.EventTypes, t) }
 

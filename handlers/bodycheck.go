@@ -189,28 +189,21 @@ func (sc *bodyScan) scan(root *shape) bool {
 			return false
 		}
 		switch c := sc.data[sc.pos]; {
-		case c == '{':
+		case c == '{' || c == '[':
+			array, end := c == '[', byte('}')
+			if array {
+				end = ']'
+			}
 			sc.pos++
-			sc.open(want, false)
+			sc.open(want, array)
 			sc.skipSpace()
-			if sc.pos < len(sc.data) && sc.data[sc.pos] == '}' {
+			if sc.pos < len(sc.data) && sc.data[sc.pos] == end {
 				sc.pos++
 				sc.close()
 				break
 			}
-			if !sc.member() {
+			if !array && !sc.member() {
 				return false
-			}
-			want = sc.childShape()
-			continue
-		case c == '[':
-			sc.pos++
-			sc.open(want, true)
-			sc.skipSpace()
-			if sc.pos < len(sc.data) && sc.data[sc.pos] == ']' {
-				sc.pos++
-				sc.close()
-				break
 			}
 			want = sc.childShape()
 			continue

@@ -152,42 +152,39 @@ func decodeCommand(kind tasks.CommandKind, body []byte) (tasks.Command, error) {
 	var err error
 	switch kind {
 	case tasks.CmdProgress:
-		var b progressBody
-		err = DecodeJSON(body, &b)
-		cmd.StatusMessage, cmd.Progress = b.StatusMessage, b.Progress
+		err = decodeInto(body, func(b progressBody) { cmd.StatusMessage, cmd.Progress = b.StatusMessage, b.Progress })
 	case tasks.CmdMessage:
-		var b messageBody
-		err = DecodeJSON(body, &b)
-		cmd.Text, cmd.Data = b.Text, b.Data
+		err = decodeInto(body, func(b messageBody) { cmd.Text, cmd.Data = b.Text, b.Data })
 	case tasks.CmdRequireInput:
-		var b inputRequestsBody
-		err = DecodeJSON(body, &b)
-		for _, q := range b.Requests {
-			cmd.Requests = append(cmd.Requests, tasks.InputRequest{
-				RequestID: q.RequestID, Kind: q.Kind, Prompt: q.Prompt, Display: q.Display,
-				Options: q.Options, AllowFreeform: q.AllowFreeform, Connection: q.Connection, ExpiresAt: q.ExpiresAt,
-			})
-		}
+		err = decodeInto(body, func(b inputRequestsBody) {
+			for _, q := range b.Requests {
+				cmd.Requests = append(cmd.Requests, tasks.InputRequest{
+					RequestID: q.RequestID, Kind: q.Kind, Prompt: q.Prompt, Display: q.Display,
+					Options: q.Options, AllowFreeform: q.AllowFreeform, Connection: q.Connection, ExpiresAt: q.ExpiresAt,
+				})
+			}
+		})
 	case tasks.CmdRespond:
-		var b inputBody
-		err = DecodeJSON(body, &b)
-		cmd.Responses = b.Responses
+		err = decodeInto(body, func(b inputBody) { cmd.Responses = b.Responses })
 	case tasks.CmdComplete:
-		var b completeBody
-		err = DecodeJSON(body, &b)
-		cmd.Result = b.Result
+		err = decodeInto(body, func(b completeBody) { cmd.Result = b.Result })
 	case tasks.CmdFail:
-		var b failBody
-		err = DecodeJSON(body, &b)
-		cmd.Error = b.Error
+		err = decodeInto(body, func(b failBody) { cmd.Error = b.Error })
 	case tasks.CmdCancel:
-		var b cancelBody
-		err = DecodeJSON(body, &b)
-		cmd.Reason = b.Reason
+		err = decodeInto(body, func(b cancelBody) { cmd.Reason = b.Reason })
 	case tasks.CmdRelease:
 		err = DecodeJSON(body, &releaseBody{})
 	}
 	return cmd, err
+}
+
+// decodeInto decodes body as a B and hands it to set (as decoded so far,
+// when decoding fails).
+func decodeInto[B any](body []byte, set func(B)) error {
+	var b B
+	err := DecodeJSON(body, &b)
+	set(b)
+	return err
 }
 
 func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {

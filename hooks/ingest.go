@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tokens"
@@ -144,7 +145,7 @@ func (s *Service) Ingest(ctx context.Context, t Target, cb Callback) (Accepted, 
 	switch res.Outcome {
 	case store.OK:
 		s.count(outcomeStored)
-		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: cfg.HookID, SessionID: cfg.SessionID, Types: []string{events.HookReceived}})
+		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: cfg.HookID, SessionID: cfg.SessionID, Types: []string{wire.EventHookReceived}})
 		return Accepted{EventID: res.EventID, Response: cfg.Response}, nil
 	case store.Duplicate:
 		s.count(outcomeDuplicate)
@@ -209,7 +210,7 @@ func receivedEvent(cfg ingestConfig, method, contentType string, now time.Time) 
 		return parts, err
 	}
 	ev, err := json.Marshal(events.Event{
-		Type: events.HookReceived, At: events.At(now), SessionID: cfg.SessionID, TaskID: cfg.TaskID, Data: data,
+		Type: wire.EventHookReceived, At: events.At(now), SessionID: cfg.SessionID, TaskID: cfg.TaskID, Data: data,
 	})
 	if err != nil {
 		return parts, err

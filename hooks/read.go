@@ -271,17 +271,10 @@ func (s *Service) Ack(ctx context.Context, p authz.Principal, id string, in AckI
 	if err != nil {
 		return store.Reply{}, err
 	}
-	switch res.Outcome {
-	case store.OK:
+	if res.Outcome == store.OK {
 		return store.Reply{JSON: []byte(`{"acked":` + strconv.FormatInt(res.Acked, 10) + `}`)}, nil
-	case store.Replayed:
-		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
-	case store.IdemConflict:
-		return store.Reply{}, problem.ErrIdempotency
-	case store.Missing:
-		return store.Reply{}, problem.ErrNotFound
 	}
-	return store.Reply{}, fmt.Errorf("ack hook: unexpected outcome %d", res.Outcome)
+	return store.Settle(res.Outcome, res.ReplayBody, "ack hook")
 }
 
 // LogPage is a non-consuming page of a hook's events, with its dead letters.

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,39 +35,17 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.PublicURL == "" {
-		c.PublicURL = "http://localhost:8080"
-	}
-	if c.DefaultTTL == 0 {
-		c.DefaultTTL = 7 * 24 * time.Hour
-	}
-	if c.MaxTTL == 0 {
-		c.MaxTTL = 30 * 24 * time.Hour
-	}
-	if c.DefaultTTL > c.MaxTTL {
-		c.DefaultTTL = c.MaxTTL
-	}
-	if c.Tombstone == 0 {
-		c.Tombstone = 24 * time.Hour
-	}
-	if c.MaxDeliveries == 0 {
-		c.MaxDeliveries = 10
-	}
-	if c.RateLimit == 0 {
-		c.RateLimit = 50
-	}
-	if c.Burst == 0 {
-		c.Burst = 100
-	}
-	if c.MaxGroups == 0 {
-		c.MaxGroups = 16
-	}
-	if c.CacheSize == 0 {
-		c.CacheSize = 10000
-	}
-	if c.Retention == 0 {
-		c.Retention = 30 * 24 * time.Hour
-	}
+	c.PublicURL = cmp.Or(c.PublicURL, "http://localhost:8080")
+	c.DefaultTTL = cmp.Or(c.DefaultTTL, 7*24*time.Hour)
+	c.MaxTTL = cmp.Or(c.MaxTTL, 30*24*time.Hour)
+	c.DefaultTTL = min(c.DefaultTTL, c.MaxTTL)
+	c.Tombstone = cmp.Or(c.Tombstone, 24*time.Hour)
+	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, 10)
+	c.RateLimit = cmp.Or(c.RateLimit, 50)
+	c.Burst = cmp.Or(c.Burst, 100)
+	c.MaxGroups = cmp.Or(c.MaxGroups, 16)
+	c.CacheSize = cmp.Or(c.CacheSize, 10000)
+	c.Retention = cmp.Or(c.Retention, 30*24*time.Hour)
 	return c
 }
 
@@ -188,10 +167,6 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		s.tokens.Put(cfg.TokenHash, tokenEntry{cfg: cfg, closesAt: closes}, nil)
 		s.refs.Put(h.HookID, hookRef{TaskID: h.TaskID, SessionID: sessionID, ClosesAt: h.ExpiresAt.Time}, nil)
 		return store.Reply{JSON: created}, nil
-	case store.Replayed:
-		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
-	case store.IdemConflict:
-		return store.Reply{}, problem.ErrIdempotency
 	case store.SessionMissing, store.TaskMissing:
 		return store.Reply{}, problem.ErrNotFound
 	case store.SessionNotActive:
@@ -199,7 +174,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	case store.TaskTerminal:
 		return store.Reply{}, ErrTaskTerminal
 	}
-	return store.Reply{}, fmt.Errorf("create hook: unexpected outcome %d", res.Outcome)
+	return store.Settle(res.Outcome, res.ReplayBody, "create hook")
 }
 
 // bind finds what a new hook belongs to: its partition and session, and its
@@ -351,34 +326,20 @@ type ListFilter struct {
 // status as of now, as JSON.
 func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, after *store.Position, limit int) (store.Page, error) {
 	var indexes []string
+	var err error
 	switch {
 	case f.TaskID != "":
-		part, err := ids.PartitionOf(f.TaskID, ids.TaskPrefix, s.store.Partitions)
-		if err != nil {
-			return store.Page{}, nil
-		}
-		// A task or session that is not the caller's answers exactly as one
-		// that does not exist.
-		owner, err := s.store.Owner(ctx, s.store.Keys.Task(part, f.TaskID))
-		if err != nil || owner != p.ID {
-			return store.Page{}, err
-		}
-		indexes = []string{s.store.Keys.TaskHooks(part, f.TaskID)}
+		indexes, err = s.parentIndex(ctx, p, f.TaskID, ids.TaskPrefix, s.store.Keys.Task, s.store.Keys.TaskHooks)
 	case f.SessionID != "":
-		part, err := ids.PartitionOf(f.SessionID, ids.SessionPrefix, s.store.Partitions)
-		if err != nil {
-			return store.Page{}, nil
-		}
-		owner, err := s.store.Owner(ctx, s.store.Keys.Session(part, f.SessionID))
-		if err != nil || owner != p.ID {
-			return store.Page{}, err
-		}
-		indexes = []string{s.store.Keys.SessionHooks(part, f.SessionID)}
+		indexes, err = s.parentIndex(ctx, p, f.SessionID, ids.SessionPrefix, s.store.Keys.Session, s.store.Keys.SessionHooks)
 	default:
 		indexes = make([]string, s.store.Partitions)
 		for i := range indexes {
 			indexes[i] = s.store.Keys.OwnerHooks(i, p.ID)
 		}
+	}
+	if err != nil || indexes == nil {
+		return store.Page{}, err
 	}
 	now := s.now()
 	page, err := s.store.ListHooks(ctx, indexes, after, limit, p.ID, p.Admin(), now)
@@ -396,6 +357,23 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 		}
 	}
 	return out, nil
+}
+
+// parentIndex is the index of the hooks of one task or session (id, with
+// prefix, at the record key of record), or none when it is not the caller's:
+// a task or session that is not the caller's answers exactly as one that
+// does not exist.
+func (s *Service) parentIndex(ctx context.Context, p authz.Principal, id, prefix string,
+	record, hooks func(part int, id string) string) ([]string, error) {
+	part, err := ids.PartitionOf(id, prefix, s.store.Partitions)
+	if err != nil {
+		return nil, nil
+	}
+	owner, err := s.store.Owner(ctx, record(part, id))
+	if err != nil || owner != p.ID {
+		return nil, err
+	}
+	return []string{hooks(part, id)}, nil
 }
 
 // Close closes a hook: callbacks get 410 from now on. Its events stay
@@ -422,19 +400,12 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 	if err != nil {
 		return store.Reply{}, err
 	}
-	switch res.Outcome {
-	case store.OK:
+	if res.Outcome == store.OK {
 		// The script woke the other replicas' reads through the wake stream.
 		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: id, SessionID: h.SessionID, Types: []string{}})
 		return store.Reply{JSON: res.JSON}, nil
-	case store.Replayed:
-		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
-	case store.IdemConflict:
-		return store.Reply{}, problem.ErrIdempotency
-	case store.Missing:
-		return store.Reply{}, problem.ErrNotFound
 	}
-	return store.Reply{}, fmt.Errorf("close hook: unexpected outcome %d", res.Outcome)
+	return store.Settle(res.Outcome, res.ReplayBody, "close hook")
 }
 
 // replay answers a repeat of a request whose hook has since expired.

@@ -241,13 +241,9 @@ func (v Verify) checkGitHub(h http.Header, body []byte) error {
 	if len(value) > maxSignatureHeaderLen {
 		return badSignature("X-Hub-Signature-256 header too long")
 	}
-	hexSig, ok := strings.CutPrefix(value, "sha256=")
-	if !ok {
-		return badSignature("malformed X-Hub-Signature-256 header")
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil || len(got) != sha256.Size {
-		return badSignature("malformed X-Hub-Signature-256 header")
+	got, err := prefixedHexMAC(value, "sha256=", "X-Hub-Signature-256")
+	if err != nil {
+		return err
 	}
 	if !hmac.Equal(got, hmacSHA256([]byte(v.Secret), body)) {
 		return badSignature("no matching signature")
@@ -339,13 +335,9 @@ func (v Verify) checkSlack(h http.Header, body []byte, now time.Time) error {
 	if !ok {
 		return badSignature("malformed X-Slack-Request-Timestamp header")
 	}
-	hexSig, ok := strings.CutPrefix(value, "v0=")
-	if !ok {
-		return badSignature("malformed X-Slack-Signature header")
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil || len(got) != sha256.Size {
-		return badSignature("malformed X-Slack-Signature header")
+	got, err := prefixedHexMAC(value, "v0=", "X-Slack-Signature")
+	if err != nil {
+		return err
 	}
 	if !withinTolerance(unix, now, v.tolerance()) {
 		return badSignature("timestamp outside tolerance")
@@ -474,6 +466,17 @@ func writeAll(h hash.Hash, parts ...[]byte) {
 
 // badSignature refuses a callback whose signature does not hold: a 401
 // signature_invalid, never a 400. reason names what was wrong, never a secret.
+// prefixedHexMAC reads a header value that is prefix and a hex
+// HMAC-SHA256 (GitHub's "sha256=...", Slack's "v0=...").
+func prefixedHexMAC(value, prefix, header string) ([]byte, error) {
+	hexSig, ok := strings.CutPrefix(value, prefix)
+	got, err := hex.DecodeString(hexSig)
+	if !ok || err != nil || len(got) != sha256.Size {
+		return nil, badSignature("malformed " + header + " header")
+	}
+	return got, nil
+}
+
 func badSignature(reason string) error {
 	return fmt.Errorf("%w: %s", ErrSignatureInvalid, reason)
 }

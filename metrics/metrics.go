@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -45,68 +46,50 @@ type Metrics struct {
 // New makes a registry with every collector, plus the Go and process collectors.
 func New() *Metrics {
 	r := prometheus.NewRegistry()
-	f := func(c prometheus.Collector) { r.MustRegister(c) }
-	m := &Metrics{Registry: r}
-	m.HTTPRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskhook_http_requests_total", Help: "HTTP requests by route template, method and status.",
-	}, []string{"route", "method", "status"})
-	m.HTTPDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "taskhook_http_request_duration_seconds", Help: "HTTP request latency by route template.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 30, 60},
-	}, []string{"route", "method"})
-	m.BodyBytes = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "taskhook_http_body_bytes_reserved",
-		Help: "Bytes of the in-flight request body budget (TASKHOOK_MAX_INFLIGHT_BODY_BYTES) reserved by bodies being read or held.",
-	})
-	m.TaskCommands = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskhook_task_commands_total", Help: "Task commands by kind and outcome.",
-	}, []string{"command", "outcome"})
-	m.TasksEntered = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskhook_tasks_entered_total", Help: "Tasks that entered each status through this replica.",
-	}, []string{"status"})
-	m.Waiters = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "taskhook_waiters", Help: "Long-polls and event streams waiting on this replica.",
-	})
-	m.Wakeups = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "taskhook_wakeups_total", Help: "Wake-up entries read by the per-partition fan-in readers.",
-	})
-	m.WakeupsIgnored = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "taskhook_wakeups_ignored_total",
-		Help: "Wake-ups a waiting request left aside without reading: none of their event types was one it asked for.",
-	})
-	m.RedisCommands = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskhook_redis_commands_total", Help: "Redis commands sent, by command name.",
-	}, []string{"command"})
-	m.RedisRoundTrips = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskhook_redis_roundtrips_total", Help: "Redis round trips (a pipeline counts once), by pool.",
-	}, []string{"pool"})
-	m.RedisErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskhook_redis_errors_total", Help: "Redis commands that failed (not counting nil replies).",
-	}, []string{"command"})
-	m.RedisLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "taskhook_redis_roundtrip_seconds", Help: "Redis round-trip latency by pool.",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .5, 1, 5},
-	}, []string{"pool"})
-	m.HookEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskhook_hook_posts_total", Help: "Posts to hook callback URLs by outcome.",
-	}, []string{"outcome"})
-	m.HookRedeliveries = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "taskhook_hook_redeliveries_total", Help: "Hook events delivered again after their visibility ran out.",
-	})
-	m.HookDeadLetters = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "taskhook_hook_dead_letters_total", Help: "Hook events moved to the dead-letter list.",
-	})
-	m.HookPending = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "taskhook_hook_group_pending", Help: "Unacknowledged events of a hook's consumer group, observed at each read.",
-		Buckets: []float64{0, 1, 5, 10, 50, 100, 500, 1000, 10000},
-	})
-	for _, c := range []prometheus.Collector{
-		m.HTTPRequests, m.HTTPDuration, m.BodyBytes, m.TaskCommands, m.TasksEntered, m.Waiters, m.Wakeups, m.WakeupsIgnored,
-		m.RedisCommands, m.RedisRoundTrips, m.RedisErrors, m.RedisLatency,
-		m.HookEvents, m.HookRedeliveries, m.HookDeadLetters, m.HookPending,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
-		f(c)
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := promauto.With(r)
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return reg.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	counter := func(name, help string) prometheus.Counter {
+		return reg.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return reg.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	histograms := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return reg.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	}
+	m := &Metrics{
+		Registry: r,
+
+		HTTPRequests: counters("taskhook_http_requests_total", "HTTP requests by route template, method and status.",
+			"route", "method", "status"),
+		HTTPDuration: histograms("taskhook_http_request_duration_seconds", "HTTP request latency by route template.",
+			[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 30, 60}, "route", "method"),
+		BodyBytes: gauge("taskhook_http_body_bytes_reserved",
+			"Bytes of the in-flight request body budget (TASKHOOK_MAX_INFLIGHT_BODY_BYTES) reserved by bodies being read or held."),
+
+		TaskCommands: counters("taskhook_task_commands_total", "Task commands by kind and outcome.", "command", "outcome"),
+		TasksEntered: counters("taskhook_tasks_entered_total", "Tasks that entered each status through this replica.", "status"),
+		Waiters:      gauge("taskhook_waiters", "Long-polls and event streams waiting on this replica."),
+		Wakeups:      counter("taskhook_wakeups_total", "Wake-up entries read by the per-partition fan-in readers."),
+		WakeupsIgnored: counter("taskhook_wakeups_ignored_total",
+			"Wake-ups a waiting request left aside without reading: none of their event types was one it asked for."),
+
+		RedisCommands:   counters("taskhook_redis_commands_total", "Redis commands sent, by command name.", "command"),
+		RedisRoundTrips: counters("taskhook_redis_roundtrips_total", "Redis round trips (a pipeline counts once), by pool.", "pool"),
+		RedisErrors:     counters("taskhook_redis_errors_total", "Redis commands that failed (not counting nil replies).", "command"),
+		RedisLatency: histograms("taskhook_redis_roundtrip_seconds", "Redis round-trip latency by pool.",
+			[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .5, 1, 5}, "pool"),
+
+		HookEvents:       counters("taskhook_hook_posts_total", "Posts to hook callback URLs by outcome.", "outcome"),
+		HookRedeliveries: counter("taskhook_hook_redeliveries_total", "Hook events delivered again after their visibility ran out."),
+		HookDeadLetters:  counter("taskhook_hook_dead_letters_total", "Hook events moved to the dead-letter list."),
+		HookPending: reg.NewHistogram(prometheus.HistogramOpts{
+			Name: "taskhook_hook_group_pending", Help: "Unacknowledged events of a hook's consumer group, observed at each read.",
+			Buckets: []float64{0, 1, 5, 10, 50, 100, 500, 1000, 10000},
+		}),
 	}
 	m.Notify = newNotify(r)
 	return m

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
@@ -150,7 +151,7 @@ func (s *Service) cancelBatch(ctx context.Context, part int, id string, st store
 	for _, c := range changes {
 		if slices.Contains(cancelled, c.ID) {
 			s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: c.ID, SessionID: id, Revision: c.ExpectRevision + 1,
-				Snapshot: c.JSON, Types: []string{events.TaskTerminal}})
+				Snapshot: c.JSON, Types: []string{wire.EventTaskTerminal}})
 		}
 	}
 	return nil
@@ -175,7 +176,7 @@ func (s *Service) endCancel(ctx context.Context, part int, id, reason string, id
 	if err != nil {
 		return nil, false, err
 	}
-	ev, err := json.Marshal(events.Event{Type: events.SessionCancelled, At: events.At(now), SessionID: id, Data: data})
+	ev, err := json.Marshal(events.Event{Type: wire.EventSessionCancelled, At: events.At(now), SessionID: id, Data: data})
 	if err != nil {
 		return nil, false, err
 	}
@@ -192,7 +193,7 @@ func (s *Service) endCancel(ctx context.Context, part int, id, reason string, id
 	}
 	switch res.Outcome {
 	case store.OK:
-		s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id, Types: []string{events.SessionCancelled}})
+		s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id, Types: []string{wire.EventSessionCancelled}})
 		return body, true, nil
 	case store.Replayed:
 		return res.ReplayBody, true, nil

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -39,16 +39,16 @@ func (e env) wantCancelEnded(t *testing.T, session, reason string, cancelled []s
 	log := e.log(t, alice, session)
 	terminal := map[string]bool{}
 	for _, ev := range log[:len(log)-1] {
-		if ev.Type == events.SessionCancelled {
+		if ev.Type == wire.EventSessionCancelled {
 			t.Fatalf("session.cancelled before the end of the log: %+v", ev)
 		}
-		if ev.Type == events.TaskTerminal {
+		if ev.Type == wire.EventTaskTerminal {
 			terminal[ev.TaskID] = true
 		}
 	}
 	last := log[len(log)-1]
-	if last.Type != events.SessionCancelled {
-		t.Fatalf("the log ends with %s, want %s", last.Type, events.SessionCancelled)
+	if last.Type != wire.EventSessionCancelled {
+		t.Fatalf("the log ends with %s, want %s", last.Type, wire.EventSessionCancelled)
 	}
 	data := decode[cancelledEvent](t, last.Data)
 	if data.Reason != reason || !slices.Equal(data.CancelledTaskIDs, sorted(cancelled)) ||
@@ -189,7 +189,7 @@ func TestResetCarriesMetadata(t *testing.T) {
 			t.Fatalf("the previous session's task: %s %q", tk.Status, tk.CancelReason)
 		}
 		e.wantCancelEnded(t, old.SessionID, "new chat", []string{task.TaskID})
-		if log := e.log(t, alice, ses.SessionID); len(log) != 1 || log[0].Type != events.SessionCreated {
+		if log := e.log(t, alice, ses.SessionID); len(log) != 1 || log[0].Type != wire.EventSessionCreated {
 			t.Fatalf("the new session's log: %+v", log)
 		}
 

@@ -9,7 +9,6 @@ package sessions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -104,7 +103,7 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 		return nil, false, err
 	}
 	ev, err := json.Marshal(events.Event{
-		Type: events.SessionCreated, At: events.At(now), SessionID: ses.SessionID,
+		Type: wire.EventSessionCreated, At: events.At(now), SessionID: ses.SessionID,
 		Data: json.RawMessage(`{"session":` + string(raw) + `}`),
 	})
 	if err != nil {
@@ -143,15 +142,9 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 		return Session{}, nil, problem.ErrNotFound
 	}
 	rec, err := s.store.GetOwnedWithEndpoints(ctx, s.store.Keys.Session(part, id), p.ID, p.Admin())
-	if errors.Is(err, store.ErrNotFound) {
-		return Session{}, nil, problem.ErrNotFound
-	}
+	ses, err := store.Decode[Session]("session", rec.JSON, err)
 	if err != nil {
 		return Session{}, nil, err
-	}
-	var ses Session
-	if err := json.Unmarshal(rec.JSON, &ses); err != nil {
-		return Session{}, nil, fmt.Errorf("decode session: %w", err)
 	}
 	if !p.CanAccess(ses.Owner) {
 		return Session{}, nil, problem.ErrNotFound

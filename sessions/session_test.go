@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/taskhook/taskhook/api/wire"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/problem"
 
@@ -154,7 +154,7 @@ func TestCreateAndGet(t *testing.T) {
 			t.Errorf("another principal's log: %v, want ErrNotFound", err)
 		}
 		log := e.log(t, alice, ses.SessionID)
-		if len(log) != 1 || log[0].Type != events.SessionCreated || log[0].SessionID != ses.SessionID {
+		if len(log) != 1 || log[0].Type != wire.EventSessionCreated || log[0].SessionID != ses.SessionID {
 			t.Fatalf("the new session's log: %+v", log)
 		}
 	})

@@ -155,6 +155,7 @@ func TestEventsShareIDsAcrossLogs(t *testing.T) {
 	})
 }
 
+// idLess reports whether stream id a comes before b.
 func idLess(a, b string) bool {
 	var am, as, bm, bs uint64
 	fmt.Sscanf(a, "%d-%d", &am, &as)

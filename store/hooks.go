@@ -272,31 +272,28 @@ func (s *Store) hookStatusCall(principal string, admin bool, now time.Time, a Ho
 }
 
 // parseHookStatus reads hook_status's answer.
-func parseHookStatus(v any) (HookStatus, error) {
-	r, err := asReply(v)
-	if err != nil {
-		return HookStatus{}, err
-	}
-	switch r.word() {
-	case "ok":
-		st := HookStatus{Outcome: OK, JSON: []byte(r.str(1)), Reason: r.str(3)}
-		switch r.str(2) {
-		case "open":
-		case "closed":
-			st.Closed = true
-		default:
-			return HookStatus{}, fmt.Errorf("hook_status: hook status %q", r.str(2))
-		}
-		if st.Closed != (st.Reason != "") {
-			return HookStatus{}, fmt.Errorf("hook_status: status %q with reason %q", r.str(2), st.Reason)
-		}
-		return st, nil
-	case "parents":
+var parseHookStatus = replies[HookStatus]{
+	"ok": hookStatusOK,
+	"parents": func(r scriptReply) (HookStatus, error) {
 		return HookStatus{Outcome: OK, JSON: []byte(r.str(1)), NeedsParents: true}, nil
-	case "not_found":
-		return HookStatus{Outcome: Missing}, nil
+	},
+	"not_found": func(scriptReply) (HookStatus, error) { return HookStatus{Outcome: Missing}, nil },
+}.parser("hook_status")
+
+// hookStatusOK reads {'ok', json, status, reason}.
+func hookStatusOK(r scriptReply) (HookStatus, error) {
+	st := HookStatus{Outcome: OK, JSON: []byte(r.str(1)), Reason: r.str(3)}
+	switch r.str(2) {
+	case "open":
+	case "closed":
+		st.Closed = true
+	default:
+		return HookStatus{}, fmt.Errorf("hook_status: hook status %q", r.str(2))
 	}
-	return HookStatus{}, r.unexpected("hook_status")
+	if st.Closed != (st.Reason != "") {
+		return HookStatus{}, fmt.Errorf("hook_status: status %q with reason %q", r.str(2), st.Reason)
+	}
+	return st, nil
 }
 
 // HookPage is one page of a list of hooks, each with its status as far as
@@ -468,20 +465,15 @@ func (s *Store) ReadHook(ctx context.Context, r HookRead) (HookBatch, error) {
 }
 
 // parseHookRead reads hook_read's answer.
-func parseHookRead(v any) (HookBatch, error) {
-	reply, err := asReply(v)
-	if err != nil {
-		return HookBatch{}, err
-	}
-	switch reply.word() {
-	case "ok":
-	case "not_found":
-		return HookBatch{Outcome: Missing}, nil
-	case "too_many_groups":
-		return HookBatch{Outcome: TooManyGroups}, nil
-	default:
-		return HookBatch{}, reply.unexpected("hook_read")
-	}
+var parseHookRead = replies[HookBatch]{
+	"ok":              hookBatchOK,
+	"not_found":       func(scriptReply) (HookBatch, error) { return HookBatch{Outcome: Missing}, nil },
+	"too_many_groups": func(scriptReply) (HookBatch, error) { return HookBatch{Outcome: TooManyGroups}, nil },
+}.parser("hook_read")
+
+// hookBatchOK reads {'ok', pending, dead-lettered, redelivered, next visible,
+// entries, status, reason}.
+func hookBatchOK(reply scriptReply) (HookBatch, error) {
 	if len(reply) != 8 {
 		return HookBatch{}, fmt.Errorf("hook_read: its reply has %d members", len(reply))
 	}

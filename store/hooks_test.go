@@ -41,6 +41,16 @@ func newHookFixture(t *testing.T, s *store.Store, owner string, withTask bool) h
 	return f
 }
 
+// eachHook runs fn on every backend with its store and a fresh hook of
+// alice's, bound to a task when withTask.
+func eachHook(t *testing.T, withTask bool, fn func(t *testing.T, s *store.Store, f hookFixture)) {
+	t.Helper()
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		fn(t, s, newHookFixture(t, s, "alice", withTask))
+	})
+}
+
 func (f *hookFixture) createHook(t *testing.T, principal string, closes time.Time, idem store.Idempotency) (store.Result, string) {
 	t.Helper()
 	id := ids.New(ids.HookPrefix, f.part)
@@ -171,10 +181,8 @@ func delivered(b store.HookBatch) []string {
 }
 
 func TestHookCreate(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
+	eachHook(t, true, func(t *testing.T, s *store.Store, f hookFixture) {
 		ctx := context.Background()
-		f := newHookFixture(t, s, "alice", true)
 
 		// Every key the create wrote expires with the hook's tombstone.
 		closes := f.now.Add(time.Hour)
@@ -253,10 +261,8 @@ func TestHookCreate(t *testing.T) {
 }
 
 func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
+	eachHook(t, true, func(t *testing.T, s *store.Store, f hookFixture) {
 		ctx := context.Background()
-		f := newHookFixture(t, s, "alice", true)
 		before := len(f.sessionLog(t))
 
 		var got []store.IngestResult
@@ -265,7 +271,7 @@ func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
 			if res.Outcome != store.OK {
 				t.Fatalf("post %d: %+v", i, res)
 			}
-			if i > 0 && !streamLess(got[i-1].EventID, res.EventID) {
+			if i > 0 && !idLess(got[i-1].EventID, res.EventID) {
 				t.Fatalf("ids not increasing: %s then %s", got[i-1].EventID, res.EventID)
 			}
 			got = append(got, res)
@@ -307,18 +313,9 @@ func TestHookIngestAppendsAndTellsTheSession(t *testing.T) {
 	})
 }
 
-func streamLess(a, b string) bool {
-	var am, as, bm, bs int64
-	fmt.Sscanf(a, "%d-%d", &am, &as)
-	fmt.Sscanf(b, "%d-%d", &bm, &bs)
-	return am < bm || (am == bm && as < bs)
-}
-
 func TestHookIngestDedupes(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
+	eachHook(t, false, func(t *testing.T, s *store.Store, f hookFixture) {
 		ctx := context.Background()
-		f := newHookFixture(t, s, "alice", false)
 		first := f.ingest(t, post{pid: "delivery-1", body: "a"})
 		if first.Outcome != store.OK {
 			t.Fatal(first)
@@ -345,42 +342,57 @@ func TestHookIngestDedupes(t *testing.T) {
 	})
 }
 
+// hookClosing is one way a hook stops taking posts: setup closes the hook of
+// a fixture (with a task when task is set) and returns a time at which it is
+// closed, for reason.
+type hookClosing struct {
+	name    string
+	reason  string
+	task    bool
+	ownOnly bool // the hook's own fields decide it, without its parents
+	setup   func(f *hookFixture) time.Time
+}
+
+// closings are the ways a hook closes with no close of its own: it expires,
+// its task ends or is gone, its session is cancelled or is gone.
+func closings(ctx context.Context, s *store.Store) []hookClosing {
+	return []hookClosing{
+		{"expired", store.ClosedExpired, false, true, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
+		{"task completed", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
+			s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
+			return time.Now()
+		}},
+		{"task gone", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
+			s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
+			return time.Now()
+		}},
+		{"session cancelled", store.ClosedSessionCancelled, false, false, func(f *hookFixture) time.Time {
+			s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
+			return time.Now()
+		}},
+		{"session gone", store.ClosedExpired, false, false, func(f *hookFixture) time.Time {
+			s.RDB.Del(ctx, s.Keys.Session(f.part, f.session))
+			return time.Now()
+		}},
+	}
+}
+
 func TestHookIngestRefusesClosedHooks(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
-		cases := []struct {
-			name   string
-			reason string
-			task   bool
-			setup  func(f *hookFixture) time.Time // returns the time of the post
-		}{
-			{"closed", store.ClosedExplicitly, false, func(f *hookFixture) time.Time {
-				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
-				if err != nil || res.Outcome != store.OK || string(res.JSON) != `{"status":"closed"}` {
-					t.Fatalf("close: %+v %v", res, err)
-				}
-				// Closing again changes nothing and answers the record as stored.
-				res, err = s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"again":1}`)})
-				if err != nil || string(res.JSON) != `{"status":"closed"}` {
-					t.Fatalf("close again: %+v %v", res, err)
-				}
-				return time.Now()
-			}},
-			{"expired", store.ClosedExpired, false, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
-			{"task completed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
-				return time.Now()
-			}},
-			{"task gone", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
-				return time.Now()
-			}},
-			{"session cancelled", store.ClosedSessionCancelled, false, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
-				return time.Now()
-			}},
-		}
+		cases := append(closings(ctx, s), hookClosing{"closed", store.ClosedExplicitly, false, true, func(f *hookFixture) time.Time {
+			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
+			if err != nil || res.Outcome != store.OK || string(res.JSON) != `{"status":"closed"}` {
+				t.Fatalf("close: %+v %v", res, err)
+			}
+			// Closing again changes nothing and answers the record as stored.
+			res, err = s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"again":1}`)})
+			if err != nil || string(res.JSON) != `{"status":"closed"}` {
+				t.Fatalf("close again: %+v %v", res, err)
+			}
+			return time.Now()
+		}})
 		for _, c := range cases {
 			f := newHookFixture(t, s, "alice", c.task)
 			before := len(f.sessionLog(t))
@@ -421,48 +433,23 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 				t.Errorf("open hook (task %v): %+v", withTask, b)
 			}
 		}
-		cases := []struct {
-			name   string
-			reason string
-			task   bool
-			setup  func(f *hookFixture) time.Time // returns the time of the read
-		}{
-			{"closed", store.ClosedExplicitly, true, func(f *hookFixture) time.Time {
-				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
-					Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
-				if err != nil || res.Outcome != store.OK {
-					t.Fatalf("close: %+v %v", res, err)
-				}
-				// Reads waiting on the hook, on any replica, are woken.
-				last, err := s.RDB.XRevRangeN(ctx, s.Keys.Wake(f.part), "+", "-", 1).Result()
-				if err != nil || len(last) != 1 || last[0].Values["k"] != "h" || last[0].Values["i"] != f.hook ||
-					last[0].Values["s"] != f.session {
-					t.Errorf("wake after close: %+v %v", last, err)
-				}
-				return time.Now()
-			}},
-			{"expired", store.ClosedExpired, false, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
-			{"task completed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
-				return time.Now()
-			}},
-			{"task failed", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "failed")
-				return time.Now()
-			}},
-			{"task gone", store.ClosedTaskTerminal, true, func(f *hookFixture) time.Time {
-				s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
-				return time.Now()
-			}},
-			{"session cancelled", store.ClosedSessionCancelled, false, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
-				return time.Now()
-			}},
-			{"session gone", store.ClosedExpired, false, func(f *hookFixture) time.Time {
-				s.RDB.Del(ctx, s.Keys.Session(f.part, f.session))
-				return time.Now()
-			}},
-		}
+		cases := append(closings(ctx, s), hookClosing{"closed", store.ClosedExplicitly, true, true, func(f *hookFixture) time.Time {
+			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
+				Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
+			if err != nil || res.Outcome != store.OK {
+				t.Fatalf("close: %+v %v", res, err)
+			}
+			// Reads waiting on the hook, on any replica, are woken.
+			last, err := s.RDB.XRevRangeN(ctx, s.Keys.Wake(f.part), "+", "-", 1).Result()
+			if err != nil || len(last) != 1 || last[0].Values["k"] != "h" || last[0].Values["i"] != f.hook ||
+				last[0].Values["s"] != f.session {
+				t.Errorf("wake after close: %+v %v", last, err)
+			}
+			return time.Now()
+		}}, hookClosing{"task failed", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
+			s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "failed")
+			return time.Now()
+		}})
 		for _, c := range cases {
 			f := newHookFixture(t, s, "alice", c.task)
 			first := f.ingest(t, post{body: "before"}).EventID
@@ -488,9 +475,7 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 }
 
 func TestHookIngestRateLimit(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newHookFixture(t, s, "alice", false)
+	eachHook(t, false, func(t *testing.T, s *store.Store, f hookFixture) {
 		now := f.now.Add(time.Minute)
 		p := post{at: now, interval: time.Second, burst: 3}
 		for i := range 3 {
@@ -518,10 +503,8 @@ func TestHookIngestRateLimit(t *testing.T) {
 }
 
 func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
+	eachHook(t, true, func(t *testing.T, s *store.Store, f hookFixture) {
 		ctx := context.Background()
-		f := newHookFixture(t, s, "alice", true)
 
 		// Reading before anything arrived makes the group, on a queue that
 		// expires with the hook.
@@ -603,9 +586,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 }
 
 func TestHookGroupsReadIndependently(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newHookFixture(t, s, "alice", false)
+	eachHook(t, false, func(t *testing.T, s *store.Store, f hookFixture) {
 		for i := range 5 {
 			f.ingest(t, post{body: fmt.Sprint(i)})
 		}
@@ -650,10 +631,8 @@ func TestHookGroupsReadIndependently(t *testing.T) {
 }
 
 func TestHookAckIdempotency(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
+	eachHook(t, false, func(t *testing.T, s *store.Store, f hookFixture) {
 		ctx := context.Background()
-		f := newHookFixture(t, s, "alice", false)
 		e := f.ingest(t, post{body: "x"}).EventID
 		f.read(t, readOpts{consumer: "a"})
 		idem := store.Idempotency{Scope: "alice\nPOST ack\nk", BodyHash: "h"}
@@ -713,39 +692,14 @@ func TestHookStatusDecidesAsIngest(t *testing.T) {
 				t.Errorf("an admin: %+v", st)
 			}
 		}
-		cases := []struct {
-			name    string
-			reason  string
-			task    bool
-			ownOnly bool                           // the hook's own fields decide
-			setup   func(f *hookFixture) time.Time // returns the time of the read
-		}{
-			{"closed", store.ClosedExplicitly, true, true, func(f *hookFixture) time.Time {
-				res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
-					Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
-				if err != nil || res.Outcome != store.OK {
-					t.Fatalf("close: %+v %v", res, err)
-				}
-				return time.Now()
-			}},
-			{"expired", store.ClosedExpired, false, true, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
-			{"task completed", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
-				return time.Now()
-			}},
-			{"task gone", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
-				s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
-				return time.Now()
-			}},
-			{"session cancelled", store.ClosedSessionCancelled, false, false, func(f *hookFixture) time.Time {
-				s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
-				return time.Now()
-			}},
-			{"session gone", store.ClosedExpired, false, false, func(f *hookFixture) time.Time {
-				s.RDB.Del(ctx, s.Keys.Session(f.part, f.session))
-				return time.Now()
-			}},
-		}
+		cases := append(closings(ctx, s), hookClosing{"closed", store.ClosedExplicitly, true, true, func(f *hookFixture) time.Time {
+			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
+				Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
+			if err != nil || res.Outcome != store.OK {
+				t.Fatalf("close: %+v %v", res, err)
+			}
+			return time.Now()
+		}})
 		for _, c := range cases {
 			f := newHookFixture(t, s, "alice", c.task)
 			at := c.setup(&f)

@@ -270,18 +270,18 @@ func (s *Store) ClaimOutbox(ctx context.Context, p int, consumer string, minIdle
 }
 
 // Settle says how one delivery attempt ended.
-type Settle int
+type SettleKind int
 
 const (
-	SettleDone         Settle = iota // delivered, or dropped for good
-	SettleRetry                      // try again at RetryAt
-	SettleDeadLetter                 // given up: kept in the session's dead letters
-	SettleEndpointDead               // the endpoint is gone (404, 410): marked dead
+	SettleDone         SettleKind = iota // delivered, or dropped for good
+	SettleRetry                          // try again at RetryAt
+	SettleDeadLetter                     // given up: kept in the session's dead letters
+	SettleEndpointDead                   // the endpoint is gone (404, 410): marked dead
 )
 
 // Settlement is the end of one attempt.
 type Settlement struct {
-	How        Settle
+	How        SettleKind
 	RetryAt    time.Time     // SettleRetry
 	Attempt    int           // SettleRetry: the attempt number the retry carries
 	Reason     string        // SettleDeadLetter: the last error; SettleEndpointDead: why

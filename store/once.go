@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/taskhook/taskhook/problem"
 )
@@ -26,6 +27,23 @@ func (s *Store) ReplayOf(ctx context.Context, p int, idem Idempotency) (Reply, b
 		return Reply{}, true, problem.ErrIdempotency
 	}
 	return Reply{JSON: res.ReplayBody, Replayed: true}, true, nil
+}
+
+// Settle answers the outcomes of a write that every idempotent write
+// answers alike: the answer of an earlier request with the same key,
+// replayed; a key used with another body (problem.ErrIdempotency); a record
+// that does not exist (problem.ErrNotFound). Any other outcome is one that
+// what (the write, for the error) does not expect.
+func Settle(o Outcome, replay []byte, what string) (Reply, error) {
+	switch o {
+	case Replayed:
+		return Reply{JSON: replay, Replayed: true}, nil
+	case IdemConflict:
+		return Reply{}, problem.ErrIdempotency
+	case Missing:
+		return Reply{}, problem.ErrNotFound
+	}
+	return Reply{}, fmt.Errorf("%s: unexpected outcome %d", what, o)
 }
 
 // ClaimedCreate runs a create whose record lives in a partition its body

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -9,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskhook/taskhook/problem"
 )
 
 // GetJSON reads the json field of a record hash (a task or a session).
@@ -21,6 +24,25 @@ func (s *Store) GetJSON(ctx context.Context, key string) ([]byte, error) {
 		return nil, unavailable(err)
 	}
 	return b, nil
+}
+
+// Decode decodes a record as a read answered it, raw and err being the
+// read's answer: a record the read did not find is problem.ErrNotFound, a
+// failed read is its error, and a record that does not decode is an error
+// naming what it holds.
+func Decode[T any](what string, raw []byte, err error) (T, error) {
+	var v T
+	if errors.Is(err, ErrNotFound) {
+		return v, problem.ErrNotFound
+	}
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		var zero T
+		return zero, fmt.Errorf("decode %s: %w", what, err)
+	}
+	return v, nil
 }
 
 // LogEntry is one event of a log, its JSON with the stream id as "id".

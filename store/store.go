@@ -12,6 +12,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,18 +45,10 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Prefix == "" {
-		c.Prefix = "th:"
-	}
-	if c.Partitions == 0 {
-		c.Partitions = 16
-	}
-	if c.Timeout == 0 {
-		c.Timeout = 2 * time.Second
-	}
-	if c.PoolSize == 0 {
-		c.PoolSize = 64 + c.Partitions
-	}
+	c.Prefix = cmp.Or(c.Prefix, "th:")
+	c.Partitions = cmp.Or(c.Partitions, 16)
+	c.Timeout = cmp.Or(c.Timeout, 2*time.Second)
+	c.PoolSize = cmp.Or(c.PoolSize, 64+c.Partitions)
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
@@ -35,7 +36,7 @@ func (s *Service) answerTokens(taskID string, reqs []InputRequest) ([]InputReque
 	var mapped []store.AnswerToken
 	for i := range reqs {
 		reqs[i].AnswerURL = ""
-		if reqs[i].Kind != KindAsk {
+		if reqs[i].Kind != wire.KindAsk {
 			continue
 		}
 		token := s.links.Token(taskID, reqs[i].RequestID)
@@ -159,15 +160,9 @@ func (s *Service) resolveAnswer(ctx context.Context, part int, hash string, useC
 		return ref, true, nil
 	}
 	raw, err := s.store.AnswerByToken(ctx, part, hash)
-	if errors.Is(err, store.ErrNotFound) {
-		return answerRef{}, false, problem.ErrNotFound
-	}
+	ref, err := store.Decode[answerRef]("answer token", raw, err)
 	if err != nil {
 		return answerRef{}, false, err
-	}
-	var ref answerRef
-	if err := json.Unmarshal(raw, &ref); err != nil {
-		return answerRef{}, false, fmt.Errorf("decode answer token: %w", err)
 	}
 	if !tokens.SameHash(ref.Hash, hash) {
 		return answerRef{}, false, problem.ErrNotFound

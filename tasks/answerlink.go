@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
@@ -61,7 +62,7 @@ func (l *AnswerLinks) URL(taskID, requestID string) string {
 func (l *AnswerLinks) fill(taskID string, reqs []InputRequest) bool {
 	changed := false
 	for i := range reqs {
-		if reqs[i].Kind == KindAsk && reqs[i].AnswerURL == "" {
+		if reqs[i].Kind == wire.KindAsk && reqs[i].AnswerURL == "" {
 			reqs[i].AnswerURL = l.URL(taskID, reqs[i].RequestID)
 			changed = true
 		}
@@ -120,7 +121,7 @@ func (l *AnswerLinks) Event(raw []byte) []byte {
 			data["task"], changed = shown, true
 		}
 	}
-	if list, ok := data["requests"]; ok && e.Type == events.InputRequested {
+	if list, ok := data["requests"]; ok && e.Type == wire.EventInputRequested {
 		var reqs []InputRequest
 		if json.Unmarshal(list, &reqs) == nil && l.fill(e.TaskID, reqs) {
 			if shown, err := json.Marshal(reqs); err == nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
@@ -52,7 +53,7 @@ func askingTask(t testing.TB) (Task, []Emitted) {
 		Input: json.RawMessage(`{"kind":"ask","html":"<b>&</b>"}`), CreatedAt: events.At(now), LastUpdatedAt: events.At(now)}
 	change, err := Apply(task, Command{Kind: CmdRequireInput, Requests: PrepareRequests([]InputRequest{
 		{RequestID: "go", Prompt: "Go <now>?"},
-		{RequestID: "login", Kind: KindAuthorization, Prompt: "Sign in", Connection: "github"},
+		{RequestID: "login", Kind: wire.KindAuthorization, Prompt: "Sign in", Connection: "github"},
 	}, ids.NewRequestID)}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +108,7 @@ func TestAnswerLinksEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Type == events.InputRequested {
+		if e.Type == wire.EventInputRequested {
 			e.Data = map[string]any{"requests": shownTask.InputRequests}
 		}
 		want, err := eventJSON(task, now, e, shownSnapshot)
@@ -123,7 +124,7 @@ func TestAnswerLinksEvent(t *testing.T) {
 			t.Errorf("%s has no link", e.Type)
 		}
 	}
-	resolved, _ := eventJSON(task, now, Emitted{Type: events.InputResolved,
+	resolved, _ := eventJSON(task, now, Emitted{Type: wire.EventInputResolved,
 		Data: map[string]any{"responses": []InputResponse{{RequestID: "go", Text: `"kind":"ask"`}}}}, snapshot)
 	if got := l.Event(resolved); !bytes.Equal(got, resolved) {
 		t.Errorf("an event with nothing to link changed: %s", got)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/events"
@@ -90,7 +91,7 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		if cmd.Progress != nil {
 			next.Progress = cmd.Progress
 		}
-		emitted = []Emitted{{Type: events.TaskProgress, Data: map[string]any{}}}
+		emitted = []Emitted{{Type: wire.EventTaskProgress, Data: map[string]any{}}}
 	case CmdMessage:
 		if cmd.Text == "" {
 			return Change{}, problem.Invalid("text", "is required")
@@ -99,7 +100,7 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		if cmd.Data != nil {
 			data["data"] = cmd.Data
 		}
-		emitted = []Emitted{{Type: events.TaskMessage, Data: data}}
+		emitted = []Emitted{{Type: wire.EventTaskMessage, Data: data}}
 	case CmdRequireInput:
 		if err := checkNewRequests(task, cmd.Requests); err != nil {
 			return Change{}, err
@@ -107,8 +108,8 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		next.Status = InputRequired
 		next.InputRequests = append(next.InputRequests, cmd.Requests...)
 		emitted = []Emitted{
-			{Type: events.TaskStatus, Data: map[string]any{}},
-			{Type: events.InputRequested, Data: map[string]any{"requests": cmd.Requests}},
+			{Type: wire.EventTaskStatus, Data: map[string]any{}},
+			{Type: wire.EventInputRequested, Data: map[string]any{"requests": cmd.Requests}},
 		}
 	case CmdRespond:
 		recorded, err := judgeResponses(task, cmd.Responses, cmd.OpenOnly)
@@ -120,11 +121,11 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		}
 		next.InputResponses = append(next.InputResponses, recorded...)
 		next.InputRequests = withoutAnswered(next.InputRequests, recorded)
-		emitted = []Emitted{{Type: events.InputResolved, Data: map[string]any{"responses": recorded}}}
+		emitted = []Emitted{{Type: wire.EventInputResolved, Data: map[string]any{"responses": recorded}}}
 		if len(next.InputRequests) == 0 {
 			next.Status = Working
 			next.InputRequests = nil
-			emitted = append(emitted, Emitted{Type: events.TaskStatus, Data: map[string]any{}})
+			emitted = append(emitted, Emitted{Type: wire.EventTaskStatus, Data: map[string]any{}})
 		}
 	case CmdComplete:
 		next.Status = Completed
@@ -173,7 +174,7 @@ func release(task Task, now time.Time) (Change, error) {
 	next.ReleasedAt = &at
 	next.Revision = task.Revision + 1
 	next.LastUpdatedAt = at
-	return Change{Task: next, Events: []Emitted{{Type: events.TaskReleased, Data: map[string]any{"task": &next}}}, Changed: true}, nil
+	return Change{Task: next, Events: []Emitted{{Type: wire.EventTaskReleased, Data: map[string]any{"task": &next}}}, Changed: true}, nil
 }
 
 // types are the types of the events of the change, in order.
@@ -187,7 +188,7 @@ func (c Change) types() []string {
 
 func terminal(t *Task) []Emitted {
 	t.InputRequests = nil
-	return []Emitted{{Type: events.TaskTerminal, Data: map[string]any{}}}
+	return []Emitted{{Type: wire.EventTaskTerminal, Data: map[string]any{}}}
 }
 
 func isTaskEvent(typ string) bool { return len(typ) > 5 && typ[:5] == "task." }

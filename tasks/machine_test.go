@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/events"
@@ -44,27 +45,27 @@ func yesNo() []tasks.Option {
 // reqPick takes one of its options and no text.
 func reqPick() tasks.InputRequest {
 	return tasks.InputRequest{
-		RequestID: "pick", Kind: tasks.KindAsk, Prompt: "Which region?", Display: tasks.DisplaySelect,
+		RequestID: "pick", Kind: wire.KindAsk, Prompt: "Which region?", Display: wire.DisplaySelect,
 		Options: []tasks.Option{{ID: "eu", Label: "EU"}, {ID: "us", Label: "US"}},
 	}
 }
 
 // reqName takes text because its display is text.
 func reqName() tasks.InputRequest {
-	return tasks.InputRequest{RequestID: "name", Kind: tasks.KindAsk, Prompt: "Branch name?", Display: tasks.DisplayText}
+	return tasks.InputRequest{RequestID: "name", Kind: wire.KindAsk, Prompt: "Branch name?", Display: wire.DisplayText}
 }
 
 // reqNote takes an option or text because it allows freeform.
 func reqNote() tasks.InputRequest {
 	return tasks.InputRequest{
-		RequestID: "note", Kind: tasks.KindAsk, Prompt: "Anything else?", Display: tasks.DisplaySelect,
+		RequestID: "note", Kind: wire.KindAsk, Prompt: "Anything else?", Display: wire.DisplaySelect,
 		Options: []tasks.Option{{ID: "nothing", Label: "Nothing"}}, AllowFreeform: true,
 	}
 }
 
 func reqConfirm(id string) tasks.InputRequest {
 	return tasks.InputRequest{
-		RequestID: id, Kind: tasks.KindAsk, Prompt: "Deploy now?", Display: tasks.DisplayConfirmation, Options: yesNo(),
+		RequestID: id, Kind: wire.KindAsk, Prompt: "Deploy now?", Display: wire.DisplayConfirmation, Options: yesNo(),
 	}
 }
 
@@ -187,6 +188,17 @@ func refused(err error) want { return want{err: err} }
 var invalid = want{invalid: true}
 
 func unchanged(status tasks.Status) want { return want{status: status} }
+
+// runApplyCases runs each case as a parallel subtest.
+func runApplyCases(t *testing.T, cases []applyCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runApply(t, c)
+		})
+	}
+}
 
 func runApply(t *testing.T, c applyCase) {
 	t.Helper()
@@ -455,18 +467,18 @@ var (
 // from a non-terminal status, one per outcome the cell names).
 func TestApplyCells(t *testing.T) {
 	t.Parallel()
-	terminalEvent := []string{events.TaskTerminal}
-	releasedEvent := []string{events.TaskReleased}
+	terminalEvent := []string{wire.EventTaskTerminal}
+	releasedEvent := []string{wire.EventTaskReleased}
 	cases := []applyCase{
 		// working
 		{"working/progress", workingTask(), progressCmd(), want{
-			status: tasks.Working, changed: true, events: []string{events.TaskProgress}, check: checkProgress,
+			status: tasks.Working, changed: true, events: []string{wire.EventTaskProgress}, check: checkProgress,
 		}},
 		{"working/message", workingTask(), messageCmd(), want{
-			status: tasks.Working, changed: true, events: []string{events.TaskMessage}, check: checkMessage,
+			status: tasks.Working, changed: true, events: []string{wire.EventTaskMessage}, check: checkMessage,
 		}},
 		{"working/require_input", workingTask(), requireInputCmd(), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskStatus, wire.EventInputRequested},
 			check: all(wantOpen("go"), wantResponses(done1, done2)),
 		}},
 		{"working/respond", workingTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}),
@@ -486,24 +498,24 @@ func TestApplyCells(t *testing.T) {
 
 		// input_required
 		{"input_required/progress", waitingTask(), progressCmd(), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskProgress}, check: checkProgress,
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskProgress}, check: checkProgress,
 		}},
 		{"input_required/message", waitingTask(), messageCmd(), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskMessage},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskMessage},
 			check: all(checkMessage, wantOpen("pick", "name")),
 		}},
 		{"input_required/require_input", waitingTask(), requireInputCmd(), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskStatus, wire.EventInputRequested},
 			check: all(wantOpen("pick", "name", "go"), wantResponses(done1, done2)),
 		}},
 		{"input_required/respond leaving a request open", waitingTask(),
 			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), want{
-				status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+				status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 				check: all(wantOpen("name"), wantResponses(done1, done2, tasks.InputResponse{RequestID: "pick", OptionID: "eu"})),
 			}},
 		{"input_required/respond answering the last open request", waitingTask(),
 			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}, tasks.InputResponse{RequestID: "name", Text: "feature/x"}), want{
-				status: tasks.Working, changed: true, events: []string{events.InputResolved, events.TaskStatus},
+				status: tasks.Working, changed: true, events: []string{wire.EventInputResolved, wire.EventTaskStatus},
 				check: all(wantOpen(), wantResponses(done1, done2,
 					tasks.InputResponse{RequestID: "pick", OptionID: "eu"}, tasks.InputResponse{RequestID: "name", Text: "feature/x"})),
 			}},
@@ -517,42 +529,26 @@ func TestApplyCells(t *testing.T) {
 			status: tasks.Cancelled, changed: true, events: terminalEvent, check: checkOutcome,
 		}},
 		{"input_required/release", waitingTask(), releaseCmd(), refused(tasks.ErrNotTerminal)},
-
-		// completed
-		{"completed/progress", completedTask(), progressCmd(), refused(tasks.ErrTerminal)},
-		{"completed/message", completedTask(), messageCmd(), refused(tasks.ErrTerminal)},
-		{"completed/require_input", completedTask(), requireInputCmd(), refused(tasks.ErrTerminal)},
-		{"completed/respond", completedTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrTerminal)},
-		{"completed/complete", completedTask(), completeCmd(), refused(tasks.ErrTerminal)},
-		{"completed/fail", completedTask(), failCmd(), refused(tasks.ErrTerminal)},
-		{"completed/cancel", completedTask(), cancelCmd(), unchanged(tasks.Completed)},
-		{"completed/release", completedTask(), releaseCmd(), want{
-			status: tasks.Completed, changed: true, events: releasedEvent, check: checkReleased,
-		}},
-
-		// failed
-		{"failed/progress", failedTask(), progressCmd(), refused(tasks.ErrTerminal)},
-		{"failed/message", failedTask(), messageCmd(), refused(tasks.ErrTerminal)},
-		{"failed/require_input", failedTask(), requireInputCmd(), refused(tasks.ErrTerminal)},
-		{"failed/respond", failedTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrTerminal)},
-		{"failed/complete", failedTask(), completeCmd(), refused(tasks.ErrTerminal)},
-		{"failed/fail", failedTask(), failCmd(), refused(tasks.ErrTerminal)},
-		{"failed/cancel", failedTask(), cancelCmd(), unchanged(tasks.Failed)},
-		{"failed/release", failedTask(), releaseCmd(), want{
-			status: tasks.Failed, changed: true, events: releasedEvent, check: checkReleased,
-		}},
-
-		// cancelled
-		{"cancelled/progress", cancelledTask(), progressCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/message", cancelledTask(), messageCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/require_input", cancelledTask(), requireInputCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/respond", cancelledTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrTerminal)},
-		{"cancelled/complete", cancelledTask(), completeCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/fail", cancelledTask(), failCmd(), refused(tasks.ErrTerminal)},
-		{"cancelled/cancel", cancelledTask(), cancelCmd(), unchanged(tasks.Cancelled)},
-		{"cancelled/release", cancelledTask(), releaseCmd(), want{
-			status: tasks.Cancelled, changed: true, events: releasedEvent, check: checkReleased,
-		}},
+	}
+	// completed, failed, cancelled: a cancel is a no-op, every other command
+	// is refused.
+	for _, task := range []func() tasks.Task{completedTask, failedTask, cancelledTask} {
+		for _, cmd := range []func() tasks.Command{
+			progressCmd, messageCmd, func() tasks.Command { return requireInputCmd() },
+			func() tasks.Command { return respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}) },
+			completeCmd, failCmd,
+		} {
+			c := applyCase{task: task(), cmd: cmd(), want: refused(tasks.ErrTerminal)}
+			c.name = fmt.Sprintf("%s/%s", c.task.Status, c.cmd.Kind)
+			cases = append(cases, c)
+		}
+		c := applyCase{task: task(), cmd: cancelCmd()}
+		c.name, c.want = fmt.Sprintf("%s/%s", c.task.Status, c.cmd.Kind), unchanged(c.task.Status)
+		cases = append(cases, c)
+		r := applyCase{task: task(), cmd: releaseCmd()}
+		r.name = fmt.Sprintf("%s/%s", r.task.Status, r.cmd.Kind)
+		r.want = want{status: r.task.Status, changed: true, events: releasedEvent, check: checkReleased}
+		cases = append(cases, r)
 	}
 
 	covered := make(map[string]bool)
@@ -567,12 +563,7 @@ func TestApplyCells(t *testing.T) {
 		}
 	}
 
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			runApply(t, c)
-		})
-	}
+	runApplyCases(t, cases)
 }
 
 // TestApplyAnswers covers the "Answers" rules of SPEC 3.2.
@@ -621,17 +612,17 @@ func TestApplyAnswers(t *testing.T) {
 		{"text too long", waitingTask(),
 			respondCmd(tasks.InputResponse{RequestID: "name", Text: strings.Repeat("x", 8001)}), invalid},
 		{"text to display text", waitingTask(reqName(), reqNote()), respondCmd(nameX), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 			check: all(wantOpen("note"), wantResponses(done1, done2, nameX)),
 		}},
 		{"text to allowFreeform", waitingTask(reqName(), reqNote()),
 			respondCmd(tasks.InputResponse{RequestID: "note", Text: "use SSD"}), want{
-				status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+				status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 				check: wantOpen("name"),
 			}},
 		{"option to allowFreeform", waitingTask(reqName(), reqNote()),
 			respondCmd(tasks.InputResponse{RequestID: "note", OptionID: "nothing"}), want{
-				status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+				status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 				check: wantOpen("name"),
 			}},
 
@@ -655,11 +646,11 @@ func TestApplyAnswers(t *testing.T) {
 		{"batch/only no-ops while input_required", waitingTask(), respondCmd(done2, done1), unchanged(tasks.InputRequired)},
 		{"batch/only no-ops while working", workingTask(), respondCmd(done1, done2), unchanged(tasks.Working)},
 		{"batch/no-op plus a new answer records only the new one", waitingTask(), respondCmd(done1, pickEU), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.InputResolved},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 			check: all(wantOpen("name"), wantResponses(done1, done2, pickEU)),
 		}},
 		{"batch/no-op plus the last answers leaves input_required", waitingTask(), respondCmd(nameX, done2, pickEU), want{
-			status: tasks.Working, changed: true, events: []string{events.InputResolved, events.TaskStatus},
+			status: tasks.Working, changed: true, events: []string{wire.EventInputResolved, wire.EventTaskStatus},
 			check: all(wantOpen(), wantResponses(done1, done2, nameX, pickEU)),
 		}},
 		{"batch/same id twice, same answer", waitingTask(), respondCmd(pickEU, pickEU), invalid},
@@ -673,12 +664,7 @@ func TestApplyAnswers(t *testing.T) {
 		{"completed/same answer as recorded", completedTask(), respondCmd(done1), refused(tasks.ErrTerminal)},
 		{"cancelled/same answer as recorded", cancelledTask(), respondCmd(done1), refused(tasks.ErrTerminal)},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			runApply(t, c)
-		})
-	}
+	runApplyCases(t, cases)
 }
 
 // TestApplyRequireInput covers request ids (unique over the task's life) and
@@ -704,21 +690,16 @@ func TestApplyRequireInput(t *testing.T) {
 		{"empty batch", workingTask(), tasks.Command{Kind: tasks.CmdRequireInput}, invalid},
 		{"65 requests", workingTask(), requireInputCmd(many(65)...), invalid},
 		{"64 requests", workingTask(), requireInputCmd(many(64)...), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskStatus, wire.EventInputRequested},
 		}},
 		{"missing requestId", workingTask(), requireInputCmd(noID), invalid},
 		{"invalid request", waitingTask(), requireInputCmd(reqConfirm("go"), noPrompt), invalid},
 		{"input_required/adds in order and stays", waitingTask(), requireInputCmd(reqConfirm("go"), reqConfirm("go2")), want{
-			status: tasks.InputRequired, changed: true, events: []string{events.TaskStatus, events.InputRequested},
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskStatus, wire.EventInputRequested},
 			check: wantOpen("pick", "name", "go", "go2"),
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			runApply(t, c)
-		})
-	}
+	runApplyCases(t, cases)
 }
 
 // TestApplyCommandFields covers what each command reads and refuses.
@@ -730,7 +711,7 @@ func TestApplyCommandFields(t *testing.T) {
 		{"progress with neither field", workingTask(), tasks.Command{Kind: tasks.CmdProgress}, invalid},
 		{"progress with statusMessage only keeps progress", waitingTask(),
 			tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &msgOnly}, want{
-				status: tasks.InputRequired, changed: true, events: []string{events.TaskProgress},
+				status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskProgress},
 				check: func(t *testing.T, before tasks.Task, got tasks.Change) {
 					if got.Task.StatusMessage != "halfway" {
 						t.Errorf("statusMessage = %q, want %q", got.Task.StatusMessage, "halfway")
@@ -740,7 +721,7 @@ func TestApplyCommandFields(t *testing.T) {
 			}},
 		{"progress with progress only keeps statusMessage", workingTask(),
 			tasks.Command{Kind: tasks.CmdProgress, Progress: json.RawMessage(`{"pct":90}`)}, want{
-				status: tasks.Working, changed: true, events: []string{events.TaskProgress},
+				status: tasks.Working, changed: true, events: []string{wire.EventTaskProgress},
 				check: func(t *testing.T, before tasks.Task, got tasks.Change) {
 					if got.Task.StatusMessage != before.StatusMessage {
 						t.Errorf("statusMessage = %q, want %q", got.Task.StatusMessage, before.StatusMessage)
@@ -750,7 +731,7 @@ func TestApplyCommandFields(t *testing.T) {
 			}},
 		{"progress with an empty statusMessage clears it", workingTask(),
 			tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &empty}, want{
-				status: tasks.Working, changed: true, events: []string{events.TaskProgress},
+				status: tasks.Working, changed: true, events: []string{wire.EventTaskProgress},
 				check: func(t *testing.T, _ tasks.Task, got tasks.Change) {
 					if got.Task.StatusMessage != "" {
 						t.Errorf("statusMessage = %q, want empty", got.Task.StatusMessage)
@@ -761,7 +742,7 @@ func TestApplyCommandFields(t *testing.T) {
 		{"fail without error", workingTask(), tasks.Command{Kind: tasks.CmdFail}, invalid},
 		{"fail with an empty message", waitingTask(), tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{}}, invalid},
 		{"cancel without reason keeps statusMessage", waitingTask(), tasks.Command{Kind: tasks.CmdCancel}, want{
-			status: tasks.Cancelled, changed: true, events: []string{events.TaskTerminal},
+			status: tasks.Cancelled, changed: true, events: []string{wire.EventTaskTerminal},
 			check: func(t *testing.T, before tasks.Task, got tasks.Change) {
 				if got.Task.CancelReason != "" || got.Task.StatusMessage != before.StatusMessage {
 					t.Errorf("cancelReason, statusMessage = %q, %q, want %q, %q",
@@ -775,12 +756,7 @@ func TestApplyCommandFields(t *testing.T) {
 		{"unknown command", workingTask(), tasks.Command{Kind: "pause"}, invalid},
 		{"terminal is judged before the fields", completedTask(), tasks.Command{Kind: tasks.CmdProgress}, refused(tasks.ErrTerminal)},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			runApply(t, c)
-		})
-	}
+	runApplyCases(t, cases)
 }
 
 // step applies cmd to task and fails the test on an unexpected error.
@@ -831,7 +807,7 @@ func TestApplyRelease(t *testing.T) {
 		{"cancelled and released/progress", released(cancelledTask()), progressCmd(), refused(tasks.ErrTerminal)},
 		{"release reads no field of the command", completedTask(),
 			tasks.Command{Kind: tasks.CmdRelease, Reason: "ignored", Text: "ignored"}, want{
-				status: tasks.Completed, changed: true, events: []string{events.TaskReleased}, check: checkReleased,
+				status: tasks.Completed, changed: true, events: []string{wire.EventTaskReleased}, check: checkReleased,
 			}},
 	}
 	for _, c := range cases {

@@ -39,16 +39,6 @@ type (
 	InputResponse = wire.InputResponse
 )
 
-// Request kinds and displays.
-const (
-	KindAsk           = wire.KindAsk
-	KindAuthorization = wire.KindAuthorization
-
-	DisplayConfirmation = wire.DisplayConfirmation
-	DisplaySelect       = wire.DisplaySelect
-	DisplayText         = wire.DisplayText
-)
-
 // sameAnswer reports whether two answers to one request say the same thing.
 func sameAnswer(r, o InputResponse) bool {
 	return r.OptionID == o.OptionID && r.Text == o.Text

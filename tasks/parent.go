@@ -2,9 +2,6 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
@@ -24,15 +21,9 @@ func (s *Service) Parent(ctx context.Context, p authz.Principal, taskID string) 
 		return "", time.Time{}, false, problem.ErrNotFound
 	}
 	raw, err := s.store.GetOwned(ctx, s.store.Keys.Task(part, taskID), p.ID, p.Admin(), false)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", time.Time{}, false, problem.ErrNotFound
-	}
+	t, err := store.Decode[Task]("task", raw, err)
 	if err != nil {
 		return "", time.Time{}, false, err
-	}
-	var t Task
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return "", time.Time{}, false, fmt.Errorf("decode task: %w", err)
 	}
 	if !p.CanAccess(t.Owner) {
 		return "", time.Time{}, false, problem.ErrNotFound

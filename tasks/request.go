@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 )
 
@@ -28,19 +29,19 @@ func PrepareRequests(reqs []InputRequest, newID func() string) []InputRequest {
 			r.RequestID = newID()
 		}
 		if r.Kind == "" {
-			r.Kind = KindAsk
+			r.Kind = wire.KindAsk
 		}
 		if r.Display == "" {
 			switch {
 			case len(r.Options) > 0:
-				r.Display = DisplaySelect
+				r.Display = wire.DisplaySelect
 			case r.AllowFreeform:
-				r.Display = DisplayText
-			case r.Kind == KindAsk:
-				r.Display = DisplayConfirmation
+				r.Display = wire.DisplayText
+			case r.Kind == wire.KindAsk:
+				r.Display = wire.DisplayConfirmation
 			}
 		}
-		if r.Display == DisplayConfirmation && len(r.Options) == 0 {
+		if r.Display == wire.DisplayConfirmation && len(r.Options) == 0 {
 			r.Options = []Option{
 				{ID: "yes", Label: "Yes", Style: "primary"},
 				{ID: "no", Label: "No", Style: "default"},
@@ -57,19 +58,19 @@ func validateRequest(r InputRequest, field string) error {
 		return problem.Invalid(field+".requestId", "must be 1 to 64 of A-Z a-z 0-9 _ . : -")
 	}
 	switch r.Kind {
-	case KindAsk:
-	case KindAuthorization:
+	case wire.KindAsk:
+	case wire.KindAuthorization:
 		if r.Connection == "" {
 			return problem.Invalid(field+".connection", "is required for an authorization request")
 		}
 	default:
-		return problem.Invalid(field+".kind", "must be %q or %q", KindAsk, KindAuthorization)
+		return problem.Invalid(field+".kind", "must be %q or %q", wire.KindAsk, wire.KindAuthorization)
 	}
 	if r.Prompt == "" || len(r.Prompt) > maxPromptBytes {
 		return problem.Invalid(field+".prompt", "is required, at most %d bytes", maxPromptBytes)
 	}
 	switch r.Display {
-	case "", DisplayConfirmation, DisplaySelect, DisplayText:
+	case "", wire.DisplayConfirmation, wire.DisplaySelect, wire.DisplayText:
 	default:
 		return problem.Invalid(field+".display", "must be confirmation, select or text")
 	}
@@ -95,7 +96,7 @@ func validateRequest(r InputRequest, field string) error {
 			return problem.Invalid(of+".style", "must be primary, danger or default")
 		}
 	}
-	if r.Kind == KindAsk && len(r.Options) == 0 && !freeform(r) {
+	if r.Kind == wire.KindAsk && len(r.Options) == 0 && !freeform(r) {
 		return problem.Invalid(field+".options", "a question needs options, allowFreeform or display text")
 	}
 	if r.ExpiresAt != "" {
@@ -106,7 +107,7 @@ func validateRequest(r InputRequest, field string) error {
 	return nil
 }
 
-func freeform(r InputRequest) bool { return r.AllowFreeform || r.Display == DisplayText }
+func freeform(r InputRequest) bool { return r.AllowFreeform || r.Display == wire.DisplayText }
 
 // accepts checks one answer against the open request it answers.
 func accepts(r InputRequest, resp InputResponse, field string) error {

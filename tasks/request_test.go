@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 )
 
@@ -34,47 +35,47 @@ func TestPrepareRequests(t *testing.T) {
 		{
 			name: "bare question becomes a yes/no confirmation",
 			in:   InputRequest{Prompt: "Deploy?"},
-			want: InputRequest{RequestID: "req_1", Kind: KindAsk, Prompt: "Deploy?", Display: DisplayConfirmation, Options: yesNo},
+			want: InputRequest{RequestID: "req_1", Kind: wire.KindAsk, Prompt: "Deploy?", Display: wire.DisplayConfirmation, Options: yesNo},
 		},
 		{
 			name: "given id is kept",
-			in:   InputRequest{RequestID: "mine", Kind: KindAsk, Prompt: "Deploy?"},
-			want: InputRequest{RequestID: "mine", Kind: KindAsk, Prompt: "Deploy?", Display: DisplayConfirmation, Options: yesNo},
+			in:   InputRequest{RequestID: "mine", Kind: wire.KindAsk, Prompt: "Deploy?"},
+			want: InputRequest{RequestID: "mine", Kind: wire.KindAsk, Prompt: "Deploy?", Display: wire.DisplayConfirmation, Options: yesNo},
 		},
 		{
 			name: "options make a select",
 			in:   InputRequest{Prompt: "Region?", Options: regions},
-			want: InputRequest{RequestID: "req_1", Kind: KindAsk, Prompt: "Region?", Display: DisplaySelect, Options: regions},
+			want: InputRequest{RequestID: "req_1", Kind: wire.KindAsk, Prompt: "Region?", Display: wire.DisplaySelect, Options: regions},
 		},
 		{
 			name: "options and allowFreeform make a select",
 			in:   InputRequest{Prompt: "Region?", Options: regions, AllowFreeform: true},
-			want: InputRequest{RequestID: "req_1", Kind: KindAsk, Prompt: "Region?", Display: DisplaySelect, Options: regions, AllowFreeform: true},
+			want: InputRequest{RequestID: "req_1", Kind: wire.KindAsk, Prompt: "Region?", Display: wire.DisplaySelect, Options: regions, AllowFreeform: true},
 		},
 		{
 			name: "allowFreeform alone makes text",
 			in:   InputRequest{Prompt: "Branch?", AllowFreeform: true},
-			want: InputRequest{RequestID: "req_1", Kind: KindAsk, Prompt: "Branch?", Display: DisplayText, AllowFreeform: true},
+			want: InputRequest{RequestID: "req_1", Kind: wire.KindAsk, Prompt: "Branch?", Display: wire.DisplayText, AllowFreeform: true},
 		},
 		{
 			name: "explicit confirmation gets yes/no",
-			in:   InputRequest{Prompt: "Deploy?", Display: DisplayConfirmation},
-			want: InputRequest{RequestID: "req_1", Kind: KindAsk, Prompt: "Deploy?", Display: DisplayConfirmation, Options: yesNo},
+			in:   InputRequest{Prompt: "Deploy?", Display: wire.DisplayConfirmation},
+			want: InputRequest{RequestID: "req_1", Kind: wire.KindAsk, Prompt: "Deploy?", Display: wire.DisplayConfirmation, Options: yesNo},
 		},
 		{
 			name: "explicit confirmation keeps its own options",
-			in:   InputRequest{Prompt: "Deploy?", Display: DisplayConfirmation, Options: regions},
-			want: InputRequest{RequestID: "req_1", Kind: KindAsk, Prompt: "Deploy?", Display: DisplayConfirmation, Options: regions},
+			in:   InputRequest{Prompt: "Deploy?", Display: wire.DisplayConfirmation, Options: regions},
+			want: InputRequest{RequestID: "req_1", Kind: wire.KindAsk, Prompt: "Deploy?", Display: wire.DisplayConfirmation, Options: regions},
 		},
 		{
 			name: "explicit text is kept",
-			in:   InputRequest{Prompt: "Branch?", Display: DisplayText},
-			want: InputRequest{RequestID: "req_1", Kind: KindAsk, Prompt: "Branch?", Display: DisplayText},
+			in:   InputRequest{Prompt: "Branch?", Display: wire.DisplayText},
+			want: InputRequest{RequestID: "req_1", Kind: wire.KindAsk, Prompt: "Branch?", Display: wire.DisplayText},
 		},
 		{
 			name: "authorization gets no display and no options",
-			in:   InputRequest{Kind: KindAuthorization, Prompt: "Sign in to GitHub", Connection: "github"},
-			want: InputRequest{RequestID: "req_1", Kind: KindAuthorization, Prompt: "Sign in to GitHub", Connection: "github"},
+			in:   InputRequest{Kind: wire.KindAuthorization, Prompt: "Sign in to GitHub", Connection: "github"},
+			want: InputRequest{RequestID: "req_1", Kind: wire.KindAuthorization, Prompt: "Sign in to GitHub", Connection: "github"},
 		},
 	}
 	for _, c := range cases {
@@ -124,7 +125,7 @@ func TestInputRequestValidate(t *testing.T) {
 	t.Parallel()
 	ask := func(edit func(*InputRequest)) InputRequest {
 		r := InputRequest{
-			RequestID: "req_1", Kind: KindAsk, Prompt: "Region?", Display: DisplaySelect,
+			RequestID: "req_1", Kind: wire.KindAsk, Prompt: "Region?", Display: wire.DisplaySelect,
 			Options: []Option{{ID: "eu", Label: "EU", Style: "primary"}, {ID: "us", Label: "US"}},
 		}
 		edit(&r)
@@ -144,7 +145,7 @@ func TestInputRequestValidate(t *testing.T) {
 	}{
 		{"select with options", ask(func(*InputRequest) {}), ""},
 		{"id of 64 allowed characters", ask(func(r *InputRequest) { r.RequestID = strings.Repeat("aZ0_.:-", 9) + "x" }), ""},
-		{"text display", ask(func(r *InputRequest) { r.Display, r.Options = DisplayText, nil }), ""},
+		{"text display", ask(func(r *InputRequest) { r.Display, r.Options = wire.DisplayText, nil }), ""},
 		{"freeform without display", ask(func(r *InputRequest) { r.Display, r.Options, r.AllowFreeform = "", nil, true }), ""},
 		{"every style", ask(func(r *InputRequest) {
 			r.Options = []Option{{ID: "a", Label: "A", Style: "primary"}, {ID: "b", Label: "B", Style: "danger"}, {ID: "c", Label: "C", Style: "default"}}
@@ -152,7 +153,7 @@ func TestInputRequestValidate(t *testing.T) {
 		{"25 options", ask(func(r *InputRequest) { r.Options = options(25) }), ""},
 		{"expiresAt RFC 3339", ask(func(r *InputRequest) { r.ExpiresAt = "2025-03-14T15:09:26.535Z" }), ""},
 		{"expiresAt with offset", ask(func(r *InputRequest) { r.ExpiresAt = "2025-03-14T16:09:26+01:00" }), ""},
-		{"authorization with connection", InputRequest{RequestID: "auth_1", Kind: KindAuthorization, Prompt: "Sign in", Connection: "github"}, ""},
+		{"authorization with connection", InputRequest{RequestID: "auth_1", Kind: wire.KindAuthorization, Prompt: "Sign in", Connection: "github"}, ""},
 
 		{"empty id", ask(func(r *InputRequest) { r.RequestID = "" }), "requests[0].requestId"},
 		{"id with a space", ask(func(r *InputRequest) { r.RequestID = "req 1" }), "requests[0].requestId"},
@@ -171,9 +172,9 @@ func TestInputRequestValidate(t *testing.T) {
 		{"missing option label", ask(func(r *InputRequest) { r.Options[0].Label = "" }), "requests[0].options[0].label"},
 		{"option label too long", ask(func(r *InputRequest) { r.Options[0].Label = strings.Repeat("l", 201) }), "requests[0].options[0].label"},
 		{"bad style", ask(func(r *InputRequest) { r.Options[1].Style = "loud" }), "requests[0].options[1].style"},
-		{"authorization without connection", InputRequest{RequestID: "auth_1", Kind: KindAuthorization, Prompt: "Sign in"}, "requests[0].connection"},
+		{"authorization without connection", InputRequest{RequestID: "auth_1", Kind: wire.KindAuthorization, Prompt: "Sign in"}, "requests[0].connection"},
 		{"ask with no way to answer", ask(func(r *InputRequest) { r.Display, r.Options = "", nil }), "requests[0].options"},
-		{"confirmation with no options", ask(func(r *InputRequest) { r.Display, r.Options = DisplayConfirmation, nil }), "requests[0].options"},
+		{"confirmation with no options", ask(func(r *InputRequest) { r.Display, r.Options = wire.DisplayConfirmation, nil }), "requests[0].options"},
 		{"select with no options", ask(func(r *InputRequest) { r.Options = nil }), "requests[0].options"},
 		{"bad expiresAt", ask(func(r *InputRequest) { r.ExpiresAt = "tomorrow" }), "requests[0].expiresAt"},
 		{"expiresAt without zone", ask(func(r *InputRequest) { r.ExpiresAt = "2025-03-14T15:09:26" }), "requests[0].expiresAt"},

@@ -1,15 +1,16 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/problem"
 
-	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/cache"
 	"github.com/taskhook/taskhook/callbacks"
@@ -37,30 +38,14 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.DefaultTTL == 0 {
-		c.DefaultTTL = 7 * 24 * time.Hour
-	}
-	if c.MaxTTL == 0 {
-		c.MaxTTL = 30 * 24 * time.Hour
-	}
-	if c.DefaultTTL > c.MaxTTL {
-		c.DefaultTTL = c.MaxTTL
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = 5 * time.Second
-	}
-	if c.CacheSize == 0 {
-		c.CacheSize = 10000
-	}
-	if c.PublicURL == "" {
-		c.PublicURL = "http://localhost:8080"
-	}
-	if c.MaxLive == 0 {
-		c.MaxLive = 1000
-	}
-	if c.MaxTaskBytes == 0 {
-		c.MaxTaskBytes = 1 << 20
-	}
+	c.DefaultTTL = cmp.Or(c.DefaultTTL, 7*24*time.Hour)
+	c.MaxTTL = cmp.Or(c.MaxTTL, 30*24*time.Hour)
+	c.DefaultTTL = min(c.DefaultTTL, c.MaxTTL)
+	c.PollInterval = cmp.Or(c.PollInterval, 5*time.Second)
+	c.CacheSize = cmp.Or(c.CacheSize, 10000)
+	c.PublicURL = cmp.Or(c.PublicURL, "http://localhost:8080")
+	c.MaxLive = cmp.Or(c.MaxLive, 1000)
+	c.MaxTaskBytes = cmp.Or(c.MaxTaskBytes, 1<<20)
 	if len(c.AnswerKey) == 0 {
 		c.AnswerKey = processAnswerKey()
 	}
@@ -188,7 +173,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if len(raw) > s.cfg.MaxTaskBytes {
 		return store.Reply{}, &TooLargeError{Size: len(raw), Max: s.cfg.MaxTaskBytes}
 	}
-	ev, err := eventJSON(t, now, Emitted{Type: events.TaskCreated, Data: map[string]any{}}, raw)
+	ev, err := eventJSON(t, now, Emitted{Type: wire.EventTaskCreated, Data: map[string]any{}}, raw)
 	if err != nil {
 		return store.Reply{}, err
 	}
@@ -223,7 +208,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	case store.OK:
 		s.cache.put(t.TaskID, 1, raw)
 		s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw,
-			Types: []string{events.TaskCreated}})
+			Types: []string{wire.EventTaskCreated}})
 		s.count("create", nil)
 		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
 		return store.Reply{JSON: resp}, nil
@@ -298,15 +283,9 @@ func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task,
 		return Task{}, nil, problem.ErrNotFound
 	}
 	raw, err := s.store.GetOwned(ctx, s.store.Keys.Task(part, id), p.ID, p.Admin(), true)
-	if errors.Is(err, store.ErrNotFound) {
-		return Task{}, nil, problem.ErrNotFound
-	}
+	t, err := store.Decode[Task]("task", raw, err)
 	if err != nil {
 		return Task{}, nil, err
-	}
-	var t Task
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return Task{}, nil, fmt.Errorf("decode task: %w", err)
 	}
 	if !canRead(p, t) {
 		return Task{}, nil, problem.ErrNotFound
@@ -318,16 +297,12 @@ func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task,
 // load reads the stored task, whoever asks, and caches it.
 func (s *Service) load(ctx context.Context, part int, id string) (Task, []byte, error) {
 	raw, err := s.store.GetJSON(ctx, s.store.Keys.Task(part, id))
-	if errors.Is(err, store.ErrNotFound) {
+	t, err := store.Decode[Task]("task", raw, err)
+	if errors.Is(err, problem.ErrNotFound) {
 		s.cache.drop(id)
-		return Task{}, nil, problem.ErrNotFound
 	}
 	if err != nil {
 		return Task{}, nil, err
-	}
-	var t Task
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return Task{}, nil, fmt.Errorf("decode task: %w", err)
 	}
 	s.cache.put(id, t.Revision, raw)
 	return t, raw, nil
@@ -450,10 +425,6 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 				s.metrics.TasksEntered.WithLabelValues(string(change.Task.Status)).Inc()
 			}
 			return store.Reply{JSON: next}, nil
-		case store.Replayed:
-			return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
-		case store.IdemConflict:
-			return store.Reply{}, problem.ErrIdempotency
 		case store.Missing:
 			s.cache.drop(id)
 			return store.Reply{}, problem.ErrNotFound
@@ -470,7 +441,7 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 			fromCache = false
 			continue
 		default:
-			return store.Reply{}, fmt.Errorf("apply task: unexpected outcome %d", res.Outcome)
+			return store.Settle(res.Outcome, res.ReplayBody, "apply task")
 		}
 	}
 	return store.Reply{}, fmt.Errorf("%w: too much contention on task", store.ErrUnavailable)

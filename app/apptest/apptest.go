@@ -1,5 +1,5 @@
 // Package apptest starts real servers for black-box tests: the real app on a
-// loopback port, driven over HTTP.
+// loopback port, driven over HTTP through package client.
 package apptest
 
 import (
@@ -12,7 +12,9 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // Secret is the HS256 secret of test servers.
@@ -20,9 +22,10 @@ const Secret = "test-secret-0123456789abcdef-0123456789"
 
 // Server is one running app.
 type Server struct {
-	App  *app.App
-	URL  string
-	Logs *SafeBuffer
+	App   *app.App
+	URL   string
+	Logs  *SafeBuffer
+	Store store.Config // the store it runs on
 }
 
 // SafeBuffer is a bytes.Buffer safe for concurrent writes and reads.
@@ -73,9 +76,16 @@ func Start(t testing.TB, sc store.Config, cfg app.Config) *Server {
 	if err := a.Start(ctx); err != nil {
 		t.Fatalf("app.Start: %v", err)
 	}
-	s := &Server{App: a, URL: "http://" + a.Addr(), Logs: logs}
+	s := &Server{App: a, URL: "http://" + a.Addr(), Logs: logs, Store: sc}
 	t.Cleanup(func() { s.Stop(t) })
 	return s
+}
+
+// EachBackend runs fn, on every store backend as storetest.EachBackend
+// does, against a server started with cfg.
+func EachBackend(t *testing.T, cfg app.Config, fn func(t *testing.T, srv *Server)) {
+	t.Helper()
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) { fn(t, Start(t, sc, cfg)) })
 }
 
 // freeAddr is a loopback address with a port that was free a moment ago.
@@ -106,4 +116,52 @@ func Token(t testing.TB, subject string, scopes ...string) string {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// Client is a client of the server with a token of subject.
+func (s *Server) Client(t testing.TB, subject string, opts ...client.Option) *client.Client {
+	t.Helper()
+	return client.New(s.URL, Token(t, subject), opts...)
+}
+
+// Session opens a session as cl, or fails the test.
+func Session(t testing.TB, ctx context.Context, cl *client.Client) *client.Session {
+	t.Helper()
+	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	return ses
+}
+
+// SessionWithTask opens a session as cl and starts the task in it (in's
+// SessionID is the new session's), or fails the test.
+func SessionWithTask(t testing.TB, ctx context.Context, cl *client.Client, in client.CreateTaskInput) (*client.Session, *client.Task) {
+	t.Helper()
+	ses := Session(t, ctx, cl)
+	in.SessionID = ses.SessionID
+	task, err := cl.CreateTask(ctx, in)
+	if err != nil {
+		t.Fatalf("CreateTask: %v", err)
+	}
+	return ses, task
+}
+
+// Standalone starts a server with cfg on a standalone Redis store of its own
+// (storetest.Standalone).
+func Standalone(t testing.TB, cfg app.Config) *Server {
+	t.Helper()
+	return Start(t, storetest.Standalone(t), cfg)
+}
+
+// Replicas starts n servers with cfg on one standalone Redis store of their
+// own: replicas of one deployment.
+func Replicas(t testing.TB, n int, cfg app.Config) []*Server {
+	t.Helper()
+	sc := storetest.Standalone(t)
+	servers := make([]*Server, n)
+	for i := range servers {
+		servers[i] = Start(t, sc, cfg)
+	}
+	return servers
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // TestDevbox runs the executor against a real server, with the test as the
@@ -220,15 +219,7 @@ func TestDevboxCancel(t *testing.T) {
 // devboxTask opens a session and starts a devbox task that runs job.
 func devboxTask(t *testing.T, ctx context.Context, c *client.Client, job string) *client.Task {
 	t.Helper()
-	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox",
-		Input: map[string]string{"job": job}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, task := apptest.SessionWithTask(t, ctx, c, client.CreateTaskInput{Kind: "devbox", Input: map[string]string{"job": job}})
 	return task
 }
 
@@ -314,7 +305,7 @@ func startServer(t *testing.T) *apptest.Server {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // apptest listens on it again; another listener taking it meanwhile is unlikely
-	return apptest.Start(t, storetest.Standalone(t), app.Config{
+	return apptest.Standalone(t, app.Config{
 		Addr: addr, PublicURL: "http://" + addr, WakeBlock: 500 * time.Millisecond,
 	})
 }
