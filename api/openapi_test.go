@@ -338,7 +338,7 @@ func TestContract(t *testing.T) {
 		alice.want(alice.do("POST", "/v1/sessions", `{"surprise":1}`), 400, "invalid_request", nil)
 		alice.want(alice.do("POST", "/v1/sessions", `{"metadata":[1]}`), 400, "invalid_request", nil)
 		alice.want(alice.do("POST", "/v1/sessions", `[]`), 400, "invalid_request", nil)
-		alice.want(alice.do("POST", "/v1/sessions", map[string]any{"notify": []any{map[string]any{"url": "https://example.com"}}}),
+		alice.want(alice.do("POST", "/v1/sessions", map[string]any{"notify": []any{map[string]any{"url": "http://127.0.0.1:9/loopback-is-refused"}}}),
 			400, "invalid_request", nil)
 		alice.want(alice.do("POST", "/v1/sessions", nil, "Idempotency-Key", strings.Repeat("k", 256)), 400, "invalid_request", nil)
 		huge := `{"metadata":{"x":"` + strings.Repeat("a", 1<<20) + `"}}`
@@ -390,7 +390,7 @@ func TestContract(t *testing.T) {
 		alice.want(alice.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID, "label": 7}), 400, "invalid_request", nil)
 		alice.want(alice.do("POST", "/v1/tasks", nil), 400, "invalid_request", nil)
 		alice.want(alice.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID,
-			"notify": []any{map[string]any{"url": "https://example.com"}}}), 400, "invalid_request", nil)
+			"notify": []any{map[string]any{"url": "http://127.0.0.1:9/loopback-is-refused"}}}), 400, "invalid_request", nil)
 		alice.want(alice.do("POST", "/v1/tasks", map[string]any{"sessionId": "ses_nope"}), 404, "not_found", nil)
 		bob.want(bob.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID}), 404, "not_found", nil)
 		alice.want(alice.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID, "kind": "other"},

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
@@ -42,6 +43,8 @@ type App struct {
 	Sessions *sessions.Service
 	Resumer  *sessions.Resumer
 	Hooks    *hooks.Service
+	Notify   *callbacks.Registrar
+	Dispatch *callbacks.Dispatcher
 	Handler  http.Handler
 
 	// DevSecret is the HS256 secret made up at start when none was configured
@@ -96,11 +99,17 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	}
 	log.Info("answer links keyed", "source", keySource)
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log, time.Now)
+	guard := callbacks.Guard{AllowPrivate: cfg.AllowPrivateTargets}
+	a.Notify = callbacks.NewRegistrar(guard, a.Store)
+	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
+		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
+		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard,
+	}, a.Store, a.Metrics, log, time.Now)
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
-		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes,
+		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify,
 	}, a.Store, a.FanIn, a.Metrics, time.Now)
-	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks()}, a.Store, a.FanIn, time.Now)
+	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks(), Notify: a.Notify}, a.Store, a.FanIn, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	a.Hooks, err = hooks.NewService(hooks.Config{
 		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,
@@ -110,7 +119,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		return nil, err
 	}
 	a.Handler = handlers.New(handlers.Deps{
-		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Store: a.Store, Verifier: verifier,
+		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Store: a.Store, Verifier: verifier,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst,
@@ -131,6 +140,9 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	if err := a.Resumer.Start(ctx); err != nil {
+		return err
+	}
+	if err := a.Dispatch.Start(ctx); err != nil {
 		return err
 	}
 	a.server = &http.Server{
@@ -167,6 +179,7 @@ func (a *App) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, a.Dispatch.Stop(ctx)) // deliveries under way finish or are left to another replica
 	errs = append(errs, a.Resumer.Stop(ctx))
 	errs = append(errs, a.Store.Close()) // also ends the readers' blocking reads
 	errs = append(errs, a.FanIn.Stop(ctx))

@@ -50,6 +50,13 @@ type Config struct {
 
 	BodyTimeout          time.Duration // TASKHOOK_BODY_TIMEOUT: a request's whole body must arrive within it; default 15s
 	MaxInflightBodyBytes int64         // TASKHOOK_MAX_INFLIGHT_BODY_BYTES: body bytes held in memory across all requests; default 64 MiB
+
+	NotifyTimeout       time.Duration // TASKHOOK_NOTIFY_TIMEOUT: one notification delivery attempt; default 10s
+	NotifyConcurrency   int           // TASKHOOK_NOTIFY_CONCURRENCY: deliveries under way at once per replica; default 64
+	NotifyRetryBase     time.Duration // TASKHOOK_NOTIFY_RETRY_BASE: the first retry's backoff; default 15s
+	NotifyMaxAttempts   int           // TASKHOOK_NOTIFY_MAX_ATTEMPTS: attempts before a notification is dead-lettered; default 8
+	NotifyClaimIdle     time.Duration // TASKHOOK_NOTIFY_CLAIM_IDLE: a delivery left this long by a dead replica is taken over; default the timeout + 10s
+	AllowPrivateTargets bool          // TASKHOOK_ALLOW_PRIVATE_TARGETS: let endpoints resolve to loopback, private and metadata addresses
 }
 
 // Validate reports every setting that cannot work.
@@ -110,6 +117,12 @@ func (c Config) Validate() error {
 	}
 	if c.HookBurst < 0 {
 		errs = append(errs, errors.New("TASKHOOK_HOOK_BURST must be at least 1"))
+	}
+	if c.NotifyTimeout < 0 || c.NotifyConcurrency < 0 || c.NotifyRetryBase < 0 || c.NotifyMaxAttempts < 0 || c.NotifyClaimIdle < 0 {
+		errs = append(errs, errors.New("TASKHOOK_NOTIFY_* settings must not be negative"))
+	}
+	if c.NotifyMaxAttempts > 100 {
+		errs = append(errs, errors.New("TASKHOOK_NOTIFY_MAX_ATTEMPTS must be at most 100"))
 	}
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error":
@@ -223,6 +236,15 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_HOOK_MAX_DELIVERIES", func(v string) (err error) { c.HookMaxDeliveries, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_HOOK_RATE_LIMIT", func(v string) (err error) { c.HookRateLimit, err = strconv.ParseFloat(v, 64); return err })
 	parse("TASKHOOK_HOOK_BURST", func(v string) (err error) { c.HookBurst, err = strconv.Atoi(v); return err })
+	parse("TASKHOOK_NOTIFY_TIMEOUT", dur(&c.NotifyTimeout))
+	parse("TASKHOOK_NOTIFY_CONCURRENCY", func(v string) (err error) { c.NotifyConcurrency, err = strconv.Atoi(v); return err })
+	parse("TASKHOOK_NOTIFY_RETRY_BASE", dur(&c.NotifyRetryBase))
+	parse("TASKHOOK_NOTIFY_MAX_ATTEMPTS", func(v string) (err error) { c.NotifyMaxAttempts, err = strconv.Atoi(v); return err })
+	parse("TASKHOOK_NOTIFY_CLAIM_IDLE", dur(&c.NotifyClaimIdle))
+	parse("TASKHOOK_ALLOW_PRIVATE_TARGETS", func(v string) (err error) {
+		c.AllowPrivateTargets, err = strconv.ParseBool(v)
+		return err
+	})
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}

@@ -20,7 +20,8 @@ type Session = wire.Session[time.Time]
 
 // CreateSessionInput is the body of POST /v1/sessions.
 type CreateSessionInput struct {
-	Metadata map[string]any `json:"metadata,omitempty"`
+	Metadata map[string]any    `json:"metadata,omitempty"`
+	Notify   []EndpointRequest `json:"notify,omitempty"` // notification endpoints; the answer shows each one's secret, once
 }
 
 // CreateSession opens an active session owned by the caller.

@@ -56,6 +56,9 @@ type CreateTaskInput struct {
 	TTLMs          *int64         `json:"ttlMs,omitempty"`
 	PollIntervalMs *int64         `json:"pollIntervalMs,omitempty"`
 	Requester      string         `json:"requester,omitempty"`
+	// Notify registers notification endpoints; the answer's Notify shows
+	// each one's secret, once.
+	Notify []EndpointRequest `json:"notify,omitempty"`
 }
 
 // CreateTask starts a task in a session. The answer is the receipt: the task

@@ -115,6 +115,8 @@ func toAPIError(err error) *APIError {
 		return apiError(http.StatusConflict, wire.CodeTaskTerminal, "the task has ended")
 	case errors.Is(err, problem.ErrSessionNotActive):
 		return apiError(http.StatusConflict, wire.CodeSessionNotActive, "the session is not active")
+	case errors.Is(err, problem.ErrTooManyEndpoints):
+		return apiError(http.StatusConflict, wire.CodeTooManyEndpoints, "the session or task holds as many notification endpoints as it may (10)")
 	case errors.Is(err, problem.ErrIdempotency):
 		return apiError(http.StatusConflict, wire.CodeIdempotencyConflict, "this Idempotency-Key was used with a different request body")
 	case errors.Is(err, store.ErrBadCursor):

@@ -24,6 +24,7 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 // Capabilities this build serves, for /v1/info.
 var capabilities = []string{
 	"sessions", "session-cancel", "tasks", "input-requests", "long-poll", "idempotency", "events-json", "events-sse", "hooks",
+	"notifications",
 }
 
 func (a *api) info(w http.ResponseWriter, r *http.Request) {

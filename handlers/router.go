@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
@@ -26,7 +27,8 @@ import (
 type Deps struct {
 	Tasks        *tasks.Service
 	Sessions     *sessions.Service
-	Hooks        *hooks.Service // nil: the hook routes are not mounted
+	Hooks        *hooks.Service       // nil: the hook routes are not mounted
+	Notify       *callbacks.Registrar // nil: the notification routes are not mounted
 	Store        *store.Store
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
@@ -51,6 +53,7 @@ type api struct {
 	tasks    *tasks.Service
 	sessions *sessions.Service
 	hooks    *hooks.Service
+	notify   *callbacks.Registrar
 	store    *store.Store
 	verifier *authz.Verifier
 	metrics  *metrics.Metrics
@@ -63,7 +66,7 @@ type api struct {
 // New builds the router.
 func New(d Deps) http.Handler {
 	a := &api{
-		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, store: d.Store, verifier: d.Verifier,
+		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, store: d.Store, verifier: d.Verifier,
 		metrics: d.Metrics, log: d.Log, version: d.Version,
 	}
 	maxBody, timeout, inflight := d.MaxBodyBytes, d.BodyTimeout, d.MaxInflightBodyBytes
@@ -122,6 +125,14 @@ func New(d Deps) http.Handler {
 			r.Post("/tasks/{taskId}/complete", a.taskCommand(tasks.CmdComplete))
 			r.Post("/tasks/{taskId}/fail", a.taskCommand(tasks.CmdFail))
 			r.Post("/tasks/{taskId}/cancel", a.taskCommand(tasks.CmdCancel))
+			if a.notify != nil {
+				for _, owner := range []string{"/sessions/{sessionId}", "/tasks/{taskId}"} {
+					r.Post(owner+"/notify", a.addEndpoint)
+					r.Get(owner+"/notify", a.listEndpoints)
+					r.Delete(owner+"/notify/{endpointId}", a.removeEndpoint)
+				}
+				r.Get("/sessions/{sessionId}/notify/dead-letters", a.deadLetters)
+			}
 
 			if a.hooks != nil {
 				r.Post("/hooks", a.createHook)

@@ -35,6 +35,8 @@ type Metrics struct {
 	HookRedeliveries prometheus.Counter     // events delivered again after their visibility ran out
 	HookDeadLetters  prometheus.Counter     // events moved to the dead-letter list
 	HookPending      prometheus.Histogram   // a group's unacknowledged events, observed at each read
+
+	Notify Notify // outbound notifications
 }
 
 // New makes a registry with every collector, plus the Go and process collectors.
@@ -99,6 +101,7 @@ func New() *Metrics {
 	} {
 		f(c)
 	}
+	m.Notify = newNotify(r)
 	return m
 }
 

@@ -21,6 +21,9 @@ var (
 	// ErrSessionNotActive is a session that is cancelled: it takes no new
 	// tasks or hooks.
 	ErrSessionNotActive = errors.New("session is not active")
+	// ErrTooManyEndpoints is a session or task that holds as many
+	// notification endpoints as it may.
+	ErrTooManyEndpoints = errors.New("too many notification endpoints")
 )
 
 // ValidationError is a request that can never succeed as sent: Field names

@@ -1,8 +1,9 @@
 // Package sessions holds sessions, an agent's conversation: the owner scope
 // of its tasks and the log of what the agent must hear about.
 //
-// It imports tasks (to cancel a session's tasks), store, ids, events, problem,
-// authz and api/wire, never handlers.
+// It imports tasks (to cancel a session's tasks), callbacks (to check
+// notification endpoints), store, ids, events, problem, authz and api/wire,
+// never handlers.
 package sessions
 
 import (
@@ -16,6 +17,7 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
@@ -34,7 +36,7 @@ type Session = wire.Session[events.Time]
 // CreateInput is the body of POST /v1/sessions.
 type CreateInput struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
-	Notify   []any           `json:"notify,omitempty"`
+	Notify   []wire.EndpointRequest `json:"notify,omitempty"`
 }
 
 // Config holds the session limits. Zero means the default.
@@ -45,6 +47,8 @@ type Config struct {
 	// the log as readers see them (tasks.Service.AnswerLinks); nil shows the
 	// events as stored, without links.
 	AnswerLinks *tasks.AnswerLinks
+	// Notify checks notification endpoints; nil refuses every endpoint.
+	Notify *callbacks.Registrar
 }
 
 // Service creates and reads sessions.
@@ -72,9 +76,17 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
 		return nil, false, &problem.ValidationError{Field: "metadata", Message: "must be an object"}
 	}
-	if len(in.Notify) > 0 {
-		return nil, false, &problem.ValidationError{Field: "notify", Message: "notification endpoints are not available in this version"}
+	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, in.Notify)
+	if err != nil {
+		return nil, false, err
 	}
+	return s.create(ctx, p, in.Metadata, eps, records, idem)
+}
+
+// create writes a new session with its endpoints: eps as the answer shows
+// them (secrets included), records as the store keeps them.
+func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.RawMessage, eps []wire.Endpoint,
+	records store.NewEndpoints, idem store.Idempotency) ([]byte, bool, error) {
 	part := ids.PartitionFor(idem.Scope, s.store.Partitions)
 	if idem.Scope == "" {
 		part = ids.PartitionFor(ids.NewRequestID(), s.store.Partitions)
@@ -82,7 +94,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	now := s.now()
 	ses := Session{
 		SessionID: ids.New(ids.SessionPrefix, part), Status: Active, Owner: p.ID,
-		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: in.Metadata, Notify: []json.RawMessage{},
+		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: metadata, Notify: []wire.Endpoint{},
 	}
 	if ses.Metadata == nil {
 		ses.Metadata = json.RawMessage("{}")
@@ -98,16 +110,24 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err != nil {
 		return nil, false, err
 	}
+	resp := raw
+	if len(eps) > 0 {
+		ses.Notify = eps
+		if resp, err = json.Marshal(ses); err != nil {
+			return nil, false, err
+		}
+		records.Response = resp
+	}
 	res, err := s.store.CreateSession(ctx, store.SessionCreate{
 		Partition: part, ID: ses.SessionID, Owner: p.ID, JSON: raw, Event: ev, Now: now,
-		ExpiresAt: now.Add(s.cfg.TTL), Retention: s.cfg.Retention, Idem: idem,
+		ExpiresAt: now.Add(s.cfg.TTL), Retention: s.cfg.Retention, Idem: idem, Endpoints: records,
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	switch res.Outcome {
 	case store.OK:
-		return raw, false, nil
+		return resp, false, nil
 	case store.Replayed:
 		return res.ReplayBody, true, nil
 	case store.IdemConflict:
@@ -122,7 +142,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 	if err != nil {
 		return Session{}, nil, problem.ErrNotFound
 	}
-	raw, err := s.store.GetOwned(ctx, s.store.Keys.Session(part, id), p.ID, p.Admin(), false)
+	rec, err := s.store.GetOwnedWithEndpoints(ctx, s.store.Keys.Session(part, id), p.ID, p.Admin())
 	if errors.Is(err, store.ErrNotFound) {
 		return Session{}, nil, problem.ErrNotFound
 	}
@@ -130,13 +150,20 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 		return Session{}, nil, err
 	}
 	var ses Session
-	if err := json.Unmarshal(raw, &ses); err != nil {
+	if err := json.Unmarshal(rec.JSON, &ses); err != nil {
 		return Session{}, nil, fmt.Errorf("decode session: %w", err)
 	}
 	if !p.CanAccess(ses.Owner) {
 		return Session{}, nil, problem.ErrNotFound
 	}
-	return ses, raw, nil
+	if rec.Endpoints == nil {
+		return ses, rec.JSON, nil
+	}
+	if ses.Notify, err = callbacks.Views(rec.Endpoints); err != nil {
+		return Session{}, nil, err
+	}
+	raw, err := json.Marshal(ses)
+	return ses, raw, err
 }
 
 // List pages through the caller's sessions, newest first, optionally by status.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/taskhook/taskhook/api/wire"
 	"slices"
 	"testing"
 	"time"
@@ -167,9 +168,9 @@ func TestCreateRefusals(t *testing.T) {
 			in    sessions.CreateInput
 			field string
 		}{
-			"metadata not an object": {sessions.CreateInput{Metadata: json.RawMessage(`[1]`)}, "metadata"},
-			"empty metadata":         {sessions.CreateInput{Metadata: json.RawMessage{}}, "metadata"},
-			"notify":                 {sessions.CreateInput{Notify: []any{map[string]any{"url": "https://example.test"}}}, "notify"},
+			"metadata not an object":     {sessions.CreateInput{Metadata: json.RawMessage(`[1]`)}, "metadata"},
+			"empty metadata":             {sessions.CreateInput{Metadata: json.RawMessage{}}, "metadata"},
+			"notify without a registrar": {sessions.CreateInput{Notify: []wire.EndpointRequest{{URL: "https://example.test"}}}, "notify"},
 		} {
 			_, _, err := e.sessions.Create(ctx, alice, c.in, store.Idempotency{})
 			var ve *problem.ValidationError

@@ -129,3 +129,17 @@ func digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:16])
 }
+
+// Outbox is the partition's stream of notifications to deliver, read by every
+// replica through one consumer group.
+func (k Keys) Outbox(p int) string { return k.Tag(p) + "outbox" }
+
+// OutboxRetries holds the partition's notifications waiting for their next
+// attempt, scored by when it is due.
+func (k Keys) OutboxRetries(p int) string { return k.Tag(p) + "outbox:retry" }
+
+// NotifyDeadLetters is a session's stream of notifications given up on (its
+// own and its tasks').
+func (k Keys) NotifyDeadLetters(p int, sessionID string) string {
+	return k.Tag(p) + "ses:" + sessionID + ":notify:dead"
+}

@@ -25,6 +25,11 @@ func luaNames() string {
 		"dead_event_id", deadFieldEventID, "dead_group", deadFieldGroup,
 		"dead_deliveries", deadFieldDeliveries, "dead_at", deadFieldAt,
 	})
+	luaTable(&b, "OUTBOX_FIELD", []string{
+		"endpoint", outboxFieldEndpoint, "scope", outboxFieldScope, "session", outboxFieldSession, "task", outboxFieldTask,
+		"event_id", outboxFieldEventID, "event", outboxFieldEvent, "attempt", outboxFieldAttempt,
+	})
+	luaTable(&b, "OUTBOX_SCOPE", []string{"task", string(ScopeTask), "session", string(ScopeSession)})
 	luaTable(&b, "CLOSED", []string{
 		"explicitly", ClosedExplicitly, "expired", ClosedExpired,
 		"task_terminal", ClosedTaskTerminal, "session_cancelled", ClosedSessionCancelled,

@@ -80,6 +80,10 @@ func ValidStreamID(id string) bool {
 }
 
 // withID puts "id" first into a stored event object.
+// EventWithID is a stored event's JSON with its stream id as "id", as every
+// read and every notification shows it.
+func EventWithID(id string, event []byte) []byte { return withID(id, string(event)) }
+
 func withID(id, event string) []byte {
 	if len(event) < 2 || event[0] != '{' {
 		return []byte(event)
@@ -266,7 +270,41 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 // ErrNotFound, in one round trip that costs the same for somebody else's
 // record as for a missing one.
 func (s *Store) GetOwned(ctx context.Context, key, principal string, admin, requesterToo bool) ([]byte, error) {
-	return s.scripts.readOwned.run(ctx, s, []string{key}, principal, flag(admin), flag(requesterToo))
+	return s.scripts.readOwned.run(ctx, s, []string{key}, principal, flag(admin), flag(requesterToo), "0")
+}
+
+// OwnedRecord is a record's json and its notification endpoint list (nil
+// when it has none).
+type OwnedRecord struct {
+	JSON      []byte
+	Endpoints []byte
+}
+
+// GetOwnedWithEndpoints is GetOwned that also reads the record's notification
+// endpoint list, in the same round trip.
+func (s *Store) GetOwnedWithEndpoints(ctx context.Context, key, principal string, admin bool) (OwnedRecord, error) {
+	return s.scripts.readOwnedEndpoints.run(ctx, s, []string{key}, principal, flag(admin), "0", "1")
+}
+
+// parseReadOwnedEndpoints reads read_owned's answer with the endpoint list:
+// {json, list or nil}, or ErrNotFound.
+func parseReadOwnedEndpoints(v any) (OwnedRecord, error) {
+	if v == nil {
+		return OwnedRecord{}, ErrNotFound
+	}
+	pair, ok := v.([]any)
+	if !ok || len(pair) != 2 {
+		return OwnedRecord{}, fmt.Errorf("read_owned: unexpected reply %T", v)
+	}
+	rec, _ := pair[0].(string)
+	if rec == "" {
+		return OwnedRecord{}, ErrNotFound
+	}
+	out := OwnedRecord{JSON: []byte(rec)}
+	if nfy, _ := pair[1].(string); nfy != "" {
+		out.Endpoints = []byte(nfy)
+	}
+	return out, nil
 }
 
 // parseReadOwned reads read_owned's answer: the json, or ErrNotFound.

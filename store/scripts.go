@@ -70,6 +70,11 @@ type scripts struct {
 	hookClose          script[CloseResult]
 	hookStatus         script[HookStatus]
 	readOwned          script[[]byte]
+	readOwnedEndpoints script[OwnedRecord]
+	notifyAdd          script[EndpointsResult]
+	notifyRemove       script[EndpointsResult]
+	outboxSettle       script[bool]
+	outboxDue          script[int]
 
 	all []*redis.Script // for preload
 }
@@ -109,6 +114,11 @@ func loadScripts() (*scripts, error) {
 	s.hookClose = script[CloseResult]{lua("hook_close"), parseHookClose, withCommandID}
 	s.hookStatus = script[HookStatus]{lua("hook_status"), parseHookStatus, readsOrOnce}
 	s.readOwned = script[[]byte]{lua("read_owned"), parseReadOwned, readsOrOnce}
+	s.readOwnedEndpoints = script[OwnedRecord]{s.readOwned.lua, parseReadOwnedEndpoints, readsOrOnce}
+	s.notifyAdd = script[EndpointsResult]{lua("notify_add"), parseNotifyAdd, withCommandID}
+	s.notifyRemove = script[EndpointsResult]{lua("notify_remove"), parseNotifyRemove, withCommandID}
+	s.outboxSettle = script[bool]{lua("outbox_settle"), parseOutboxSettle, withCommandID}
+	s.outboxDue = script[int]{lua("outbox_due"), parseOutboxDue, readsOrOnce}
 	return s, errors.Join(errs...)
 }
 

@@ -100,7 +100,7 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 	key, hash, ttl := s.idemKey(p, Idempotency{})
 	keys := []string{
 		s.Keys.Session(p, sessionID), s.Keys.SessionLog(p, sessionID), s.Keys.SessionLive(p, sessionID),
-		s.Keys.SessionCancelled(p, sessionID), s.Keys.Cancels(p), s.Keys.Wake(p), key,
+		s.Keys.SessionCancelled(p, sessionID), s.Keys.Cancels(p), s.Keys.Wake(p), key, s.Keys.Outbox(p),
 	}
 	args := []any{hash, ttl, ms(now), logMinID(now, retention), sessionID, ms(now.Add(CancelLease))}
 	for _, t := range tasks {
@@ -150,7 +150,7 @@ func (s *Store) EndCancel(ctx context.Context, w SessionCancelDone) (Result, err
 	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
 	keys := []string{
 		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.SessionLive(p, w.ID),
-		s.Keys.SessionCancelled(p, w.ID), s.Keys.Cancels(p), idemKey, s.Keys.Wake(p),
+		s.Keys.SessionCancelled(p, w.ID), s.Keys.Cancels(p), idemKey, s.Keys.Wake(p), s.Keys.Outbox(p),
 	}
 	args := []any{idemHash, idemTTL, ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.Event, w.Response, w.Cancelled}
 	return s.scripts.sessionCancelDone.run(ctx, s, keys, args...)

@@ -40,7 +40,7 @@ type Config struct {
 	Prefix     string        // every key starts with it; default "th:"
 	Partitions int           // fixed per deployment; default 16
 	Timeout    time.Duration // per-command read/write timeout; default 2s
-	PoolSize   int           // default 64 + Partitions
+	PoolSize   int           // default 64 + 2 × Partitions (the wake readers and the outbox readers each hold one per partition)
 }
 
 func (c Config) withDefaults() Config {
@@ -54,7 +54,7 @@ func (c Config) withDefaults() Config {
 		c.Timeout = 2 * time.Second
 	}
 	if c.PoolSize == 0 {
-		c.PoolSize = 64 + c.Partitions
+		c.PoolSize = 64 + 2*c.Partitions
 	}
 	return c
 }

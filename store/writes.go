@@ -29,6 +29,7 @@ const (
 	RateLimited                     // hook ingest: over the hook's rate; RetryAfter says when to come back
 	TooManyGroups                   // hook read: the hook has as many consumer groups as it may
 	TooManyTasks                    // task create: the session holds as many live tasks as it may
+	TooManyEndpoints                // endpoint add: the record holds as many endpoints as it may
 )
 
 // Result is the answer of a session, task or hook create, a task change or
@@ -117,6 +118,7 @@ type SessionCreate struct {
 	ExpiresAt time.Time
 	Retention time.Duration
 	Idem      Idempotency
+	Endpoints NewEndpoints
 }
 
 // CreateSession writes a session and its session.created event in one script.
@@ -125,12 +127,13 @@ func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, err
 	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
 	keys := []string{
 		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.OwnerSessions(p, w.Owner),
-		idemKey, s.Keys.Wake(p),
+		idemKey, s.Keys.Wake(p), s.Keys.Outbox(p),
 	}
 	args := []any{
 		idemHash, idemTTL, w.ID, w.Owner, w.JSON, ms(w.Now),
 		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention),
 	}
+	args = append(args, w.Endpoints.args()...)
 	return s.scripts.sessionCreate.run(ctx, s, keys, args...)
 }
 
@@ -150,6 +153,7 @@ type TaskCreate struct {
 	Requester string
 	Kind      string // "" for none
 	MaxLive   int    // most live tasks the session may hold; 0: no limit
+	Endpoints NewEndpoints
 }
 
 // CreateTask writes the receipt: the task, its task.created event in both
@@ -163,6 +167,7 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 		s.Keys.SessionTasks(p, w.SessionID), idemKey, s.Keys.Wake(p), s.Keys.OwnerSessions(p, w.Principal),
 		s.Keys.SessionLive(p, w.SessionID), s.Keys.OwnerTasksByStatus(p, w.Principal, "working"),
 		s.Keys.SessionTasksByStatus(p, w.SessionID, "working"), s.Keys.OwnerTasksByKind(p, w.Principal, w.Kind),
+		s.Keys.Outbox(p),
 	}
 	admin := "0"
 	if w.Admin {
@@ -173,6 +178,7 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention), wakeSnapshot(w.JSON), w.SessionID,
 		w.MaxLive, w.Requester, w.Kind,
 	}
+	args = append(args, w.Endpoints.args()...)
 	return s.scripts.taskCreate.run(ctx, s, keys, args...)
 }
 
@@ -205,7 +211,7 @@ type AnswerToken struct {
 func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
-	keys := make([]string, 0, 10+len(w.AnswerTokens))
+	keys := make([]string, 0, 12+len(w.AnswerTokens))
 	keys = append(keys, s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
 		idemKey, s.Keys.Wake(p))
 	for _, a := range w.AnswerTokens {
@@ -213,7 +219,8 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	}
 	keys = append(keys, s.Keys.SessionLive(p, w.SessionID),
 		s.Keys.OwnerTasksByStatus(p, w.Owner, w.OldStatus), s.Keys.OwnerTasksByStatus(p, w.Owner, w.Status),
-		s.Keys.SessionTasksByStatus(p, w.SessionID, w.OldStatus), s.Keys.SessionTasksByStatus(p, w.SessionID, w.Status))
+		s.Keys.SessionTasksByStatus(p, w.SessionID, w.OldStatus), s.Keys.SessionTasksByStatus(p, w.SessionID, w.Status),
+		s.Keys.Session(p, w.SessionID), s.Keys.Outbox(p))
 	args := make([]any, 0, 14+len(w.Events)+len(w.AnswerTokens))
 	args = append(args, idemHash, idemTTL, w.ExpectRevision, w.Status, w.JSON,
 		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeSnapshot(w.JSON), len(w.Events))

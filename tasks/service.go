@@ -9,7 +9,9 @@ import (
 
 	"github.com/taskhook/taskhook/problem"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/cache"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
@@ -26,6 +28,8 @@ type Config struct {
 	PublicURL    string        // answer URLs start with it; default "http://localhost:8080"
 	MaxLive      int           // live tasks one session may hold; default 1000
 	MaxTaskBytes int           // a task record's largest size, as JSON; default 1 MiB
+	// Notify checks notification endpoints; nil refuses every endpoint.
+	Notify *callbacks.Registrar
 	// AnswerKey makes the answer tokens (see AnswerLinks): every replica of a
 	// deployment needs the same one. Default: a random key made once per
 	// process, so answer links work on this process only.
@@ -141,7 +145,7 @@ type CreateInput struct {
 	TTLMs          *int64          `json:"ttlMs,omitempty"`
 	PollIntervalMs *int64          `json:"pollIntervalMs,omitempty"`
 	Requester      string          `json:"requester,omitempty"`
-	Notify         []any           `json:"notify,omitempty"`
+	Notify         []wire.EndpointRequest `json:"notify,omitempty"`
 }
 
 const maxTextField = 200
@@ -188,13 +192,25 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err != nil {
 		return store.Reply{}, err
 	}
+	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, in.Notify)
+	if err != nil {
+		return store.Reply{}, err
+	}
+	resp := raw
+	if len(eps) > 0 {
+		t.Notify = eps
+		if resp, err = json.Marshal(t); err != nil {
+			return store.Reply{}, err
+		}
+		records.Response = resp
+	}
 	// The record of the key lives in the session's partition; the claim makes
 	// a repeat naming another session a conflict too.
 	res, err := store.ClaimedCreate(ctx, s.store, idem, func() (store.Result, error) {
 		return s.store.CreateTask(ctx, store.TaskCreate{
 			Partition: part, ID: t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
 			JSON: raw, Event: ev, Now: now, ExpiresAt: expires.Time, Retention: s.cfg.MaxTTL, Idem: idem,
-			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
+			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive, Endpoints: records,
 		})
 	}, func(r store.Result) bool {
 		return r.Outcome == store.SessionMissing || r.Outcome == store.SessionNotActive || r.Outcome == store.TooManyTasks
@@ -209,7 +225,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw})
 		s.count("create", nil)
 		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
-		return store.Reply{JSON: raw}, nil
+		return store.Reply{JSON: resp}, nil
 	case store.Replayed:
 		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
 	case store.IdemConflict:
@@ -253,9 +269,6 @@ func (s *Service) checkCreate(in CreateInput) error {
 	}
 	if in.PollIntervalMs != nil && (*in.PollIntervalMs < 100 || *in.PollIntervalMs > 3600_000) {
 		return problem.Invalid("pollIntervalMs", "must be 100 to 3600000")
-	}
-	if len(in.Notify) > 0 {
-		return problem.Invalid("notify", "notification endpoints are not available in this version")
 	}
 	return nil
 }

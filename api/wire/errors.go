@@ -21,8 +21,9 @@ const (
 	CodeRequestTimeout      = "request_timeout"
 	CodeRateLimited         = "rate_limited"
 	CodeStoreUnavailable    = "store_unavailable"
-	CodeTooManyTasks        = "too_many_tasks" // 429: the session holds as many live tasks as it may
-	CodeTaskTooLarge        = "task_too_large" // 413: the task record would be above the size limit
+	CodeTooManyTasks        = "too_many_tasks"     // 429: the session holds as many live tasks as it may
+	CodeTaskTooLarge        = "task_too_large"     // 413: the task record would be above the size limit
+	CodeTooManyEndpoints    = "too_many_endpoints" // 409: the session or task holds as many notification endpoints as it may
 	CodeOverloaded          = "overloaded"
 	CodeInternal            = "internal"
 )

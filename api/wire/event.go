@@ -18,6 +18,13 @@ const (
 	EventHookReceived           = "hook.received"
 )
 
+// EventTypes are every event type, in the contract's order.
+var EventTypes = []string{
+	EventSessionCreated, EventSessionCancelled, EventTaskCreated, EventTaskProgress, EventTaskMessage,
+	EventTaskStatus, EventTaskTerminal, EventInputRequested, EventInputResolved,
+	EventAuthorizationRequired, EventAuthorizationCompleted, EventHookReceived,
+}
+
 // Event is one entry of a session's or a task's log. ID is the entry's
 // stream id: a cursor that increases strictly within a log, and the same in
 // a task's log and its session's. task.* events carry the task in data.task.

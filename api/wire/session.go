@@ -11,11 +11,11 @@ const (
 // Session is an agent's conversation, as the API shows it: the owner scope
 // of its tasks. T is the Go type of its timestamps.
 type Session[T any] struct {
-	SessionID     string            `json:"sessionId"`
-	Status        string            `json:"status"` // active or cancelled
-	Owner         string            `json:"owner"`
-	CreatedAt     T                 `json:"createdAt"`
-	LastUpdatedAt T                 `json:"lastUpdatedAt"`
-	Metadata      json.RawMessage   `json:"metadata"`
-	Notify        []json.RawMessage `json:"notify"`
+	SessionID     string          `json:"sessionId"`
+	Status        string          `json:"status"` // active or cancelled
+	Owner         string          `json:"owner"`
+	CreatedAt     T               `json:"createdAt"`
+	LastUpdatedAt T               `json:"lastUpdatedAt"`
+	Metadata      json.RawMessage `json:"metadata"`
+	Notify        []Endpoint      `json:"notify"`
 }

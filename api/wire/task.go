@@ -53,6 +53,9 @@ type Task[T any, S ~string] struct {
 	TTLMs          *int64          `json:"ttlMs"`
 	ExpiresAt      *T              `json:"expiresAt"`
 	PollIntervalMs int64           `json:"pollIntervalMs"`
+	// Notify is the task's notification endpoints, secrets included: only
+	// in the answer that created them. GET .../notify lists them later.
+	Notify []Endpoint `json:"notify,omitempty"`
 }
 
 // Terminal reports whether the task is completed, failed or cancelled: no

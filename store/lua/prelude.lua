@@ -64,6 +64,59 @@ local function event_type(ev)
   return string.match(ev, '^{"type":"([%w%._]+)"')
 end
 
+-- Notification endpoints live in the hash of the session or task they
+-- belong to, and expire with it: field 'nfy' is the JSON array of their
+-- views (as the API shows them, never the secret), field 'sec:<endpointId>'
+-- each one's signing secret.
+--
+-- endpoints_of decodes the lists given, each {scope, nfy field or false}
+-- (scope: OUTBOX_SCOPE.task or .session, whose hash the list came from),
+-- into one list of the active endpoints, each marked with its scope.
+local function endpoints_of(lists)
+  local eps = {}
+  for _, l in ipairs(lists) do
+    if l[2] and l[2] ~= '' then
+      for _, ep in ipairs(cjson.decode(l[2])) do
+        if ep.status == 'active' then
+          ep.scope = l[1]
+          eps[#eps + 1] = ep
+        end
+      end
+    end
+  end
+  return eps
+end
+
+-- save_endpoints writes a record's endpoint list and the secrets of the new
+-- endpoints (pairs: endpoint id, secret, ...).
+local function save_endpoints(rec, nfy, pairs_)
+  if nfy == '' then return end
+  redis.call('HSET', rec, 'nfy', nfy)
+  for i = 1, #pairs_, 2 do
+    redis.call('HSET', rec, 'sec:' .. pairs_[i], pairs_[i + 1])
+  end
+end
+
+-- route enqueues one outbox entry per endpoint in eps that takes the event's
+-- type, in the same script as the change the event reports: the outbox
+-- never misses a committed event and never holds one that was not
+-- committed. The dispatcher (callbacks.Dispatcher) reads the partition's
+-- outbox through a consumer group.
+local function route(outbox, eps, session, task, eid, ev)
+  if #eps == 0 then return end
+  local typ = event_type(ev)
+  for _, ep in ipairs(eps) do
+    for _, kind in ipairs(ep.kinds) do
+      if kind == typ then
+        redis.call('XADD', outbox, '*', OUTBOX_FIELD.endpoint, ep.endpointId,
+          OUTBOX_FIELD.scope, ep.scope, OUTBOX_FIELD.session, session, OUTBOX_FIELD.task, task,
+          OUTBOX_FIELD.event_id, eid, OUTBOX_FIELD.event, ev, OUTBOX_FIELD.attempt, 1)
+        break
+      end
+    end
+  end
+end
+
 -- extend_to makes each key live at least until at_ms (a key with no expiry
 -- yet, such as a new index, gets it).
 local function extend_to(at_ms, keys)

@@ -5,10 +5,13 @@
 -- KEYS[1] record hash (fields json, owner, and requester for a task)
 -- ARGV[1] principal   ARGV[2] '1' when the principal is an admin
 -- ARGV[3] '1' when the requester may read too
--- Returns the json, or false when there is no such record for this principal.
+-- ARGV[4] '1' to read the record's notification endpoint list too
+-- Returns the json, or {json, endpoint list json or false} with ARGV[4], or
+-- false when there is no such record for this principal.
 local h = redis.call('HMGET', KEYS[1], 'owner', 'requester')
 if not h[1] then return false end
 if h[1] == ARGV[1] or ARGV[2] == '1' or (ARGV[3] == '1' and h[2] == ARGV[1]) then
+  if ARGV[4] == '1' then return redis.call('HMGET', KEYS[1], 'json', 'nfy') end
   return redis.call('HGET', KEYS[1], 'json')
 end
 return false

@@ -4,6 +4,7 @@
 -- KEYS[1] session hash   KEYS[2] session log   KEYS[3] session's live tasks
 -- KEYS[4] session's cancelled list   KEYS[5] partition's cancels
 -- KEYS[6] idempotency (or command record)   KEYS[7] wake stream
+-- KEYS[8] partition's outbox
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made
 -- ARGV[2] idempotency ttl ms   ARGV[3] now ms   ARGV[4] log min id
 -- ARGV[5] session id   ARGV[6] session.cancelled event json
@@ -18,7 +19,9 @@ if redis.call('ZCOUNT', KEYS[3], '(' .. ARGV[3], '+inf') > 0 then return {'tasks
 if redis.call('LLEN', KEYS[4]) ~= tonumber(ARGV[8]) then return {'tasks_left'} end
 
 local ms, seq = next_id(ARGV[3], {KEYS[2]})
-redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], format_id(ms, seq), 'e', ARGV[6])
+local id = format_id(ms, seq)
+redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], id, 'e', ARGV[6])
+route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[1], 'nfy')}}), ARGV[5], '', id, ARGV[6])
 redis.call('HDEL', KEYS[1], 'cancelling', 'reason')
 redis.call('DEL', KEYS[3], KEYS[4])
 redis.call('ZREM', KEYS[5], ARGV[5])

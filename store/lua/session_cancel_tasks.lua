@@ -4,8 +4,8 @@
 -- the others are written as task_apply would write a cancel.
 -- KEYS[1] session hash   KEYS[2] session log   KEYS[3] session's live tasks
 -- KEYS[4] session's cancelled list   KEYS[5] partition's cancels
--- KEYS[6] wake stream   KEYS[7] command record
--- KEYS[8..] six per task: task hash, task log, owner's tasks in the old status,
+-- KEYS[6] wake stream   KEYS[7] command record   KEYS[8] partition's outbox
+-- KEYS[9..] six per task: task hash, task log, owner's tasks in the old status,
 --           owner's cancelled tasks, session's tasks in the old status,
 --           session's cancelled tasks
 -- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms   ARGV[3] now ms
@@ -16,28 +16,31 @@
 local r = idem_replay(KEYS[7], ARGV[1])
 if r then return r end
 if redis.call('HGET', KEYS[1], 'cancelling') ~= '1' then return {'not_cancelling'} end
-local ntasks = (#KEYS - 7) / 6
+local ntasks = (#KEYS - 8) / 6
 local take = {}
 local logs = {KEYS[2]}
 for i = 0, ntasks - 1 do
-  local t = redis.call('HMGET', KEYS[8 + 6 * i], 'rev', 'created')
+  local t = redis.call('HMGET', KEYS[9 + 6 * i], 'rev', 'created', 'nfy')
   if t[1] == ARGV[8 + 5 * i] then
-    take[#take + 1] = {i, t[2]}
-    logs[#logs + 1] = KEYS[9 + 6 * i]
+    take[#take + 1] = {i, t[2], t[3]}
+    logs[#logs + 1] = KEYS[10 + 6 * i]
   end
 end
 
 local out = {'ok'}
+local ses_nfy = redis.call('HGET', KEYS[1], 'nfy')
 local ms, seq = next_id(ARGV[3], logs)
 for _, pick in ipairs(take) do
   local i, created = pick[1], pick[2]
-  local k, a = 8 + 6 * i, 7 + 5 * i
+  local k, a = 9 + 6 * i, 7 + 5 * i
   local id = format_id(ms, seq)
   seq = seq + 1
   local rev = tonumber(ARGV[a + 1]) + 1
   redis.call('HSET', KEYS[k], 'rev', rev, 'status', 'cancelled', 'json', ARGV[a + 2])
   redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], id, 'e', ARGV[a + 4])
   redis.call('XADD', KEYS[k + 1], id, 'e', ARGV[a + 4])
+  route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_nfy}}),
+    ARGV[5], ARGV[a], id, ARGV[a + 4])
   redis.call('ZREM', KEYS[3], ARGV[a])
   move_status(ARGV[a], created, redis.call('PEXPIRETIME', KEYS[k]), KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
   redis.call('RPUSH', KEYS[4], ARGV[a])

@@ -1,21 +1,28 @@
 -- session_create: a new active session and its session.created event.
 -- KEYS[1] session hash   KEYS[2] session log   KEYS[3] owner's session index
--- KEYS[4] idempotency    KEYS[5] wake stream
+-- KEYS[4] idempotency    KEYS[5] wake stream   KEYS[6] partition's outbox
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] session id   ARGV[4] owner   ARGV[5] session json   ARGV[6] now ms
 -- ARGV[7] expire-at ms   ARGV[8] event json   ARGV[9] log min id
+-- ARGV[10] the response to keep for a repeat ('' for the session json)
+-- ARGV[11] the session's notification endpoint list ('' for none)
+-- ARGV[12..] endpoint id, secret, for each endpoint of that list
 -- Returns {'ok', eventId} | {'replay', body} | {'idem_conflict'} | {'exists'}
 local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
 
 redis.call('HSET', KEYS[1], 'json', ARGV[5], 'status', 'active', 'owner', ARGV[4])
+save_endpoints(KEYS[1], ARGV[11], {unpack(ARGV, 12)})
 local ms, seq = next_id(ARGV[6], {KEYS[2]})
 local id = format_id(ms, seq)
 redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[9], id, 'e', ARGV[8])
+route(KEYS[6], endpoints_of({{OUTBOX_SCOPE.session, ARGV[11]}}), ARGV[3], '', id, ARGV[8])
 redis.call('ZADD', KEYS[3], ARGV[6], ARGV[3])
 redis.call('PEXPIREAT', KEYS[1], ARGV[7])
 redis.call('PEXPIREAT', KEYS[2], ARGV[7])
 extend_to(ARGV[7], {KEYS[3]})
 wake(KEYS[5], WAKE_KIND.session, ARGV[3], ARGV[3], 0, '')
-return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], {'ok', id})
+local body = ARGV[10]
+if body == '' then body = ARGV[5] end
+return idem_done(KEYS[4], ARGV[1], ARGV[2], body, {'ok', id})

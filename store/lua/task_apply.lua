@@ -7,6 +7,7 @@
 -- KEYS[6+m..10+m] the session's live tasks; the owner's tasks in the old
 --         status and in the new one; the session's tasks in the old status
 --         and in the new one
+-- KEYS[11+m] the session hash (for its notification endpoints)   KEYS[12+m] the partition's outbox
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
@@ -18,10 +19,10 @@
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
-local cur = redis.call('HMGET', KEYS[1], 'rev', 'json', 'status', 'created')
+local cur = redis.call('HMGET', KEYS[1], 'rev', 'json', 'status', 'created', 'nfy')
 if not cur[1] then return {'not_found'} end
 if cur[1] ~= ARGV[3] then return {'conflict', cur[2]} end
-local m = #KEYS - 10
+local m = #KEYS - 12
 
 local n = tonumber(ARGV[11])
 local expire_at = ARGV[12 + n]
@@ -29,10 +30,12 @@ local rev = tonumber(ARGV[3]) + 1
 redis.call('HSET', KEYS[1], 'rev', rev, 'status', ARGV[4], 'json', ARGV[5])
 local ms, seq = next_id(ARGV[6], {KEYS[3], KEYS[2]})
 local out = {'ok'}
+local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[5]}, {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], 'nfy')}})
 for i = 12, 11 + n do
   local id = format_id(ms, seq)
   redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[7], id, 'e', ARGV[i])
   redis.call('XADD', KEYS[2], id, 'e', ARGV[i])
+  route(KEYS[12 + m], eps, ARGV[9], ARGV[8], id, ARGV[i])
   out[#out + 1] = id
   seq = seq + 1
 end

@@ -7,18 +7,23 @@
 --         principal owns it)
 -- KEYS[10] session's live tasks   KEYS[11] owner's working tasks
 -- KEYS[12] session's working tasks   KEYS[13] owner's tasks of this kind
+-- KEYS[14] the partition's outbox
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
 -- ARGV[9] event json   ARGV[10] log min id   ARGV[11] wake snapshot ('' when large)
 -- ARGV[12] session id   ARGV[13] most live tasks a session may hold ('0': no limit)
 -- ARGV[14] requester   ARGV[15] kind ('' for none)
+-- ARGV[16] the response to keep for a repeat ('' for the task json: it
+--          differs when the response shows new endpoints' secrets)
+-- ARGV[17] the task's notification endpoint list ('' for none)
+-- ARGV[18..] endpoint id, secret, for each endpoint of that list
 -- Returns {'ok', eventId} | {'replay', body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'} | {'exists'}
 --       | {'too_many_tasks', live}
 local r = idem_replay(KEYS[7], ARGV[1])
 if r then return r end
-local s = redis.call('HMGET', KEYS[1], 'owner', 'status')
+local s = redis.call('HMGET', KEYS[1], 'owner', 'status', 'nfy')
 if not s[1] or (s[1] ~= ARGV[3] and ARGV[4] ~= '1') then return {'session_not_found'} end
 if s[2] ~= 'active' then return {'session_not_active'} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
@@ -30,10 +35,13 @@ end
 
 redis.call('HSET', KEYS[2], 'rev', 1, 'status', 'working', 'json', ARGV[6], 'owner', ARGV[3],
   'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7])
+save_endpoints(KEYS[2], ARGV[17], {unpack(ARGV, 18)})
 local ms, seq = next_id(ARGV[7], {KEYS[4], KEYS[3]})
 local id = format_id(ms, seq)
 redis.call('XADD', KEYS[4], 'MINID', '~', ARGV[10], id, 'e', ARGV[9])
 redis.call('XADD', KEYS[3], id, 'e', ARGV[9])
+route(KEYS[14], endpoints_of({{OUTBOX_SCOPE.task, ARGV[17]}, {OUTBOX_SCOPE.session, s[3]}}),
+  ARGV[12], ARGV[5], id, ARGV[9])
 redis.call('ZADD', KEYS[5], ARGV[7], ARGV[5])
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', ARGV[7]) -- live tasks that expired
@@ -50,4 +58,6 @@ redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 extend_to(ARGV[8], indexes)
 if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
 wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, ARGV[11])
-return idem_done(KEYS[7], ARGV[1], ARGV[2], ARGV[6], {'ok', id})
+local body = ARGV[16]
+if body == '' then body = ARGV[6] end
+return idem_done(KEYS[7], ARGV[1], ARGV[2], body, {'ok', id})

@@ -1,0 +1,249 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/callbacks/receivertest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// notifyConfig is a server whose endpoints may be on loopback, retrying
+// fast: these tests' receivers are local.
+func notifyConfig() app.Config {
+	return app.Config{
+		AllowPrivateTargets: true, NotifyRetryBase: 5 * time.Millisecond, NotifyMaxAttempts: 3,
+		NotifyTimeout: 2 * time.Second,
+	}
+}
+
+// A task's life reaches the task's and the session's endpoints with exactly
+// the event types each one takes, every delivery signed, its webhook-id the
+// event id and its payload the event with its revision.
+func TestNotificationsDeliverTheRoutedKinds(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		srv := apptest.Start(t, sc, notifyConfig())
+		ctx := context.Background()
+		cl := client.New(srv.URL, apptest.Token(t, "notify-owner"))
+		sesRecv := receivertest.New(t, nil)
+		taskRecv := receivertest.New(t, nil)
+
+		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Notify: []client.EndpointRequest{{URL: sesRecv.URL}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ses.Notify) != 1 || ses.Notify[0].Secret == "" || !slices.Equal(ses.Notify[0].Kinds, client.DefaultNotifyKinds) {
+			t.Fatalf("the created session's endpoint: %+v", ses.Notify)
+		}
+		taskKinds := []string{"task.progress", "task.terminal", "input.resolved"}
+		task, err := cl.CreateTask(ctx, client.CreateTaskInput{
+			SessionID: ses.SessionID, Notify: []client.EndpointRequest{{URL: taskRecv.URL, Kinds: taskKinds}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(task.Notify) != 1 || task.Notify[0].Secret == "" {
+			t.Fatalf("the created task's endpoint: %+v", task.Notify)
+		}
+		// The secret is shown once: reads never hold it.
+		again, err := cl.GetSession(ctx, ses.SessionID)
+		if err != nil || len(again.Notify) != 1 || again.Notify[0].Secret != "" || again.Notify[0].Status != "active" {
+			t.Fatalf("the session read back: %+v %v", again, err)
+		}
+
+		driveTaskLife(t, cl, task.TaskID)
+
+		log, err := cl.TaskEvents(ctx, task.TaskID, client.EventsParams{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := func(kinds []string) []string {
+			var ids []string
+			for _, e := range log.Events {
+				if slices.Contains(kinds, e.Type) {
+					ids = append(ids, e.ID)
+				}
+			}
+			return ids
+		}
+		for _, c := range []struct {
+			name   string
+			recv   *receivertest.Receiver
+			secret string
+			ids    []string
+		}{
+			{"session endpoint", sesRecv, ses.Notify[0].Secret, want(client.DefaultNotifyKinds)},
+			{"task endpoint", taskRecv, task.Notify[0].Secret, want(taskKinds)},
+		} {
+			waitDeliveries(t, c.recv, len(c.ids))
+			var got []string
+			for _, d := range c.recv.Got() {
+				ev, err := client.VerifyNotification(c.secret, d.Header, d.Body)
+				if err != nil {
+					t.Fatalf("%s: a delivery does not verify: %v", c.name, err)
+				}
+				if ev.ID != d.ID() || ev.Revision == 0 || ev.TaskID != task.TaskID {
+					t.Fatalf("%s: delivery %s carries event %+v", c.name, d.ID(), ev)
+				}
+				got = append(got, d.ID())
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.ids) {
+				t.Fatalf("%s got %v, want the events %v", c.name, got, c.ids)
+			}
+		}
+	})
+}
+
+// driveTaskLife runs progress, a message, a question, its answer and the
+// completion.
+func driveTaskLife(t *testing.T, cl *client.Client, id string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cl.Progress(ctx, id, client.ProgressInput{StatusMessage: client.String("half way")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Message(ctx, id, "a note for the agent", nil); err != nil {
+		t.Fatal(err)
+	}
+	asked, err := cl.RequireInput(ctx, id, []client.InputRequest{{Prompt: "Go on?", Display: client.DisplayConfirmation}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := asked.InputRequests[0]
+	if _, err := cl.Respond(ctx, id, []client.InputResponse{{RequestID: req.RequestID, OptionID: req.Options[0].ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Complete(ctx, id, map[string]any{"ok": true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitDeliveries waits for at least n deliveries.
+func waitDeliveries(t *testing.T, r *receivertest.Receiver, n int) {
+	t.Helper()
+	storetest.WaitFor(t, "the notifications", func() bool { return len(r.Got()) >= n })
+}
+
+// Receivers that fail are handled by what they answer: 404 and 410 kill the
+// endpoint after one call, 500 is retried with the same webhook-id, a
+// receiver that never answers is retried and dead-lettered, 400 is dropped
+// and a redirect is not followed. None of it changes the task.
+func TestNotificationFailuresFollowTheAnswer(t *testing.T) {
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{
+		AllowPrivateTargets: true, NotifyRetryBase: 5 * time.Millisecond, NotifyMaxAttempts: 3,
+		NotifyTimeout: 300 * time.Millisecond,
+	})
+	ctx := context.Background()
+	cl := client.New(srv.URL, apptest.Token(t, "notify-failures"))
+
+	redirectTarget := receivertest.New(t, nil)
+	recv := map[string]*receivertest.Receiver{
+		"404": receivertest.New(t, receivertest.Status(http.StatusNotFound)),
+		"410": receivertest.New(t, receivertest.Status(http.StatusGone)),
+		"500 then 200": receivertest.New(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(map[bool]int{true: http.StatusInternalServerError, false: http.StatusOK}[n == 1])
+		}),
+		"400": receivertest.New(t, receivertest.Status(http.StatusBadRequest)),
+		"302": receivertest.New(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, redirectTarget.URL, http.StatusFound)
+		}),
+	}
+	silent := receivertest.New(t, nil)
+	silent.Answer = silent.Block
+	recv["never answers"] = silent
+	names := []string{"404", "410", "500 then 200", "400", "302", "never answers"}
+	var eps []client.EndpointRequest
+	for _, n := range names {
+		eps = append(eps, client.EndpointRequest{URL: recv[n].URL, Kinds: []string{"task.message", "task.terminal"}})
+	}
+	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Notify: eps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := cl.Message(ctx, task.TaskID, "first", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The first event: every receiver is called; the 500 one twice, with
+	// the same webhook-id; the silent one three times, then dead-lettered.
+	waitDeliveries(t, recv["500 then 200"], 2)
+	first := recv["500 then 200"].Got()
+	if first[0].ID() != first[1].ID() || first[0].ID() == "" {
+		t.Fatalf("a retry carries another webhook-id: %q then %q", first[0].ID(), first[1].ID())
+	}
+	storetest.WaitFor(t, "the dead letter", func() bool {
+		page, err := cl.DeadLetters(ctx, ses.SessionID, "", 10)
+		return err == nil && len(page.DeadLetters) == 1
+	})
+	page, _ := cl.DeadLetters(ctx, ses.SessionID, "", 10)
+	dl := page.DeadLetters[0]
+	if dl.EventID != first[0].ID() || dl.Attempts != 3 || dl.EventType != "task.message" || dl.TaskID != task.TaskID {
+		t.Fatalf("dead letter: %+v", dl)
+	}
+	if n := len(silent.Got()); n != 3 {
+		t.Fatalf("the silent receiver was called %d times, want 3 (the attempts)", n)
+	}
+	storetest.WaitFor(t, "both dead endpoints", func() bool {
+		s, err := cl.GetSession(ctx, ses.SessionID)
+		if err != nil {
+			return false
+		}
+		dead := 0
+		for _, ep := range s.Notify {
+			if ep.Status == "dead" {
+				dead++
+			}
+		}
+		return dead == 2
+	})
+
+	// The second event: the dead endpoints are never called again.
+	done, err := cl.Complete(ctx, task.TaskID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDeliveries(t, recv["500 then 200"], 3)
+	waitDeliveries(t, recv["400"], 2)
+	waitDeliveries(t, recv["302"], 2)
+	for _, n := range []string{"404", "410"} {
+		if got := len(recv[n].Got()); got != 1 {
+			t.Fatalf("the %s receiver was called %d times, want once", n, got)
+		}
+	}
+	if got := len(recv["400"].Got()); got != 2 {
+		t.Fatalf("the 400 receiver was called %d times, want once per event", got)
+	}
+	if got := len(redirectTarget.Got()); got != 0 {
+		t.Fatalf("a redirect was followed %d times", got)
+	}
+	s, err := cl.GetSession(ctx, ses.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ep := range s.Notify {
+		dead := names[i] == "404" || names[i] == "410"
+		if (ep.Status == "dead") != dead || (dead && ep.DeadReason == "") {
+			t.Fatalf("endpoint %s: %+v", names[i], ep)
+		}
+	}
+	final, err := cl.GetTask(ctx, task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Revision != done.Revision || final.Revision != msg.Revision+1 || final.Status != client.StatusCompleted {
+		t.Fatalf("the deliveries changed the task: %+v", final)
+	}
+}

@@ -1,0 +1,435 @@
+package callbacks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/store"
+)
+
+// DispatcherConfig tunes the dispatcher. Zero values are the defaults.
+type DispatcherConfig struct {
+	Concurrency   int           // deliveries under way at once on this replica; default 64
+	PerEndpoint   int           // of those, to one endpoint; default Concurrency/4 (at least 1)
+	Timeout       time.Duration // one attempt; default 10s
+	RetryBase     time.Duration // first backoff step; default 15s
+	MaxAttempts   int           // attempts before a notification is dead-lettered; default 8
+	ClaimIdle     time.Duration // an entry pending this long was left by a dead replica; default Timeout + 10s
+	Block         time.Duration // how long one outbox read waits; default 2s
+	DeadLetterTTL time.Duration // how long dead letters are kept; default 30 days
+	Consumer      string        // this replica's name in the consumer group; default a random one
+	Guard         Guard         // the SSRF guard of every connection
+}
+
+func (c DispatcherConfig) withDefaults() DispatcherConfig {
+	if c.Concurrency <= 0 {
+		c.Concurrency = 64
+	}
+	if c.PerEndpoint <= 0 {
+		c.PerEndpoint = max(1, c.Concurrency/4)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = 15 * time.Second
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 8
+	}
+	if c.ClaimIdle <= 0 {
+		c.ClaimIdle = c.Timeout + 10*time.Second
+	}
+	if c.Block <= 0 {
+		c.Block = 2 * time.Second
+	}
+	if c.DeadLetterTTL <= 0 {
+		c.DeadLetterTTL = 30 * 24 * time.Hour
+	}
+	if c.Consumer == "" {
+		c.Consumer = "replica-" + ids.Random(12)
+	}
+	return c
+}
+
+// Dispatcher delivers the outbox: one reader per partition takes entries
+// through the partition's consumer group and hands each to a delivery of
+// its own, so a slow receiver holds only its own deliveries. Every entry is
+// settled by one script (delivered, retried later, dead-lettered, or its
+// endpoint marked dead); an entry whose replica died before settling it is
+// taken over by another replica after ClaimIdle. Delivery is therefore at
+// least once, and a repeat carries the same webhook-id.
+type Dispatcher struct {
+	cfg     DispatcherConfig
+	store   *store.Store
+	sender  *Sender
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	now     func() time.Time
+
+	slots chan struct{} // one per delivery under way
+
+	mu        sync.Mutex
+	started   bool
+	stopRead  context.CancelFunc // ends the readers
+	stopSends context.CancelFunc // abandons deliveries under way (left pending for another replica)
+	readers   sync.WaitGroup
+	sends     sync.WaitGroup
+	busy      map[string]int // deliveries under way by endpoint id
+	oldest    []time.Time    // each partition's oldest undelivered notification
+}
+
+// NewDispatcher makes the dispatcher; Start runs it. now is the clock
+// (time.Now in production).
+func NewDispatcher(cfg DispatcherConfig, s *store.Store, m *metrics.Metrics, log *slog.Logger, now func() time.Time) *Dispatcher {
+	cfg = cfg.withDefaults()
+	return &Dispatcher{
+		cfg: cfg, store: s, metrics: m, log: log, now: now,
+		sender: NewSender(SenderConfig{Timeout: cfg.Timeout, Guard: cfg.Guard}),
+		slots:  make(chan struct{}, cfg.Concurrency),
+		busy:   map[string]int{},
+	}
+}
+
+// Start runs one reader per partition. It is idempotent; after Stop it does
+// nothing.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started {
+		return nil
+	}
+	d.started = true
+	base := context.WithoutCancel(ctx)
+	var readCtx, sendCtx context.Context
+	readCtx, d.stopRead = context.WithCancel(store.Background(base))
+	sendCtx, d.stopSends = context.WithCancel(store.Background(base))
+	for p := 0; p < d.store.Partitions; p++ {
+		d.readers.Add(1)
+		go d.read(readCtx, sendCtx, p)
+	}
+	return nil
+}
+
+// Stop ends the readers and waits, within ctx, for the deliveries under way
+// to finish; those still running when ctx ends are abandoned unsettled and
+// another replica delivers them. It is idempotent.
+func (d *Dispatcher) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	if !d.started {
+		d.started = true // a Start after Stop runs nothing
+		d.stopRead, d.stopSends = func() {}, func() {}
+	}
+	stopRead, stopSends := d.stopRead, d.stopSends
+	d.mu.Unlock()
+	stopRead()
+	done := make(chan struct{})
+	go func() { d.readers.Wait(); d.sends.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		stopSends()
+		<-done
+		return fmt.Errorf("notification deliveries abandoned at shutdown: %w", ctx.Err())
+	}
+}
+
+// maintenance is how often a reader moves due retries back into its outbox
+// and looks for entries a dead replica left.
+const maintenance = time.Second
+
+func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
+	defer d.readers.Done()
+	backoff := 100 * time.Millisecond
+	var lastClaim, lastDue, lastAge time.Time
+	ready := false
+	for ctx.Err() == nil {
+		if !ready {
+			if err := d.store.EnsureOutboxGroup(ctx, p); err != nil {
+				d.pause(ctx, &backoff, p, err)
+				continue
+			}
+			ready = true
+		}
+		if now := d.now(); now.Sub(lastDue) >= maintenance {
+			lastDue = now
+			if _, err := d.store.MoveDueRetries(ctx, p, now, 256); err != nil {
+				d.pause(ctx, &backoff, p, err)
+				continue
+			}
+		}
+		if now := d.now(); now.Sub(lastAge) >= ageEvery {
+			lastAge = now
+			d.measureAge(ctx, p)
+		}
+		n := d.acquire(ctx)
+		if n == 0 {
+			return
+		}
+		var entries []store.OutboxEntry
+		var err error
+		if now := d.now(); now.Sub(lastClaim) >= d.cfg.ClaimIdle/2 {
+			lastClaim = now
+			entries, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, n)
+		}
+		if err == nil && len(entries) == 0 {
+			entries, err = d.store.ReadOutbox(ctx, p, d.cfg.Consumer, n, d.cfg.Block)
+		}
+		if err != nil {
+			d.release(n)
+			d.pause(ctx, &backoff, p, err)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		d.release(n - len(entries))
+		if len(entries) > 0 {
+			d.dispatch(ctx, sendCtx, p, entries)
+		}
+	}
+}
+
+// acquire takes at least one delivery slot (waiting for it) and up to 32,
+// and returns how many; 0 when ctx ended first.
+func (d *Dispatcher) acquire(ctx context.Context) int {
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	n := 1
+	for n < 32 {
+		select {
+		case d.slots <- struct{}{}:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+func (d *Dispatcher) release(n int) {
+	for range n {
+		<-d.slots
+	}
+}
+
+// dispatch starts a delivery for each entry (each holds one slot).
+func (d *Dispatcher) dispatch(ctx, sendCtx context.Context, p int, entries []store.OutboxEntry) {
+	targets, err := d.store.Targets(ctx, p, entries)
+	if err != nil {
+		d.release(len(entries)) // left pending: taken over after ClaimIdle
+		d.logWarn("notification targets not read", p, err)
+		return
+	}
+	for i, e := range entries {
+		d.sends.Add(1)
+		go func() {
+			defer d.sends.Done()
+			defer d.release(1)
+			d.deliver(sendCtx, p, e, targets[i])
+		}()
+	}
+}
+
+// deliver makes one attempt and settles it.
+func (d *Dispatcher) deliver(ctx context.Context, p int, e store.OutboxEntry, t store.Target) {
+	ep, ok := endpointIn(t.List, e.EndpointID)
+	if !ok || ep.Status != wire.EndpointActive {
+		// The record expired, or the endpoint was removed or died since.
+		d.settle(ctx, p, e, store.Settlement{How: store.SettleDone}, "skipped")
+		return
+	}
+	if !d.take(e.EndpointID) {
+		// The endpoint has as many deliveries under way as it may: this one
+		// waits a moment, without spending an attempt, so a slow receiver
+		// never holds the slots other endpoints need.
+		d.settle(ctx, p, e, store.Settlement{How: store.SettleRetry, RetryAt: d.now().Add(time.Second), Attempt: e.Attempt}, "deferred")
+		return
+	}
+	d.inFlight(1)
+	start := d.now()
+	out := d.sender.Send(ctx, Delivery{
+		URL: ep.URL, Secret: t.Secret, MessageID: e.EventID, Body: store.EventWithID(e.EventID, e.Event), At: start,
+	})
+	d.inFlight(-1)
+	d.done(e.EndpointID)
+	if ctx.Err() != nil {
+		return // abandoned at shutdown: another replica takes the entry over
+	}
+	if d.metrics != nil {
+		d.metrics.Notify.Latency.Observe(d.now().Sub(start).Seconds())
+	}
+	d.settleOutcome(ctx, p, e, out)
+}
+
+// settleOutcome turns an attempt's outcome into the entry's settlement.
+func (d *Dispatcher) settleOutcome(ctx context.Context, p int, e store.OutboxEntry, out Outcome) {
+	now := d.now()
+	switch out.Kind {
+	case Delivered:
+		if d.metrics != nil {
+			d.metrics.Notify.Lag.Observe(now.Sub(eventTime(e.EventID)).Seconds())
+			d.metrics.Notify.Attempts.Observe(float64(e.Attempt))
+		}
+		d.settle(ctx, p, e, store.Settlement{How: store.SettleDone}, "delivered")
+	case Dropped:
+		d.settle(ctx, p, e, store.Settlement{How: store.SettleDone}, "dropped")
+	case Dead:
+		if d.settle(ctx, p, e, store.Settlement{How: store.SettleEndpointDead, Reason: out.Reason}, "endpoint_dead") && d.metrics != nil {
+			d.metrics.Notify.DeadEndpoints.Inc()
+		}
+	default: // Retry
+		if e.Attempt >= d.cfg.MaxAttempts {
+			d.settle(ctx, p, e, store.Settlement{
+				How: store.SettleDeadLetter, Reason: out.Reason, EventType: eventType(e.Event),
+				Now: now, DeadLetter: d.cfg.DeadLetterTTL,
+			}, "dead_lettered")
+			return
+		}
+		wait := max(out.RetryAfter, Backoff(d.cfg.RetryBase, e.Attempt, rand.Float64))
+		d.settle(ctx, p, e, store.Settlement{How: store.SettleRetry, RetryAt: now.Add(wait), Attempt: e.Attempt + 1}, "retried")
+	}
+	if out.Kind != Retry && d.metrics != nil && out.Kind != Delivered {
+		d.metrics.Notify.Attempts.Observe(float64(e.Attempt))
+	}
+}
+
+// settle writes the settlement; an entry another replica settled first
+// counts nothing. It reports whether this replica settled it.
+func (d *Dispatcher) settle(ctx context.Context, p int, e store.OutboxEntry, st store.Settlement, outcome string) bool {
+	ok, err := d.store.SettleOutbox(ctx, p, e, st)
+	if err != nil {
+		// Left pending: another replica (or this one) takes it over after
+		// ClaimIdle and delivers it again with the same webhook-id.
+		d.logWarn("notification not settled", p, err)
+		return false
+	}
+	if ok && d.metrics != nil {
+		d.metrics.Notify.Deliveries.WithLabelValues(outcome).Inc()
+	}
+	return ok
+}
+
+// take counts a delivery to an endpoint, unless it has PerEndpoint under way.
+func (d *Dispatcher) take(endpointID string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy[endpointID] >= d.cfg.PerEndpoint {
+		return false
+	}
+	d.busy[endpointID]++
+	return true
+}
+
+func (d *Dispatcher) done(endpointID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy[endpointID]--; d.busy[endpointID] <= 0 {
+		delete(d.busy, endpointID)
+	}
+}
+
+func (d *Dispatcher) inFlight(delta float64) {
+	if d.metrics != nil {
+		d.metrics.Notify.InFlight.Add(delta)
+	}
+}
+
+func (d *Dispatcher) pause(ctx context.Context, backoff *time.Duration, p int, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	d.logWarn("notification outbox read failed", p, err)
+	t := time.NewTimer(*backoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	*backoff = min(*backoff*2, 5*time.Second)
+}
+
+func (d *Dispatcher) logWarn(msg string, p int, err error) {
+	if d.log != nil && !errors.Is(err, context.Canceled) {
+		d.log.Warn(msg, "partition", p, "err", err)
+	}
+}
+
+// endpointIn finds an endpoint in a stored list.
+func endpointIn(list []byte, id string) (wire.Endpoint, bool) {
+	views, err := Views(list)
+	if err != nil {
+		return wire.Endpoint{}, false
+	}
+	for _, v := range views {
+		if v.EndpointID == id {
+			return v, true
+		}
+	}
+	return wire.Endpoint{}, false
+}
+
+// eventTime is when an event was committed: its id's milliseconds.
+func eventTime(id string) time.Time {
+	msPart, _, _ := strings.Cut(id, "-")
+	v, err := strconv.ParseInt(msPart, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+// eventType reads a stored event's type.
+func eventType(event []byte) string {
+	var head struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(event, &head)
+	return head.Type
+}
+
+// ageEvery is how often a reader measures its partition's oldest
+// undelivered notification.
+const ageEvery = 5 * time.Second
+
+// measureAge records partition p's oldest undelivered notification and sets
+// the gauge to the oldest of all partitions.
+func (d *Dispatcher) measureAge(ctx context.Context, p int) {
+	if d.metrics == nil {
+		return
+	}
+	oldest, err := d.store.OldestUndelivered(ctx, p)
+	if err != nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.oldest == nil {
+		d.oldest = make([]time.Time, d.store.Partitions)
+	}
+	d.oldest[p] = oldest
+	var first time.Time
+	for _, t := range d.oldest {
+		if !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	age := 0.0
+	if !first.IsZero() {
+		age = d.now().Sub(first).Seconds()
+	}
+	d.metrics.Notify.OutboxAge.Set(age)
+}

@@ -1,0 +1,279 @@
+package callbacks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
+	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/store"
+)
+
+// EndpointPrefix starts every notification endpoint id.
+const EndpointPrefix = "ep_"
+
+// maxURL is the longest endpoint URL taken.
+const maxURL = 2048
+
+// Registrar checks endpoint requests and makes their records: the one place
+// that decides what a notification endpoint may be. It also adds, removes
+// and lists the endpoints of an existing session or task.
+type Registrar struct {
+	guard Guard
+	store *store.Store
+}
+
+// NewRegistrar wires the registrar.
+func NewRegistrar(g Guard, s *store.Store) *Registrar { return &Registrar{guard: g, store: s} }
+
+// NewEndpoint checks one endpoint request (field names it in errors, e.g.
+// "notify[1]") and returns the endpoint as its creator sees it (the secret
+// included) and its secret.
+func (r *Registrar) NewEndpoint(ctx context.Context, req wire.EndpointRequest, field string) (wire.Endpoint, error) {
+	if req.URL == "" {
+		return wire.Endpoint{}, problem.Invalid(field+".url", "is required")
+	}
+	if len(req.URL) > maxURL {
+		return wire.Endpoint{}, problem.Invalid(field+".url", "is longer than %d bytes", maxURL)
+	}
+	if err := r.guard.CheckURL(ctx, req.URL); err != nil {
+		var te *TargetError
+		if errors.As(err, &te) {
+			return wire.Endpoint{}, problem.Invalid(field+".url", "%s", te.Reason)
+		}
+		return wire.Endpoint{}, problem.Invalid(field+".url", "cannot be checked: %v", err)
+	}
+	kinds, err := endpointKinds(req.Kinds, field+".kinds")
+	if err != nil {
+		return wire.Endpoint{}, err
+	}
+	secret := req.Secret
+	if secret == "" {
+		secret = stdwebhooks.NewSecret()
+	} else if key, err := stdwebhooks.DecodeSecret(secret); err != nil || len(key) < 16 || len(key) > 64 {
+		return wire.Endpoint{}, problem.Invalid(field+".secret", "must be whsec_ followed by the base64 of 16 to 64 bytes")
+	}
+	return wire.Endpoint{
+		EndpointID: EndpointPrefix + ids.Random(20), URL: req.URL, Kinds: kinds,
+		Status: wire.EndpointActive, Secret: secret,
+	}, nil
+}
+
+// NewEndpoints checks the endpoints of a create (field "notify") and returns
+// them as their creator sees them and as the store keeps them.
+func (r *Registrar) NewEndpoints(ctx context.Context, reqs []wire.EndpointRequest) ([]wire.Endpoint, store.NewEndpoints, error) {
+	if r == nil && len(reqs) > 0 {
+		return nil, store.NewEndpoints{}, problem.Invalid("notify", "notification endpoints are not enabled on this server")
+	}
+	if len(reqs) > wire.MaxEndpoints {
+		return nil, store.NewEndpoints{}, problem.Invalid("notify", "holds at most %d endpoints", wire.MaxEndpoints)
+	}
+	if len(reqs) == 0 {
+		return []wire.Endpoint{}, store.NewEndpoints{}, nil
+	}
+	out := make([]wire.Endpoint, len(reqs))
+	for i, req := range reqs {
+		ep, err := r.NewEndpoint(ctx, req, fmt.Sprintf("notify[%d]", i))
+		if err != nil {
+			return nil, store.NewEndpoints{}, err
+		}
+		out[i] = ep
+	}
+	return out, Records(out), nil
+}
+
+// Records is how the store keeps endpoints: their views without secrets,
+// and each one's secret.
+func Records(eps []wire.Endpoint) store.NewEndpoints {
+	if len(eps) == 0 {
+		return store.NewEndpoints{}
+	}
+	rec := store.NewEndpoints{List: ViewJSON(eps)}
+	for _, ep := range eps {
+		rec.Secrets = append(rec.Secrets, ep.EndpointID, ep.Secret)
+	}
+	return rec
+}
+
+// ViewJSON is the endpoint list as every read shows it: without secrets.
+func ViewJSON(eps []wire.Endpoint) []byte {
+	views := make([]wire.Endpoint, len(eps))
+	for i, ep := range eps {
+		ep.Secret = ""
+		views[i] = ep
+	}
+	b, _ := json.Marshal(views)
+	return b
+}
+
+// Views reads a stored endpoint list (nil: none). The scripts rewrite the
+// list with Lua's JSON encoder, which writes an empty array as {}; an
+// endpoint always has kinds, so this never meets one.
+func Views(list []byte) ([]wire.Endpoint, error) {
+	out := []wire.Endpoint{}
+	if len(list) == 0 {
+		return out, nil
+	}
+	if err := json.Unmarshal(list, &out); err != nil {
+		return nil, fmt.Errorf("decode endpoint list: %w", err)
+	}
+	return out, nil
+}
+
+// endpointKinds checks the event types an endpoint asks for; none means
+// wire.DefaultNotifyKinds.
+func endpointKinds(kinds []string, field string) ([]string, error) {
+	if kinds == nil {
+		return slices.Clone(wire.DefaultNotifyKinds), nil
+	}
+	if len(kinds) == 0 {
+		return nil, problem.Invalid(field, "must name at least one event type (leave it out for the default ones)")
+	}
+	seen := make(map[string]bool, len(kinds))
+	for i, k := range kinds {
+		if !slices.Contains(wire.EventTypes, k) {
+			return nil, problem.Invalid(fmt.Sprintf("%s[%d]", field, i), "is not an event type")
+		}
+		if seen[k] {
+			return nil, problem.Invalid(fmt.Sprintf("%s[%d]", field, i), "is listed twice")
+		}
+		seen[k] = true
+	}
+	return slices.Clone(kinds), nil
+}
+
+// Owner names the session or task that holds endpoints.
+type Owner struct {
+	Session bool   // a session's endpoints; else a task's
+	ID      string // its id
+}
+
+// key is the owner's record hash and partition; ErrNotFound for an id no
+// partition holds.
+func (r *Registrar) key(o Owner) (int, string, error) {
+	prefix := ids.TaskPrefix
+	if o.Session {
+		prefix = ids.SessionPrefix
+	}
+	p, err := ids.PartitionOf(o.ID, prefix, r.store.Partitions)
+	if err != nil {
+		return 0, "", problem.ErrNotFound
+	}
+	if o.Session {
+		return p, r.store.Keys.Session(p, o.ID), nil
+	}
+	return p, r.store.Keys.Task(p, o.ID), nil
+}
+
+// Add registers one more endpoint (field "notify" names it in errors) and
+// returns it as its creator sees it, secret included.
+func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wire.EndpointRequest, idem store.Idempotency) (store.Reply, error) {
+	p, key, err := r.key(o)
+	if err != nil {
+		return store.Reply{}, err
+	}
+	ep, err := r.NewEndpoint(ctx, req, "notify")
+	if err != nil {
+		return store.Reply{}, err
+	}
+	resp, err := json.Marshal(ep)
+	if err != nil {
+		return store.Reply{}, err
+	}
+	view := ep
+	view.Secret = ""
+	viewJSON, err := json.Marshal(view)
+	if err != nil {
+		return store.Reply{}, err
+	}
+	res, err := r.store.AddEndpoint(ctx, store.EndpointChange{
+		Partition: p, Key: key, Principal: pr.ID, Admin: pr.Admin(), ID: ep.EndpointID,
+		View: viewJSON, Secret: ep.Secret, Max: wire.MaxEndpoints, Idem: idem, Response: resp,
+	})
+	if err != nil {
+		return store.Reply{}, err
+	}
+	switch res.Outcome {
+	case store.OK:
+		return store.Reply{JSON: resp}, nil
+	case store.Replayed:
+		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
+	case store.IdemConflict:
+		return store.Reply{}, problem.ErrIdempotency
+	case store.Missing:
+		return store.Reply{}, problem.ErrNotFound
+	case store.TooManyEndpoints:
+		return store.Reply{}, problem.ErrTooManyEndpoints
+	}
+	return store.Reply{}, fmt.Errorf("add endpoint: unexpected outcome %d", res.Outcome)
+}
+
+// Remove deletes an endpoint; deliveries already queued for it are dropped.
+func (r *Registrar) Remove(ctx context.Context, pr authz.Principal, o Owner, endpointID string) error {
+	p, key, err := r.key(o)
+	if err != nil {
+		return err
+	}
+	res, err := r.store.RemoveEndpoint(ctx, store.EndpointChange{
+		Partition: p, Key: key, Principal: pr.ID, Admin: pr.Admin(), ID: endpointID,
+	})
+	if err != nil {
+		return err
+	}
+	if res.Outcome != store.OK {
+		return problem.ErrNotFound
+	}
+	return nil
+}
+
+// List reads the owner's endpoints, as any read shows them (no secrets).
+func (r *Registrar) List(ctx context.Context, pr authz.Principal, o Owner) ([]wire.Endpoint, error) {
+	_, key, err := r.key(o)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := r.store.GetOwnedWithEndpoints(ctx, key, pr.ID, pr.Admin())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, problem.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Views(rec.Endpoints)
+}
+
+// DeadLetters reads a session's dead letters (its own endpoints' and its
+// tasks') after a cursor, for its owner.
+func (r *Registrar) DeadLetters(ctx context.Context, pr authz.Principal, sessionID, after string, limit int) ([]wire.DeadLetter[events.Time], string, error) {
+	p, key, err := r.key(Owner{Session: true, ID: sessionID})
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := r.store.GetOwned(ctx, key, pr.ID, pr.Admin(), false); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, "", problem.ErrNotFound
+		}
+		return nil, "", err
+	}
+	dls, err := r.store.DeadLetters(ctx, p, sessionID, after, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]wire.DeadLetter[events.Time], len(dls))
+	cursor := after
+	for i, d := range dls {
+		out[i] = wire.DeadLetter[events.Time]{
+			EndpointID: d.EndpointID, EventID: d.EventID, EventType: d.EventType, TaskID: d.TaskID,
+			Attempts: d.Attempts, LastError: d.LastError, At: events.At(d.At),
+		}
+		cursor = d.ID
+	}
+	return out, cursor, nil
+}

@@ -1,0 +1,98 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
+)
+
+type (
+	// EndpointRequest asks for a notification endpoint: where the service
+	// POSTs events, which event types (none: DefaultNotifyKinds) and the
+	// signing secret ("whsec_" and base64; the server makes one when empty).
+	EndpointRequest = wire.EndpointRequest
+	// Endpoint is a notification endpoint. Secret is set only in the answer
+	// that created it.
+	Endpoint = wire.Endpoint
+	// DeadLetter is a notification the service gave up on.
+	DeadLetter = wire.DeadLetter[time.Time]
+)
+
+// DefaultNotifyKinds are the event types an endpoint that names none gets.
+var DefaultNotifyKinds = wire.DefaultNotifyKinds
+
+// AddSessionEndpoint registers one more notification endpoint on a session:
+// it gets the session's events and those of its tasks.
+func (c *Client) AddSessionEndpoint(ctx context.Context, sessionID string, in EndpointRequest, opts ...CallOption) (*Endpoint, error) {
+	return c.addEndpoint(ctx, "/v1/sessions/"+segment(sessionID), in, opts)
+}
+
+// AddTaskEndpoint registers one more notification endpoint on a task.
+func (c *Client) AddTaskEndpoint(ctx context.Context, taskID string, in EndpointRequest, opts ...CallOption) (*Endpoint, error) {
+	return c.addEndpoint(ctx, "/v1/tasks/"+segment(taskID), in, opts)
+}
+
+// SessionEndpoints lists a session's notification endpoints (no secrets).
+func (c *Client) SessionEndpoints(ctx context.Context, sessionID string, opts ...CallOption) ([]Endpoint, error) {
+	return c.endpoints(ctx, "/v1/sessions/"+segment(sessionID), opts)
+}
+
+// TaskEndpoints lists a task's notification endpoints (no secrets).
+func (c *Client) TaskEndpoints(ctx context.Context, taskID string, opts ...CallOption) ([]Endpoint, error) {
+	return c.endpoints(ctx, "/v1/tasks/"+segment(taskID), opts)
+}
+
+// RemoveSessionEndpoint deletes one of a session's notification endpoints.
+func (c *Client) RemoveSessionEndpoint(ctx context.Context, sessionID, endpointID string, opts ...CallOption) error {
+	_, err := c.do(ctx, http.MethodDelete, "/v1/sessions/"+segment(sessionID)+"/notify/"+segment(endpointID), nil, nil, nil, opts)
+	return err
+}
+
+// RemoveTaskEndpoint deletes one of a task's notification endpoints.
+func (c *Client) RemoveTaskEndpoint(ctx context.Context, taskID, endpointID string, opts ...CallOption) error {
+	_, err := c.do(ctx, http.MethodDelete, "/v1/tasks/"+segment(taskID)+"/notify/"+segment(endpointID), nil, nil, nil, opts)
+	return err
+}
+
+// DeadLetterPage is a page of a session's dead letters; Cursor reads on.
+type DeadLetterPage struct {
+	DeadLetters []DeadLetter `json:"deadLetters"`
+	Cursor      string       `json:"cursor"`
+}
+
+// DeadLetters reads the notifications given up on for a session and its
+// tasks, oldest first, after a cursor ("" for the first).
+func (c *Client) DeadLetters(ctx context.Context, sessionID, after string, limit int, opts ...CallOption) (*DeadLetterPage, error) {
+	q := url.Values{}
+	setNonEmpty(q, "after", after)
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var page DeadLetterPage
+	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+segment(sessionID)+"/notify/dead-letters", q, nil, &page, opts); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+func (c *Client) addEndpoint(ctx context.Context, owner string, in EndpointRequest, opts []CallOption) (*Endpoint, error) {
+	var ep Endpoint
+	if _, err := c.do(ctx, http.MethodPost, owner+"/notify", nil, in, &ep, opts); err != nil {
+		return nil, err
+	}
+	return &ep, nil
+}
+
+func (c *Client) endpoints(ctx context.Context, owner string, opts []CallOption) ([]Endpoint, error) {
+	var out struct {
+		Notify []Endpoint `json:"notify"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, owner+"/notify", nil, nil, &out, opts); err != nil {
+		return nil, err
+	}
+	return out.Notify, nil
+}

@@ -1,0 +1,66 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/callbacks"
+)
+
+// Notification endpoints of a session (param "sessionId") or a task
+// ("taskId"): add, list, remove, and a session's dead letters.
+
+func notifyOwner(r *http.Request) callbacks.Owner {
+	if id := chi.URLParam(r, "sessionId"); id != "" {
+		return callbacks.Owner{Session: true, ID: id}
+	}
+	return callbacks.Owner{ID: chi.URLParam(r, "taskId")}
+}
+
+func (a *api) addEndpoint(w http.ResponseWriter, r *http.Request) {
+	var in wire.EndpointRequest
+	p, idem, ok := a.decodePost(w, r, &in)
+	if !ok {
+		return
+	}
+	reply, err := a.notify.Add(r.Context(), p, notifyOwner(r), in, idem)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeReplayable(w, http.StatusCreated, reply.JSON, reply.Replayed)
+}
+
+func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
+	eps, err := a.notify.List(r.Context(), principal(r), notifyOwner(r))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"notify": eps})
+}
+
+func (a *api) removeEndpoint(w http.ResponseWriter, r *http.Request) {
+	if err := a.notify.Remove(r.Context(), principal(r), notifyOwner(r), chi.URLParam(r, "endpointId")); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *api) deadLetters(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r, 50, 100)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	after := r.URL.Query().Get("after")
+	items, cursor, err := a.notify.DeadLetters(r.Context(), principal(r), chi.URLParam(r, "sessionId"), after, limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deadLetters": items, "cursor": cursor})
+}

@@ -1,0 +1,23 @@
+-- notify_remove: removes one notification endpoint of a session or a task;
+-- entries already in the outbox for it are dropped when they come up.
+-- KEYS[1] the record hash   KEYS[2] command record
+-- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms
+-- ARGV[3] principal   ARGV[4] '1' when the principal is an admin   ARGV[5] endpoint id
+-- Returns {'ok'} | {'not_found'}
+local r = idem_replay(KEYS[2], ARGV[1])
+if r then return r end
+local h = redis.call('HMGET', KEYS[1], 'owner', 'nfy')
+if not h[1] or (h[1] ~= ARGV[3] and ARGV[4] ~= '1') or not h[2] then return {'not_found'} end
+local list, keep = cjson.decode(h[2]), {}
+for _, ep in ipairs(list) do
+  if ep.endpointId ~= ARGV[5] then keep[#keep + 1] = ep end
+end
+if #keep == #list then return {'not_found'} end
+
+if #keep == 0 then
+  redis.call('HDEL', KEYS[1], 'nfy')
+else
+  redis.call('HSET', KEYS[1], 'nfy', cjson.encode(keep))
+end
+redis.call('HDEL', KEYS[1], 'sec:' .. ARGV[5])
+return idem_done(KEYS[2], ARGV[1], ARGV[2], '', {'ok'})

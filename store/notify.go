@@ -1,0 +1,406 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Scope says whose hash holds a notification endpoint: a task's or a
+// session's. The scripts write the same letters (luanames.go).
+type Scope string
+
+const (
+	ScopeTask    Scope = "t"
+	ScopeSession Scope = "s"
+)
+
+// The fields of an outbox entry, chosen here once (luanames.go hands them to
+// the scripts).
+const (
+	outboxFieldEndpoint = "ep"
+	outboxFieldScope    = "sc"
+	outboxFieldSession  = "s"
+	outboxFieldTask     = "t"
+	outboxFieldEventID  = "eid"
+	outboxFieldEvent    = "e"
+	outboxFieldAttempt  = "n"
+)
+
+// OutboxGroup is the consumer group every replica reads the outbox through.
+const OutboxGroup = "notify"
+
+// EndpointsResult is the answer of an endpoint add or remove.
+type EndpointsResult struct {
+	Outcome    Outcome // OK, Replayed, IdemConflict, Missing or TooManyEndpoints
+	Endpoints  []byte  // the record's endpoint list after the add
+	ReplayBody []byte
+}
+
+var (
+	parseNotifyAdd = replies[EndpointsResult]{
+		"ok": func(r scriptReply) (EndpointsResult, error) {
+			return EndpointsResult{Outcome: OK, Endpoints: []byte(r.str(1))}, nil
+		},
+		"replay": func(r scriptReply) (EndpointsResult, error) {
+			return EndpointsResult{Outcome: Replayed, ReplayBody: []byte(r.str(1))}, nil
+		},
+		"idem_conflict": endpointsIs(IdemConflict), "not_found": endpointsIs(Missing),
+		"too_many": endpointsIs(TooManyEndpoints),
+	}.parser("notify_add")
+	parseNotifyRemove = replies[EndpointsResult]{
+		"ok": endpointsIs(OK), "not_found": endpointsIs(Missing),
+	}.parser("notify_remove")
+	parseOutboxSettle = replies[bool]{
+		"ok":   func(scriptReply) (bool, error) { return true, nil },
+		"gone": func(scriptReply) (bool, error) { return false, nil },
+	}.parser("outbox_settle")
+	parseOutboxDue = replies[int]{
+		"ok": func(r scriptReply) (int, error) { return int(r.int(1)), nil },
+	}.parser("outbox_due")
+)
+
+func endpointsIs(o Outcome) func(scriptReply) (EndpointsResult, error) {
+	return func(scriptReply) (EndpointsResult, error) { return EndpointsResult{Outcome: o}, nil }
+}
+
+// NewEndpoints are the endpoints a create registers: the record's endpoint
+// list and each new endpoint's secret, and the create's response, which
+// shows the secrets (kept for a repeat instead of the record).
+type NewEndpoints struct {
+	List     []byte   // the JSON array of endpoint views; nil for none
+	Secrets  []string // endpoint id, secret, endpoint id, secret ...
+	Response []byte   // nil: the record itself
+}
+
+func (n NewEndpoints) args() []any {
+	out := make([]any, 0, 2+len(n.Secrets))
+	out = append(out, string(n.Response), string(n.List))
+	for _, s := range n.Secrets {
+		out = append(out, s)
+	}
+	return out
+}
+
+// EndpointChange adds or removes one endpoint of the record at Key.
+type EndpointChange struct {
+	Partition int
+	Key       string // the record hash: Keys.Session or Keys.Task
+	Principal string
+	Admin     bool
+	ID        string
+	View      []byte // add: the endpoint as the API shows it, without the secret
+	Secret    string // add
+	Max       int    // add: most endpoints the record may hold
+	Idem      Idempotency
+	Response  []byte // add: the answer, kept for a repeat with the same key
+}
+
+// AddEndpoint adds an endpoint to a session or a task its principal owns.
+func (s *Store) AddEndpoint(ctx context.Context, c EndpointChange) (EndpointsResult, error) {
+	key, hash, ttl := s.idemKey(c.Partition, c.Idem)
+	return s.scripts.notifyAdd.run(ctx, s, []string{c.Key, key},
+		hash, ttl, c.Principal, flag(c.Admin), c.View, c.ID, c.Secret, c.Max, c.Response)
+}
+
+// RemoveEndpoint removes an endpoint of a session or a task its principal
+// owns. Outcome OK or Missing.
+func (s *Store) RemoveEndpoint(ctx context.Context, c EndpointChange) (EndpointsResult, error) {
+	key, hash, ttl := s.idemKey(c.Partition, Idempotency{})
+	return s.scripts.notifyRemove.run(ctx, s, []string{c.Key, key},
+		hash, ttl, c.Principal, flag(c.Admin), c.ID)
+}
+
+// EndpointSecrets reads a record's endpoint list and every endpoint's
+// secret: what a session reset carries over to the new session.
+func (s *Store) EndpointSecrets(ctx context.Context, key string) (NewEndpoints, error) {
+	h, err := s.RDB.HGetAll(ctx, key).Result()
+	if err != nil {
+		return NewEndpoints{}, unavailable(err)
+	}
+	out := NewEndpoints{}
+	if l := h["nfy"]; l != "" {
+		out.List = []byte(l)
+	}
+	for f, v := range h {
+		if id, ok := strings.CutPrefix(f, "sec:"); ok {
+			out.Secrets = append(out.Secrets, id, v)
+		}
+	}
+	return out, nil
+}
+
+// Target is where one outbox entry goes: the endpoint's record (list json)
+// and its secret, read together; List is nil when the record is gone.
+type Target struct {
+	List   []byte
+	Secret string
+}
+
+// Targets reads the record and secret of each entry's endpoint, in one
+// round trip.
+func (s *Store) Targets(ctx context.Context, p int, entries []OutboxEntry) ([]Target, error) {
+	pipe := s.RDB.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(entries))
+	for i, e := range entries {
+		cmds[i] = pipe.HMGet(ctx, s.EndpointRecord(p, e), "nfy", "sec:"+e.EndpointID)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable(err)
+	}
+	out := make([]Target, len(entries))
+	for i, c := range cmds {
+		v := c.Val()
+		if len(v) != 2 {
+			continue
+		}
+		if l, ok := v[0].(string); ok {
+			out[i].List = []byte(l)
+		}
+		out[i].Secret, _ = v[1].(string)
+	}
+	return out, nil
+}
+
+// EndpointRecord is the key of the hash that holds an entry's endpoint.
+func (s *Store) EndpointRecord(p int, e OutboxEntry) string {
+	if e.Scope == ScopeTask {
+		return s.Keys.Task(p, e.TaskID)
+	}
+	return s.Keys.Session(p, e.SessionID)
+}
+
+// OutboxEntry is one notification to deliver: an event for one endpoint.
+type OutboxEntry struct {
+	ID         string // the entry's stream id
+	EndpointID string
+	Scope      Scope
+	SessionID  string
+	TaskID     string // "" for a session event
+	EventID    string
+	Event      []byte // the event as stored (without its id)
+	Attempt    int    // 1 for the first
+}
+
+// fields are the entry's stream fields as a JSON array (name, value ...),
+// with the attempt number given.
+func (e OutboxEntry) fields(attempt int) string {
+	f := []string{
+		outboxFieldEndpoint, e.EndpointID, outboxFieldScope, string(e.Scope), outboxFieldSession, e.SessionID,
+		outboxFieldTask, e.TaskID, outboxFieldEventID, e.EventID, outboxFieldEvent, string(e.Event),
+		outboxFieldAttempt, strconv.Itoa(attempt),
+	}
+	b, _ := json.Marshal(f)
+	return string(b)
+}
+
+func parseOutboxEntry(m redis.XMessage) OutboxEntry {
+	str := func(k string) string { v, _ := m.Values[k].(string); return v }
+	n, _ := strconv.Atoi(str(outboxFieldAttempt))
+	return OutboxEntry{
+		ID: m.ID, EndpointID: str(outboxFieldEndpoint), Scope: Scope(str(outboxFieldScope)),
+		SessionID: str(outboxFieldSession), TaskID: str(outboxFieldTask), EventID: str(outboxFieldEventID),
+		Event: []byte(str(outboxFieldEvent)), Attempt: max(n, 1),
+	}
+}
+
+// EnsureOutboxGroup creates partition p's outbox and its consumer group when
+// they are missing. The group starts at the beginning: settled entries are
+// deleted, so the stream holds only what is still to deliver.
+func (s *Store) EnsureOutboxGroup(ctx context.Context, p int) error {
+	err := s.RDB.XGroupCreateMkStream(ctx, s.Keys.Outbox(p), OutboxGroup, "0").Err()
+	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// ReadOutbox takes up to count new entries of partition p for consumer,
+// waiting up to block for one. A missing group is made again (a Redis that
+// restarted empty).
+func (s *Store) ReadOutbox(ctx context.Context, p int, consumer string, count int, block time.Duration) ([]OutboxEntry, error) {
+	res, err := s.RDB.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: OutboxGroup, Consumer: consumer, Streams: []string{s.Keys.Outbox(p), ">"},
+		Count: int64(count), Block: block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if redis.HasErrorPrefix(err, "NOGROUP") {
+		return nil, s.EnsureOutboxGroup(ctx, p)
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	var out []OutboxEntry
+	for _, st := range res {
+		for _, m := range st.Messages {
+			out = append(out, parseOutboxEntry(m))
+		}
+	}
+	return out, nil
+}
+
+// ClaimOutbox takes over up to count entries of partition p that another
+// consumer took more than minIdle ago and never settled (its replica died).
+func (s *Store) ClaimOutbox(ctx context.Context, p int, consumer string, minIdle time.Duration, count int) ([]OutboxEntry, error) {
+	msgs, _, err := s.RDB.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+		Stream: s.Keys.Outbox(p), Group: OutboxGroup, Consumer: consumer, MinIdle: minIdle,
+		Start: "0-0", Count: int64(count),
+	}).Result()
+	if redis.HasErrorPrefix(err, "NOGROUP") {
+		return nil, s.EnsureOutboxGroup(ctx, p)
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make([]OutboxEntry, 0, len(msgs))
+	for _, m := range msgs {
+		if len(m.Values) > 0 { // an entry deleted while pending comes back empty
+			out = append(out, parseOutboxEntry(m))
+		}
+	}
+	return out, nil
+}
+
+// Settle says how one delivery attempt ended.
+type Settle int
+
+const (
+	SettleDone         Settle = iota // delivered, or dropped for good
+	SettleRetry                      // try again at RetryAt
+	SettleDeadLetter                 // given up: kept in the session's dead letters
+	SettleEndpointDead               // the endpoint is gone (404, 410): marked dead
+)
+
+// Settlement is the end of one attempt.
+type Settlement struct {
+	How        Settle
+	RetryAt    time.Time     // SettleRetry
+	Attempt    int           // SettleRetry: the attempt number the retry carries
+	Reason     string        // SettleDeadLetter: the last error; SettleEndpointDead: why
+	EventType  string        // SettleDeadLetter
+	Now        time.Time     // SettleDeadLetter
+	DeadLetter time.Duration // SettleDeadLetter: how long dead letters are kept
+}
+
+// SettleOutbox ends one attempt of e. It reports false when another replica
+// had taken the entry over and settled it first (nothing was done).
+func (s *Store) SettleOutbox(ctx context.Context, p int, e OutboxEntry, st Settlement) (bool, error) {
+	keys := []string{s.Keys.Outbox(p), s.Keys.OutboxRetries(p), s.EndpointRecord(p, e), s.Keys.NotifyDeadLetters(p, e.SessionID)}
+	what, at, fields, keep := "done", "", "", int64(0)
+	switch st.How {
+	case SettleRetry:
+		what, at, fields = "retry", ms(st.RetryAt), e.fields(st.Attempt)
+	case SettleDeadLetter:
+		what, fields, keep = "dead_letter", e.deadLetter(st), st.DeadLetter.Milliseconds()
+	case SettleEndpointDead:
+		what, at = "endpoint_dead", st.Reason
+	}
+	return s.scripts.outboxSettle.run(ctx, s, keys, OutboxGroup, e.ID, what, at, fields, e.EndpointID, keep)
+}
+
+// The fields of a dead letter.
+const (
+	deadLetterEndpoint = "ep"
+	deadLetterEventID  = "eid"
+	deadLetterType     = "type"
+	deadLetterTask     = "t"
+	deadLetterAttempts = "n"
+	deadLetterError    = "err"
+	deadLetterAt       = "at"
+)
+
+func (e OutboxEntry) deadLetter(st Settlement) string {
+	b, _ := json.Marshal([]string{
+		deadLetterEndpoint, e.EndpointID, deadLetterEventID, e.EventID, deadLetterType, st.EventType,
+		deadLetterTask, e.TaskID, deadLetterAttempts, strconv.Itoa(e.Attempt), deadLetterError, st.Reason,
+		deadLetterAt, ms(st.Now),
+	})
+	return string(b)
+}
+
+// DeadLetter is one notification given up on.
+type DeadLetter struct {
+	ID         string
+	EndpointID string
+	EventID    string
+	EventType  string
+	TaskID     string
+	Attempts   int
+	LastError  string
+	At         time.Time
+}
+
+// DeadLetters reads a session's dead letters after a cursor, oldest first.
+func (s *Store) DeadLetters(ctx context.Context, p int, sessionID, after string, limit int) ([]DeadLetter, error) {
+	start := "-"
+	if after != "" {
+		next, err := nextStreamID(after)
+		if err != nil {
+			return nil, err
+		}
+		start = next
+	}
+	msgs, err := s.RDB.XRangeN(ctx, s.Keys.NotifyDeadLetters(p, sessionID), start, "+", int64(limit)).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make([]DeadLetter, len(msgs))
+	for i, m := range msgs {
+		str := func(k string) string { v, _ := m.Values[k].(string); return v }
+		n, _ := strconv.Atoi(str(deadLetterAttempts))
+		at, _ := strconv.ParseInt(str(deadLetterAt), 10, 64)
+		out[i] = DeadLetter{
+			ID: m.ID, EndpointID: str(deadLetterEndpoint), EventID: str(deadLetterEventID),
+			EventType: str(deadLetterType), TaskID: str(deadLetterTask), Attempts: n,
+			LastError: str(deadLetterError), At: time.UnixMilli(at).UTC(),
+		}
+	}
+	return out, nil
+}
+
+// MoveDueRetries puts up to limit of partition p's due retries back into its
+// outbox; it returns how many it moved.
+func (s *Store) MoveDueRetries(ctx context.Context, p int, now time.Time, limit int) (int, error) {
+	return s.scripts.outboxDue.run(ctx, s, []string{s.Keys.OutboxRetries(p), s.Keys.Outbox(p)}, ms(now), limit)
+}
+
+// OldestUndelivered is the commit time of the oldest event partition p still
+// has to deliver (in its outbox or waiting for a retry), zero when none.
+func (s *Store) OldestUndelivered(ctx context.Context, p int) (time.Time, error) {
+	pipe := s.RDB.Pipeline()
+	first := pipe.XRangeN(ctx, s.Keys.Outbox(p), "-", "+", 1)
+	retry := pipe.ZRangeWithScores(ctx, s.Keys.OutboxRetries(p), 0, 0)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return time.Time{}, unavailable(err)
+	}
+	var oldest time.Time
+	consider := func(eventID string) {
+		msPart, _, _ := strings.Cut(eventID, "-")
+		if v, err := strconv.ParseInt(msPart, 10, 64); err == nil {
+			if t := time.UnixMilli(v); oldest.IsZero() || t.Before(oldest) {
+				oldest = t
+			}
+		}
+	}
+	for _, m := range first.Val() {
+		consider(parseOutboxEntry(m).EventID)
+	}
+	for _, z := range retry.Val() {
+		var f []string
+		if m, _ := z.Member.(string); json.Unmarshal([]byte(m), &f) == nil {
+			for i := 0; i+1 < len(f); i += 2 {
+				if f[i] == outboxFieldEventID {
+					consider(f[i+1])
+				}
+			}
+		}
+	}
+	return oldest, nil
+}
