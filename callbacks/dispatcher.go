@@ -124,7 +124,8 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 
 // Stop ends the readers and waits, within ctx, for the deliveries under way
 // to finish; those still running when ctx ends are abandoned unsettled and
-// another replica delivers them. It is idempotent.
+// another replica delivers them. Then it closes the connections kept open
+// to endpoints. It is idempotent.
 func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.started {
@@ -133,6 +134,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	}
 	stopRead, stopSends := d.stopRead, d.stopSends
 	d.mu.Unlock()
+	defer d.sender.CloseIdleConnections()
 	stopRead()
 	done := make(chan struct{})
 	go func() { d.readers.Wait(); d.sends.Wait(); close(done) }()

@@ -1,0 +1,125 @@
+package callbacks_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/sessions"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
+	"github.com/taskhook/taskhook/tasks"
+)
+
+var owner = authz.Principal{ID: "dispatcher-test"}
+
+// replica is one replica's notification path on a store of the test's own:
+// the registrar behind session and task creates, and a dispatcher.
+type replica struct {
+	store      *store.Store
+	sessions   *sessions.Service
+	tasks      *tasks.Service
+	dispatcher *callbacks.Dispatcher
+}
+
+// startReplica opens a store with the given partitions and starts a
+// dispatcher whose registrar and sender share guard. The store is closed
+// before the dispatcher is stopped, so a reader waiting on the outbox ends
+// at once whatever cfg.Block is.
+func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callbacks.DispatcherConfig) replica {
+	t.Helper()
+	sc := storetest.Standalone(t)
+	sc.Partitions = partitions
+	s, err := store.Open(context.Background(), sc, metrics.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now) // not started: nothing here waits
+	reg := callbacks.NewRegistrar(guard, s)
+	cfg.Guard = guard
+	d := callbacks.NewDispatcher(cfg, s, metrics.New(), nil, time.Now)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return replica{
+		store:      s,
+		sessions:   sessions.NewService(sessions.Config{Notify: reg}, s, f, time.Now),
+		tasks:      tasks.NewService(tasks.Config{Notify: reg}, s, f, metrics.New(), time.Now),
+		dispatcher: d,
+	}
+}
+
+// createSession opens a session with the given endpoints.
+func (r replica) createSession(t *testing.T, eps ...wire.EndpointRequest) sessions.Session {
+	t.Helper()
+	raw, _, err := r.sessions.Create(context.Background(), owner, sessions.CreateInput{Notify: eps}, store.Idempotency{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ses sessions.Session
+	if err := json.Unmarshal(raw, &ses); err != nil {
+		t.Fatal(err)
+	}
+	return ses
+}
+
+// Stop closes the connections the dispatcher kept open to endpoints between
+// deliveries: the receiver sees its end of each one closed.
+func TestDispatcherStopClosesIdleConnections(t *testing.T) {
+	var mu sync.Mutex
+	open := map[net.Conn]bool{}
+	delivered := make(chan struct{}, 1)
+	recv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+		delivered <- struct{}{}
+	}))
+	recv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StateNew:
+			open[c] = true
+		case http.StateClosed, http.StateHijacked:
+			delete(open, c)
+		}
+	}
+	recv.Start()
+	t.Cleanup(recv.Close)
+	opened := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(open)
+	}
+	r := startReplica(t, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{})
+	r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventSessionCreated}})
+	<-delivered
+	if n := opened(); n != 1 {
+		t.Fatalf("%d connections open to the receiver after one delivery, want 1 kept for the next", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.dispatcher.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	storetest.WaitFor(t, "the connection closed", func() bool { return opened() == 0 })
+}
