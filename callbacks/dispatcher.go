@@ -176,7 +176,7 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 			lastAge = now
 			d.measureAge(ctx, p)
 		}
-		n := d.acquire(ctx)
+		n := d.acquire(ctx, 32)
 		if n == 0 {
 			return
 		}
@@ -187,7 +187,20 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 			entries, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, n)
 		}
 		if err == nil && len(entries) == 0 {
-			entries, err = d.store.ReadOutbox(ctx, p, d.cfg.Consumer, n, d.cfg.Block)
+			entries, err = d.store.ReadOutbox(ctx, p, d.cfg.Consumer, n, 0)
+		}
+		if err == nil && len(entries) == 0 {
+			// Nothing to do: wait for an entry holding no slot. A slot held
+			// through a blocking read idles while other partitions wait
+			// for one, up to Block for each of them.
+			d.release(n)
+			n = 0
+			entries, err = d.store.ReadOutbox(ctx, p, d.cfg.Consumer, 1, d.cfg.Block)
+			if err == nil && len(entries) > 0 {
+				if n = d.acquire(ctx, 1); n == 0 {
+					return // left pending: taken over after ClaimIdle
+				}
+			}
 		}
 		if err != nil {
 			d.release(n)
@@ -202,16 +215,16 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 	}
 }
 
-// acquire takes at least one delivery slot (waiting for it) and up to 32,
+// acquire takes at least one delivery slot (waiting for it) and up to most,
 // and returns how many; 0 when ctx ended first.
-func (d *Dispatcher) acquire(ctx context.Context) int {
+func (d *Dispatcher) acquire(ctx context.Context, most int) int {
 	select {
 	case d.slots <- struct{}{}:
 	case <-ctx.Done():
 		return 0
 	}
 	n := 1
-	for n < 32 {
+	for n < most {
 		select {
 		case d.slots <- struct{}{}:
 			n++

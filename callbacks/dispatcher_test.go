@@ -13,6 +13,7 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
@@ -81,6 +82,25 @@ func (r replica) createSession(t *testing.T, eps ...wire.EndpointRequest) sessio
 		t.Fatal(err)
 	}
 	return ses
+}
+
+// A reader waiting for its partition's next entry holds no delivery slot:
+// with one slot and a read that waits a minute, the other partition's
+// reader, which has nothing to read, never keeps the busy partition's
+// events waiting.
+func TestDispatcherWaitsForEntriesWithoutHoldingASlot(t *testing.T) {
+	recv := receivertest.New(t, nil)
+	r := startReplica(t, 2, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
+		Concurrency: 1, Block: time.Minute,
+	})
+	ses := r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventTaskCreated}})
+	const n = 5 // all in the session's partition
+	for range n {
+		if _, err := r.tasks.Create(context.Background(), owner, tasks.CreateInput{SessionID: ses.SessionID}, store.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	storetest.WaitFor(t, "every task.created delivered", func() bool { return len(recv.Got()) >= n })
 }
 
 // Stop closes the connections the dispatcher kept open to endpoints between

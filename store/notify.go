@@ -221,9 +221,12 @@ func (s *Store) EnsureOutboxGroup(ctx context.Context, p int) error {
 }
 
 // ReadOutbox takes up to count new entries of partition p for consumer,
-// waiting up to block for one. A missing group is made again (a Redis that
-// restarted empty).
+// waiting up to block for one (not at all when block is 0). A missing group
+// is made again (a Redis that restarted empty).
 func (s *Store) ReadOutbox(ctx context.Context, p int, consumer string, count int, block time.Duration) ([]OutboxEntry, error) {
+	if block <= 0 {
+		block = -1 // no BLOCK argument: BLOCK 0 would wait for ever
+	}
 	res, err := s.RDB.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: OutboxGroup, Consumer: consumer, Streams: []string{s.Keys.Outbox(p), ">"},
 		Count: int64(count), Block: block,
