@@ -68,8 +68,11 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 // its own, so a slow receiver holds only its own deliveries. Every entry is
 // settled by one script (delivered, retried later, dead-lettered, or its
 // endpoint marked dead); an entry whose replica died before settling it is
-// taken over by another replica after ClaimIdle. Delivery is therefore at
-// least once, and a repeat carries the same webhook-id.
+// taken over by another replica after ClaimIdle. While a replica lives, it
+// marks the entries in its hands as such more often than that, so a
+// delivery that takes longer than ClaimIdle is not sent a second time.
+// Delivery is therefore at least once, and a repeat carries the same
+// webhook-id.
 type Dispatcher struct {
 	cfg     DispatcherConfig
 	store   *store.Store
@@ -84,10 +87,13 @@ type Dispatcher struct {
 	started   bool
 	stopRead  context.CancelFunc // ends the readers
 	stopSends context.CancelFunc // abandons deliveries under way (left pending for another replica)
+	stopTouch context.CancelFunc // ends the marking of held entries
 	readers   sync.WaitGroup
 	sends     sync.WaitGroup
-	busy      map[string]int // deliveries under way by endpoint id
-	oldest    []time.Time    // each partition's oldest undelivered notification
+	toucher   sync.WaitGroup
+	busy      map[string]int        // deliveries under way by endpoint id
+	held      []map[string]struct{} // by partition, the entries taken and not yet settled or given up
+	oldest    []time.Time           // each partition's oldest undelivered notification
 }
 
 // NewDispatcher makes the dispatcher; Start runs it. now is the clock
@@ -99,6 +105,7 @@ func NewDispatcher(cfg DispatcherConfig, s *store.Store, m *metrics.Metrics, log
 		sender: NewSender(SenderConfig{Timeout: cfg.Timeout, Guard: cfg.Guard}),
 		slots:  make(chan struct{}, cfg.Concurrency),
 		busy:   map[string]int{},
+		held:   make([]map[string]struct{}, s.Partitions),
 	}
 }
 
@@ -112,13 +119,16 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	d.started = true
 	base := context.WithoutCancel(ctx)
-	var readCtx, sendCtx context.Context
+	var readCtx, sendCtx, touchCtx context.Context
 	readCtx, d.stopRead = context.WithCancel(store.Background(base))
 	sendCtx, d.stopSends = context.WithCancel(store.Background(base))
+	touchCtx, d.stopTouch = context.WithCancel(store.Background(base))
 	for p := 0; p < d.store.Partitions; p++ {
 		d.readers.Add(1)
 		go d.read(readCtx, sendCtx, p)
 	}
+	d.toucher.Add(1)
+	go d.touch(touchCtx)
 	return nil
 }
 
@@ -130,11 +140,15 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.started {
 		d.started = true // a Start after Stop runs nothing
-		d.stopRead, d.stopSends = func() {}, func() {}
+		d.stopRead, d.stopSends, d.stopTouch = func() {}, func() {}, func() {}
 	}
-	stopRead, stopSends := d.stopRead, d.stopSends
+	stopRead, stopSends, stopTouch := d.stopRead, d.stopSends, d.stopTouch
 	d.mu.Unlock()
 	defer d.sender.CloseIdleConnections()
+	// The entries still held are marked until their deliveries end, so
+	// that none is taken over while it is being finished.
+	defer d.toucher.Wait()
+	defer stopTouch()
 	stopRead()
 	done := make(chan struct{})
 	go func() { d.readers.Wait(); d.sends.Wait(); close(done) }()
@@ -185,9 +199,11 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 		if now := d.now(); now.Sub(lastClaim) >= d.cfg.ClaimIdle/2 {
 			lastClaim = now
 			entries, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, n)
+			entries = d.hold(p, entries)
 		}
 		if err == nil && len(entries) == 0 {
 			entries, err = d.store.ReadOutbox(ctx, p, d.cfg.Consumer, n, 0)
+			entries = d.hold(p, entries)
 		}
 		if err == nil && len(entries) == 0 {
 			// Nothing to do: wait for an entry holding no slot. A slot held
@@ -196,9 +212,11 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 			d.release(n)
 			n = 0
 			entries, err = d.store.ReadOutbox(ctx, p, d.cfg.Consumer, 1, d.cfg.Block)
+			entries = d.hold(p, entries)
 			if err == nil && len(entries) > 0 {
 				if n = d.acquire(ctx, 1); n == 0 {
-					return // left pending: taken over after ClaimIdle
+					d.unhold(p, entries...) // left pending: taken over after ClaimIdle
+					return
 				}
 			}
 		}
@@ -211,6 +229,69 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 		d.release(n - len(entries))
 		if len(entries) > 0 {
 			d.dispatch(ctx, sendCtx, p, entries)
+		}
+	}
+}
+
+// hold notes entries as taken by this replica, to be marked as in its hands
+// until settled, and returns them less those it holds already: an entry
+// claimed back from itself (its mark came late) is under way here.
+func (d *Dispatcher) hold(p int, entries []store.OutboxEntry) []store.OutboxEntry {
+	if len(entries) == 0 {
+		return entries
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.held[p] == nil {
+		d.held[p] = map[string]struct{}{}
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if _, ok := d.held[p][e.ID]; ok {
+			continue
+		}
+		d.held[p][e.ID] = struct{}{}
+		out = append(out, e)
+	}
+	return out
+}
+
+// unhold ends the marking of entries: settled, or left for another replica
+// (or this one) to take over after ClaimIdle.
+func (d *Dispatcher) unhold(p int, entries ...store.OutboxEntry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range entries {
+		delete(d.held[p], e.ID)
+	}
+}
+
+// touchEvery is how often the entries held are marked: well within
+// ClaimIdle, so that a late mark or two still comes in time.
+func (d *Dispatcher) touchEvery() time.Duration { return max(d.cfg.ClaimIdle/4, 10*time.Millisecond) }
+
+// touch marks the entries this replica holds, in each partition, as still
+// in its hands, until ctx ends.
+func (d *Dispatcher) touch(ctx context.Context) {
+	defer d.toucher.Done()
+	t := time.NewTicker(d.touchEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for p := range d.held {
+			d.mu.Lock()
+			ids := make([]string, 0, len(d.held[p]))
+			for id := range d.held[p] {
+				ids = append(ids, id)
+			}
+			d.mu.Unlock()
+			if err := d.store.TouchOutbox(ctx, p, d.cfg.Consumer, ids); err != nil {
+				d.logWarn("held notifications not marked", p, err)
+			}
 		}
 	}
 }
@@ -246,6 +327,7 @@ func (d *Dispatcher) dispatch(ctx, sendCtx context.Context, p int, entries []sto
 	targets, err := d.store.Targets(ctx, p, entries)
 	if err != nil {
 		d.release(len(entries)) // left pending: taken over after ClaimIdle
+		d.unhold(p, entries...)
 		d.logWarn("notification targets not read", p, err)
 		return
 	}
@@ -254,6 +336,7 @@ func (d *Dispatcher) dispatch(ctx, sendCtx context.Context, p int, entries []sto
 		go func() {
 			defer d.sends.Done()
 			defer d.release(1)
+			defer d.unhold(p, e)
 			d.deliver(sendCtx, p, e, targets[i])
 		}()
 	}

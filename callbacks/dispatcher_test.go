@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
@@ -142,4 +144,33 @@ func TestDispatcherStopClosesIdleConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.WaitFor(t, "the connection closed", func() bool { return opened() == 0 })
+}
+
+// An entry whose delivery is still under way is not sent again when this
+// replica's own claim of idle entries takes it back (its mark as held came
+// later than ClaimIdle): here the claim idle time is shorter than the
+// marking interval, so every claim takes the entry back.
+func TestDispatcherSendsNoEntryItHoldsTwice(t *testing.T) {
+	recv := receivertest.New(t, nil)
+	recv.Answer = recv.Block
+	r := startReplica(t, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
+		ClaimIdle: time.Millisecond, Block: 20 * time.Millisecond,
+	})
+	r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventSessionCreated}})
+	storetest.WaitFor(t, "the delivery", func() bool { return len(recv.Got()) == 1 })
+	outbox := r.store.Keys.Outbox(0)
+	storetest.WaitFor(t, "the entry claimed back twice", func() bool {
+		p, err := r.store.RDB.XPendingExt(context.Background(), &redis.XPendingExtArgs{
+			Stream: outbox, Group: store.OutboxGroup, Start: "-", End: "+", Count: 10,
+		}).Result()
+		return err == nil && len(p) == 1 && p[0].RetryCount >= 3
+	})
+	if n := len(recv.Got()); n != 1 {
+		t.Fatalf("the receiver got %d requests for one entry under way", n)
+	}
+	recv.Release()
+	storetest.WaitFor(t, "the entry settled", func() bool {
+		n, err := r.store.RDB.XLen(context.Background(), outbox).Result()
+		return err == nil && n == 0
+	})
 }

@@ -271,6 +271,23 @@ func (s *Store) ClaimOutbox(ctx context.Context, p int, consumer string, minIdle
 	return out, nil
 }
 
+// TouchOutbox marks entries of partition p as still in consumer's hands:
+// their idle time starts again, so a delivery that takes longer than the
+// claim idle time is not taken over while its replica lives. An entry
+// settled in between is left alone.
+func (s *Store) TouchOutbox(ctx context.Context, p int, consumer string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := s.RDB.XClaimJustID(ctx, &redis.XClaimArgs{
+		Stream: s.Keys.Outbox(p), Group: OutboxGroup, Consumer: consumer, Messages: ids,
+	}).Err()
+	if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOGROUP") {
+		return unavailable(err)
+	}
+	return nil
+}
+
 // Settle says how one delivery attempt ended.
 type Settle int
 
