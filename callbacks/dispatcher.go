@@ -197,8 +197,12 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 		var entries []store.OutboxEntry
 		var err error
 		if now := d.now(); now.Sub(lastClaim) >= d.cfg.ClaimIdle/2 {
-			lastClaim = now
 			entries, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, n)
+			if err == nil && len(entries) < n {
+				// All taken over; while claims come back full, more may
+				// be waiting, and the next loop claims again.
+				lastClaim = now
+			}
 			entries = d.hold(p, entries)
 		}
 		if err == nil && len(entries) == 0 {
