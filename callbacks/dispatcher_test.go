@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -103,6 +104,54 @@ func TestDispatcherWaitsForEntriesWithoutHoldingASlot(t *testing.T) {
 		}
 	}
 	storetest.WaitFor(t, "every task.created delivered", func() bool { return len(recv.Got()) >= n })
+}
+
+// publicResolver answers every name with one public address, as a name
+// might resolve when it is registered, before its owner points it at an
+// address inside the network.
+type publicResolver struct{}
+
+func (publicResolver) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) {
+	return []net.IPAddr{{IP: net.ParseIP("93.184.215.14")}}, nil
+}
+
+// A host name that resolves to a public address at registration and to a
+// private one when the dispatcher connects is refused at the dial: the
+// receiver never sees a request, and the endpoint is marked dead through the
+// dispatcher's settlement, with the reason.
+func TestDispatcherRefusesANameThatResolvesPrivateAtConnect(t *testing.T) {
+	recv := receivertest.New(t, nil)
+	u, err := url.Parse(recv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "localhost" passes registration through the resolver above, and the
+	// dialler then resolves it to loopback.
+	target := "http://localhost:" + u.Port() + "/notify"
+	guard := callbacks.Guard{Resolver: publicResolver{}}
+	if err := guard.CheckURL(context.Background(), target); err != nil {
+		t.Fatalf("registration refused %s: %v", target, err)
+	}
+	r := startReplica(t, 1, guard, callbacks.DispatcherConfig{})
+	ses := r.createSession(t, wire.EndpointRequest{URL: target, Kinds: []string{wire.EventSessionCreated}})
+	if len(ses.Notify) != 1 || ses.Notify[0].Status != wire.EndpointActive {
+		t.Fatalf("the endpoint as registered: %+v", ses.Notify)
+	}
+	var ep wire.Endpoint
+	storetest.WaitFor(t, "the endpoint marked dead", func() bool {
+		got, _, err := r.sessions.Get(context.Background(), owner, ses.SessionID)
+		if err != nil || len(got.Notify) != 1 {
+			return false
+		}
+		ep = got.Notify[0]
+		return ep.Status == wire.EndpointDead
+	})
+	if ep.DeadReason != "target address not allowed" {
+		t.Errorf("dead reason %q, want the guard's refusal", ep.DeadReason)
+	}
+	if n := len(recv.Got()); n != 0 {
+		t.Errorf("the receiver got %d requests past the guard", n)
+	}
 }
 
 // Stop closes the connections the dispatcher kept open to endpoints between
