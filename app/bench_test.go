@@ -2,12 +2,16 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,4 +213,162 @@ func listRaw(ctx context.Context, base, token, query string) (time.Duration, err
 		return time.Duration(max(secs, 1)) * time.Second, nil
 	}
 	return 0, fmt.Errorf("list: %s", resp.Status)
+}
+
+// lagReceiver is a loopback notification receiver that notes when each
+// event first arrived.
+type lagReceiver struct {
+	*httptest.Server
+	mu sync.Mutex
+	// by session id and webhook-id: an event id is unique within its
+	// session's log only, and two sessions' events may share one
+	received map[[2]string]time.Time
+	repeats  int
+	changed  chan struct{}
+}
+
+func newLagReceiver(b *testing.B) *lagReceiver {
+	r := &lagReceiver{received: map[[2]string]time.Time{}, changed: make(chan struct{}, 1)}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		at := time.Now()
+		var ev struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&ev); err != nil || ev.SessionID == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		key := [2]string{ev.SessionID, req.Header.Get("webhook-id")}
+		r.mu.Lock()
+		if _, seen := r.received[key]; seen {
+			r.repeats++
+		} else {
+			r.received[key] = at
+		}
+		r.mu.Unlock()
+		select {
+		case r.changed <- struct{}{}:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(r.Close)
+	return r
+}
+
+func (r *lagReceiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.received)
+}
+
+// BenchmarkNotify offers 1,000 events a second for 5 s (task messages over
+// HTTP from 8 producers, each on a task in a session of its own whose
+// endpoint is one loopback receiver) and measures what the receiver gets:
+// deliveries a second, from the first event to the last receipt, and the
+// lag from each event's commit (its id's milliseconds) to its receipt. Each
+// op is one such round. The receiver tells events apart by session and
+// webhook-id: an event id is unique within its session's log only, and
+// shared-ids/op counts the events whose webhook-id an event of another
+// session carried too.
+func BenchmarkNotify(b *testing.B) {
+	const (
+		rate      = 1000
+		load      = 5 * time.Second
+		producers = 8
+	)
+	srv := apptest.Start(b, storetest.Standalone(b), app.Config{LogLevel: "warn", AllowPrivateTargets: true})
+	ctx := context.Background()
+	cl := client.New(srv.URL, apptest.Token(b, "bench-notify"))
+	recv := newLagReceiver(b)
+	tasks := make([]string, producers)
+	for i := range tasks {
+		ses, err := cl.CreateSession(ctx, client.CreateSessionInput{
+			Notify: []client.EndpointRequest{{URL: recv.URL, Kinds: []string{"task.message"}}},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tasks[i] = tk.TaskID
+	}
+	total := int(rate * load / time.Second)
+	var lags []time.Duration
+	var busy, producing time.Duration
+	sharing := 0 // events whose webhook-id another session's event carries too
+	b.ResetTimer()
+	for range b.N {
+		before := recv.count()
+		start := time.Now()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := next.Add(1) - 1
+					if i >= int64(total) {
+						return
+					}
+					// Open loop: event i is due at its place in the schedule,
+					// however long the ones before it took.
+					time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / rate)))
+					if _, err := cl.Message(ctx, tasks[w], "event", nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		producing += time.Since(start)
+		deadline := time.After(time.Minute)
+		for recv.count() < before+total {
+			select {
+			case <-recv.changed:
+			case <-deadline:
+				b.Fatalf("%d of %d notifications delivered after a minute", recv.count()-before, total)
+			}
+		}
+		var last time.Time
+		recv.mu.Lock()
+		byID := map[string]int{}
+		for key := range recv.received {
+			byID[key[1]]++
+		}
+		for _, n := range byID {
+			if n > 1 {
+				sharing += n
+			}
+		}
+		for key, at := range recv.received {
+			id := key[1]
+			msPart, _, _ := strings.Cut(id, "-")
+			ms, err := strconv.ParseInt(msPart, 10, 64)
+			if err != nil {
+				b.Fatalf("webhook-id %q is not an event id", id)
+			}
+			if at.After(start) {
+				lags = append(lags, at.Sub(time.UnixMilli(ms)))
+				if at.After(last) {
+					last = at
+				}
+			}
+		}
+		recv.mu.Unlock()
+		busy += last.Sub(start)
+	}
+	b.StopTimer()
+	slices.Sort(lags)
+	q := func(p float64) float64 { return float64(lags[int(p*float64(len(lags)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(float64(total*b.N)/producing.Seconds(), "events/s")
+	b.ReportMetric(float64(total*b.N)/busy.Seconds(), "deliveries/s")
+	b.ReportMetric(q(0.50), "lag-p50-ms")
+	b.ReportMetric(q(0.99), "lag-p99-ms")
+	b.ReportMetric(float64(recv.repeats), "repeats")
+	b.ReportMetric(float64(sharing)/float64(b.N), "shared-ids/op")
 }

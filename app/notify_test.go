@@ -2,11 +2,15 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
@@ -313,4 +317,71 @@ func TestNotificationsOfHooksAndSessionCancel(t *testing.T) {
 	if ev, err := client.VerifyNotification(ses.Notify[0].Secret, last.Header, last.Body); err != nil || ev.TaskID != next.TaskID {
 		t.Fatalf("the carried endpoint's delivery: %+v %v", ev, err)
 	}
+}
+
+// A receiver that holds every request (as one that takes longer than 10 s
+// to answer would) holds back no other endpoint: on the same session, a
+// fast receiver has every event while the slow one has answered none. The
+// slow endpoint takes its share of the replica's deliveries and no more;
+// its other events wait, without spending an attempt, and all reach it once
+// it answers. Nothing is sent twice.
+func TestSlowReceiverDoesNotHoldBackAnotherEndpoint(t *testing.T) {
+	t.Parallel()
+	const (
+		events = 40 // more than one endpoint's share of a replica's 64 deliveries (16)
+		share  = 16
+	)
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{AllowPrivateTargets: true, NotifyTimeout: 30 * time.Second})
+	ctx := context.Background()
+	cl := client.New(srv.URL, apptest.Token(t, "notify-slow"))
+	slow := receivertest.New(t, nil)
+	var answered atomic.Int64
+	slow.Answer = func(n int, w http.ResponseWriter, r *http.Request) {
+		slow.Block(n, w, r)
+		answered.Add(1)
+	}
+	fast := receivertest.New(t, nil)
+	kinds := []string{"task.message"}
+	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Notify: []client.EndpointRequest{
+		{URL: slow.URL, Kinds: kinds}, {URL: fast.URL, Kinds: kinds},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range events {
+		if _, err := cl.Message(ctx, task.TaskID, fmt.Sprintf("message %d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	waitDeliveries(t, fast, events)
+	held := len(slow.Got())
+	if n := answered.Load(); n != 0 {
+		t.Fatalf("the slow receiver answered %d requests before the fast one had all %d events", n, events)
+	}
+	if held == 0 || held > share {
+		t.Fatalf("the slow receiver holds %d requests, want 1 to its share of %d", held, share)
+	}
+	deferred := testutil.ToFloat64(srv.App.Metrics.Notify.Deliveries.WithLabelValues("deferred"))
+
+	slow.Release()
+	waitDeliveries(t, slow, events)
+	for name, r := range map[string]*receivertest.Receiver{"slow": slow, "fast": fast} {
+		seen := map[string]bool{}
+		for _, d := range r.Got() {
+			if seen[d.ID()] {
+				t.Errorf("the %s receiver got %s twice", name, d.ID())
+			}
+			seen[d.ID()] = true
+		}
+		if len(seen) != events {
+			t.Errorf("the %s receiver got %d events, want %d", name, len(seen), events)
+		}
+	}
+	t.Logf("fast: %d of %d events while slow held %d requests unanswered (%d deferrals of the rest so far); "+
+		"after slow answered: %d requests to it, %d to fast", events, events, held, int(deferred), len(slow.Got()), len(fast.Got()))
 }

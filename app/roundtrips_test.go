@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -19,12 +21,59 @@ func roundTrips(s *apptest.Server, pool string) float64 {
 	return testutil.ToFloat64(s.App.Metrics.RedisRoundTrips.WithLabelValues(pool))
 }
 
+// Each task command is one Redis round trip, with or without notification
+// endpoints: the outbox entries are written by the command's own script.
 func TestOneRoundTripPerTaskCommand(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Standalone(t, app.Config{})
+	t.Run("no endpoints", func(t *testing.T) {
+		t.Parallel()
+		srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+		measureTaskCommands(t, srv, nil, nil)
+	})
+	t.Run("endpoints on the session and the task", func(t *testing.T) {
+		t.Parallel()
+		srv := apptest.Start(t, storetest.Standalone(t), app.Config{AllowPrivateTargets: true})
+		sesRecv, taskRecv := receivertest.New(t, nil), receivertest.New(t, nil)
+		// Every type a task emits, so that each command routes its events;
+		// the session has a second endpoint, of the default types.
+		every := []string{
+			"task.created", "task.progress", "task.message", "task.status", "task.terminal",
+			"input.requested", "input.resolved",
+		}
+		ses := []client.EndpointRequest{{URL: sesRecv.URL, Kinds: every}, {URL: sesRecv.URL}}
+		task := []client.EndpointRequest{{URL: taskRecv.URL, Kinds: every}}
+		id := measureTaskCommands(t, srv, ses, task)
+		// The commands routed their events, each to every endpoint that
+		// takes its type.
+		log, err := client.New(srv.URL, apptest.Token(t, "rt")).TaskEvents(context.Background(), id, client.EventsParams{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		routed, wakeWorthy := 0, 0
+		for _, e := range log.Events {
+			if slices.Contains(every, e.Type) {
+				routed++
+			}
+			if slices.Contains(client.DefaultNotifyKinds, e.Type) {
+				wakeWorthy++
+			}
+		}
+		waitDeliveries(t, taskRecv, routed)
+		waitDeliveries(t, sesRecv, routed+wakeWorthy)
+	})
+}
+
+// measureTaskCommands runs a task's life in a session with the given
+// endpoints, checks that each command took one Redis round trip, and
+// returns the task's id.
+func measureTaskCommands(t *testing.T, srv *apptest.Server, sesEndpoints, taskEndpoints []client.EndpointRequest) string {
+	t.Helper()
 	ctx := context.Background()
-	cl := srv.Client(t, "rt")
-	ses := apptest.Session(t, ctx, cl)
+	cl := client.New(srv.URL, apptest.Token(t, "rt"))
+	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Notify: sesEndpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
 	measure := func(name string, call func() error) {
 		t.Helper()
 		before := roundTrips(srv, "requests")
@@ -37,9 +86,12 @@ func TestOneRoundTripPerTaskCommand(t *testing.T) {
 	}
 	var task *client.Task
 	measure("create", func() (err error) {
-		task, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: map[string]int{"n": 1}})
+		task, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: map[string]int{"n": 1}, Notify: taskEndpoints})
 		return err
 	})
+	if len(task.Notify) != len(taskEndpoints) {
+		t.Fatalf("the task has %d endpoints, want %d", len(task.Notify), len(taskEndpoints))
+	}
 	id := task.TaskID
 	measure("progress", func() error {
 		_, err := cl.Progress(ctx, id, client.ProgressInput{StatusMessage: client.String("half")})
@@ -59,6 +111,7 @@ func TestOneRoundTripPerTaskCommand(t *testing.T) {
 		return err
 	})
 	measure("get", func() error { _, err := cl.GetTask(ctx, id); return err })
+	return id
 }
 
 func TestWaitingLongPollCostsNoRoundTrips(t *testing.T) {

@@ -74,8 +74,11 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 // its own, so a slow receiver holds only its own deliveries. Every entry is
 // settled by one script (delivered, retried later, dead-lettered, or its
 // endpoint marked dead); an entry whose replica died before settling it is
-// taken over by another replica after ClaimIdle. Delivery is therefore at
-// least once, and a repeat carries the same webhook-id.
+// taken over by another replica after ClaimIdle. While a replica lives, it
+// marks the entries in its hands as such more often than that, so a
+// delivery that takes longer than ClaimIdle is not sent a second time.
+// Delivery is therefore at least once, and a repeat carries the same
+// webhook-id.
 type Dispatcher struct {
 	cfg     DispatcherConfig
 	store   *store.Store
@@ -91,10 +94,13 @@ type Dispatcher struct {
 	started   bool
 	stopRead  context.CancelFunc // ends the readers
 	stopSends context.CancelFunc // abandons deliveries under way (left pending for another replica)
+	stopTouch context.CancelFunc // ends the marking of held entries
 	readers   sync.WaitGroup
 	sends     sync.WaitGroup
-	busy      map[string]int // deliveries under way by endpoint id
-	oldest    []time.Time    // each partition's oldest undelivered notification
+	toucher   sync.WaitGroup
+	busy      map[string]int        // deliveries under way by endpoint id
+	held      []map[string]struct{} // by partition, the entries taken and not yet settled or given up
+	oldest    []time.Time           // each partition's oldest undelivered notification
 }
 
 // NewDispatcher makes the dispatcher; Start runs it. now is the clock
@@ -106,6 +112,7 @@ func NewDispatcher(cfg DispatcherConfig, s *store.Store, m *metrics.Metrics, log
 		sender: NewSender(SenderConfig{Timeout: cfg.Timeout, Guard: cfg.Guard}),
 		slots:  make(chan struct{}, cfg.Concurrency),
 		busy:   map[string]int{},
+		held:   make([]map[string]struct{}, s.Partitions),
 	}
 }
 
@@ -119,28 +126,37 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	d.started = true
 	base := context.WithoutCancel(ctx)
-	var readCtx, sendCtx context.Context
+	var readCtx, sendCtx, touchCtx context.Context
 	readCtx, d.stopRead = context.WithCancel(store.Background(base))
 	sendCtx, d.stopSends = context.WithCancel(store.Background(base))
 	d.reader = d.store.NewBlocking(d.store.Partitions)
+	touchCtx, d.stopTouch = context.WithCancel(store.Background(base))
 	for p := 0; p < d.store.Partitions; p++ {
 		d.readers.Add(1)
 		go d.read(readCtx, sendCtx, p)
 	}
+	d.toucher.Add(1)
+	go d.touch(touchCtx)
 	return nil
 }
 
 // Stop ends the readers and waits, within ctx, for the deliveries under way
 // to finish; those still running when ctx ends are abandoned unsettled and
-// another replica delivers them. It is idempotent.
+// another replica delivers them. Then it closes the connections kept open
+// to endpoints. It is idempotent.
 func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.started {
 		d.started = true // a Start after Stop runs nothing
-		d.stopRead, d.stopSends = func() {}, func() {}
+		d.stopRead, d.stopSends, d.stopTouch = func() {}, func() {}, func() {}
 	}
-	stopRead, stopSends, reader := d.stopRead, d.stopSends, d.reader
+	stopRead, stopSends, stopTouch, reader := d.stopRead, d.stopSends, d.stopTouch, d.reader
 	d.mu.Unlock()
+	defer d.sender.CloseIdleConnections()
+	// The entries still held are marked until their deliveries end, so
+	// that none is taken over while it is being finished.
+	defer d.toucher.Wait()
+	defer stopTouch()
 	stopRead()
 	if reader != nil {
 		_ = reader.Close() // ends the reads waiting in Redis
@@ -185,18 +201,39 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 			lastAge = now
 			d.measureAge(ctx, p)
 		}
-		n := d.acquire(ctx)
+		n := d.acquire(ctx, 32)
 		if n == 0 {
 			return
 		}
 		var entries []store.OutboxEntry
 		var err error
 		if now := d.now(); now.Sub(lastClaim) >= d.cfg.ClaimIdle/2 {
-			lastClaim = now
 			entries, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, n)
+			if err == nil && len(entries) < n {
+				// All taken over; while claims come back full, more may
+				// be waiting, and the next loop claims again.
+				lastClaim = now
+			}
+			entries = d.hold(p, entries)
 		}
 		if err == nil && len(entries) == 0 {
-			entries, err = d.reader.ReadOutbox(ctx, p, d.cfg.Consumer, n, d.cfg.Block)
+			entries, err = d.reader.ReadOutbox(ctx, p, d.cfg.Consumer, n, 0)
+			entries = d.hold(p, entries)
+		}
+		if err == nil && len(entries) == 0 {
+			// Nothing to do: wait for an entry holding no slot. A slot held
+			// through a blocking read idles while other partitions wait
+			// for one, up to Block for each of them.
+			d.release(n)
+			n = 0
+			entries, err = d.reader.ReadOutbox(ctx, p, d.cfg.Consumer, 1, d.cfg.Block)
+			entries = d.hold(p, entries)
+			if err == nil && len(entries) > 0 {
+				if n = d.acquire(ctx, 1); n == 0 {
+					d.unhold(p, entries...) // left pending: taken over after ClaimIdle
+					return
+				}
+			}
 		}
 		if err != nil {
 			d.release(n)
@@ -211,16 +248,79 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 	}
 }
 
-// acquire takes at least one delivery slot (waiting for it) and up to 32,
+// hold notes entries as taken by this replica, to be marked as in its hands
+// until settled, and returns them less those it holds already: an entry
+// claimed back from itself (its mark came late) is under way here.
+func (d *Dispatcher) hold(p int, entries []store.OutboxEntry) []store.OutboxEntry {
+	if len(entries) == 0 {
+		return entries
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.held[p] == nil {
+		d.held[p] = map[string]struct{}{}
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if _, ok := d.held[p][e.ID]; ok {
+			continue
+		}
+		d.held[p][e.ID] = struct{}{}
+		out = append(out, e)
+	}
+	return out
+}
+
+// unhold ends the marking of entries: settled, or left for another replica
+// (or this one) to take over after ClaimIdle.
+func (d *Dispatcher) unhold(p int, entries ...store.OutboxEntry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range entries {
+		delete(d.held[p], e.ID)
+	}
+}
+
+// touchEvery is how often the entries held are marked: well within
+// ClaimIdle, so that a late mark or two still comes in time.
+func (d *Dispatcher) touchEvery() time.Duration { return max(d.cfg.ClaimIdle/4, 10*time.Millisecond) }
+
+// touch marks the entries this replica holds, in each partition, as still
+// in its hands, until ctx ends.
+func (d *Dispatcher) touch(ctx context.Context) {
+	defer d.toucher.Done()
+	t := time.NewTicker(d.touchEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for p := range d.held {
+			d.mu.Lock()
+			ids := make([]string, 0, len(d.held[p]))
+			for id := range d.held[p] {
+				ids = append(ids, id)
+			}
+			d.mu.Unlock()
+			if err := d.store.TouchOutbox(ctx, p, d.cfg.Consumer, ids); err != nil {
+				d.logWarn("held notifications not marked", p, err)
+			}
+		}
+	}
+}
+
+// acquire takes at least one delivery slot (waiting for it) and up to most,
 // and returns how many; 0 when ctx ended first.
-func (d *Dispatcher) acquire(ctx context.Context) int {
+func (d *Dispatcher) acquire(ctx context.Context, most int) int {
 	select {
 	case d.slots <- struct{}{}:
 	case <-ctx.Done():
 		return 0
 	}
 	n := 1
-	for n < 32 {
+	for n < most {
 		select {
 		case d.slots <- struct{}{}:
 			n++
@@ -242,6 +342,7 @@ func (d *Dispatcher) dispatch(ctx, sendCtx context.Context, p int, entries []sto
 	targets, err := d.store.Targets(ctx, p, entries)
 	if err != nil {
 		d.release(len(entries)) // left pending: taken over after ClaimIdle
+		d.unhold(p, entries...)
 		d.logWarn("notification targets not read", p, err)
 		return
 	}
@@ -250,6 +351,7 @@ func (d *Dispatcher) dispatch(ctx, sendCtx context.Context, p int, entries []sto
 		go func() {
 			defer d.sends.Done()
 			defer d.release(1)
+			defer d.unhold(p, e)
 			d.deliver(sendCtx, p, e, targets[i])
 		}()
 	}

@@ -221,10 +221,13 @@ func (s *Store) EnsureOutboxGroup(ctx context.Context, p int) error {
 }
 
 // ReadOutbox takes up to count new entries of partition p for consumer,
-// waiting up to block for one. A missing group is made again (a Redis that
-// restarted empty).
+// waiting up to block for one (not at all when block is 0). A missing group
+// is made again (a Redis that restarted empty).
 func (b *Blocking) ReadOutbox(ctx context.Context, p int, consumer string, count int, block time.Duration) ([]OutboxEntry, error) {
 	s := b.s
+	if block <= 0 {
+		block = -1 // no BLOCK argument: BLOCK 0 would wait for ever
+	}
 	res, err := b.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: OutboxGroup, Consumer: consumer, Streams: []string{s.Keys.Outbox(p), ">"},
 		Count: int64(count), Block: block,
@@ -267,6 +270,23 @@ func (s *Store) ClaimOutbox(ctx context.Context, p int, consumer string, minIdle
 		}
 	}
 	return out, nil
+}
+
+// TouchOutbox marks entries of partition p as still in consumer's hands:
+// their idle time starts again, so a delivery that takes longer than the
+// claim idle time is not taken over while its replica lives. An entry
+// settled in between is left alone.
+func (s *Store) TouchOutbox(ctx context.Context, p int, consumer string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := s.RDB.XClaimJustID(ctx, &redis.XClaimArgs{
+		Stream: s.Keys.Outbox(p), Group: OutboxGroup, Consumer: consumer, Messages: ids,
+	}).Err()
+	if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOGROUP") {
+		return unavailable(err)
+	}
+	return nil
 }
 
 // Settle says how one delivery attempt ended.
