@@ -40,13 +40,19 @@ var (
 // what the delivery said about itself.
 type Notification struct {
 	Event
-	// MessageID is the delivery's webhook-id: the same on every retry of one
-	// message, so a receiver drops a repeat by it.
+	// MessageID is the delivery's webhook-id, the event's id: the same on
+	// every retry of one message. An event id is unique within its session
+	// only, so a receiver that serves several sessions drops repeats by
+	// DedupeKey.
 	MessageID string
 	// SentAt is the delivery's webhook-timestamp: when this attempt was
 	// signed.
 	SentAt time.Time
 }
+
+// DedupeKey names the message across every session: its session and its
+// webhook-id. A repeat of a message has the same key.
+func (n Notification) DedupeKey() string { return n.SessionID + "/" + n.MessageID }
 
 // VerifyNotification checks that a notification request was signed by
 // taskhook with the endpoint's secret (the "whsec_..." shown when the

@@ -47,6 +47,9 @@ func TestVerifyNotification(t *testing.T) {
 	if n.MessageID != "1700000000000-0" || !n.SentAt.Equal(at) {
 		t.Errorf("MessageID %q SentAt %v, want the webhook-id and %v", n.MessageID, n.SentAt, at)
 	}
+	if k := n.DedupeKey(); k != "ses_abc/1700000000000-0" {
+		t.Errorf("DedupeKey = %q, want the session and the webhook-id", k)
+	}
 	task, err := n.Task()
 	if err != nil || task.Revision != 3 {
 		t.Errorf("Task() = %+v, %v", task, err)
