@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	log.Info("answer links keyed", "source", keySource)
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log, time.Now)
 	guard := callbacks.Guard{AllowPrivate: cfg.AllowPrivateTargets}
-	a.Notify = callbacks.NewRegistrar(guard, a.Store)
+	a.Notify = callbacks.NewRegistrar(guard, a.Store, cfg.SlackBotToken != "")
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
 		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify,
@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
 		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
 		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard,
-		Show: a.Tasks.AnswerLinks().Event,
+		Show: a.Tasks.AnswerLinks().Event, Slack: slackPosting(cfg),
 	}, a.Store, a.Metrics, log, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	a.Hooks, err = hooks.NewService(hooks.Config{
@@ -224,4 +224,13 @@ func shortDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
+}
+
+// slackPosting is how the dispatcher posts to Slack endpoints, nil without a
+// bot token.
+func slackPosting(cfg Config) *callbacks.SlackConfig {
+	if cfg.SlackBotToken == "" {
+		return nil
+	}
+	return &callbacks.SlackConfig{Token: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL, Render: renderSlack}
 }

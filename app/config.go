@@ -58,6 +58,9 @@ type Config struct {
 	NotifyMaxAttempts   int           // TASKHOOK_NOTIFY_MAX_ATTEMPTS: attempts before a notification is dead-lettered; default 8
 	NotifyClaimIdle     time.Duration // TASKHOOK_NOTIFY_CLAIM_IDLE: a delivery left this long by a dead replica is taken over; default the timeout + 10s
 	AllowPrivateTargets bool          // TASKHOOK_ALLOW_PRIVATE_TARGETS: let endpoints resolve to loopback, private and metadata addresses
+
+	SlackBotToken string // TASKHOOK_SLACK_BOT_TOKEN: lets notify endpoints be Slack channels ({slack: {channel}})
+	SlackAPIURL   string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/
 }
 
 // Validate reports every setting that cannot work.
@@ -121,6 +124,9 @@ func (c Config) Validate() error {
 	}
 	if c.NotifyTimeout < 0 || c.NotifyConcurrency < 0 || c.NotifyRetryBase < 0 || c.NotifyMaxAttempts < 0 || c.NotifyClaimIdle < 0 {
 		errs = append(errs, errors.New("TASKHOOK_NOTIFY_* settings must not be negative"))
+	}
+	if c.SlackAPIURL != "" && !strings.HasPrefix(c.SlackAPIURL, "https://") && !strings.HasPrefix(c.SlackAPIURL, "http://") {
+		errs = append(errs, errors.New("TASKHOOK_SLACK_API_URL must be an http(s) URL"))
 	}
 	if c.NotifyMaxAttempts > 100 {
 		errs = append(errs, errors.New("TASKHOOK_NOTIFY_MAX_ATTEMPTS must be at most 100"))
@@ -189,6 +195,8 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	str(&c.JWTIssuer, "jwt-issuer", "TASKHOOK_JWT_ISSUER", "required iss")
 	str(&c.AnswerKey, "answer-key", "TASKHOOK_ANSWER_KEY", "base64 key (at least 32 bytes) of answer tokens, the same on every replica")
 	str(&c.LogLevel, "log-level", "TASKHOOK_LOG_LEVEL", "debug, info, warn or error")
+	c.SlackBotToken = getenv("TASKHOOK_SLACK_BOT_TOKEN") // a secret: no flag, so it stays out of process lists
+	str(&c.SlackAPIURL, "slack-api-url", "TASKHOOK_SLACK_API_URL", "Slack Web API base URL")
 	var errs []error
 	parse := func(env string, set func(string) error) {
 		if v := getenv(env); v != "" {

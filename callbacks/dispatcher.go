@@ -33,6 +33,9 @@ type DispatcherConfig struct {
 	// Show turns a stored event into what a reader sees (the answer links of
 	// its open requests, tasks.AnswerLinks.Event); nil sends it as stored.
 	Show func(event []byte) []byte
+	// Slack posts the events of Slack endpoints; nil: they are dead on
+	// their first event.
+	Slack *SlackConfig
 }
 
 func (c DispatcherConfig) withDefaults() DispatcherConfig {
@@ -83,6 +86,7 @@ type Dispatcher struct {
 	cfg     DispatcherConfig
 	store   *store.Store
 	sender  *Sender
+	slack   *slackAPI // nil without a Slack configuration
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	now     func() time.Time
@@ -107,13 +111,17 @@ type Dispatcher struct {
 // (time.Now in production).
 func NewDispatcher(cfg DispatcherConfig, s *store.Store, m *metrics.Metrics, log *slog.Logger, now func() time.Time) *Dispatcher {
 	cfg = cfg.withDefaults()
-	return &Dispatcher{
+	d := &Dispatcher{
 		cfg: cfg, store: s, metrics: m, log: log, now: now,
 		sender: NewSender(SenderConfig{Timeout: cfg.Timeout, Guard: cfg.Guard}),
 		slots:  make(chan struct{}, cfg.Concurrency),
 		busy:   map[string]int{},
 		held:   make([]map[string]struct{}, s.Partitions),
 	}
+	if cfg.Slack != nil && cfg.Slack.Token != "" && cfg.Slack.Render != nil {
+		d.slack = newSlackAPI(*cfg.Slack, cfg.Timeout)
+	}
+	return d
 }
 
 // Start runs one reader per partition. It is idempotent; after Stop it does
@@ -365,7 +373,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p int, e store.OutboxEntry, t 
 		d.settle(ctx, p, e, store.Settlement{How: store.SettleDone}, "skipped")
 		return
 	}
-	if !d.take(e.EndpointID) {
+	if !d.take(e.EndpointID, ep.Slack != nil) {
 		// The endpoint has as many deliveries under way as it may: this one
 		// waits a moment, without spending an attempt, so a slow receiver
 		// never holds the slots other endpoints need.
@@ -374,9 +382,14 @@ func (d *Dispatcher) deliver(ctx context.Context, p int, e store.OutboxEntry, t 
 	}
 	d.inFlight(1)
 	start := d.now()
-	out := d.sender.Send(ctx, Delivery{
-		URL: ep.URL, Secret: t.Secret, MessageID: e.EventID, Body: d.cfg.Show(store.EventWithID(e.EventID, e.Event)), At: start,
-	})
+	var out Outcome
+	if ep.Slack != nil {
+		out = d.deliverSlack(ctx, p, ep.Slack.Channel, e.EndpointID, e.Event)
+	} else {
+		out = d.sender.Send(ctx, Delivery{
+			URL: ep.URL, Secret: t.Secret, MessageID: e.EventID, Body: d.cfg.Show(store.EventWithID(e.EventID, e.Event)), At: start,
+		})
+	}
 	d.inFlight(-1)
 	d.done(e.EndpointID)
 	if ctx.Err() != nil {
@@ -434,11 +447,16 @@ func (d *Dispatcher) settle(ctx context.Context, p int, e store.OutboxEntry, st 
 	return ok
 }
 
-// take counts a delivery to an endpoint, unless it has PerEndpoint under way.
-func (d *Dispatcher) take(endpointID string) bool {
+// take counts a delivery to an endpoint, unless it has PerEndpoint under way
+// (one, for a Slack endpoint: its updates of a message go one at a time).
+func (d *Dispatcher) take(endpointID string, one bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.busy[endpointID] >= d.cfg.PerEndpoint {
+	limit := d.cfg.PerEndpoint
+	if one {
+		limit = 1
+	}
+	if d.busy[endpointID] >= limit {
 		return false
 	}
 	d.busy[endpointID]++

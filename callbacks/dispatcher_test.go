@@ -51,7 +51,7 @@ func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callb
 		t.Fatal(err)
 	}
 	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now) // not started: nothing here waits
-	reg := callbacks.NewRegistrar(guard, s)
+	reg := callbacks.NewRegistrar(guard, s, false)
 	cfg.Guard = guard
 	d := callbacks.NewDispatcher(cfg, s, metrics.New(), nil, time.Now)
 	if err := d.Start(context.Background()); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
@@ -28,17 +29,24 @@ const maxURL = 2048
 type Registrar struct {
 	guard Guard
 	store *store.Store
+	slack bool // Slack endpoints may be registered (a bot token is configured)
 }
 
-// NewRegistrar wires the registrar.
-func NewRegistrar(g Guard, s *store.Store) *Registrar { return &Registrar{guard: g, store: s} }
+// NewRegistrar wires the registrar; slack says whether Slack endpoints may
+// be registered.
+func NewRegistrar(g Guard, s *store.Store, slack bool) *Registrar {
+	return &Registrar{guard: g, store: s, slack: slack}
+}
 
 // NewEndpoint checks one endpoint request (field names it in errors, e.g.
 // "notify[1]") and returns the endpoint as its creator sees it (the secret
-// included) and its secret.
+// of a URL endpoint included).
 func (r *Registrar) NewEndpoint(ctx context.Context, req wire.EndpointRequest, field string) (wire.Endpoint, error) {
+	if req.Slack != nil {
+		return r.newSlackEndpoint(req, field)
+	}
 	if req.URL == "" {
-		return wire.Endpoint{}, problem.Invalid(field+".url", "is required")
+		return wire.Endpoint{}, problem.Invalid(field+".url", "is required (or slack)")
 	}
 	if len(req.URL) > maxURL {
 		return wire.Endpoint{}, problem.Invalid(field+".url", "is longer than %d bytes", maxURL)
@@ -50,7 +58,7 @@ func (r *Registrar) NewEndpoint(ctx context.Context, req wire.EndpointRequest, f
 		}
 		return wire.Endpoint{}, problem.Invalid(field+".url", "cannot be checked: %v", err)
 	}
-	kinds, err := endpointKinds(req.Kinds, field+".kinds")
+	kinds, err := endpointKinds(req.Kinds, wire.DefaultNotifyKinds, field+".kinds")
 	if err != nil {
 		return wire.Endpoint{}, err
 	}
@@ -64,6 +72,40 @@ func (r *Registrar) NewEndpoint(ctx context.Context, req wire.EndpointRequest, f
 		EndpointID: EndpointPrefix + ids.Random(20), URL: req.URL, Kinds: kinds,
 		Status: wire.EndpointActive, Secret: secret,
 	}, nil
+}
+
+// newSlackEndpoint checks a Slack destination: the server must have a bot
+// token, and the request names a channel and no URL or secret.
+func (r *Registrar) newSlackEndpoint(req wire.EndpointRequest, field string) (wire.Endpoint, error) {
+	switch {
+	case !r.slack:
+		return wire.Endpoint{}, problem.Invalid(field+".slack", "Slack is not configured on this server (TASKHOOK_SLACK_BOT_TOKEN)")
+	case req.URL != "" || req.Secret != "":
+		return wire.Endpoint{}, problem.Invalid(field+".slack", "takes no url or secret")
+	case !validChannel(req.Slack.Channel):
+		return wire.Endpoint{}, problem.Invalid(field+".slack.channel", "must be a channel id or #name of at most 80 characters")
+	}
+	kinds, err := endpointKinds(req.Kinds, wire.DefaultSlackKinds, field+".kinds")
+	if err != nil {
+		return wire.Endpoint{}, err
+	}
+	return wire.Endpoint{
+		EndpointID: EndpointPrefix + ids.Random(20), Slack: &wire.SlackTarget{Channel: req.Slack.Channel},
+		Kinds: kinds, Status: wire.EndpointActive,
+	}, nil
+}
+
+// validChannel takes Slack channel ids (C0123ABCD) and names (#deploys).
+func validChannel(c string) bool {
+	if c == "" || len(c) > 80 {
+		return false
+	}
+	for _, r := range strings.TrimPrefix(c, "#") {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // NewEndpoints checks the endpoints of a create (field "notify") and returns
@@ -97,7 +139,9 @@ func Records(eps []wire.Endpoint) store.NewEndpoints {
 	}
 	rec := store.NewEndpoints{List: ViewJSON(eps)}
 	for _, ep := range eps {
-		rec.Secrets = append(rec.Secrets, ep.EndpointID, ep.Secret)
+		if ep.Secret != "" {
+			rec.Secrets = append(rec.Secrets, ep.EndpointID, ep.Secret)
+		}
 	}
 	return rec
 }
@@ -128,10 +172,10 @@ func Views(list []byte) ([]wire.Endpoint, error) {
 }
 
 // endpointKinds checks the event types an endpoint asks for; none means
-// wire.DefaultNotifyKinds.
-func endpointKinds(kinds []string, field string) ([]string, error) {
+// def.
+func endpointKinds(kinds, def []string, field string) ([]string, error) {
 	if kinds == nil {
-		return slices.Clone(wire.DefaultNotifyKinds), nil
+		return slices.Clone(def), nil
 	}
 	if len(kinds) == 0 {
 		return nil, problem.Invalid(field, "must name at least one event type (leave it out for the default ones)")

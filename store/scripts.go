@@ -75,6 +75,7 @@ type scripts struct {
 	notifyRemove       script[EndpointsResult]
 	outboxSettle       script[bool]
 	outboxDue          script[int]
+	slackMessage       script[bool]
 	logReadKinds       script[kindsRead]
 	taskKindsAfter     script[kindsAfter]
 
@@ -121,6 +122,7 @@ func loadScripts() (*scripts, error) {
 	s.notifyRemove = script[EndpointsResult]{lua("notify_remove"), parseNotifyRemove, withCommandID}
 	s.outboxSettle = script[bool]{lua("outbox_settle"), parseOutboxSettle, withCommandID}
 	s.outboxDue = script[int]{lua("outbox_due"), parseOutboxDue, readsOrOnce}
+	s.slackMessage = script[bool]{lua("slack_message"), parseSlackMessage, withCommandID}
 	s.logReadKinds = script[kindsRead]{lua("log_read_kinds"), parseLogReadKinds, readsOrOnce}
 	s.taskKindsAfter = script[kindsAfter]{lua("task_kinds_after"), parseTaskKindsAfter, readsOrOnce}
 	return s, errors.Join(errs...)

@@ -16,24 +16,39 @@ var DefaultNotifyKinds = []string{
 	EventTaskStatus, EventTaskMessage, EventTaskTerminal, EventInputRequested, EventAuthorizationRequired,
 }
 
-// EndpointRequest asks for a notification endpoint: where to POST, which
-// event types (none: DefaultNotifyKinds) and the signing secret ("whsec_"
-// and base64; made by the server when empty).
+// DefaultSlackKinds are the event types a Slack endpoint that names none
+// is sent: the question is posted, and the same message updated when it is
+// answered or the task ends.
+var DefaultSlackKinds = []string{EventInputRequested, EventInputResolved, EventTaskTerminal}
+
+// EndpointRequest asks for a notification endpoint: where to POST (URL), or
+// a Slack channel to post to (Slack) instead; which event types (none:
+// DefaultNotifyKinds, or DefaultSlackKinds for Slack); and the signing
+// secret of a URL ("whsec_" and base64; made by the server when empty).
 type EndpointRequest struct {
-	URL    string   `json:"url"`
-	Kinds  []string `json:"kinds,omitempty"`
-	Secret string   `json:"secret,omitempty"`
+	URL    string       `json:"url,omitempty"`
+	Slack  *SlackTarget `json:"slack,omitempty"`
+	Kinds  []string     `json:"kinds,omitempty"`
+	Secret string       `json:"secret,omitempty"`
 }
 
-// Endpoint is a notification endpoint as the API shows it. Secret is set
-// only in the answer that created the endpoint; no read shows it again.
+// SlackTarget is the Slack channel (an id such as C0123ABCD, or #name) that
+// a Slack endpoint posts to.
+type SlackTarget struct {
+	Channel string `json:"channel"`
+}
+
+// Endpoint is a notification endpoint as the API shows it: a URL, or a
+// Slack channel. Secret is set only in the answer that created a URL
+// endpoint; no read shows it again.
 type Endpoint struct {
-	EndpointID string   `json:"endpointId"`
-	URL        string   `json:"url"`
-	Kinds      []string `json:"kinds"`
-	Status     string   `json:"status"` // active or dead
-	DeadReason string   `json:"deadReason,omitempty"`
-	Secret     string   `json:"secret,omitempty"`
+	EndpointID string       `json:"endpointId"`
+	URL        string       `json:"url,omitempty"`
+	Slack      *SlackTarget `json:"slack,omitempty"`
+	Kinds      []string     `json:"kinds"`
+	Status     string       `json:"status"` // active or dead
+	DeadReason string       `json:"deadReason,omitempty"`
+	Secret     string       `json:"secret,omitempty"`
 }
 
 // DeadLetter is a notification that was given up on after its last attempt.

@@ -1,0 +1,173 @@
+package callbacks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/taskhook/taskhook/store"
+)
+
+// SlackConfig lets the dispatcher post to Slack: a Slack endpoint's question
+// is posted to its channel (chat.postMessage) and the same message updated
+// (chat.update) when the question is answered or the task ends.
+type SlackConfig struct {
+	Token  string // the bot token (xoxb-...)
+	APIURL string // the Web API's base; default https://slack.com/api/
+	// Render turns a task (its JSON, as an event's data.task holds it) into
+	// the message: the notification text and the Block Kit blocks.
+	Render func(task []byte) (text string, blocks json.RawMessage, err error)
+}
+
+// DefaultSlackAPIURL is Slack's Web API.
+const DefaultSlackAPIURL = "https://slack.com/api/"
+
+// slackAPI calls the two methods of Slack's Web API the dispatcher needs.
+type slackAPI struct {
+	cfg    SlackConfig
+	client *http.Client
+}
+
+func newSlackAPI(cfg SlackConfig, timeout time.Duration) *slackAPI {
+	if cfg.APIURL == "" {
+		cfg.APIURL = DefaultSlackAPIURL
+	}
+	if !strings.HasSuffix(cfg.APIURL, "/") {
+		cfg.APIURL += "/"
+	}
+	return &slackAPI{cfg: cfg, client: &http.Client{
+		Timeout:       timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// slackReply is the part of a Web API answer the dispatcher reads.
+type slackReply struct {
+	OK      bool   `json:"ok"`
+	Error   string `json:"error"`
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
+// call POSTs one Web API method and returns its answer, or the outcome of a
+// call that did not succeed.
+func (a *slackAPI) call(ctx context.Context, method string, body any) (slackReply, Outcome) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return slackReply{}, Outcome{Kind: Dropped, Reason: "message cannot be encoded"}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.APIURL+method, bytes.NewReader(b))
+	if err != nil {
+		return slackReply{}, Outcome{Kind: Dead, Reason: "slack api url is not usable"}
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Authorization", "Bearer "+a.cfg.Token)
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return slackReply{}, transportOutcome(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return slackReply{}, statusOutcome(resp, time.Now())
+	}
+	var r slackReply
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&r); err != nil {
+		return slackReply{}, Outcome{Kind: Retry, Status: resp.StatusCode, Reason: "slack answered no JSON"}
+	}
+	if !r.OK {
+		return r, slackErrorOutcome(r.Error)
+	}
+	return r, Outcome{Kind: Delivered, Status: resp.StatusCode}
+}
+
+// slackErrorOutcome maps an {"ok":false} error: the channel or the token is
+// gone for good (the endpoint dies), Slack is busy (try again), or this one
+// message was refused (dropped).
+func slackErrorOutcome(code string) Outcome {
+	reason := "slack: " + code
+	switch code {
+	case "channel_not_found", "is_archived", "not_in_channel", "invalid_auth", "account_inactive",
+		"token_revoked", "not_authed", "missing_scope":
+		return Outcome{Kind: Dead, Reason: reason}
+	case "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout":
+		return Outcome{Kind: Retry, Reason: reason}
+	}
+	return Outcome{Kind: Dropped, Reason: reason}
+}
+
+// slackEvent is what the dispatcher reads of an event for Slack.
+type slackEvent struct {
+	Type   string `json:"type"`
+	TaskID string `json:"taskId"`
+}
+
+// deliverSlack posts a task's question to the endpoint's channel, or
+// updates the message it posted before, showing the task as it is now: one
+// delivery at a time per Slack endpoint (see take), so the last update
+// shows the latest state whatever order the events came in. The message's
+// channel and ts are kept with the task (store.SlackMessage), with the
+// revision it shows; a message that shows the current revision already is
+// left alone.
+func (d *Dispatcher) deliverSlack(ctx context.Context, p int, channel string, endpointID string, event []byte) Outcome {
+	if d.slack == nil {
+		return Outcome{Kind: Dead, Reason: "slack is not configured"}
+	}
+	var ev slackEvent
+	if err := json.Unmarshal(event, &ev); err != nil || ev.TaskID == "" {
+		return Outcome{Kind: Dropped, Reason: "not a task event"}
+	}
+	msg, found, err := d.store.SlackMessage(ctx, p, ev.TaskID, endpointID)
+	if err != nil {
+		return Outcome{Kind: Retry, Reason: "store unavailable"}
+	}
+	if !found && ev.Type != "input.requested" {
+		return Outcome{Kind: Delivered, Reason: "no message to update"}
+	}
+	task, err := d.store.GetJSON(ctx, d.store.Keys.Task(p, ev.TaskID))
+	if errors.Is(err, store.ErrNotFound) {
+		return Outcome{Kind: Dropped, Reason: "the task is gone"}
+	}
+	if err != nil {
+		return Outcome{Kind: Retry, Reason: "store unavailable"}
+	}
+	var head struct {
+		Revision int64 `json:"revision"`
+	}
+	_ = json.Unmarshal(task, &head)
+	if found && msg.Revision >= head.Revision {
+		return Outcome{Kind: Delivered, Reason: "the message shows this already"}
+	}
+	text, blocks, err := d.slack.cfg.Render(task)
+	if err != nil {
+		return Outcome{Kind: Dropped, Reason: "task cannot be rendered"}
+	}
+	body := map[string]any{"channel": channel, "text": text, "blocks": blocks}
+	method := "chat.postMessage"
+	if found {
+		method = "chat.update"
+		body["channel"], body["ts"] = msg.Channel, msg.TS
+	}
+	reply, out := d.slack.call(ctx, method, body)
+	if out.Kind != Delivered {
+		return out
+	}
+	if !found {
+		msg.Channel, msg.TS = reply.Channel, reply.TS
+	}
+	msg.Revision = head.Revision
+	if err := d.store.RecordSlackMessage(ctx, p, ev.TaskID, endpointID, msg); err != nil {
+		// Posted but not recorded: a retry would post a second message, so
+		// this counts as delivered, and later events find no message.
+		d.logWarn("slack message not recorded", p, err)
+	}
+	return out
+}
+
+// String is for logs: never the token.
+func (c SlackConfig) String() string { return fmt.Sprintf("slack(api=%s)", c.APIURL) }
