@@ -1,0 +1,227 @@
+package slack
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/taskhook/taskhook/api/wire"
+)
+
+// Action ids start with these: a button answers with its option, an input
+// with the text typed into it.
+const (
+	actionAnswer = "answer:"
+	actionText   = "text:"
+)
+
+// ActionRef is what a rendered control names: the task, the request and,
+// for a button, the option. It rides in the button's value (the input's
+// block_id for typed text). It is no capability: the task is answered only
+// when the interaction carrying it is signed by Slack and comes from the
+// task's requester.
+type ActionRef struct {
+	TaskID    string `json:"taskId"`
+	RequestID string `json:"requestId"`
+	OptionID  string `json:"optionId,omitempty"`
+}
+
+func (r ActionRef) encode() string {
+	b, _ := json.Marshal(r) // three strings: cannot fail
+	return string(b)
+}
+
+// Render is a task as a Slack message: a header naming it (label, else
+// kind, else "Task"); while it waits for input, each open request's prompt
+// with its options as buttons and, for a free-text request, an input that
+// sends on Enter; once nothing is open, the outcome: who answered what, and
+// how the task ended. asked are requests the task asked before (answered
+// requests leave the task): an answer shows its option's label when the
+// request is among them, else the option's id.
+//
+// Caller text is escaped, so a prompt can neither mention (<!channel>) nor
+// link (<http://x|y>). Text longer than Block Kit takes is cut, and requests
+// beyond the block limit are counted, never shown: Render never fails.
+func Render[T any, S ~string](t wire.Task[T, S], asked []wire.InputRequest) Message {
+	title := cmp.Or(t.Label, t.Kind, "Task")
+	blocks := []Block{{Type: BlockHeader, Text: &Text{Type: TextPlain, Text: cut(title, MaxHeaderChars)}}}
+	var open []wire.InputRequest
+	if string(t.Status) == wire.StatusInputRequired {
+		open = t.InputRequests
+	}
+	if len(open) > 0 {
+		for i, r := range open {
+			rb := requestBlocks(t.TaskID, r)
+			room := MaxBlocks
+			if i < len(open)-1 {
+				room-- // for the count of requests that do not fit
+			}
+			if len(blocks)+len(rb) > room {
+				blocks = append(blocks, section(fmt.Sprintf("…and %d more requests not shown here", len(open)-i)))
+				break
+			}
+			blocks = append(blocks, rb...)
+		}
+		fallback := escape(title) + ": " + escape(open[0].Prompt)
+		if len(open) > 1 {
+			fallback += fmt.Sprintf(" (and %d more)", len(open)-1)
+		}
+		return Message{Blocks: blocks, Text: cutEscaped(fallback, MaxTextChars)}
+	}
+	lines := answerLines(t.Requester, t.InputResponses, asked)
+	if len(lines) > 0 {
+		blocks = append(blocks, Block{Type: BlockSection, Text: &Text{Type: TextMarkdown,
+			Text: cutEscaped(strings.Join(lines, "\n"), MaxSectionChars)}})
+	}
+	end := outcome(string(t.Status), t.Error, t.CancelReason, t.StatusMessage)
+	if end != "" && (len(lines) == 0 || wire.Terminal(t.Status)) {
+		blocks = append(blocks, section(end))
+	}
+	summary := end
+	if len(lines) > 0 && !wire.Terminal(t.Status) {
+		summary = lines[len(lines)-1]
+	}
+	return Message{Blocks: blocks, Text: cutEscaped(escape(title)+": "+summary, MaxTextChars)}
+}
+
+// requestBlocks are an open request's prompt and controls.
+func requestBlocks(taskID string, r wire.InputRequest) []Block {
+	out := []Block{section(escape(r.Prompt))}
+	if r.Kind != wire.KindAsk {
+		return out // a sign-in is not answered here
+	}
+	if len(r.Options) > 0 {
+		buttons := make([]Element, 0, min(len(r.Options), MaxActionButtons))
+		for _, o := range r.Options[:min(len(r.Options), MaxActionButtons)] {
+			buttons = append(buttons, Element{
+				Type:     ElementButton,
+				ActionID: actionAnswer + r.RequestID + ":" + o.ID,
+				Text:     &Text{Type: TextPlain, Text: cut(o.Label, MaxButtonChars)},
+				Value:    ActionRef{TaskID: taskID, RequestID: r.RequestID, OptionID: o.ID}.encode(),
+				Style:    buttonStyle(o.Style),
+			})
+		}
+		out = append(out, Block{Type: BlockActions, Elements: buttons})
+	}
+	if r.AllowFreeform || r.Display == wire.DisplayText {
+		out = append(out, Block{
+			Type:           BlockInput,
+			BlockID:        ActionRef{TaskID: taskID, RequestID: r.RequestID}.encode(),
+			DispatchAction: true,
+			Label:          &Text{Type: TextPlain, Text: "Your answer"},
+			Element: &Element{
+				Type:                 ElementTextInput,
+				ActionID:             actionText + r.RequestID,
+				DispatchActionConfig: &DispatchConfig{TriggerActionsOn: []string{"on_enter_pressed"}},
+			},
+		})
+	}
+	return out
+}
+
+// buttonStyle maps an option's style: Slack knows primary and danger; a
+// default button has none.
+func buttonStyle(style string) string {
+	switch style {
+	case "primary", "danger":
+		return style
+	}
+	return ""
+}
+
+// answerLines say who answered what, escaped, oldest first.
+func answerLines(requester string, answers []wire.InputResponse, asked []wire.InputRequest) []string {
+	lines := make([]string, 0, len(answers))
+	for _, a := range answers {
+		said := a.OptionID
+		for _, r := range asked {
+			if r.RequestID != a.RequestID {
+				continue
+			}
+			for _, o := range r.Options {
+				if o.ID == a.OptionID {
+					said = o.Label
+				}
+			}
+		}
+		switch {
+		case said == "":
+			said = a.Text
+		case a.Text != "":
+			said += " — " + a.Text
+		}
+		lines = append(lines, "Answered by "+escape(requester)+": "+escape(said))
+	}
+	return lines
+}
+
+// outcome is how the task stands once nothing is open, escaped.
+func outcome(status string, taskErr *wire.TaskError, cancelReason, statusMessage string) string {
+	switch status {
+	case wire.StatusCompleted:
+		return "Completed"
+	case wire.StatusFailed:
+		if taskErr != nil && taskErr.Message != "" {
+			return "Failed: " + escape(taskErr.Message)
+		}
+		return "Failed"
+	case wire.StatusCancelled:
+		if cancelReason != "" {
+			return "Cancelled: " + escape(cancelReason)
+		}
+		return "Cancelled"
+	case wire.StatusWorking:
+		if statusMessage != "" {
+			return "Working: " + escape(statusMessage)
+		}
+		return "Working"
+	}
+	return ""
+}
+
+// section is a mrkdwn section of text already escaped.
+func section(escaped string) Block {
+	return Block{Type: BlockSection, Text: &Text{Type: TextMarkdown, Text: cutEscaped(escaped, MaxSectionChars)}}
+}
+
+// escape makes caller text inert in mrkdwn: Slack reads <...> as a link or
+// a mention, and & starts an entity.
+func escape(s string) string {
+	return mrkdwnEscaper.Replace(s)
+}
+
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+const ellipsis = "…"
+
+// cut keeps plain text within max characters, ending with an ellipsis when
+// it was longer.
+func cut(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == max-1 {
+			return s[:i] + ellipsis
+		}
+		n++
+	}
+	return s
+}
+
+// cutEscaped is cut for escaped mrkdwn: it never splits an entity, which
+// would leave a bare & in the text.
+func cutEscaped(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	out := cut(s, max)
+	body := strings.TrimSuffix(out, ellipsis)
+	if amp := strings.LastIndexByte(body, '&'); amp >= 0 && !strings.Contains(body[amp:], ";") {
+		body = body[:amp]
+	}
+	return body + ellipsis
+}

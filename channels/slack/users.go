@@ -1,0 +1,54 @@
+package slack
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Users maps Slack user ids to the principals they act as.
+type Users map[string]string
+
+// maxUserIDLen bounds a Slack user id in the map: real ones are about 11.
+const maxUserIDLen = 32
+
+// ParseUsers reads TASKHOOK_SLACK_USERS: "U012AB=alice,U034CD=bob", a
+// comma-separated list of Slack user id = principal, spaces around either
+// allowed. A principal is written as tasks record it ("iss#sub" when the
+// server has an issuer). An empty list maps nobody. A malformed entry or a
+// Slack id given twice is an error, naming the entry by position only.
+func ParseUsers(s string) (Users, error) {
+	users := Users{}
+	if strings.TrimSpace(s) == "" {
+		return users, nil
+	}
+	for i, entry := range strings.Split(s, ",") {
+		id, principal, ok := strings.Cut(entry, "=")
+		id, principal = strings.TrimSpace(id), strings.TrimSpace(principal)
+		if !ok || !validUserID(id) || principal == "" {
+			return nil, fmt.Errorf("entry %d: want SLACK_USER_ID=principal, a Slack id of A-Z and 0-9 starting with U or W", i+1)
+		}
+		if _, dup := users[id]; dup {
+			return nil, fmt.Errorf("entry %d: Slack user %s is mapped twice", i+1, id)
+		}
+		users[id] = principal
+	}
+	return users, nil
+}
+
+// Principal is who a Slack user acts as; false when unmapped.
+func (u Users) Principal(slackUserID string) (string, bool) {
+	p, ok := u[slackUserID]
+	return p, ok
+}
+
+func validUserID(id string) bool {
+	if len(id) < 2 || len(id) > maxUserIDLen || (id[0] != 'U' && id[0] != 'W') {
+		return false
+	}
+	for i := range len(id) {
+		if (id[i] < 'A' || id[i] > 'Z') && (id[i] < '0' || id[i] > '9') {
+			return false
+		}
+	}
+	return true
+}
