@@ -232,5 +232,5 @@ func slackPosting(cfg Config) *callbacks.SlackConfig {
 	if cfg.SlackBotToken == "" {
 		return nil
 	}
-	return &callbacks.SlackConfig{Token: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL, Render: renderSlack}
+	return &callbacks.SlackConfig{Token: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL}
 }

@@ -118,7 +118,7 @@ func NewDispatcher(cfg DispatcherConfig, s *store.Store, m *metrics.Metrics, log
 		busy:   map[string]int{},
 		held:   make([]map[string]struct{}, s.Partitions),
 	}
-	if cfg.Slack != nil && cfg.Slack.Token != "" && cfg.Slack.Render != nil {
+	if cfg.Slack != nil && cfg.Slack.Token != "" {
 		d.slack = newSlackAPI(*cfg.Slack, cfg.Timeout)
 	}
 	return d

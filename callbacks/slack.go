@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/store"
 )
 
@@ -20,9 +23,6 @@ import (
 type SlackConfig struct {
 	Token  string // the bot token (xoxb-...)
 	APIURL string // the Web API's base; default https://slack.com/api/
-	// Render turns a task (its JSON, as an event's data.task holds it) into
-	// the message: the notification text and the Block Kit blocks.
-	Render func(task []byte) (text string, blocks json.RawMessage, err error)
 }
 
 // DefaultSlackAPIURL is Slack's Web API.
@@ -136,18 +136,23 @@ func (d *Dispatcher) deliverSlack(ctx context.Context, p int, channel string, en
 	if err != nil {
 		return Outcome{Kind: Retry, Reason: "store unavailable"}
 	}
-	var head struct {
-		Revision int64 `json:"revision"`
+	var t wire.Task[json.RawMessage, string]
+	if err := json.Unmarshal(task, &t); err != nil {
+		return Outcome{Kind: Dropped, Reason: "task cannot be read"}
 	}
-	_ = json.Unmarshal(task, &head)
-	if found && msg.Revision >= head.Revision {
+	if found && msg.Revision >= t.Revision {
 		return Outcome{Kind: Delivered, Reason: "the message shows this already"}
 	}
-	text, blocks, err := d.slack.cfg.Render(task)
-	if err != nil {
-		return Outcome{Kind: Dropped, Reason: "task cannot be rendered"}
+	// The message keeps every request it showed, so an answer shows its
+	// option's label after the request has left the task.
+	var asked []wire.InputRequest
+	_ = json.Unmarshal(msg.Asked, &asked) // none yet: nil
+	asked = appendNew(asked, t.InputRequests)
+	if msg.Asked, err = json.Marshal(asked); err != nil {
+		return Outcome{Kind: Dropped, Reason: "task cannot be read"}
 	}
-	body := map[string]any{"channel": channel, "text": text, "blocks": blocks}
+	m := slack.Render(t, asked)
+	body := map[string]any{"channel": channel, "text": m.Text, "blocks": m.Blocks}
 	method := "chat.postMessage"
 	if found {
 		method = "chat.update"
@@ -160,13 +165,23 @@ func (d *Dispatcher) deliverSlack(ctx context.Context, p int, channel string, en
 	if !found {
 		msg.Channel, msg.TS = reply.Channel, reply.TS
 	}
-	msg.Revision = head.Revision
+	msg.Revision = t.Revision
 	if err := d.store.RecordSlackMessage(ctx, p, ev.TaskID, endpointID, msg); err != nil {
 		// Posted but not recorded: a retry would post a second message, so
 		// this counts as delivered, and later events find no message.
 		d.logWarn("slack message not recorded", p, err)
 	}
 	return out
+}
+
+// appendNew adds the requests of reqs that asked does not hold yet.
+func appendNew(asked, reqs []wire.InputRequest) []wire.InputRequest {
+	for _, r := range reqs {
+		if !slices.ContainsFunc(asked, func(a wire.InputRequest) bool { return a.RequestID == r.RequestID }) {
+			asked = append(asked, r)
+		}
+	}
+	return asked
 }
 
 // String is for logs: never the token.

@@ -12,9 +12,13 @@ import (
 
 type (
 	// EndpointRequest asks for a notification endpoint: where the service
-	// POSTs events, which event types (none: DefaultNotifyKinds) and the
-	// signing secret ("whsec_" and base64; the server makes one when empty).
+	// POSTs events (URL) or the Slack channel it posts questions to
+	// (Slack), which event types (none: DefaultNotifyKinds, or
+	// DefaultSlackKinds) and the signing secret of a URL ("whsec_" and
+	// base64; the server makes one when empty).
 	EndpointRequest = wire.EndpointRequest
+	// SlackTarget is the Slack channel of a Slack endpoint.
+	SlackTarget = wire.SlackTarget
 	// Endpoint is a notification endpoint. Secret is set only in the answer
 	// that created it.
 	Endpoint = wire.Endpoint
@@ -22,8 +26,12 @@ type (
 	DeadLetter = wire.DeadLetter[time.Time]
 )
 
-// DefaultNotifyKinds are the event types an endpoint that names none gets.
-var DefaultNotifyKinds = wire.DefaultNotifyKinds
+// DefaultNotifyKinds are the event types an endpoint that names none gets;
+// DefaultSlackKinds those of a Slack endpoint.
+var (
+	DefaultNotifyKinds = wire.DefaultNotifyKinds
+	DefaultSlackKinds  = wire.DefaultSlackKinds
+)
 
 // AddSessionEndpoint registers one more notification endpoint on a session:
 // it gets the session's events and those of its tasks.

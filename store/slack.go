@@ -11,9 +11,10 @@ import (
 // SlackMessage is the Slack message that shows a task to one Slack
 // endpoint: where it is and which revision of the task it shows.
 type SlackMessage struct {
-	Channel  string `json:"channel"`
-	TS       string `json:"ts"`
-	Revision int64  `json:"revision"`
+	Channel  string          `json:"channel"`
+	TS       string          `json:"ts"`
+	Revision int64           `json:"revision"`
+	Asked    json.RawMessage `json:"asked,omitempty"` // every request the message has shown (JSON array)
 }
 
 var parseSlackMessage = replies[bool]{
