@@ -309,3 +309,51 @@ func startServer(t *testing.T) *apptest.Server {
 		Addr: addr, PublicURL: "http://" + addr, WakeBlock: 500 * time.Millisecond,
 	})
 }
+
+// The agent that starts a devbox task hears it through a notification
+// endpoint instead of a long-poll: the question reaches it (and it answers,
+// as the human), then the end. Every delivery it takes is signed.
+func TestDevboxAgentHearsTheTask(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Standalone(t, app.Config{AllowPrivateTargets: true, WakeBlock: 500 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	token := apptest.Token(t, "executor")
+	c := client.New(srv.URL, token)
+	heard := make(chan client.Event, 16)
+	cfg := config{API: srv.URL, Token: token, Job: jobMigrate, Devbox: newDevbox(testLog(t)), Log: testLog(t),
+		Listen: "127.0.0.1:0", Heard: func(ev client.Event) { heard <- ev }}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg) }()
+
+	var types []string
+	for {
+		select {
+		case ev := <-heard:
+			types = append(types, ev.Type)
+			if ev.Type == client.EventInputRequested {
+				var data struct{ Requests []client.InputRequest }
+				if err := json.Unmarshal(ev.Data, &data); err != nil || len(data.Requests) == 0 {
+					t.Fatalf("the question's event: %s (%v)", ev.Data, err)
+				}
+				req := data.Requests[0]
+				if _, err := c.Respond(ctx, ev.TaskID, []client.InputResponse{{RequestID: req.RequestID, OptionID: "continue"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ev.Type == client.EventTaskTerminal {
+				if err := <-done; err != nil {
+					t.Fatalf("run: %v", err)
+				}
+				if !slices.Contains(types, client.EventInputRequested) {
+					t.Fatalf("the agent heard %v: no question", types)
+				}
+				return
+			}
+		case err := <-done:
+			t.Fatalf("run ended (%v) before the agent heard the end; it heard %v", err, types)
+		case <-ctx.Done():
+			t.Fatalf("the agent heard %v, then nothing", types)
+		}
+	}
+}

@@ -22,6 +22,10 @@
 //  8. once the job is over, either way, releases the task: an owner that
 //     cancelled with a wait (POST .../cancel?wait=30s) is answered then.
 //
+// With -listen, the session it opens registers a notification endpoint on
+// that address (agent.go): the agent hears the task's question and its end
+// as signed webhooks instead of holding a long-poll open.
+//
 // Run a server (`make run` prints a dev token), then:
 //
 //	go run ./examples/devbox -api http://localhost:8080 -token "$TOKEN"
@@ -54,6 +58,8 @@ func main() {
 	flag.StringVar(&cfg.TaskID, "task", "", "work on this task instead of starting one")
 	flag.StringVar(&cfg.Job, "job", jobMigrate, "the devbox job of a task it starts: "+
 		jobMigrate+", "+jobMigrateAndReindex+", "+jobBrokenMigration+" or "+jobLongMigration)
+	flag.StringVar(&cfg.Listen, "listen", "", "for a task it starts, hear the task's events here as the agent would "+
+		"(a notification endpoint such as 127.0.0.1:9000; the server needs TASKHOOK_ALLOW_PRIVATE_TARGETS=true for loopback)")
 	flag.Parse()
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 
@@ -73,6 +79,10 @@ type config struct {
 	Job    string       // the job of a task it starts (its input's "job")
 	Devbox *devbox      // the outside service; nil: a new fake one
 	Log    *slog.Logger // nil: no log
+	// Listen, for a task it starts, is where the agent hears the task's
+	// events (a notification endpoint of the session); Heard gets each one.
+	Listen string
+	Heard  func(client.Event)
 }
 
 // run is the executor, from the task to its result.
@@ -87,9 +97,22 @@ func run(ctx context.Context, cfg config) error {
 	}
 	c := client.New(cfg.API, cfg.Token)
 
-	task, err := taskToWorkOn(ctx, c, cfg.TaskID, cfg.Job)
+	var notify []client.EndpointRequest
+	var ear *listener
+	if cfg.Listen != "" && cfg.TaskID == "" {
+		l, err := listen(cfg.Listen, log, cfg.Heard)
+		if err != nil {
+			return fmt.Errorf("listen for notifications: %w", err)
+		}
+		defer l.close()
+		ear, notify = l, l.endpoint()
+	}
+	task, ses, err := taskToWorkOn(ctx, c, cfg.TaskID, cfg.Job, notify)
 	if err != nil {
 		return err
+	}
+	if ear != nil {
+		ear.secret.Store(ses.Notify[0].Secret)
 	}
 	log.Info("working on a task", "task", task.TaskID, "session", task.SessionID)
 
@@ -127,18 +150,20 @@ func run(ctx context.Context, cfg config) error {
 	return x.finish(ctx, x.follow(ctx))
 }
 
-// taskToWorkOn reads the task id, or opens a session and starts a task that
-// runs job.
-func taskToWorkOn(ctx context.Context, c *client.Client, id, job string) (*client.Task, error) {
+// taskToWorkOn reads the task id, or opens a session (with the notification
+// endpoints given) and starts a task that runs job.
+func taskToWorkOn(ctx context.Context, c *client.Client, id, job string, notify []client.EndpointRequest) (*client.Task, *client.Session, error) {
 	if id != "" {
-		return c.GetTask(ctx, id)
+		t, err := c.GetTask(ctx, id)
+		return t, nil, err
 	}
-	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
+	ses, err := c.CreateSession(ctx, client.CreateSessionInput{Notify: notify})
 	if err != nil {
-		return nil, fmt.Errorf("open a session: %w", err)
+		return nil, nil, fmt.Errorf("open a session: %w", err)
 	}
-	return c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox", Label: "migrate users",
+	t, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox", Label: "migrate users",
 		Input: map[string]string{"job": job}})
+	return t, ses, err
 }
 
 // executor follows one devbox job for one task.
