@@ -21,6 +21,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
@@ -119,8 +120,13 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	var slackApp *handlers.Slack
+	if cfg.SlackSigningSecret != "" {
+		users, _ := slack.ParseUsers(cfg.SlackUsers) // Validate read it already
+		slackApp = &handlers.Slack{SigningSecret: []byte(cfg.SlackSigningSecret), Users: users}
+	}
 	a.Handler = handlers.New(handlers.Deps{
-		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Store: a.Store, Verifier: verifier,
+		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Store: a.Store, Verifier: verifier,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst,

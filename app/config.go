@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -59,8 +60,10 @@ type Config struct {
 	NotifyClaimIdle     time.Duration // TASKHOOK_NOTIFY_CLAIM_IDLE: a delivery left this long by a dead replica is taken over; default the timeout + 10s
 	AllowPrivateTargets bool          // TASKHOOK_ALLOW_PRIVATE_TARGETS: let endpoints resolve to loopback, private and metadata addresses
 
-	SlackBotToken string // TASKHOOK_SLACK_BOT_TOKEN: lets notify endpoints be Slack channels ({slack: {channel}})
-	SlackAPIURL   string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/
+	SlackBotToken      string // TASKHOOK_SLACK_BOT_TOKEN: lets notify endpoints be Slack channels ({slack: {channel}})
+	SlackAPIURL        string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/
+	SlackSigningSecret string // TASKHOOK_SLACK_SIGNING_SECRET: the Slack app's signing secret; set, the interactions route is mounted
+	SlackUsers         string // TASKHOOK_SLACK_USERS: "U012AB=alice,U034CD=bob", the principal each Slack user answers as
 }
 
 // Validate reports every setting that cannot work.
@@ -131,6 +134,12 @@ func (c Config) Validate() error {
 	if c.NotifyMaxAttempts > 100 {
 		errs = append(errs, errors.New("TASKHOOK_NOTIFY_MAX_ATTEMPTS must be at most 100"))
 	}
+	if _, err := slack.ParseUsers(c.SlackUsers); err != nil {
+		errs = append(errs, fmt.Errorf("TASKHOOK_SLACK_USERS: %w", err))
+	}
+	if c.SlackUsers != "" && c.SlackSigningSecret == "" {
+		errs = append(errs, errors.New("TASKHOOK_SLACK_USERS needs TASKHOOK_SLACK_SIGNING_SECRET"))
+	}
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -194,6 +203,8 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	str(&c.JWTAudience, "jwt-audience", "TASKHOOK_JWT_AUDIENCE", "required aud")
 	str(&c.JWTIssuer, "jwt-issuer", "TASKHOOK_JWT_ISSUER", "required iss")
 	str(&c.AnswerKey, "answer-key", "TASKHOOK_ANSWER_KEY", "base64 key (at least 32 bytes) of answer tokens, the same on every replica")
+	str(&c.SlackSigningSecret, "slack-signing-secret", "TASKHOOK_SLACK_SIGNING_SECRET", "signing secret of the Slack app whose interactions answer tasks")
+	str(&c.SlackUsers, "slack-users", "TASKHOOK_SLACK_USERS", "Slack user id=principal pairs, comma-separated")
 	str(&c.LogLevel, "log-level", "TASKHOOK_LOG_LEVEL", "debug, info, warn or error")
 	c.SlackBotToken = getenv("TASKHOOK_SLACK_BOT_TOKEN") // a secret: no flag, so it stays out of process lists
 	str(&c.SlackAPIURL, "slack-api-url", "TASKHOOK_SLACK_API_URL", "Slack Web API base URL")

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -40,5 +41,31 @@ func TestJWTMaxAgeSetting(t *testing.T) {
 	}
 	if err := (app.Config{JWTMaxAge: -time.Minute}).Validate(); err == nil || !strings.Contains(err.Error(), "TASKHOOK_JWT_MAX_AGE") {
 		t.Errorf("a negative value: %v", err)
+	}
+}
+
+// TASKHOOK_SLACK_* are read from the environment, and a users list that
+// cannot be read refuses to start.
+func TestSlackSettings(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"TASKHOOK_SLACK_SIGNING_SECRET": "s3cret", "TASKHOOK_SLACK_USERS": "U012AB=alice,U034CD=bob"}
+	cfg, err := app.FromEnv(nil, func(name string) string { return vars[name] })
+	if err != nil || cfg.SlackSigningSecret != "s3cret" || cfg.SlackUsers != "U012AB=alice,U034CD=bob" {
+		t.Fatalf("from the environment: %+v, %v", cfg, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a good config: %v", err)
+	}
+	for _, bad := range []app.Config{
+		{SlackSigningSecret: "s3cret", SlackUsers: "U012AB:alice"},
+		{SlackSigningSecret: "s3cret", SlackUsers: "U012AB=alice,U012AB=bob"},
+		{SlackUsers: "U012AB=alice"}, // a map with no app to take clicks from
+	} {
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "TASKHOOK_SLACK_USERS") {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	if _, err := app.New(t.Context(), app.Config{SlackSigningSecret: "s3cret", SlackUsers: "alice"}, io.Discard); err == nil {
+		t.Error("a server started with a malformed TASKHOOK_SLACK_USERS")
 	}
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -218,3 +219,19 @@ func (c *Client) command(ctx context.Context, id, route string, body any, opts [
 }
 
 func taskPath(id, suffix string) string { return "/v1/tasks/" + segment(id) + suffix }
+
+// RenderFormatSlack is the format Render knows: a Slack Block Kit message,
+// {"blocks": [...], "text": "..."}.
+const RenderFormatSlack = "slack"
+
+// Render asks for a task as a channel shows it (the owner or the
+// requester may): for RenderFormatSlack, the Block Kit message with the
+// open requests as buttons and inputs, or the outcome once nothing is open.
+// The JSON is as the server sent it, to post to the channel unchanged.
+func (c *Client) Render(ctx context.Context, taskID, format string, opts ...CallOption) (json.RawMessage, error) {
+	out, err := fetch[json.RawMessage](ctx, c, http.MethodGet, taskPath(taskID, "/render"), url.Values{"format": {format}}, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}

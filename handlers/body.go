@@ -177,19 +177,24 @@ func (w *bodyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // reserved before the bytes are read: all of a declared length at once (so
 // a request never holds part of the budget while it waits for the rest), or
 // chunk by chunk when the length is not declared.
-func (g *bodyGuard) read(r *http.Request) ([]byte, error) {
+func (g *bodyGuard) read(r *http.Request) ([]byte, error) { return g.readUpTo(r, g.max) }
+
+// readUpTo is read with a smaller limit than the server's, for a route
+// whose bodies are small by nature.
+func (g *bodyGuard) readUpTo(r *http.Request, most int64) ([]byte, error) {
+	most = min(most, g.max)
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return nil, nil
 	}
-	if r.ContentLength > g.max {
-		return nil, g.tooLarge()
+	if r.ContentLength > most {
+		return nil, tooLarge(most)
 	}
 	b, ok := r.Body.(*guardedBody)
 	if !ok {
 		return nil, errors.New("read body: the request was not guarded")
 	}
 	size := r.ContentLength // -1: not declared
-	limit := g.max
+	limit := most
 	if size >= 0 {
 		limit = size
 		if err := b.reserve(r.Context(), size); err != nil {
@@ -210,7 +215,7 @@ func (g *bodyGuard) read(r *http.Request) ([]byte, error) {
 			var probe [1]byte
 			n, err := io.ReadFull(b, probe[:])
 			if n > 0 {
-				return nil, g.tooLarge()
+				return nil, tooLarge(most)
 			}
 			if err == io.EOF {
 				return join(parts, total), nil
@@ -253,9 +258,9 @@ func join(parts []*chunk, total int64) []byte {
 	return out
 }
 
-func (g *bodyGuard) tooLarge() error {
+func tooLarge(most int64) error {
 	return apiError(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
-		fmt.Sprintf("the body is larger than %d bytes", g.max))
+		fmt.Sprintf("the body is larger than %d bytes", most))
 }
 
 func (g *bodyGuard) readError(err error) error {

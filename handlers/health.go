@@ -21,15 +21,16 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// Capabilities this build serves, for /v1/info.
+// Capabilities this build serves, for /v1/info; "slack" is added when the
+// Slack interactions route is mounted.
 var capabilities = []string{
 	"sessions", "session-cancel", "tasks", "input-requests", "long-poll", "idempotency", "events-json", "events-sse", "hooks",
-	"notifications",
+	"notifications", "slack-render",
 }
 
 func (a *api) info(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"name": "taskhook", "version": a.version, "store": a.store.Kind,
-		"partitions": a.store.Partitions, "capabilities": capabilities,
+		"partitions": a.store.Partitions, "capabilities": a.caps,
 	})
 }

@@ -29,6 +29,7 @@ type Deps struct {
 	Sessions     *sessions.Service
 	Hooks        *hooks.Service       // nil: the hook routes are not mounted
 	Notify       *callbacks.Registrar // nil: the notification routes are not mounted
+	Slack        *Slack               // nil: the Slack interactions route is not mounted
 	Store        *store.Store
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
@@ -60,14 +61,19 @@ type api struct {
 	log      *slog.Logger
 	body     *bodyGuard
 	lists    *listLimiter // nil: lists are not limited
+	slack    *Slack
 	version  string
+	caps     []string // for /v1/info
 }
 
 // New builds the router.
 func New(d Deps) http.Handler {
 	a := &api{
 		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, store: d.Store, verifier: d.Verifier,
-		metrics: d.Metrics, log: d.Log, version: d.Version,
+		metrics: d.Metrics, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
+	}
+	if d.Slack != nil {
+		a.caps = append(append([]string(nil), capabilities...), "slack")
 	}
 	maxBody, timeout, inflight := d.MaxBodyBytes, d.BodyTimeout, d.MaxInflightBodyBytes
 	if maxBody == 0 {
@@ -118,6 +124,7 @@ func New(d Deps) http.Handler {
 			r.Get("/tasks/{taskId}", a.getTask)
 			r.Get("/tasks/{taskId}/result", a.taskResult)
 			r.Get("/tasks/{taskId}/events", a.taskEvents)
+			r.Get("/tasks/{taskId}/render", a.renderTask)
 			r.Post("/tasks/{taskId}/progress", a.taskCommand(tasks.CmdProgress))
 			r.Post("/tasks/{taskId}/messages", a.taskCommand(tasks.CmdMessage))
 			r.Post("/tasks/{taskId}/input-requests", a.taskCommand(tasks.CmdRequireInput))
@@ -149,6 +156,10 @@ func New(d Deps) http.Handler {
 		r.Post("/input/{token}", a.answerInput)
 		if a.hooks != nil {
 			r.Post("/callback/{token}", a.callback)
+		}
+		// Signed by Slack: the signature is the credential.
+		if a.slack != nil {
+			r.Post("/channels/slack/interactions", a.slackInteractions)
 		}
 	})
 	return r

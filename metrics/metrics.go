@@ -41,6 +41,11 @@ type Metrics struct {
 	HookPending      prometheus.Histogram   // a group's unacknowledged events, observed at each read
 
 	Notify Notify // outbound notifications
+
+	// SlackInteractions are requests to the Slack interactions route, by
+	// outcome: answered, unmapped, not_requester, closed, invalid, error,
+	// signature_invalid, malformed, unread, challenge, ignored.
+	SlackInteractions *prometheus.CounterVec
 }
 
 // New makes a registry with every collector, plus the Go and process collectors.
@@ -90,6 +95,9 @@ func New() *Metrics {
 			Name: "taskhook_hook_group_pending", Help: "Unacknowledged events of a hook's consumer group, observed at each read.",
 			Buckets: []float64{0, 1, 5, 10, 50, 100, 500, 1000, 10000},
 		}),
+
+		SlackInteractions: counters("taskhook_slack_interactions_total",
+			"Requests to the Slack interactions route by outcome (an answer each, for answers).", "outcome"),
 	}
 	m.Notify = newNotify(r)
 	return m

@@ -12,6 +12,7 @@ import (
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tokens"
 )
@@ -140,17 +141,57 @@ func (s *Service) Answer(ctx context.Context, at AnswerTarget, in AnswerInput, i
 	if ref.TaskID == "" {
 		return Answered{}, false, errors.New("answer: the target was not resolved")
 	}
-	cmd := Command{Kind: CmdRespond, OpenOnly: true,
-		Responses: []InputResponse{{RequestID: ref.RequestID, OptionID: in.OptionID, Text: in.Text}}}
-	reply, err := s.run(ctx, authz.Principal{ID: at.requester}, ref.TaskID, cmd, idem)
+	done, replayed, err := s.answerOne(ctx, at.requester, ref.TaskID,
+		InputResponse{RequestID: ref.RequestID, OptionID: in.OptionID, Text: in.Text}, idem)
 	if err != nil {
-		return Answered{}, false, answerError(err)
+		return Answered{}, false, err
+	}
+	return Answered{OK: true, TaskID: done.TaskID, RequestID: ref.RequestID, Status: done.Status}, replayed, nil
+}
+
+// ErrNotRequester refuses an answer a channel vouches for (a Slack user
+// mapped to a principal) from a principal who is not the task's requester.
+var ErrNotRequester = errors.New("only the task's requester may answer")
+
+// AnswerAs answers one request of a task for a channel that knows who
+// answers (Slack): p must be the task's requester (ErrNotRequester; being its
+// owner or an admin is not enough), and the answer is judged as an answer
+// URL's is, so the request must still be open (ErrInputClosed). It returns
+// the task after the answer, as stored, and the requests that were open
+// before it, whose option labels say what the answer chose.
+func (s *Service) AnswerAs(ctx context.Context, p authz.Principal, taskID string, answer InputResponse) (Task, []InputRequest, error) {
+	part, err := ids.PartitionOf(taskID, ids.TaskPrefix, s.store.Partitions)
+	if err != nil {
+		return Task{}, nil, ErrInputClosed
+	}
+	// The requester is set at creation and never changes: a cached snapshot
+	// tells it as well as the store.
+	t, _, ok := s.cache.get(taskID)
+	if !ok {
+		if t, _, err = s.load(ctx, part, taskID); err != nil {
+			return Task{}, nil, answerError(err)
+		}
+	}
+	if p.ID == "" || p.ID != t.Requester {
+		return Task{}, nil, ErrNotRequester
+	}
+	done, _, err := s.answerOne(ctx, t.Requester, taskID, answer, store.Idempotency{})
+	return done, t.InputRequests, err
+}
+
+// answerOne answers one request as the task's requester under the rules of
+// an answer URL, with the stored task as it is after.
+func (s *Service) answerOne(ctx context.Context, requester, taskID string, answer InputResponse, idem store.Idempotency) (Task, bool, error) {
+	cmd := Command{Kind: CmdRespond, OpenOnly: true, Responses: []InputResponse{answer}}
+	reply, err := s.run(ctx, authz.Principal{ID: requester}, taskID, cmd, idem)
+	if err != nil {
+		return Task{}, false, answerError(err)
 	}
 	var done Task
 	if err := json.Unmarshal(reply.JSON, &done); err != nil {
-		return Answered{}, false, fmt.Errorf("decode task: %w", err)
+		return Task{}, false, fmt.Errorf("decode task: %w", err)
 	}
-	return Answered{OK: true, TaskID: done.TaskID, RequestID: ref.RequestID, Status: done.Status}, reply.Replayed, nil
+	return done, reply.Replayed, nil
 }
 
 // resolveAnswer finds the request of a token hash: from this replica's

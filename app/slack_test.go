@@ -1,0 +1,269 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/channels/slack"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+const slackSecret = "slack-signing-secret-for-tests"
+
+// slackReply is an interaction's answer as the test reads it.
+type slackReply struct {
+	status int
+	raw    []byte
+	reply  slack.Reply
+	code   string // of an error answer
+}
+
+// slackApp posts interactions to a server as Slack does: a form with the
+// JSON in "payload", signed the documented way.
+type slackApp struct {
+	t   *testing.T
+	url string
+}
+
+func (s slackApp) post(body []byte, timestamp time.Time, secret string) slackReply {
+	s.t.Helper()
+	ts := strconv.FormatInt(timestamp.Unix(), 10)
+	req, err := http.NewRequest(http.MethodPost, s.url+"/v1/channels/slack/interactions", strings.NewReader(string(body)))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set(slack.HeaderTimestamp, ts)
+	req.Header.Set(slack.HeaderSignature, slack.Sign([]byte(secret), ts, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := slackReply{status: resp.StatusCode, raw: raw}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		out.code = e.Error.Code
+		return out
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out.reply); err != nil {
+			s.t.Fatalf("reply %s: %v", raw, err)
+		}
+	}
+	return out
+}
+
+// click is the block_actions payload Slack sends when user acts on el, an
+// element of a message the server rendered (block is the element's block).
+func click(user string, block slack.Block, el slack.Element, typed string) []byte {
+	act := map[string]any{"type": el.Type, "action_id": el.ActionID, "block_id": block.BlockID, "action_ts": "1700000000.1"}
+	if el.Type == slack.ElementButton {
+		act["value"], act["text"] = el.Value, el.Text
+	} else {
+		act["value"] = typed
+	}
+	p, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "user": map[string]any{"id": user, "username": "someone", "team_id": "T1"},
+		"api_app_id": "A1", "container": map[string]any{"type": "message", "message_ts": "1700000000.0001"},
+		"response_url": "https://hooks.slack.com/actions/T1/1/x", "actions": []any{act},
+	})
+	return []byte("payload=" + url.QueryEscape(string(p)))
+}
+
+// rendered is the task as the server renders it for Slack.
+func rendered(t *testing.T, cl *client.Client, taskID string) slack.Message {
+	t.Helper()
+	raw, err := cl.Render(context.Background(), taskID, client.RenderFormatSlack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m slack.Message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// control finds the element of m whose action id is actionID.
+func control(t *testing.T, m slack.Message, actionID string) (slack.Block, slack.Element) {
+	t.Helper()
+	for _, b := range m.Blocks {
+		if b.Element != nil && b.Element.ActionID == actionID {
+			return b, *b.Element
+		}
+		for _, e := range b.Elements {
+			if e.ActionID == actionID {
+				return b, e
+			}
+		}
+	}
+	t.Fatalf("no control %s in %+v", actionID, m)
+	return slack.Block{}, slack.Element{}
+}
+
+func hasText(blocks []slack.Block, text string) bool {
+	return slices.ContainsFunc(blocks, func(b slack.Block) bool { return b.Text != nil && strings.Contains(b.Text.Text, text) })
+}
+
+// TestSlackInteractions drives the Slack route as Slack would, against a
+// real server on Redis: only the mapped requester's signed click answers;
+// everyone else is refused, and a bad or stale signature stores nothing.
+func TestSlackInteractions(t *testing.T) {
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{
+		SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice,U0BOB=bob,U0AGENT=agent",
+	})
+	ctx := context.Background()
+	agent, alice := srv.Client(t, "agent"), srv.Client(t, "alice")
+	ses := apptest.Session(t, ctx, agent)
+	task, err := agent.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Label: "devbox", Requester: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked, err := agent.RequireInput(ctx, task.TaskID, []client.InputRequest{{RequestID: "deploy", Prompt: "Deploy <to> staging?", Display: "confirmation"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := slackApp{t: t, url: srv.URL}
+	msg := rendered(t, alice, task.TaskID) // the requester may render it too
+	if !hasText(msg.Blocks, "Deploy &lt;to&gt; staging?") || msg.Text != "devbox: Deploy &lt;to&gt; staging?" {
+		t.Fatalf("rendered: %+v", msg)
+	}
+	yesBlock, yes := control(t, msg, "answer:deploy:yes")
+	yesBy := func(user string) []byte { return click(user, yesBlock, yes, "") }
+	unchanged := func(what string) {
+		t.Helper()
+		now, err := agent.GetTask(ctx, task.TaskID)
+		if err != nil || now.Revision != asked.Revision || now.Status != client.StatusInputRequired || len(now.InputResponses) != 0 {
+			t.Fatalf("%s changed the task: %+v %v", what, now, err)
+		}
+	}
+
+	if r := sl.post(yesBy("U0ALICE"), time.Now(), "another-secret"); r.status != 401 || r.code != "signature_invalid" {
+		t.Fatalf("a bad signature: %+v", r)
+	}
+	unchanged("a bad signature")
+	if r := sl.post(yesBy("U0ALICE"), time.Now().Add(-6*time.Minute), slackSecret); r.status != 401 || r.code != "signature_invalid" {
+		t.Fatalf("a stale timestamp: %+v", r)
+	}
+	unchanged("a stale timestamp")
+	for user, want := range map[string]string{
+		"U0NOBODY": slack.RefusedUnmapped,     // no principal
+		"U0BOB":    slack.RefusedNotRequester, // somebody else
+		"U0AGENT":  slack.RefusedNotRequester, // the owner is not the requester either
+	} {
+		r := sl.post(yesBy(user), time.Now(), slackSecret)
+		if r.status != 200 || r.reply.ResponseType != "ephemeral" || r.reply.ReplaceOriginal || r.reply.Text != want {
+			t.Fatalf("%s: %+v", user, r)
+		}
+		unchanged(user)
+	}
+
+	r := sl.post(yesBy("U0ALICE"), time.Now(), slackSecret)
+	if r.status != 200 || !r.reply.ReplaceOriginal || r.reply.ResponseType != "" ||
+		!hasText(r.reply.Blocks, "Answered by alice: Yes") || r.reply.Text != "devbox: Answered by alice: Yes" {
+		t.Fatalf("the requester's click: %+v", r)
+	}
+	done, err := agent.GetTask(ctx, task.TaskID)
+	if err != nil || done.Status != client.StatusWorking || done.Revision != asked.Revision+1 ||
+		len(done.InputResponses) != 1 || done.InputResponses[0].RequestID != "deploy" || done.InputResponses[0].OptionID != "yes" {
+		t.Fatalf("after the click: %+v %v", done, err)
+	}
+	if r := sl.post(yesBy("U0ALICE"), time.Now(), slackSecret); r.reply.Text != slack.RefusedClosed || r.reply.ReplaceOriginal {
+		t.Fatalf("a second click: %+v", r)
+	}
+	if again, _ := agent.GetTask(ctx, task.TaskID); again.Revision != done.Revision {
+		t.Fatalf("a second click changed the task: revision %d", again.Revision)
+	}
+
+	// Typed text, through the input of a free-text request.
+	if _, err := agent.RequireInput(ctx, task.TaskID, []client.InputRequest{{RequestID: "why", Prompt: "Why?", Display: "text"}}); err != nil {
+		t.Fatal(err)
+	}
+	block, input := control(t, rendered(t, agent, task.TaskID), "text:why")
+	if !block.DispatchAction || input.Type != slack.ElementTextInput {
+		t.Fatalf("the input: %+v %+v", block, input)
+	}
+	r = sl.post(click("U0ALICE", block, input, "the cache was cold"), time.Now(), slackSecret)
+	if !r.reply.ReplaceOriginal || !hasText(r.reply.Blocks, "Answered by alice: the cache was cold") {
+		t.Fatalf("typed answer: %+v", r)
+	}
+	typed, _ := agent.GetTask(ctx, task.TaskID)
+	if typed.Status != client.StatusWorking || len(typed.InputResponses) != 2 || typed.InputResponses[1].Text != "the cache was cold" {
+		t.Fatalf("after the typed answer: %+v", typed)
+	}
+	if strings.Contains(srv.Logs.String(), "the cache was cold") || strings.Contains(srv.Logs.String(), "U0ALICE") {
+		t.Fatal("a payload reached the logs")
+	}
+
+	// Slack checks the URL with a challenge, signed like the rest.
+	r = sl.post([]byte(`{"type":"url_verification","token":"x","challenge":"ch4llenge"}`), time.Now(), slackSecret)
+	if r.status != 200 || string(r.raw) != `{"challenge":"ch4llenge"}` {
+		t.Fatalf("url_verification: %d %s", r.status, r.raw)
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, line := range []string{`taskhook_slack_interactions_total{outcome="answered"} 2`,
+		`taskhook_slack_interactions_total{outcome="not_requester"} 2`, `taskhook_slack_interactions_total{outcome="signature_invalid"} 2`} {
+		if !strings.Contains(string(metrics), line) {
+			t.Errorf("metrics lack %s", line)
+		}
+	}
+	if info, err := agent.Info(ctx); err != nil || !slices.Contains(info.Capabilities, "slack") {
+		t.Fatalf("info: %+v %v", info, err)
+	}
+}
+
+// TestSlackRender: the owner and the requester may render a task, anybody
+// else gets the 404 of a missing task, and only the slack format exists.
+func TestSlackRender(t *testing.T) {
+	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	ctx := context.Background()
+	agent := srv.Client(t, "agent")
+	ses := apptest.Session(t, ctx, agent)
+	task, err := agent.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox", Requester: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := rendered(t, agent, task.TaskID); len(m.Blocks) != 2 || m.Text != "devbox: Working" {
+		t.Fatalf("a working task: %+v", m)
+	}
+	if _, err := srv.Client(t, "mallory").Render(ctx, task.TaskID, client.RenderFormatSlack); !client.IsCode(err, client.CodeNotFound) {
+		t.Fatalf("another principal: %v", err)
+	}
+	if _, err := agent.Render(ctx, task.TaskID, "teams"); !client.IsCode(err, client.CodeInvalidRequest) ||
+		!strings.Contains(err.Error(), "format") {
+		t.Fatalf("another format: %v", err)
+	}
+	if info, err := agent.Info(ctx); err != nil || slices.Contains(info.Capabilities, "slack") || !slices.Contains(info.Capabilities, "slack-render") {
+		t.Fatalf("info without a signing secret: %+v %v", info, err)
+	}
+	// Without a signing secret the interactions route does not exist.
+	resp, err := http.Post(srv.URL+"/v1/channels/slack/interactions", "application/x-www-form-urlencoded", strings.NewReader("payload=%7B%7D"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the route without a secret: %d", resp.StatusCode)
+	}
+}
