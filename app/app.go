@@ -54,6 +54,7 @@ type App struct {
 
 	server   *http.Server
 	listener net.Listener
+	debug    *debugServer
 	served   chan error
 	stopOnce sync.Once
 	stopErr  error
@@ -152,6 +153,11 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.Dispatch.Start(ctx); err != nil {
 		return err
 	}
+	if a.cfg.DebugAddr != "" {
+		if a.debug, err = startDebug(a.cfg.DebugAddr, a.log); err != nil {
+			return err
+		}
+	}
 	a.server = &http.Server{
 		Handler:           a.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -188,6 +194,7 @@ func (a *App) stop(ctx context.Context) error {
 	}
 	// The workers stop in the reverse order of their start, then the store
 	// closes under nobody.
+	errs = append(errs, a.debug.stop(ctx))
 	errs = append(errs, a.Dispatch.Stop(ctx)) // deliveries under way finish or are left to another replica
 	errs = append(errs, a.Resumer.Stop(ctx))
 	errs = append(errs, a.FanIn.Stop(ctx))

@@ -60,6 +60,8 @@ type Config struct {
 	NotifyClaimIdle     time.Duration // TASKHOOK_NOTIFY_CLAIM_IDLE: a delivery left this long by a dead replica is taken over; default the timeout + 10s
 	AllowPrivateTargets bool          // TASKHOOK_ALLOW_PRIVATE_TARGETS: let endpoints resolve to loopback, private and metadata addresses
 
+	DebugAddr string // TASKHOOK_DEBUG_ADDR: serve net/http/pprof here (loopback only); empty: off
+
 	SlackBotToken      string // TASKHOOK_SLACK_BOT_TOKEN: lets notify endpoints be Slack channels ({slack: {channel}})
 	SlackAPIURL        string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/
 	SlackSigningSecret string // TASKHOOK_SLACK_SIGNING_SECRET: the Slack app's signing secret; set, the interactions route is mounted
@@ -130,6 +132,11 @@ func (c Config) Validate() error {
 	}
 	if c.SlackAPIURL != "" && !strings.HasPrefix(c.SlackAPIURL, "https://") && !strings.HasPrefix(c.SlackAPIURL, "http://") {
 		errs = append(errs, errors.New("TASKHOOK_SLACK_API_URL must be an http(s) URL"))
+	}
+	if c.DebugAddr != "" {
+		if err := checkDebugAddr(c.DebugAddr); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.NotifyMaxAttempts > 100 {
 		errs = append(errs, errors.New("TASKHOOK_NOTIFY_MAX_ATTEMPTS must be at most 100"))
@@ -206,6 +213,7 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	str(&c.SlackSigningSecret, "slack-signing-secret", "TASKHOOK_SLACK_SIGNING_SECRET", "signing secret of the Slack app whose interactions answer tasks")
 	str(&c.SlackUsers, "slack-users", "TASKHOOK_SLACK_USERS", "Slack user id=principal pairs, comma-separated")
 	str(&c.LogLevel, "log-level", "TASKHOOK_LOG_LEVEL", "debug, info, warn or error")
+	str(&c.DebugAddr, "debug-addr", "TASKHOOK_DEBUG_ADDR", "serve net/http/pprof on this loopback address (off when empty)")
 	c.SlackBotToken = getenv("TASKHOOK_SLACK_BOT_TOKEN") // a secret: no flag, so it stays out of process lists
 	str(&c.SlackAPIURL, "slack-api-url", "TASKHOOK_SLACK_API_URL", "Slack Web API base URL")
 	var errs []error
