@@ -81,8 +81,19 @@ func do(t *testing.T, tab context.Context, what string, steps ...chromedp.Action
 	ctx, cancel := context.WithTimeout(tab, stepTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+		t.Fatalf("%s: %v\nthe page then:\n%s", what, err, pageText(tab))
 	}
+}
+
+// pageText is the text of the page in the tab, for a failure's message.
+func pageText(tab context.Context) string {
+	ctx, cancel := context.WithTimeout(tab, 5*time.Second)
+	defer cancel()
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + "\n" + document.body.innerText`))
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	return text
 }
 
 // eval evaluates a JavaScript expression in the tab.
@@ -92,7 +103,7 @@ func eval[T any](t *testing.T, tab context.Context, expr string) T {
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
-		t.Fatalf("evaluate %s: %v", expr, err)
+		t.Fatalf("evaluate %s: %v\nthe page then:\n%s", expr, err, pageText(tab))
 	}
 	return v
 }

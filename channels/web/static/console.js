@@ -16,6 +16,7 @@
     session: "",      // the session the task list is narrowed to
     task: "",         // the task followed live
     stream: null,     // AbortController of the live stream
+    revision: 0,      // the revision of the task shown
     lastEventId: "",  // where the live stream resumes
     timer: 0,
   };
@@ -161,8 +162,19 @@
     }
   }
 
+  // unchanged reports whether a list would show what it shows already, so a
+  // refresh leaves its rows alone (a click is never split between an old row
+  // and its replacement).
+  function unchanged(list, items, fields) {
+    const sig = JSON.stringify([state.session, state.task, items.map((it) => fields.map((f) => it[f]))]);
+    if (list.dataset.sig === sig) return true;
+    list.dataset.sig = sig;
+    return false;
+  }
+
   function renderSessions(items) {
     const list = $("sessions");
+    if (unchanged(list, items, ["sessionId", "status", "createdAt"])) return;
     list.replaceChildren();
     if (!items.length) list.append(el("li", { class: "empty", text: "No sessions." }));
     for (const s of items) {
@@ -183,6 +195,7 @@
 
   function renderTasks(items) {
     const list = $("tasks");
+    if (unchanged(list, items, ["taskId", "status", "revision", "label", "kind", "statusMessage"])) return;
     list.replaceChildren();
     if (!items.length) list.append(el("li", { class: "empty", text: "No tasks." }));
     for (const t of items) {
@@ -289,12 +302,14 @@
   async function openTask(id) {
     stopStream();
     state.task = id;
+    state.revision = 0;
     state.lastEventId = "";
     $("timeline").replaceChildren();
     show($("detail-empty"), false);
     show($("detail-body"), true);
     for (const row of document.querySelectorAll("#tasks .row")) {
-      row.toggleAttribute("aria-current", row.dataset.taskId === id);
+      if (row.dataset.taskId === id) row.setAttribute("aria-current", "true");
+      else row.removeAttribute("aria-current");
     }
     try {
       renderTask(await api("GET", "/v1/tasks/" + encodeURIComponent(id)));
@@ -305,8 +320,11 @@
     follow(id);
   }
 
+  // renderTask shows a task snapshot, unless one as new or newer is shown
+  // already: a stream that starts replays the task's older snapshots.
   function renderTask(t) {
-    if (t.taskId !== state.task) return;
+    if (t.taskId !== state.task || t.revision < state.revision) return;
+    state.revision = t.revision;
     $("detail-title").textContent = taskName(t);
     const status = $("detail-status");
     status.className = "badge badge-" + t.status;
@@ -436,7 +454,13 @@
     }
     if (id) state.lastEventId = id;
     addEvent(ev);
-    if (ev.data && ev.data.task) renderTask(ev.data.task);
+    if (ev.data && ev.data.task) {
+      renderTask(ev.data.task);
+    } else if (ev.type === "input.resolved" && ev.taskId === state.task) {
+      // An answer that leaves other questions open carries no snapshot:
+      // read the task again.
+      api("GET", "/v1/tasks/" + encodeURIComponent(ev.taskId)).then(renderTask, () => {});
+    }
   }
 
   // --- wiring ---------------------------------------------------------------
