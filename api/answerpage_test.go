@@ -97,6 +97,10 @@ func TestContractAnswerPage(t *testing.T) {
 		}
 	}
 
+	// JSON sent as a form by a client that does not ask for HTML (curl -d)
+	// is judged as JSON.
+	anon.want(anon.do("POST", page, `{"optionId":"maybe"}`, "Content-Type", formType), 400, "invalid_request", nil)
+
 	// A GET never answers.
 	var now task
 	alice.want(alice.do("GET", "/v1/tasks/"+tk.TaskID, nil), 200, "", &now)
@@ -133,7 +137,7 @@ func TestContractAnswerPage(t *testing.T) {
 	}
 
 	// A second post of the form (a double click) lands on the page; JSON is 410.
-	anon.want(anon.do("POST", page, "optionId=no", "Content-Type", formType), 303, "", nil)
+	anon.want(anon.do("POST", page, "optionId=no", "Content-Type", formType, "Accept", htmlAccept), 303, "", nil)
 	anon.want(anon.do("POST", page, map[string]any{"optionId": "no"}), 410, "input_closed", nil)
 
 	// Closed: the task ended before an answer.
@@ -149,7 +153,7 @@ func TestContractAnswerPage(t *testing.T) {
 	if !strings.Contains(string(r.body), "This question is closed.") || strings.Contains(string(r.body), "<form") {
 		t.Errorf("the closed page: %s", r.body)
 	}
-	anon.want(anon.do("POST", closedPage, "optionId=yes", "Content-Type", formType), 303, "", nil)
+	anon.want(anon.do("POST", closedPage, "optionId=yes", "Content-Type", formType, "Accept", htmlAccept), 303, "", nil)
 
 	// Unknown and malformed tokens: 404, as JSON or as a page.
 	for _, bad := range []string{"/v1/input/ans_00nope", "/v1/input/whk_x", page + "x"} {

@@ -45,9 +45,12 @@ func (a *api) answerPage(w http.ResponseWriter, r *http.Request) {
 
 // answerInputAny answers through an answer URL: JSON from a channel, or the
 // answer page's own form post, which is answered with a redirect to the
-// page (post, redirect, get), so a reload never posts twice.
+// page (post, redirect, get), so a reload never posts twice. A form post is
+// a form body from a client that prefers HTML (a browser): curl -d sends
+// JSON as a form too, and keeps its JSON answer.
 func (a *api) answerInputAny(w http.ResponseWriter, r *http.Request) {
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "application/x-www-form-urlencoded" && web.WantsHTML(r) {
 		a.answerForm(w, r)
 		return
 	}
