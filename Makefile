@@ -25,7 +25,7 @@ TEST_ENV := scripts/test-env.sh
 
 export GO FUZZTIME
 
-.PHONY: help build run test test-go fuzz bench fmt fmt-check vet services-up services-down clean
+.PHONY: help build run test test-go fuzz bench screenshots fmt fmt-check vet services-up services-down clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -48,6 +48,9 @@ fuzz: ## run each fuzz target for FUZZTIME (needs the environment of scripts/tes
 bench: ## benchmarks (BENCH=regex, PKG=./...) against the test Redis; output also in .tmp/bench.txt
 	@mkdir -p .tmp
 	$(TEST_ENV) exec -- $(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem -count=1 $(PKG) | tee .tmp/bench.txt
+
+screenshots: ## the browser tests of channels/web, saving their screenshots into docs/screenshots
+	TASKHOOK_TEST_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestConsoleAnswersLive|TestAnswerPageInBrowser' ./channels/web
 
 fmt: ## gofmt the module
 	$(GO) fmt ./...

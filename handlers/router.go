@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
@@ -107,6 +108,11 @@ func New(d Deps) http.Handler {
 	r.Get("/readyz", a.readyz)
 	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 
+	// The web console: static files, no data without a bearer token. It is
+	// not part of the API document.
+	r.Get("/console", http.RedirectHandler(web.ConsolePath, http.StatusMovedPermanently).ServeHTTP)
+	r.Method(http.MethodGet, web.ConsolePath+"*", web.Console())
+
 	r.Route("/v1", func(r chi.Router) {
 		r.Group(func(r chi.Router) {
 			r.Use(a.authenticate)
@@ -153,7 +159,8 @@ func New(d Deps) http.Handler {
 			}
 		})
 		// Capability routes: the token in the path is the credential.
-		r.Post("/input/{token}", a.answerInput)
+		r.With(answerPageHeaders).Get("/input/{token}", a.answerPage)
+		r.With(answerPageHeaders).Post("/input/{token}", a.answerInputAny)
 		if a.hooks != nil {
 			r.Post("/callback/{token}", a.callback)
 		}

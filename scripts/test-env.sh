@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test-env.sh gives the tests the Redis servers they need: a standalone Redis
-# and a fresh local 3-node Redis Cluster. It installs Redis when it is missing,
-# starts what is not already running, prints the environment for the tests and
-# stops, by pid, only what it started itself.
+# and a fresh local 3-node Redis Cluster. It installs Redis (and chromium, for
+# the browser tests) when it is missing, starts what is not already running,
+# prints the environment for the tests and stops, by pid, only what it started
+# itself.
 #
 #   scripts/test-env.sh exec -- CMD [ARGS...]
 #       Start fresh servers, run CMD with the environment below, stop the
@@ -19,6 +20,7 @@
 #   TASKHOOK_TEST_REDIS_CLUSTER     host:port of the 3 cluster nodes, comma-separated
 #   TASKHOOK_TEST_REQUIRE_REDIS=1   tests fail rather than skip when Redis is missing
 #   TASKHOOK_TEST_REDIS_SERVER_BIN  redis-server, for tests that run a throwaway Redis
+#   TASKHOOK_TEST_CHROMIUM          chromium, for the browser tests (installed when missing)
 #
 # Settings (environment):
 #   TASKHOOK_TEST_REDIS_URL          if set, used as is: no standalone is probed or started
@@ -125,6 +127,30 @@ ensure_tools() {
 			install_packages gcc libc6-dev
 		fi
 	fi
+	ensure_chromium
+}
+
+# ensure_chromium installs chromium (for the browser tests of channels/web)
+# when it is missing. A failed install is not fatal: those tests then say
+# why they skip, or fail under CI=true.
+CHROMIUM=""
+ensure_chromium() {
+	local name
+	for name in chromium chromium-browser google-chrome; do
+		CHROMIUM=$(command -v "$name" 2>/dev/null) && return 0
+	done
+	if [ ! -x /usr/bin/chromium ]; then
+		log "chromium not found (the browser tests need it): installing chromium"
+		if ! (install_packages chromium); then
+			log "warning: could not install chromium; the browser tests will skip (or fail under CI=true)"
+			CHROMIUM=""
+			return 0
+		fi
+		APT_UPDATED=1
+		hash -r
+	fi
+	CHROMIUM=$(command -v chromium 2>/dev/null || true)
+	[ -n "$CHROMIUM" ] || [ ! -x /usr/bin/chromium ] || CHROMIUM=/usr/bin/chromium
 }
 
 # ---------------------------------------------------------------------------
@@ -403,6 +429,7 @@ start_env() {
 		export_line TASKHOOK_TEST_REDIS_CLUSTER "$CLUSTER_ADDRS"
 		export_line TASKHOOK_TEST_REQUIRE_REDIS 1
 		export_line TASKHOOK_TEST_REDIS_SERVER_BIN "$REDIS_SERVER"
+		[ -z "$CHROMIUM" ] || export_line TASKHOOK_TEST_CHROMIUM "$CHROMIUM"
 	} >"$dir/env.sh"
 }
 
@@ -457,6 +484,7 @@ cmd_exec() {
 	log "TASKHOOK_TEST_REDIS_CLUSTER=$TASKHOOK_TEST_REDIS_CLUSTER"
 	log "TASKHOOK_TEST_REQUIRE_REDIS=$TASKHOOK_TEST_REQUIRE_REDIS"
 	log "TASKHOOK_TEST_REDIS_SERVER_BIN=$TASKHOOK_TEST_REDIS_SERVER_BIN"
+	log "TASKHOOK_TEST_CHROMIUM=${TASKHOOK_TEST_CHROMIUM:-(none: the browser tests skip, or fail under CI=true)}"
 	log "running: $*"
 
 	local status=0

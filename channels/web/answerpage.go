@@ -1,0 +1,134 @@
+package web
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/taskhook/taskhook/tasks"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"optionClass": optionClass,
+}).ParseFS(templateFiles, "templates/*.html"))
+
+// WantsHTML reports whether the request prefers an HTML page to JSON: a
+// browser opening a link does; an API client asking for JSON, or for
+// nothing in particular, does not.
+func WantsHTML(r *http.Request) bool {
+	html, json := -1.0, -1.0
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		switch mt {
+		case "text/html", "application/xhtml+xml":
+			html = max(html, q)
+		case "application/json":
+			json = max(json, q)
+		}
+	}
+	return html > 0 && html > json
+}
+
+// AnswerPage is what the answer page shows.
+type AnswerPage struct {
+	tasks.AnswerView
+	// Error is why the last answer was refused (shown above the form).
+	Error string
+}
+
+// Title names the task the request belongs to, as well as the page can.
+func (p AnswerPage) Title() string {
+	switch {
+	case p.TaskLabel != "":
+		return p.TaskLabel
+	case p.TaskKind != "":
+		return p.TaskKind
+	}
+	return "A task"
+}
+
+// AnswerLabel is the answer recorded, as a person reads it: the label of the
+// option chosen (its id when the option is not known), or nothing.
+func (p AnswerPage) AnswerLabel() string {
+	if p.Answer == nil || p.Answer.OptionID == "" {
+		return ""
+	}
+	for _, o := range p.Options {
+		if o.ID == p.Answer.OptionID {
+			return o.Label
+		}
+	}
+	return p.Answer.OptionID
+}
+
+// RenderAnswer writes the answer page of a request, with status.
+func RenderAnswer(w http.ResponseWriter, log *slog.Logger, status int, page AnswerPage) {
+	render(w, log, status, "answer.html", page)
+}
+
+// Problem is what an error page says.
+type Problem struct {
+	Title   string
+	Message string
+}
+
+// Problems of an answer URL, by HTTP status.
+var problems = map[int]Problem{
+	http.StatusBadRequest: {"Answer not taken", "The answer could not be read. Go back and try again."},
+	http.StatusNotFound: {"Link not found", "This answer link is not known. It may have been mistyped, or its task " +
+		"has expired."},
+	http.StatusGone: {"Question closed", "This question is no longer open: its task has ended or expired."},
+	http.StatusServiceUnavailable: {"Try again shortly", "The service cannot answer right now. Reload the page " +
+		"in a moment."},
+	http.StatusTooManyRequests: {"Too many requests", "Wait a moment, then reload the page."},
+	http.StatusRequestEntityTooLarge: {"Answer too long", "The answer is longer than the service takes. Go back " +
+		"and shorten it."},
+}
+
+// RenderProblem writes the error page for status.
+func RenderProblem(w http.ResponseWriter, log *slog.Logger, status int) {
+	p, ok := problems[status]
+	if !ok {
+		p = Problem{"Something went wrong", "The service could not show this page. Reload it in a moment."}
+	}
+	render(w, log, status, "problem.html", p)
+}
+
+func render(w http.ResponseWriter, log *slog.Logger, status int, name string, data any) {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		log.Error("render page", "page", name, "err", err)
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString("<!doctype html><title>Error</title><p>The page could not be shown.</p>")
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// optionClass is the button class of an option's style.
+func optionClass(style string) string {
+	switch style {
+	case "primary", "danger":
+		return "btn btn-" + style
+	}
+	return "btn"
+}

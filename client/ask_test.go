@@ -1,0 +1,139 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+type asked struct {
+	v   *client.Asked
+	err error
+}
+
+// ask runs Ask in the background and waits until it long-polls the server.
+func ask(t *testing.T, ctx context.Context, srv *apptest.Server, c *client.Client, taskID string, req client.InputRequest) <-chan asked {
+	t.Helper()
+	done := make(chan asked, 1)
+	go func() {
+		v, err := c.Ask(ctx, taskID, req)
+		done <- asked{v, err}
+	}()
+	awaitWaiting(t, srv)
+	return done
+}
+
+// TestAsk: Ask blocks through progress and messages until its request is
+// answered, through any channel, and answers with the answer.
+func TestAsk(t *testing.T) {
+	srv := apptest.Start(t, storetest.Embedded(t), withTestDefaults(noRecheck))
+	ctx, cancel := beforeTheWaitEnds(testContext(t))
+	defer cancel()
+	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
+	task := newTask(t, ctx, alice)
+
+	done := ask(t, ctx, srv, alice, task.TaskID, client.InputRequest{
+		RequestID: "deploy", Prompt: "Deploy?", Options: []client.Choice{{ID: "go", Label: "Go"}, {ID: "stop", Label: "Stop"}},
+	})
+	msg := "building"
+	if _, err := alice.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: &msg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Message(ctx, task.TaskID, "still here", nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("Ask answered before the question was: %+v, %v", r.v, r.err)
+	default:
+	}
+
+	now, err := alice.GetTask(ctx, task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(now.InputRequests) != 1 || now.InputRequests[0].AnswerURL == "" {
+		t.Fatalf("open requests: %+v", now.InputRequests)
+	}
+	if _, err := alice.AnswerInput(ctx, now.InputRequests[0].AnswerURL, "stop", ""); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ctx, done, "Ask")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.v.Answer == nil || r.v.Answer.RequestID != "deploy" || r.v.Answer.OptionID != "stop" {
+		t.Fatalf("answer: %+v", r.v.Answer)
+	}
+	if r.v.Task.Status != "working" {
+		t.Errorf("task status %q, want working", r.v.Task.Status)
+	}
+}
+
+// TestAskTaskEnds: a task that ends before its question is answered ends
+// Ask with the task and no answer; a request without an id gets the one the
+// server fills.
+func TestAskTaskEnds(t *testing.T) {
+	srv := apptest.Start(t, storetest.Embedded(t), withTestDefaults(noRecheck))
+	ctx, cancel := beforeTheWaitEnds(testContext(t))
+	defer cancel()
+	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
+	task := newTask(t, ctx, alice)
+
+	done := ask(t, ctx, srv, alice, task.TaskID, client.InputRequest{Prompt: "Why?", AllowFreeform: true})
+	if _, err := alice.Cancel(ctx, task.TaskID, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ctx, done, "Ask")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.v.Answer != nil || r.v.Task.Status != "cancelled" {
+		t.Fatalf("Ask of a cancelled task: answer %+v, status %q", r.v.Answer, r.v.Task.Status)
+	}
+
+	// Asking on a task that has ended is the command's refusal.
+	if _, err := alice.Ask(ctx, task.TaskID, client.InputRequest{Prompt: "Again?"}); !client.IsCode(err, client.CodeTaskTerminal) {
+		t.Fatalf("Ask on an ended task: %v", err)
+	}
+}
+
+// TestAskServerFilledID: Ask follows the request the server named.
+func TestAskServerFilledID(t *testing.T) {
+	srv := apptest.Start(t, storetest.Embedded(t), withTestDefaults(noRecheck))
+	ctx, cancel := beforeTheWaitEnds(testContext(t))
+	defer cancel()
+	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
+	task := newTask(t, ctx, alice)
+	if _, err := alice.RequireInput(ctx, task.TaskID, []client.InputRequest{{RequestID: "first", Prompt: "First?"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	done := ask(t, ctx, srv, alice, task.TaskID, client.InputRequest{Prompt: "Second?", AllowFreeform: true})
+	// Answering the other request wakes Ask, which goes on waiting.
+	if _, err := alice.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: "first", OptionID: "yes"}}); err != nil {
+		t.Fatal(err)
+	}
+	now, err := alice.GetTask(ctx, task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(now.InputRequests) != 1 {
+		t.Fatalf("open requests: %+v", now.InputRequests)
+	}
+	second := now.InputRequests[0].RequestID
+	awaitWaiting(t, srv)
+	if _, err := alice.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: second, Text: "because"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ctx, done, "Ask")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.v.Answer == nil || r.v.Answer.RequestID != second || r.v.Answer.Text != "because" {
+		t.Fatalf("answer: %+v", r.v.Answer)
+	}
+}

@@ -1,0 +1,150 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/channels/web"
+	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tasks"
+)
+
+// answerPageHeaders puts the answer page's headers (no-store, no referrer,
+// the strict policy) on every answer of an answer URL, JSON ones included.
+func answerPageHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		web.SetAnswerPageHeaders(w.Header())
+		next.ServeHTTP(w, r)
+	})
+}
+
+// answerPage shows the request an answer URL names, as an HTML page to a
+// browser and as JSON to anything else. A GET never answers.
+func (a *api) answerPage(w http.ResponseWriter, r *http.Request) {
+	view, err := a.tasks.ViewAnswer(r.Context(), chi.URLParam(r, "token"))
+	html := web.WantsHTML(r)
+	switch {
+	case err != nil && html:
+		a.writePageError(w, r, err)
+	case err != nil:
+		a.writeError(w, r, err)
+	case html:
+		web.RenderAnswer(w, a.log, http.StatusOK, web.AnswerPage{AnswerView: view})
+	default:
+		writeJSON(w, http.StatusOK, view)
+	}
+}
+
+// answerInputAny answers through an answer URL: JSON from a channel, or the
+// answer page's own form post, which is answered with a redirect to the
+// page (post, redirect, get), so a reload never posts twice. A form post is
+// a form body from a client that prefers HTML (a browser): curl -d sends
+// JSON as a form too, and keeps its JSON answer.
+func (a *api) answerInputAny(w http.ResponseWriter, r *http.Request) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "application/x-www-form-urlencoded" && web.WantsHTML(r) {
+		a.answerForm(w, r)
+		return
+	}
+	a.answerInput(w, r)
+}
+
+// answerForm answers the form of the answer page: a field optionId (a
+// button) or text (the text box). A request that is no longer open, answered
+// by this post, another one or another channel, is shown by the page it
+// redirects to; a refused answer shows the form again with the reason.
+func (a *api) answerForm(w http.ResponseWriter, r *http.Request) {
+	token := chi.URLParam(r, "token")
+	scope, err := idempotencyScope(r, authz.Principal{})
+	if err != nil {
+		a.writePageError(w, r, err)
+		return
+	}
+	target, err := a.tasks.ResolveAnswer(r.Context(), token, store.Idempotency{Scope: scope})
+	if errors.Is(err, tasks.ErrInputClosed) {
+		a.seeAnswerPage(w, r)
+		return
+	}
+	if err != nil {
+		a.writePageError(w, r, err)
+		return
+	}
+	body, err := a.readBody(r)
+	var idem store.Idempotency
+	if err == nil {
+		idem, err = idempotency(r, authz.Principal{}, body)
+	}
+	var form url.Values
+	if err == nil {
+		if form, err = url.ParseQuery(string(body)); err != nil {
+			err = invalidRequest("body", "is not a form")
+		}
+	}
+	if err != nil {
+		a.writePageError(w, r, err)
+		return
+	}
+	in := tasks.AnswerInput{OptionID: form.Get("optionId"), Text: form.Get("text")}
+	_, _, err = a.tasks.Answer(r.Context(), target, in, idem)
+	var refused *problem.ValidationError
+	switch {
+	case err == nil, errors.Is(err, tasks.ErrInputClosed):
+		a.seeAnswerPage(w, r)
+	case errors.As(err, &refused):
+		view, verr := a.tasks.ViewAnswer(r.Context(), token)
+		if verr != nil {
+			a.writePageError(w, r, verr)
+			return
+		}
+		web.RenderAnswer(w, a.log, http.StatusBadRequest, web.AnswerPage{AnswerView: view, Error: answerRefusal(refused)})
+	default:
+		a.writePageError(w, r, err)
+	}
+}
+
+// answerRefusal says why an answer was refused, as the page's reader can act on it.
+func answerRefusal(err *problem.ValidationError) string {
+	switch err.Field {
+	case "text":
+		return "This question takes one of the buttons, not text."
+	case "optionId":
+		return "Pick one of the options below."
+	}
+	return "The answer was not taken: " + err.Message
+}
+
+// seeAnswerPage sends the browser back to the page of the URL it posted to.
+func (a *api) seeAnswerPage(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Location", r.URL.EscapedPath())
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// writePageError is writeError as an HTML page: the same status, the
+// reason in words, no error code or id (a 500 is logged with its errorId).
+func (a *api) writePageError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		w.WriteHeader(statusClientClosed)
+		return
+	}
+	e := toAPIError(err)
+	if e == nil {
+		id := newErrorID()
+		a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestID(r.Context()),
+			"route", routeOf(r), "err", err)
+		e = apiError(http.StatusInternalServerError, wire.CodeInternal, "internal error")
+	}
+	if e.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+	} else if e.RetryAfter != "" {
+		w.Header().Set("Retry-After", e.RetryAfter)
+	}
+	web.RenderProblem(w, a.log, e.Status)
+}

@@ -1,0 +1,139 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/tokens"
+)
+
+// Where an answer URL's request stands, as its holder may see it.
+const (
+	AnswerOpen     = "open"     // waiting for an answer
+	AnswerAnswered = "answered" // answered, through any channel
+	AnswerClosed   = "closed"   // the task ended before an answer
+)
+
+// AnswerView is what the holder of an answer URL may see: that one request
+// and how it stands, the task's label and kind to recognise it by, and
+// nothing else of the task.
+type AnswerView struct {
+	TaskID        string         `json:"taskId"`
+	TaskKind      string         `json:"taskKind,omitempty"`
+	TaskLabel     string         `json:"taskLabel,omitempty"`
+	RequestID     string         `json:"requestId"`
+	Status        string         `json:"status"`
+	Prompt        string         `json:"prompt"`
+	Display       string         `json:"display,omitempty"`
+	Options       []Option       `json:"options"`
+	AllowFreeform bool           `json:"allowFreeform"`
+	ExpiresAt     string         `json:"expiresAt,omitempty"`
+	Answer        *InputResponse `json:"answer,omitempty"`
+}
+
+// TakesText reports whether the request takes a free-text answer.
+func (v AnswerView) TakesText() bool {
+	return v.AllowFreeform || v.Display == wire.DisplayText
+}
+
+// maxViewLookups bounds the pages of the task's input.requested events read
+// to find a request that is no longer open (its prompt is then only in the
+// log): a view never costs more than this many reads of it.
+const maxViewLookups = 8
+
+// ViewAnswer shows the request an answer token names, without answering it:
+// open, answered (with the answer recorded, whoever gave it) or closed.
+// problem.ErrNotFound: no such token; ErrInputClosed: the token is known but
+// its task is gone.
+func (s *Service) ViewAnswer(ctx context.Context, token string) (AnswerView, error) {
+	part, ok := tokens.Parse(token, AnswerTokenPrefix, s.store.Partitions)
+	if !ok {
+		return AnswerView{}, problem.ErrNotFound
+	}
+	ref, _, err := s.resolveAnswer(ctx, part, tokens.Hash(token), true)
+	if err != nil {
+		return AnswerView{}, err
+	}
+	// Read the stored task, not this replica's snapshot: a page opened right
+	// after an answer through another replica must show it.
+	t, _, err := s.load(ctx, part, ref.TaskID)
+	if errors.Is(err, problem.ErrNotFound) {
+		return AnswerView{}, ErrInputClosed
+	}
+	if err != nil {
+		return AnswerView{}, err
+	}
+	v := AnswerView{TaskID: t.TaskID, TaskKind: t.Kind, TaskLabel: t.Label, RequestID: ref.RequestID, Status: AnswerClosed}
+	req, open := openRequest(t, ref.RequestID)
+	if open {
+		v.Status = AnswerOpen
+	} else {
+		for i := range t.InputResponses {
+			if t.InputResponses[i].RequestID == ref.RequestID {
+				answer := t.InputResponses[i]
+				v.Status, v.Answer = AnswerAnswered, &answer
+				break
+			}
+		}
+		if req, err = s.askedRequest(ctx, part, t.TaskID, ref.RequestID); err != nil {
+			return AnswerView{}, err
+		}
+	}
+	v.Prompt, v.Display, v.Options = req.Prompt, req.Display, req.Options
+	v.AllowFreeform, v.ExpiresAt = req.AllowFreeform, req.ExpiresAt
+	if v.Options == nil {
+		v.Options = []Option{}
+	}
+	return v, nil
+}
+
+// openRequest is the request while it waits for an answer.
+func openRequest(t Task, requestID string) (InputRequest, bool) {
+	if t.Status != InputRequired {
+		return InputRequest{}, false
+	}
+	for _, r := range t.InputRequests {
+		if r.RequestID == requestID {
+			return r, true
+		}
+	}
+	return InputRequest{}, false
+}
+
+// askedRequest finds a request that left the task's record (answered, or
+// its task ended) in the input.requested events of the task's log. A request
+// it does not find within maxViewLookups reads is shown with no prompt.
+func (s *Service) askedRequest(ctx context.Context, part int, taskID, requestID string) (InputRequest, error) {
+	q := store.LogQuery{Limit: 100, Kinds: store.Kinds{wire.EventInputRequested}}
+	key := s.store.Keys.TaskLog(part, taskID)
+	for range maxViewLookups {
+		page, err := s.fanin.ReadLog(ctx, nil, key, q)
+		if err != nil {
+			return InputRequest{}, err
+		}
+		for _, e := range page.Entries {
+			var ev struct {
+				Data struct {
+					Requests []InputRequest `json:"requests"`
+				} `json:"data"`
+			}
+			if json.Unmarshal(e.JSON, &ev) != nil {
+				continue
+			}
+			for _, r := range ev.Data.Requests {
+				if r.RequestID == requestID {
+					return r, nil
+				}
+			}
+		}
+		if page.Cursor == "" || page.Cursor == q.After {
+			break
+		}
+		q.After = page.Cursor
+	}
+	return InputRequest{}, nil
+}
