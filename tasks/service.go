@@ -415,7 +415,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			Status: string(change.Task.Status), JSON: next, Events: evs, Now: now,
 			Retention: s.cfg.MaxTTL, Idem: idem, AnswerTokens: tokens, SigninAttempts: attempts,
 			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
-			Owner: t.Owner, OldStatus: string(t.Status),
+			Owner:     t.Owner, OldStatus: string(t.Status),
 		})
 		if err != nil {
 			s.count(cmd.Kind, err)
