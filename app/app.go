@@ -15,12 +15,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
@@ -45,7 +47,9 @@ type App struct {
 	Hooks    *hooks.Service
 	Notify   *callbacks.Registrar
 	Dispatch *callbacks.Dispatcher
-	Handler  http.Handler
+	// Connections is provider sign-in; nil without TASKHOOK_CONNECTIONS_FILE.
+	Connections *connections.Service
+	Handler     http.Handler
 
 	// DevSecret is the HS256 secret made up at start when none was configured
 	// (embedded store only), so `make run` can print a token for curl.
@@ -119,8 +123,12 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.Connections, err = newConnections(cfg, a, log); err != nil {
+		return nil, err
+	}
 	a.Handler = handlers.New(handlers.Deps{
-		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Store: a.Store, Verifier: verifier,
+		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Connections: a.Connections,
+		Store: a.Store, Verifier: verifier,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst,
@@ -233,4 +241,30 @@ func slackPosting(cfg Config) *callbacks.SlackConfig {
 		return nil
 	}
 	return &callbacks.SlackConfig{Token: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL}
+}
+
+// newConnections builds provider sign-in when connections are configured:
+// their file checked, and the vault of TASKHOOK_VAULT_KEYS, or on the
+// embedded store a key made at start (its data does not outlive the process
+// either).
+func newConnections(cfg Config, a *App, log *slog.Logger) (*connections.Service, error) {
+	if cfg.ConnectionsFile == "" {
+		return nil, nil
+	}
+	conns, err := connections.LoadFile(cfg.ConnectionsFile, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	var vault *authz.Vault
+	if cfg.VaultKeys != "" {
+		if vault, err = authz.ParseVaultKeys(cfg.VaultKeys); err != nil {
+			return nil, fmt.Errorf("TASKHOOK_VAULT_KEYS: %w", err)
+		}
+	} else {
+		log.Warn("no TASKHOOK_VAULT_KEYS: provider tokens are sealed with a key made at start, and do not survive a restart")
+		vault = authz.NewRandomVault()
+	}
+	return connections.NewService(connections.Config{
+		Connections: conns, PublicURL: cfg.PublicURL, SigninTTL: cfg.SigninTTL, TokenTTL: cfg.MaxTTL, Now: cfg.Now,
+	}, vault, a.Store, a.Tasks, a.Metrics, log), nil
 }

@@ -61,6 +61,13 @@ type Config struct {
 
 	SlackBotToken string // TASKHOOK_SLACK_BOT_TOKEN: lets notify endpoints be Slack channels ({slack: {channel}})
 	SlackAPIURL   string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/
+
+	ConnectionsFile string        // TASKHOOK_CONNECTIONS_FILE: the OAuth connections executors may ask tokens of (JSON array)
+	VaultKeys       string        // TASKHOOK_VAULT_KEYS: "id:base64key,...", 32-byte keys; the first seals, all open
+	SigninTTL       time.Duration // TASKHOOK_SIGNIN_TTL: how long a sign-in URL works; default 15m
+	// Now is the clock of sign-ins and provider tokens; nil: time.Now.
+	// Tests move it to run attempts and tokens out.
+	Now func() time.Time
 }
 
 // Validate reports every setting that cannot work.
@@ -131,6 +138,17 @@ func (c Config) Validate() error {
 	if c.NotifyMaxAttempts > 100 {
 		errs = append(errs, errors.New("TASKHOOK_NOTIFY_MAX_ATTEMPTS must be at most 100"))
 	}
+	if c.SigninTTL < 0 {
+		errs = append(errs, errors.New("TASKHOOK_SIGNIN_TTL must not be negative"))
+	}
+	if c.VaultKeys != "" {
+		if _, err := authz.ParseVaultKeys(c.VaultKeys); err != nil {
+			errs = append(errs, fmt.Errorf("TASKHOOK_VAULT_KEYS: %w", err))
+		}
+	} else if c.RedisURL != "" && c.ConnectionsFile != "" {
+		errs = append(errs, errors.New("TASKHOOK_VAULT_KEYS is required with a Redis store and TASKHOOK_CONNECTIONS_FILE: "+
+			"provider tokens are kept sealed, with keys every replica shares"))
+	}
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -197,6 +215,8 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	str(&c.LogLevel, "log-level", "TASKHOOK_LOG_LEVEL", "debug, info, warn or error")
 	c.SlackBotToken = getenv("TASKHOOK_SLACK_BOT_TOKEN") // a secret: no flag, so it stays out of process lists
 	str(&c.SlackAPIURL, "slack-api-url", "TASKHOOK_SLACK_API_URL", "Slack Web API base URL")
+	str(&c.ConnectionsFile, "connections-file", "TASKHOOK_CONNECTIONS_FILE", "JSON file of the OAuth connections")
+	c.VaultKeys = getenv("TASKHOOK_VAULT_KEYS") // secrets: no flag
 	var errs []error
 	parse := func(env string, set func(string) error) {
 		if v := getenv(env); v != "" {
@@ -236,6 +256,7 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_NOTIFY_RETRY_BASE", dur(&c.NotifyRetryBase))
 	parse("TASKHOOK_NOTIFY_MAX_ATTEMPTS", func(v string) (err error) { c.NotifyMaxAttempts, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_NOTIFY_CLAIM_IDLE", dur(&c.NotifyClaimIdle))
+	parse("TASKHOOK_SIGNIN_TTL", dur(&c.SigninTTL))
 	parse("TASKHOOK_ALLOW_PRIVATE_TARGETS", func(v string) (err error) {
 		c.AllowPrivateTargets, err = strconv.ParseBool(v)
 		return err

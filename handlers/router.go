@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
@@ -29,6 +30,7 @@ type Deps struct {
 	Sessions     *sessions.Service
 	Hooks        *hooks.Service       // nil: the hook routes are not mounted
 	Notify       *callbacks.Registrar // nil: the notification routes are not mounted
+	Connections  *connections.Service // nil: the connection routes are not mounted
 	Store        *store.Store
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
@@ -50,23 +52,24 @@ type Deps struct {
 }
 
 type api struct {
-	tasks    *tasks.Service
-	sessions *sessions.Service
-	hooks    *hooks.Service
-	notify   *callbacks.Registrar
-	store    *store.Store
-	verifier *authz.Verifier
-	metrics  *metrics.Metrics
-	log      *slog.Logger
-	body     *bodyGuard
-	lists    *listLimiter // nil: lists are not limited
-	version  string
+	tasks       *tasks.Service
+	sessions    *sessions.Service
+	hooks       *hooks.Service
+	notify      *callbacks.Registrar
+	connections *connections.Service
+	store       *store.Store
+	verifier    *authz.Verifier
+	metrics     *metrics.Metrics
+	log         *slog.Logger
+	body        *bodyGuard
+	lists       *listLimiter // nil: lists are not limited
+	version     string
 }
 
 // New builds the router.
 func New(d Deps) http.Handler {
 	a := &api{
-		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, store: d.Store, verifier: d.Verifier,
+		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections, store: d.Store, verifier: d.Verifier,
 		metrics: d.Metrics, log: d.Log, version: d.Version,
 	}
 	maxBody, timeout, inflight := d.MaxBodyBytes, d.BodyTimeout, d.MaxInflightBodyBytes
@@ -135,6 +138,13 @@ func New(d Deps) http.Handler {
 				r.Get("/sessions/{sessionId}/notify/dead-letters", a.deadLetters)
 			}
 
+			if a.connections != nil {
+				r.Get("/connections", a.listConnections)
+				r.Delete("/connections/{name}/token", a.signOut)
+				r.Post("/tasks/{taskId}/authorizations", a.askAuthorization)
+				r.Post("/tasks/{taskId}/authorizations/{name}/reject", a.rejectAuthorization)
+			}
+
 			if a.hooks != nil {
 				r.Post("/hooks", a.createHook)
 				r.Get("/hooks", a.limitLists(a.listHooks))
@@ -149,6 +159,12 @@ func New(d Deps) http.Handler {
 		r.Post("/input/{token}", a.answerInput)
 		if a.hooks != nil {
 			r.Post("/callback/{token}", a.callback)
+		}
+		if a.connections != nil {
+			r.Get("/connections/{name}/callback", a.connectionCallback)
+			r.Get("/connections/{name}/callback/{token}", a.connectionCallback)
+			r.Post("/connections/{name}/callback/{token}", a.connectionCallback)
+			r.Get("/connections/signed-in", a.signedIn)
 		}
 	})
 	return r

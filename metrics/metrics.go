@@ -41,6 +41,8 @@ type Metrics struct {
 	HookPending      prometheus.Histogram   // a group's unacknowledged events, observed at each read
 
 	Notify Notify // outbound notifications
+
+	Connections Connections // provider sign-in
 }
 
 // New makes a registry with every collector, plus the Go and process collectors.
@@ -92,6 +94,7 @@ func New() *Metrics {
 		}),
 	}
 	m.Notify = newNotify(r)
+	m.Connections = newConnections(r)
 	return m
 }
 
