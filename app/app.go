@@ -87,6 +87,12 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jwt: %w", err)
 	}
+	// Connections and the vault are read before the store opens: a bad file
+	// stops the start with nothing to close.
+	conns, vault, err := loadConnections(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	answerKey, keySource, err := cfg.answerKey()
 	if err != nil {
 		return nil, fmt.Errorf("answer key: %w", err)
@@ -123,9 +129,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.Connections, err = newConnections(cfg, a, log); err != nil {
-		return nil, err
-	}
+	a.Connections = newConnections(cfg, conns, vault, a, log)
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Connections: a.Connections,
 		Store: a.Store, Verifier: verifier,
@@ -243,28 +247,35 @@ func slackPosting(cfg Config) *callbacks.SlackConfig {
 	return &callbacks.SlackConfig{Token: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL}
 }
 
-// newConnections builds provider sign-in when connections are configured:
-// their file checked, and the vault of TASKHOOK_VAULT_KEYS, or on the
+// loadConnections reads the connections file, when one is configured, and
+// the vault their tokens are sealed in: TASKHOOK_VAULT_KEYS, or on the
 // embedded store a key made at start (its data does not outlive the process
-// either).
-func newConnections(cfg Config, a *App, log *slog.Logger) (*connections.Service, error) {
+// either; Validate refuses a Redis store without keys).
+func loadConnections(cfg Config, log *slog.Logger) ([]connections.Connection, *authz.Vault, error) {
 	if cfg.ConnectionsFile == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	conns, err := connections.LoadFile(cfg.ConnectionsFile, os.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var vault *authz.Vault
-	if cfg.VaultKeys != "" {
-		if vault, err = authz.ParseVaultKeys(cfg.VaultKeys); err != nil {
-			return nil, fmt.Errorf("TASKHOOK_VAULT_KEYS: %w", err)
-		}
-	} else {
+	if cfg.VaultKeys == "" {
 		log.Warn("no TASKHOOK_VAULT_KEYS: provider tokens are sealed with a key made at start, and do not survive a restart")
-		vault = authz.NewRandomVault()
+		return conns, authz.NewRandomVault(), nil
+	}
+	vault, err := authz.ParseVaultKeys(cfg.VaultKeys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TASKHOOK_VAULT_KEYS: %w", err)
+	}
+	return conns, vault, nil
+}
+
+// newConnections builds provider sign-in; nil without connections.
+func newConnections(cfg Config, conns []connections.Connection, vault *authz.Vault, a *App, log *slog.Logger) *connections.Service {
+	if vault == nil {
+		return nil
 	}
 	return connections.NewService(connections.Config{
 		Connections: conns, PublicURL: cfg.PublicURL, SigninTTL: cfg.SigninTTL, TokenTTL: cfg.MaxTTL, Now: cfg.Now,
-	}, vault, a.Store, a.Tasks, a.Metrics, log), nil
+	}, vault, a.Store, a.Tasks, a.Metrics, log)
 }

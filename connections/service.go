@@ -199,7 +199,7 @@ func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in 
 		AuthorizationURL: c.oauth(redirect, want).AuthCodeURL(token, opts...),
 		ExpiresAt:        events.At(expires).String(),
 	}
-	open, err := s.tasks.RequireAuthorization(ctx, p, taskID, req, store.AnswerToken{Hash: hash, Value: val}, idem)
+	open, err := s.tasks.RequireAuthorization(ctx, p, taskID, req, store.AnswerToken{Hash: hash, Value: val}, now, idem)
 	if err != nil {
 		return nil, nil, err
 	}

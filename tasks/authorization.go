@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
@@ -43,12 +44,12 @@ func (s *Service) Stored(ctx context.Context, id string) (Task, error) {
 // RequireAuthorization asks the task's requester to sign in, for its owner:
 // req is the new request (id, connection, URL and expiry filled) and attempt
 // the mapping its URL's attempt token gets, written in the same script as
-// the change. When a sign-in for the connection is pending already, nothing
+// the change; askedAt is the clock the attempts are timed by. When a sign-in for the connection is pending already, nothing
 // is written and that request is returned instead.
 func (s *Service) RequireAuthorization(ctx context.Context, p authz.Principal, id string, req InputRequest,
-	attempt store.AnswerToken, idem store.Idempotency) (InputRequest, error) {
+	attempt store.AnswerToken, askedAt time.Time, idem store.Idempotency) (InputRequest, error) {
 	req.Kind = wire.KindAuthorization
-	cmd := Command{Kind: CmdRequireAuthorization, Authorization: &req}
+	cmd := Command{Kind: CmdRequireAuthorization, Authorization: &req, AskedAt: askedAt}
 	reply, err := s.runWith(ctx, p, id, cmd, idem, []store.AnswerToken{attempt})
 	if err != nil {
 		return InputRequest{}, err
@@ -57,7 +58,7 @@ func (s *Service) RequireAuthorization(ctx context.Context, p authz.Principal, i
 	if err := json.Unmarshal(reply.JSON, &t); err != nil {
 		return InputRequest{}, fmt.Errorf("decode task: %w", err)
 	}
-	if open := t.openAuthorization(req.Connection, s.now()); open != nil {
+	if open := t.openAuthorization(req.Connection, askedAt); open != nil {
 		return *open, nil
 	}
 	for _, r := range t.InputRequests { // a replay: the request it made, expired since

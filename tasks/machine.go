@@ -56,6 +56,7 @@ type Command struct {
 	Error         *TaskError      // fail
 	Reason        string          // cancel
 	Authorization *InputRequest   // require_authorization: the request, with its id, connection and expiresAt
+	AskedAt       time.Time       // require_authorization: the clock pending attempts are judged by (zero: now)
 	RequestID     string          // resolve_authorization
 	Outcome       string          // resolve_authorization
 }
@@ -158,10 +159,14 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		next.StatusMessage = cmd.Error.Message
 		emitted = terminal(&next)
 	case CmdRequireAuthorization:
-		if open := task.openAuthorization(cmd.Authorization.Connection, now); open != nil {
+		asked := now
+		if !cmd.AskedAt.IsZero() {
+			asked = cmd.AskedAt
+		}
+		if open := task.openAuthorization(cmd.Authorization.Connection, asked); open != nil {
 			return Change{Task: task}, nil // a sign-in is pending: the same request answers
 		}
-		emitted = requireAuthorization(task, &next, *cmd.Authorization, now)
+		emitted = requireAuthorization(task, &next, *cmd.Authorization, asked)
 	case CmdResolveAuthorization:
 		var err error
 		if emitted, err = resolveAuthorization(task, &next, cmd.RequestID, cmd.Outcome); err != nil {
