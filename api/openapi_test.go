@@ -505,9 +505,8 @@ func TestContract(t *testing.T) {
 				map[string]any{"id": "b", "label": "B", "style": "danger"}}},
 			map[string]any{"requestId": "why", "prompt": "Why?", "allowFreeform": true,
 				"expiresAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
-			map[string]any{"requestId": "login", "kind": "authorization", "prompt": "Sign in", "connection": "github"},
 		}}), 200, "", &asked)
-		if asked.Status != "input_required" || len(asked.InputRequests) != 4 {
+		if asked.Status != "input_required" || len(asked.InputRequests) != 3 {
 			t.Fatalf("after asking: %+v", asked)
 		}
 		confirm := asked.InputRequests[0]
@@ -518,6 +517,10 @@ func TestContract(t *testing.T) {
 		alice.want(alice.do("POST", path+"/input-requests", map[string]any{"requests": []any{
 			map[string]any{"requestId": "pick", "prompt": "Again?", "allowFreeform": true}}}), 400, "invalid_request", nil)
 		alice.want(alice.do("POST", path+"/input-requests", map[string]any{"requests": []any{}}), 400, "invalid_request", nil)
+		// Only the service asks for a sign-in (POST .../authorizations).
+		alice.want(alice.do("POST", path+"/input-requests", map[string]any{"requests": []any{
+			map[string]any{"requestId": "login", "kind": "authorization", "prompt": "Sign in", "connection": "github"}}}),
+			400, "invalid_request", nil)
 		alice.want(alice.do("POST", path+"/input-requests", map[string]any{"requests": []any{
 			map[string]any{"prompt": "x", "answerUrl": "https://example.com"}}}), 400, "invalid_request", nil)
 
@@ -544,12 +547,13 @@ func TestContract(t *testing.T) {
 		alice.want(answer(alice,
 			map[string]any{"requestId": confirm.RequestID, "optionId": "yes"},
 			map[string]any{"requestId": "why", "text": "because"},
-			map[string]any{"requestId": "login", "optionId": "x"}), 400, "invalid_request", nil)
+			map[string]any{"requestId": "why", "text": "twice"}), 400, "invalid_request", nil)
+		var left task // a fresh one: the answer omits inputRequests once none is open
 		alice.want(answer(alice,
 			map[string]any{"requestId": confirm.RequestID, "optionId": "yes"},
-			map[string]any{"requestId": "why", "text": "because"}), 200, "", &got)
-		if got.Status != "input_required" || len(got.InputRequests) != 1 {
-			t.Errorf("one request should be left: %+v", got)
+			map[string]any{"requestId": "why", "text": "because"}), 200, "", &left)
+		if left.Status != "working" || len(left.InputRequests) != 0 {
+			t.Errorf("no request should be left: %+v", left)
 		}
 	})
 
@@ -580,7 +584,6 @@ func TestContract(t *testing.T) {
 		alice.want(alice.do("POST", tp+"/input-requests", map[string]any{"requests": []any{
 			map[string]any{"requestId": "go", "prompt": "Go?"},
 			map[string]any{"requestId": "why", "prompt": "Why?", "allowFreeform": true},
-			map[string]any{"requestId": "login", "kind": "authorization", "prompt": "Sign in", "connection": "github"},
 		}}), 200, "", &asked)
 		urls := map[string]string{}
 		for _, q := range asked.InputRequests {

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/channels/slack"
+	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
@@ -46,7 +48,9 @@ type App struct {
 	Hooks    *hooks.Service
 	Notify   *callbacks.Registrar
 	Dispatch *callbacks.Dispatcher
-	Handler  http.Handler
+	// Connections is provider sign-in; nil without TASKHOOK_CONNECTIONS_FILE.
+	Connections *connections.Service
+	Handler     http.Handler
 
 	// DevSecret is the HS256 secret made up at start when none was configured
 	// (embedded store only), so `make run` can print a token for curl.
@@ -84,6 +88,12 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jwt: %w", err)
+	}
+	// Connections and the vault are read before the store opens: a bad file
+	// stops the start with nothing to close.
+	conns, vault, err := loadConnections(cfg, log)
+	if err != nil {
+		return nil, err
 	}
 	answerKey, keySource, err := cfg.answerKey()
 	if err != nil {
@@ -126,8 +136,10 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		users, _ := slack.ParseUsers(cfg.SlackUsers) // Validate read it already
 		slackApp = &handlers.Slack{SigningSecret: []byte(cfg.SlackSigningSecret), Users: users}
 	}
+	a.Connections = newConnections(cfg, conns, vault, a, log)
 	a.Handler = handlers.New(handlers.Deps{
-		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Store: a.Store, Verifier: verifier,
+		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
+		Store: a.Store, Verifier: verifier,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst,
@@ -246,4 +258,37 @@ func slackPosting(cfg Config) *callbacks.SlackConfig {
 		return nil
 	}
 	return &callbacks.SlackConfig{Token: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL}
+}
+
+// loadConnections reads the connections file, when one is configured, and
+// the vault their tokens are sealed in: TASKHOOK_VAULT_KEYS, or on the
+// embedded store a key made at start (its data does not outlive the process
+// either; Validate refuses a Redis store without keys).
+func loadConnections(cfg Config, log *slog.Logger) ([]connections.Connection, *authz.Vault, error) {
+	if cfg.ConnectionsFile == "" {
+		return nil, nil, nil
+	}
+	conns, err := connections.LoadFile(cfg.ConnectionsFile, os.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.VaultKeys == "" {
+		log.Warn("no TASKHOOK_VAULT_KEYS: provider tokens are sealed with a key made at start, and do not survive a restart")
+		return conns, authz.NewRandomVault(), nil
+	}
+	vault, err := authz.ParseVaultKeys(cfg.VaultKeys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TASKHOOK_VAULT_KEYS: %w", err)
+	}
+	return conns, vault, nil
+}
+
+// newConnections builds provider sign-in; nil without connections.
+func newConnections(cfg Config, conns []connections.Connection, vault *authz.Vault, a *App, log *slog.Logger) *connections.Service {
+	if vault == nil {
+		return nil
+	}
+	return connections.NewService(connections.Config{
+		Connections: conns, PublicURL: cfg.PublicURL, SigninTTL: cfg.SigninTTL, TokenTTL: cfg.MaxTTL, Now: cfg.Now,
+	}, vault, a.Store, a.Tasks, a.Metrics, log)
 }

@@ -66,6 +66,13 @@ type Config struct {
 	SlackAPIURL        string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/
 	SlackSigningSecret string // TASKHOOK_SLACK_SIGNING_SECRET: the Slack app's signing secret; set, the interactions route is mounted
 	SlackUsers         string // TASKHOOK_SLACK_USERS: "U012AB=alice,U034CD=bob", the principal each Slack user answers as
+
+	ConnectionsFile string        // TASKHOOK_CONNECTIONS_FILE: the OAuth connections executors may ask tokens of (JSON array)
+	VaultKeys       string        // TASKHOOK_VAULT_KEYS: "id:base64key,...", 32-byte keys; the first seals, all open
+	SigninTTL       time.Duration // TASKHOOK_SIGNIN_TTL: how long a sign-in URL works; default 15m
+	// Now is the clock of sign-ins and provider tokens; nil: time.Now.
+	// Tests move it to run attempts and tokens out.
+	Now func() time.Time
 }
 
 // Validate reports every setting that cannot work.
@@ -147,6 +154,17 @@ func (c Config) Validate() error {
 	if c.SlackUsers != "" && c.SlackSigningSecret == "" {
 		errs = append(errs, errors.New("TASKHOOK_SLACK_USERS needs TASKHOOK_SLACK_SIGNING_SECRET"))
 	}
+	if c.SigninTTL < 0 {
+		errs = append(errs, errors.New("TASKHOOK_SIGNIN_TTL must not be negative"))
+	}
+	if c.VaultKeys != "" {
+		if _, err := authz.ParseVaultKeys(c.VaultKeys); err != nil {
+			errs = append(errs, fmt.Errorf("TASKHOOK_VAULT_KEYS: %w", err))
+		}
+	} else if c.RedisURL != "" && c.ConnectionsFile != "" {
+		errs = append(errs, errors.New("TASKHOOK_VAULT_KEYS is required with a Redis store and TASKHOOK_CONNECTIONS_FILE: "+
+			"provider tokens are kept sealed, with keys every replica shares"))
+	}
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -216,6 +234,8 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	str(&c.DebugAddr, "debug-addr", "TASKHOOK_DEBUG_ADDR", "serve net/http/pprof on this loopback address (off when empty)")
 	c.SlackBotToken = getenv("TASKHOOK_SLACK_BOT_TOKEN") // a secret: no flag, so it stays out of process lists
 	str(&c.SlackAPIURL, "slack-api-url", "TASKHOOK_SLACK_API_URL", "Slack Web API base URL")
+	str(&c.ConnectionsFile, "connections-file", "TASKHOOK_CONNECTIONS_FILE", "JSON file of the OAuth connections")
+	c.VaultKeys = getenv("TASKHOOK_VAULT_KEYS") // secrets: no flag
 	var errs []error
 	parse := func(env string, set func(string) error) {
 		if v := getenv(env); v != "" {
@@ -255,6 +275,7 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_NOTIFY_RETRY_BASE", dur(&c.NotifyRetryBase))
 	parse("TASKHOOK_NOTIFY_MAX_ATTEMPTS", func(v string) (err error) { c.NotifyMaxAttempts, err = strconv.Atoi(v); return err })
 	parse("TASKHOOK_NOTIFY_CLAIM_IDLE", dur(&c.NotifyClaimIdle))
+	parse("TASKHOOK_SIGNIN_TTL", dur(&c.SigninTTL))
 	parse("TASKHOOK_ALLOW_PRIVATE_TARGETS", func(v string) (err error) {
 		c.AllowPrivateTargets, err = strconv.ParseBool(v)
 		return err

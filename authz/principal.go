@@ -1,5 +1,5 @@
 // Package authz turns bearer JWTs into principals and answers ownership
-// questions about them.
+// questions about them. Its Vault seals the secrets the service stores.
 //
 // It imports nothing of the module.
 package authz

@@ -48,7 +48,7 @@ func TestAnswerURL(t *testing.T) {
 			{RequestID: "go", Prompt: "Deploy?"},
 			{RequestID: "pick", Prompt: "Which?", Options: []client.Choice{{ID: "a", Label: "A"}, {ID: "b", Label: "B"}}},
 			{RequestID: "why", Prompt: "Why?", AllowFreeform: true},
-			{RequestID: "login", Kind: "authorization", Prompt: "Sign in", Connection: "github"},
+			{RequestID: "hold", Prompt: "Hold?", Options: []client.Choice{{ID: "h", Label: "H"}}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +68,7 @@ func TestAnswerURL(t *testing.T) {
 			urls[q.RequestID] = q.AnswerURL
 			tokens = append(tokens, q.AnswerURL[strings.LastIndexByte(q.AnswerURL, '/')+1:])
 		}
-		if len(urls) != 3 || urls["go"] == urls["pick"] {
+		if len(urls) != 4 || urls["go"] == urls["pick"] {
 			t.Fatalf("answer URLs: %v", urls)
 		}
 
@@ -135,7 +135,7 @@ func TestAnswerURL(t *testing.T) {
 			}
 		}
 
-		// The last open ask (login, an authorization request, stays open);
+		// The last answer but one (hold stays open);
 		// a replay with the same Idempotency-Key is its first answer.
 		var meta client.Response
 		ans, err = channel.AnswerInput(ctx, urls["go"], "yes", "", client.WithIdempotencyKey("k1"), client.WithResponse(&meta))
@@ -233,7 +233,6 @@ func TestAnswerTokensNotInRedis(t *testing.T) {
 		asked, err := owner.RequireInput(ctx, task.TaskID, []client.InputRequest{
 			{RequestID: "deploy", Prompt: "Deploy?"},
 			{RequestID: "why", Prompt: "Why?", AllowFreeform: true},
-			{RequestID: "login", Kind: "authorization", Prompt: "Sign in", Connection: "github"},
 		}, client.WithIdempotencyKey("ask-1"))
 		if err != nil {
 			t.Fatal(err)
@@ -298,7 +297,6 @@ func TestAnswerTokensNotInRedis(t *testing.T) {
 		again, err := owner.RequireInput(ctx, task.TaskID, []client.InputRequest{
 			{RequestID: "deploy", Prompt: "Deploy?"},
 			{RequestID: "why", Prompt: "Why?", AllowFreeform: true},
-			{RequestID: "login", Kind: "authorization", Prompt: "Sign in", Connection: "github"},
 		}, client.WithIdempotencyKey("ask-1"), client.WithResponse(&meta))
 		if err != nil || !meta.Replayed {
 			t.Fatalf("replay: %v, replayed %v", err, meta.Replayed)

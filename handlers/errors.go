@@ -63,6 +63,9 @@ func toAPIError(err error) *APIError {
 	if errors.As(err, &verr) {
 		return invalidRequest(verr.Field, verr.Message)
 	}
+	if e := connectionError(err); e != nil {
+		return e
+	}
 	var closed *hooks.ClosedError
 	if errors.As(err, &closed) {
 		return &APIError{Status: http.StatusGone, Code: wire.CodeHookClosed, Message: "the hook takes no more requests",

@@ -29,8 +29,12 @@ var capabilities = []string{
 }
 
 func (a *api) info(w http.ResponseWriter, r *http.Request) {
+	caps := a.caps
+	if a.connections != nil {
+		caps = append(caps[:len(caps):len(caps)], "connections")
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"name": "taskhook", "version": a.version, "store": a.store.Kind,
-		"partitions": a.store.Partitions, "capabilities": a.caps,
+		"partitions": a.store.Partitions, "capabilities": caps,
 	})
 }

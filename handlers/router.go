@@ -17,6 +17,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/channels/web"
+	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
@@ -31,6 +32,7 @@ type Deps struct {
 	Hooks        *hooks.Service       // nil: the hook routes are not mounted
 	Notify       *callbacks.Registrar // nil: the notification routes are not mounted
 	Slack        *Slack               // nil: the Slack interactions route is not mounted
+	Connections  *connections.Service // nil: the connection routes are not mounted
 	Store        *store.Store
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
@@ -52,26 +54,27 @@ type Deps struct {
 }
 
 type api struct {
-	tasks    *tasks.Service
-	sessions *sessions.Service
-	hooks    *hooks.Service
-	notify   *callbacks.Registrar
-	store    *store.Store
-	verifier *authz.Verifier
-	metrics  *metrics.Metrics
-	log      *slog.Logger
-	body     *bodyGuard
-	lists    *listLimiter // nil: lists are not limited
-	slack    *Slack
-	version  string
-	caps     []string // for /v1/info
+	tasks       *tasks.Service
+	sessions    *sessions.Service
+	hooks       *hooks.Service
+	notify      *callbacks.Registrar
+	connections *connections.Service
+	store       *store.Store
+	verifier    *authz.Verifier
+	metrics     *metrics.Metrics
+	log         *slog.Logger
+	body        *bodyGuard
+	lists       *listLimiter // nil: lists are not limited
+	version     string
+	slack       *Slack
+	caps        []string // for /v1/info
 }
 
 // New builds the router.
 func New(d Deps) http.Handler {
 	a := &api{
-		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, store: d.Store, verifier: d.Verifier,
-		metrics: d.Metrics, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
+		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections, store: d.Store,
+		verifier: d.Verifier, metrics: d.Metrics, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
 	}
 	if d.Slack != nil {
 		a.caps = append(append([]string(nil), capabilities...), "slack")
@@ -148,6 +151,13 @@ func New(d Deps) http.Handler {
 				r.Get("/sessions/{sessionId}/notify/dead-letters", a.deadLetters)
 			}
 
+			if a.connections != nil {
+				r.Get("/connections", a.listConnections)
+				r.Delete("/connections/{name}/token", a.signOut)
+				r.Post("/tasks/{taskId}/authorizations", a.askAuthorization)
+				r.Post("/tasks/{taskId}/authorizations/{name}/reject", a.rejectAuthorization)
+			}
+
 			if a.hooks != nil {
 				r.Post("/hooks", a.createHook)
 				r.Get("/hooks", a.limitLists(a.listHooks))
@@ -167,6 +177,12 @@ func New(d Deps) http.Handler {
 		// Signed by Slack: the signature is the credential.
 		if a.slack != nil {
 			r.Post("/channels/slack/interactions", a.slackInteractions)
+		}
+		if a.connections != nil {
+			r.Get("/connections/{name}/callback", a.connectionCallback)
+			r.Get("/connections/{name}/callback/{token}", a.connectionCallback)
+			r.Post("/connections/{name}/callback/{token}", a.connectionCallback)
+			r.Get("/connections/signed-in", a.signedIn)
 		}
 	})
 	return r

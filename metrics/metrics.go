@@ -46,6 +46,7 @@ type Metrics struct {
 	// outcome: answered, unmapped, not_requester, closed, invalid, error,
 	// signature_invalid, malformed, unread, challenge, ignored.
 	SlackInteractions *prometheus.CounterVec
+	Connections       Connections // provider sign-in
 }
 
 // New makes a registry with every collector, plus the Go and process collectors.
@@ -100,6 +101,7 @@ func New() *Metrics {
 			"Requests to the Slack interactions route by outcome (an answer each, for answers).", "outcome"),
 	}
 	m.Notify = newNotify(r)
+	m.Connections = newConnections(r)
 	return m
 }
 

@@ -143,3 +143,15 @@ func (k Keys) OutboxRetries(p int) string { return k.Tag(p) + "outbox:retry" }
 func (k Keys) NotifyDeadLetters(p int, sessionID string) string {
 	return k.Tag(p) + "ses:" + sessionID + ":notify:dead"
 }
+
+// ConnectionToken is a requester's sealed provider token for one connection
+// (a string), in the partition of the requester: it serves every task the
+// requester's tasks, whatever their session.
+func (k Keys) ConnectionToken(p int, requester, connection string) string {
+	return k.Tag(p) + "conntok:" + digest(requester) + ":" + digest(connection)
+}
+
+// SigninAttempt maps the SHA-256 of a sign-in attempt token to its task,
+// request and sealed PKCE verifier (a string), in the task's slot; it
+// expires with the task, and says itself when the attempt ran out.
+func (k Keys) SigninAttempt(p int, tokenHash string) string { return k.Tag(p) + "signin:" + tokenHash }

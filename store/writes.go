@@ -195,6 +195,7 @@ type TaskUpdate struct {
 	Retention      time.Duration
 	Idem           Idempotency
 	AnswerTokens   []AnswerToken // the answer tokens of the requests this change adds
+	SigninAttempts []AnswerToken // the sign-in attempts this change starts, by token hash
 	ExpiresAt      time.Time     // the task's expiry, when the mappings of AnswerTokens end
 	Owner          string        // the task's owner, whose status indexes the change moves it between
 	OldStatus      string        // the status at ExpectRevision
@@ -211,11 +212,16 @@ type AnswerToken struct {
 func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
-	keys := make([]string, 0, 12+len(w.AnswerTokens))
+	keys := make([]string, 0, 12+len(w.AnswerTokens)+len(w.SigninAttempts))
 	keys = append(keys, s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
 		idemKey, s.Keys.Wake(p))
+	// task_apply sets each of these keys to its value, until the task ends:
+	// answer tokens and sign-in attempts alike.
 	for _, a := range w.AnswerTokens {
 		keys = append(keys, s.Keys.AnswerToken(p, a.Hash))
+	}
+	for _, a := range w.SigninAttempts {
+		keys = append(keys, s.Keys.SigninAttempt(p, a.Hash))
 	}
 	keys = append(keys, s.Keys.SessionLive(p, w.SessionID),
 		s.Keys.OwnerTasksByStatus(p, w.Owner, w.OldStatus), s.Keys.OwnerTasksByStatus(p, w.Owner, w.Status),
@@ -229,6 +235,9 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	}
 	args = append(args, ms(w.ExpiresAt))
 	for _, a := range w.AnswerTokens {
+		args = append(args, a.Value)
+	}
+	for _, a := range w.SigninAttempts {
 		args = append(args, a.Value)
 	}
 	return s.scripts.taskApply.run(ctx, s, keys, args...)

@@ -53,12 +53,16 @@ func askingTask(t testing.TB) (Task, []Emitted) {
 		Input: json.RawMessage(`{"kind":"ask","html":"<b>&</b>"}`), CreatedAt: events.At(now), LastUpdatedAt: events.At(now)}
 	change, err := Apply(task, Command{Kind: CmdRequireInput, Requests: PrepareRequests([]InputRequest{
 		{RequestID: "go", Prompt: "Go <now>?"},
-		{RequestID: "login", Kind: wire.KindAuthorization, Prompt: "Sign in", Connection: "github"},
 	}, ids.NewRequestID)}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return change.Task, change.Events
+	signIn, err := Apply(change.Task, Command{Kind: CmdRequireAuthorization, Authorization: &InputRequest{
+		RequestID: "login", Kind: wire.KindAuthorization, Prompt: "Sign in", Connection: "github"}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signIn.Task, append(change.Events, signIn.Events...)
 }
 
 // A stored task is shown with the link of each open ask and is otherwise
@@ -109,7 +113,7 @@ func TestAnswerLinksEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		if e.Type == wire.EventInputRequested {
-			e.Data = map[string]any{"requests": shownTask.InputRequests}
+			e.Data = map[string]any{"requests": shownTask.InputRequests[:1]} // the ask; the sign-in came on its own
 		}
 		want, err := eventJSON(task, now, e, shownSnapshot)
 		if err != nil {
@@ -119,6 +123,9 @@ func TestAnswerLinksEvent(t *testing.T) {
 		got := l.Events([]store.LogEntry{{ID: "1-0", JSON: withID(stored)}})[0].JSON
 		if !bytes.Equal(got, withID(want)) {
 			t.Errorf("%s shown:\n%s\nwant:\n%s", e.Type, got, withID(want))
+		}
+		if e.Type == wire.EventAuthorizationRequired {
+			continue // no task and no ask in it: shown as stored (checked above)
 		}
 		if !strings.Contains(string(got), l.URL(task.TaskID, "go")) {
 			t.Errorf("%s has no link", e.Type)

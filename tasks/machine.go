@@ -24,6 +24,21 @@ const (
 	CmdFail         CommandKind = "fail"
 	CmdCancel       CommandKind = "cancel"
 	CmdRelease      CommandKind = "release"
+
+	// CmdRequireAuthorization asks the requester to sign in to a connection;
+	// CmdResolveAuthorization records how the sign-in ended. Only the service
+	// sends them (package connections), never a route of its own.
+	CmdRequireAuthorization CommandKind = "require_authorization"
+	CmdResolveAuthorization CommandKind = "resolve_authorization"
+)
+
+// Sign-in outcomes, recorded as the optionId of the authorization request's
+// response and carried by authorization.completed.
+const (
+	OutcomeAuthorized = "authorized"
+	OutcomeDeclined   = "declined"
+	OutcomeFailed     = "failed"
+	OutcomeExpired    = "expired" // a newer sign-in took the place of one whose attempt ran out
 )
 
 // Command is one requested change. Only the fields of its kind are read.
@@ -40,6 +55,10 @@ type Command struct {
 	Result        json.RawMessage // complete
 	Error         *TaskError      // fail
 	Reason        string          // cancel
+	Authorization *InputRequest   // require_authorization: the request, with its id, connection and expiresAt
+	AskedAt       time.Time       // require_authorization: the clock pending attempts are judged by (zero: now)
+	RequestID     string          // resolve_authorization
+	Outcome       string          // resolve_authorization
 }
 
 // Domain errors. The handlers map each to its status code and error code.
@@ -139,6 +158,20 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		next.Error = cmd.Error
 		next.StatusMessage = cmd.Error.Message
 		emitted = terminal(&next)
+	case CmdRequireAuthorization:
+		asked := now
+		if !cmd.AskedAt.IsZero() {
+			asked = cmd.AskedAt
+		}
+		if open := task.openAuthorization(cmd.Authorization.Connection, asked); open != nil {
+			return Change{Task: task}, nil // a sign-in is pending: the same request answers
+		}
+		emitted = requireAuthorization(task, &next, *cmd.Authorization, asked)
+	case CmdResolveAuthorization:
+		var err error
+		if emitted, err = resolveAuthorization(task, &next, cmd.RequestID, cmd.Outcome); err != nil {
+			return Change{}, err
+		}
 	case CmdCancel:
 		next.Status = Cancelled
 		next.CancelReason = cmd.Reason
@@ -175,6 +208,72 @@ func release(task Task, now time.Time) (Change, error) {
 	next.Revision = task.Revision + 1
 	next.LastUpdatedAt = at
 	return Change{Task: next, Events: []Emitted{{Type: wire.EventTaskReleased, Data: map[string]any{"task": &next}}}, Changed: true}, nil
+}
+
+// openAuthorization is the task's open sign-in request for connection whose
+// attempt has not run out at now, or nil.
+func (t Task) openAuthorization(connection string, now time.Time) *InputRequest {
+	if t.Status != InputRequired {
+		return nil
+	}
+	for i, r := range t.InputRequests {
+		if r.Kind == wire.KindAuthorization && r.Connection == connection && !expired(r, now) {
+			return &t.InputRequests[i]
+		}
+	}
+	return nil
+}
+
+func expired(r InputRequest, now time.Time) bool {
+	at, err := time.Parse(time.RFC3339Nano, r.ExpiresAt)
+	return err == nil && !now.Before(at)
+}
+
+// requireAuthorization adds a sign-in request to next. A request for the
+// same connection whose attempt ran out is closed with outcome expired in the
+// same change: its URL no longer works, and the new one takes its place.
+func requireAuthorization(task Task, next *Task, req InputRequest, now time.Time) []Emitted {
+	var left []InputRequest
+	for _, r := range next.InputRequests {
+		if r.Kind == wire.KindAuthorization && r.Connection == req.Connection && expired(r, now) {
+			next.InputResponses = append(next.InputResponses, InputResponse{RequestID: r.RequestID, OptionID: OutcomeExpired})
+			continue
+		}
+		left = append(left, r)
+	}
+	next.InputRequests = append(left, req)
+	next.Status = InputRequired
+	data := map[string]any{"requestId": req.RequestID, "connection": req.Connection,
+		"authorizationUrl": req.AuthorizationURL, "expiresAt": req.ExpiresAt}
+	return []Emitted{
+		{Type: wire.EventTaskStatus, Data: map[string]any{}},
+		{Type: wire.EventAuthorizationRequired, Data: data},
+	}
+}
+
+// resolveAuthorization closes an open sign-in request with its outcome; the
+// task goes back to working once nothing else is open.
+func resolveAuthorization(task Task, next *Task, requestID, outcome string) ([]Emitted, error) {
+	var req *InputRequest
+	for i, r := range task.InputRequests {
+		if r.RequestID == requestID && r.Kind == wire.KindAuthorization {
+			req = &task.InputRequests[i]
+		}
+	}
+	if req == nil {
+		return nil, fmt.Errorf("%w: request %s", ErrInputClosed, requestID)
+	}
+	resp := InputResponse{RequestID: requestID, OptionID: outcome}
+	next.InputResponses = append(next.InputResponses, resp)
+	next.InputRequests = withoutAnswered(next.InputRequests, []InputResponse{resp})
+	emitted := []Emitted{{Type: wire.EventAuthorizationCompleted,
+		Data: map[string]any{"requestId": requestID, "connection": req.Connection, "outcome": outcome}}}
+	if len(next.InputRequests) == 0 {
+		next.Status = Working
+		next.InputRequests = nil
+		emitted = append(emitted, Emitted{Type: wire.EventTaskStatus, Data: map[string]any{}})
+	}
+	return emitted, nil
 }
 
 // types are the types of the events of the change, in order.
@@ -268,6 +367,9 @@ func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputRes
 				return nil, fmt.Errorf("%w: %q", ErrUnknownRequest, r.RequestID)
 			}
 			return nil, fmt.Errorf("%w: task %s is %s", ErrNotInputRequired, task.TaskID, task.Status)
+		}
+		if req.Kind == wire.KindAuthorization {
+			return nil, problem.Invalid(field+".requestId", "request %s is a sign-in: it is answered by the connection callback, not by an answer", r.RequestID)
 		}
 		if err := accepts(req, r, field); err != nil {
 			return nil, err

@@ -60,9 +60,9 @@ func validateRequest(r InputRequest, field string) error {
 	switch r.Kind {
 	case wire.KindAsk:
 	case wire.KindAuthorization:
-		if r.Connection == "" {
-			return problem.Invalid(field+".connection", "is required for an authorization request")
-		}
+		// Only the service asks for a sign-in: it needs an attempt, a state
+		// and a verifier that an executor's request could not carry.
+		return problem.Invalid(field+".kind", "an authorization request is made by POST /v1/tasks/{taskId}/authorizations, not here")
 	default:
 		return problem.Invalid(field+".kind", "must be %q or %q", wire.KindAsk, wire.KindAuthorization)
 	}

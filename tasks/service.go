@@ -339,6 +339,12 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 
 // run is Run answering with the stored form.
 func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (store.Reply, error) {
+	return s.runWith(ctx, p, id, cmd, idem, nil)
+}
+
+// runWith is run writing, with the change, the sign-in attempts given.
+func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency,
+	attempts []store.AnswerToken) (store.Reply, error) {
 	part, err := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
 		return store.Reply{}, problem.ErrNotFound
@@ -407,8 +413,9 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 		res, err := s.store.ApplyTask(ctx, store.TaskUpdate{
 			Partition: part, ID: id, SessionID: t.SessionID, ExpectRevision: t.Revision,
 			Status: string(change.Task.Status), JSON: next, Events: evs, Now: now,
-			Retention: s.cfg.MaxTTL, Idem: idem, AnswerTokens: tokens, ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
-			Owner: t.Owner, OldStatus: string(t.Status),
+			Retention: s.cfg.MaxTTL, Idem: idem, AnswerTokens: tokens, SigninAttempts: attempts,
+			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
+			Owner:     t.Owner, OldStatus: string(t.Status),
 		})
 		if err != nil {
 			s.count(cmd.Kind, err)

@@ -34,3 +34,8 @@ type Detail struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
 }
+
+// Error codes of provider sign-in.
+const (
+	CodeSigninClosed = "signin_closed" // 410: the sign-in attempt ran out, or its task ended
+)

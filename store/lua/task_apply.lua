@@ -3,7 +3,8 @@
 -- caller recomputes on 'conflict' with the current task this returns.
 -- KEYS[1] task hash   KEYS[2] task log   KEYS[3] session log
 -- KEYS[4] idempotency   KEYS[5] wake stream
--- KEYS[6..5+m] answer token keys, one per input request the change adds (m may be 0)
+-- KEYS[6..5+m] answer token keys, one per input request the change adds, then
+--         sign-in attempt keys, one per sign-in the change starts (m may be 0)
 -- KEYS[6+m..10+m] the session's live tasks; the owner's tasks in the old
 --         status and in the new one; the session's tasks in the old status
 --         and in the new one
@@ -14,7 +15,7 @@
 -- ARGV[10] wake snapshot ('' when large)   ARGV[11] n, the number of events
 -- ARGV[12..11+n] event json, one per event, in order
 -- ARGV[12+n] the task's expire-at ms (the answer token keys end with it)
--- ARGV[13+n..12+n+m] the value of each answer token key, in KEYS order
+-- ARGV[13+n..12+n+m] the value of each answer token and attempt key, in KEYS order
 -- Returns {'ok', eventId...} | {'replay', body} | {'idem_conflict'}
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])

@@ -1,0 +1,438 @@
+package app_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/connections/providertest"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// clock is a settable clock for sign-in attempts and tokens.
+type clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}
+
+type signinEnv struct {
+	srv   *apptest.Server
+	sc    store.Config
+	prov  *providertest.Provider
+	clock *clock
+	owner *client.Client
+	web   *http.Client // the person's browser: follows no redirect
+}
+
+// startSignin runs a server with one connection, "devbox", to a fake
+// provider, on the standalone Redis.
+func startSignin(t *testing.T, callback string) *signinEnv {
+	t.Helper()
+	prov := providertest.New(t)
+	conns := []map[string]any{{
+		"name": "devbox", "authorizeUrl": prov.URL + "/authorize", "tokenUrl": prov.URL + "/token",
+		"clientId": prov.ClientID, "clientSecret": prov.ClientSecret, "scopes": []string{"repo", "read"},
+		"pkce": true, "callback": callback,
+	}}
+	raw, _ := json.Marshal(conns)
+	file := filepath.Join(t.TempDir(), "connections.json")
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{}
+	sc := storetest.Standalone(t)
+	srv := apptest.Start(t, sc, app.Config{ConnectionsFile: file, VaultKeys: "k1:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))),
+		Now: clk.Now})
+	return &signinEnv{srv: srv, sc: sc, prov: prov, clock: clk, owner: srv.Client(t, "exec-owner"),
+		web: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (e *signinEnv) task(t *testing.T, requester string) *client.Task {
+	t.Helper()
+	_, task := apptest.SessionWithTask(t, context.Background(), e.owner, client.CreateTaskInput{Requester: requester})
+	return task
+}
+
+// visit is the browser landing on a redirect: the status and Location.
+func (e *signinEnv) visit(t *testing.T, target string) (int, string) {
+	t.Helper()
+	resp, err := e.web.Get(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("Location")
+}
+
+func (e *signinEnv) ask(t *testing.T, taskID string) (*client.ConnectionToken, *client.AuthorizationPending) {
+	t.Helper()
+	tok, pending, err := e.owner.Authorize(context.Background(), taskID, "devbox", nil)
+	if err != nil {
+		t.Fatalf("Authorize: %v", err)
+	}
+	return tok, pending
+}
+
+func completedOutcomes(t *testing.T, cl *client.Client, taskID string) []string {
+	t.Helper()
+	page, err := cl.TaskEvents(context.Background(), taskID, client.EventsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range page.Events {
+		if ev.Type == "authorization.completed" {
+			var d struct{ Outcome, Connection string }
+			_ = json.Unmarshal(ev.Data, &d)
+			out = append(out, d.Connection+":"+d.Outcome)
+		}
+	}
+	return out
+}
+
+// The whole sign-in, in both callback forms: 202 and input_required, the
+// provider's redirect, the token, a refresh after expiry, a replayed
+// callback, and nothing secret in clear anywhere.
+func TestSigninFlow(t *testing.T) {
+	for _, mode := range []string{"path", "state"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			e := startSignin(t, mode)
+			ctx := context.Background()
+			task := e.task(t, "alice")
+
+			tok, pending := e.ask(t, task.TaskID)
+			if tok != nil || pending == nil || pending.Status != "authorization_required" || pending.RequestID == "" {
+				t.Fatalf("first ask: %+v %+v", tok, pending)
+			}
+			got, _ := e.owner.GetTask(ctx, task.TaskID)
+			if got.Status != "input_required" || len(got.InputRequests) != 1 || got.InputRequests[0].Kind != "authorization" ||
+				got.InputRequests[0].AuthorizationURL != pending.AuthorizationURL || got.InputRequests[0].Connection != "devbox" {
+				t.Fatalf("the task after the ask: %+v", got)
+			}
+			wantPath := "/v1/connections/devbox/callback"
+			if mode == "path" {
+				wantPath += "/sgn_"
+			}
+			if !strings.Contains(pending.AuthorizationURL, "redirect_uri="+strings.ReplaceAll(
+				strings.ReplaceAll(e.srv.URL+wantPath, ":", "%3A"), "/", "%2F")) {
+				t.Fatalf("redirect URI of %s mode: %s", mode, pending.AuthorizationURL)
+			}
+			if _, again := e.ask(t, task.TaskID); again == nil || again.RequestID != pending.RequestID {
+				t.Fatalf("a second ask while pending: %+v", again)
+			}
+
+			redirect := e.prov.Approve(t, pending.AuthorizationURL)
+			status, loc := e.visit(t, redirect)
+			if status != http.StatusSeeOther || !strings.Contains(loc, "outcome=authorized") {
+				t.Fatalf("callback: %d %q", status, loc)
+			}
+			if status, _ := e.visit(t, e.srv.URL+loc); status != http.StatusOK {
+				t.Fatalf("the closing page: %d", status)
+			}
+			got, _ = e.owner.GetTask(ctx, task.TaskID)
+			if got.Status != "working" {
+				t.Fatalf("the task after the sign-in: %s", got.Status)
+			}
+			if o := completedOutcomes(t, e.owner, task.TaskID); len(o) != 1 || o[0] != "devbox:authorized" {
+				t.Fatalf("authorization.completed: %v", o)
+			}
+			if status, _ := e.visit(t, redirect); status != http.StatusNotFound {
+				t.Fatalf("a replayed callback: %d", status)
+			}
+
+			tok, pending = e.ask(t, task.TaskID)
+			issued := e.prov.Issued()
+			if tok == nil || pending != nil || tok.AccessToken == "" || !contains(issued, tok.AccessToken) ||
+				tok.TokenType != "Bearer" || tok.ExpiresAt == nil {
+				t.Fatalf("the ask after the sign-in: %+v %+v", tok, pending)
+			}
+			first := tok.AccessToken
+
+			e.clock.Advance(2 * time.Hour) // the token ran out; it has a refresh token
+			tok, _ = e.ask(t, task.TaskID)
+			if tok == nil || tok.AccessToken == first || !contains(e.prov.Issued(), tok.AccessToken) || e.prov.Refreshs != 1 {
+				t.Fatalf("after expiry: %+v (refreshes %d)", tok, e.prov.Refreshs)
+			}
+
+			scanForSecrets(t, e, task.TaskID, append(e.prov.Issued(), e.prov.ClientSecret))
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scanForSecrets looks for each secret in the logs, the task's and the
+// session's events, the task, the metrics and every Redis value of the
+// test's prefix.
+func scanForSecrets(t *testing.T, e *signinEnv, taskID string, secrets []string) {
+	t.Helper()
+	ctx := context.Background()
+	var places []string
+	places = append(places, e.srv.Logs.String())
+	task, _ := e.owner.GetTask(ctx, taskID)
+	raw, _ := json.Marshal(task)
+	places = append(places, string(raw))
+	page, _ := e.owner.TaskEvents(ctx, taskID, client.EventsParams{})
+	raw, _ = json.Marshal(page)
+	places = append(places, string(raw))
+	spage, _ := e.owner.SessionEvents(ctx, task.SessionID, client.EventsParams{})
+	raw, _ = json.Marshal(spage)
+	places = append(places, string(raw))
+	resp, err := http.Get(e.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	places = append(places, string(m))
+
+	opt, err := redis.ParseURL(e.sc.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	keys := 0
+	iter := rdb.Scan(ctx, 0, e.sc.Prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		keys++
+		places = append(places, key)
+		switch typ, _ := rdb.Type(ctx, key).Result(); typ {
+		case "string":
+			v, _ := rdb.Get(ctx, key).Result()
+			places = append(places, v)
+		case "hash":
+			v, _ := rdb.HGetAll(ctx, key).Result()
+			for f, x := range v {
+				places = append(places, f, x)
+			}
+		case "stream":
+			v, _ := rdb.XRange(ctx, key, "-", "+").Result()
+			for _, m := range v {
+				for f, x := range m.Values {
+					places = append(places, f, x.(string))
+				}
+			}
+		case "zset":
+			v, _ := rdb.ZRange(ctx, key, 0, -1).Result()
+			places = append(places, v...)
+		case "set":
+			v, _ := rdb.SMembers(ctx, key).Result()
+			places = append(places, v...)
+		case "list":
+			v, _ := rdb.LRange(ctx, key, 0, -1).Result()
+			places = append(places, v...)
+		}
+	}
+	if err := iter.Err(); err != nil || keys == 0 {
+		t.Fatalf("scan: %d keys, %v", keys, err)
+	}
+	for _, s := range secrets {
+		for _, p := range places {
+			if s != "" && strings.Contains(p, s) {
+				t.Fatalf("a secret (%d bytes) is in clear in: %.200s", len(s), p)
+			}
+		}
+	}
+}
+
+// Declined, failed, expired and dead attempts.
+func TestSigninOutcomes(t *testing.T) {
+	t.Parallel()
+	e := startSignin(t, "path")
+	ctx := context.Background()
+
+	task := e.task(t, "bob")
+	_, pending := e.ask(t, task.TaskID)
+	if status, loc := e.visit(t, e.prov.Deny(t, pending.AuthorizationURL)); status != http.StatusSeeOther || !strings.Contains(loc, "outcome=declined") {
+		t.Fatalf("declined: %d %q", status, loc)
+	}
+	if got, _ := e.owner.GetTask(ctx, task.TaskID); got.Status != "working" {
+		t.Fatalf("after declined: %s", got.Status)
+	}
+
+	_, pending = e.ask(t, task.TaskID)
+	e.prov.FailTokens(true)
+	if status, loc := e.visit(t, e.prov.Approve(t, pending.AuthorizationURL)); status != http.StatusSeeOther || !strings.Contains(loc, "outcome=failed") {
+		t.Fatalf("failed: %d %q", status, loc)
+	}
+	e.prov.FailTokens(false)
+	if o := completedOutcomes(t, e.owner, task.TaskID); len(o) != 2 || o[0] != "devbox:declined" || o[1] != "devbox:failed" {
+		t.Fatalf("outcomes: %v", o)
+	}
+
+	_, pending = e.ask(t, task.TaskID)
+	redirect := e.prov.Approve(t, pending.AuthorizationURL)
+	e.clock.Advance(16 * time.Minute)
+	if status, _ := e.visit(t, redirect); status != http.StatusGone {
+		t.Fatalf("an expired attempt: %d", status)
+	}
+	_, fresh := e.ask(t, task.TaskID) // the ran-out request gives way to a new one
+	if fresh == nil || fresh.RequestID == pending.RequestID {
+		t.Fatalf("an ask after the attempt ran out: %+v", fresh)
+	}
+
+	if _, err := e.owner.Cancel(ctx, task.TaskID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := e.visit(t, e.prov.Approve(t, fresh.AuthorizationURL)); status != http.StatusGone {
+		t.Fatalf("the attempt of a cancelled task: %d", status)
+	}
+	if status, _ := e.visit(t, e.srv.URL+"/v1/connections/devbox/callback/sgn_nothing?state=sgn_nothing"); status != http.StatusNotFound {
+		t.Fatalf("an unknown attempt: %d", status)
+	}
+
+	var cerr *client.Error
+	if _, _, err := e.owner.Authorize(ctx, e.task(t, "").TaskID, "nope", nil); !errors.As(err, &cerr) || cerr.Status != 400 {
+		t.Fatalf("an unknown connection: %v", err)
+	}
+	other := e.task(t, "")
+	_, err := e.owner.RequireInput(ctx, other.TaskID, []client.InputRequest{{Kind: "authorization", Prompt: "Sign in", Connection: "devbox"}})
+	if !errors.As(err, &cerr) || cerr.Status != 400 || !strings.Contains(cerr.Message, "/authorizations") {
+		t.Fatalf("an executor's authorization request: %v", err)
+	}
+}
+
+// The loop guard fails a task that rejects a fresh token, and drops an old
+// one so the next ask prompts again; client.Token waits through a sign-in.
+func TestSigninLoopGuardAndClientToken(t *testing.T) {
+	t.Parallel()
+	e := startSignin(t, "state")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	task := e.task(t, "carol")
+
+	type result struct {
+		tok *client.ConnectionToken
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tok, err := e.owner.Token(ctx, task.TaskID, "devbox")
+		done <- result{tok, err}
+	}()
+	waiting, err := e.owner.WaitTask(ctx, task.TaskID, 1, 30*time.Second, client.WithKinds("authorization.required"))
+	if err != nil || waiting.Status != "input_required" {
+		t.Fatalf("waiting for the sign-in: %+v %v", waiting, err)
+	}
+	e.visit(t, e.prov.Approve(t, waiting.InputRequests[0].AuthorizationURL))
+	r := <-done
+	if r.err != nil || r.tok == nil || !contains(e.prov.Issued(), r.tok.AccessToken) {
+		t.Fatalf("Token: %+v %v", r.tok, r.err)
+	}
+
+	e.clock.Advance(10 * time.Minute) // the sign-in is old: a rejected token is dropped
+	rej, err := e.owner.Reject(ctx, task.TaskID, "devbox")
+	if err != nil || rej.Action != "token_dropped" {
+		t.Fatalf("reject an old token: %+v %v", rej, err)
+	}
+	_, pending := e.ask(t, task.TaskID)
+	if pending == nil {
+		t.Fatal("the ask after a dropped token did not prompt")
+	}
+	e.visit(t, e.prov.Approve(t, pending.AuthorizationURL))
+	rej, err = e.owner.Reject(ctx, task.TaskID, "devbox") // a fresh token refused: signing in again would loop
+	if err != nil || rej.Action != "task_failed" {
+		t.Fatalf("reject a fresh token: %+v %v", rej, err)
+	}
+	got, _ := e.owner.GetTask(ctx, task.TaskID)
+	if got.Status != "failed" || got.Error == nil || got.Error.Message != "authorization rejected right after sign-in" {
+		t.Fatalf("the task after the loop guard: %+v", got)
+	}
+
+	declined := e.task(t, "carol")
+	go func() {
+		tok, err := e.owner.Token(ctx, declined.TaskID, "devbox")
+		done <- result{tok, err}
+	}()
+	waiting, _ = e.owner.WaitTask(ctx, declined.TaskID, 1, 30*time.Second, client.WithKinds("authorization.required"))
+	e.visit(t, e.prov.Deny(t, waiting.InputRequests[0].AuthorizationURL))
+	var serr *client.SigninError
+	if r := <-done; !errors.As(r.err, &serr) || serr.Outcome != "declined" {
+		t.Fatalf("Token after a declined sign-in: %v", r.err)
+	}
+}
+
+// Another principal can neither ask for, read nor complete someone else's
+// sign-in, and a token goes only to tasks of its requester.
+func TestSigninIsolation(t *testing.T) {
+	t.Parallel()
+	e := startSignin(t, "path")
+	ctx := context.Background()
+	mallory := e.srv.Client(t, "mallory")
+	alice := e.srv.Client(t, "alice")
+	task := e.task(t, "alice")
+
+	for name, cl := range map[string]*client.Client{"another principal": mallory, "the requester, not the owner": alice} {
+		var cerr *client.Error
+		if _, _, err := cl.Authorize(ctx, task.TaskID, "devbox", nil); !errors.As(err, &cerr) || cerr.Status != 404 {
+			t.Fatalf("%s asks: %v", name, err)
+		}
+		if _, err := cl.Reject(ctx, task.TaskID, "devbox"); !errors.As(err, &cerr) || cerr.Status != 404 {
+			t.Fatalf("%s rejects: %v", name, err)
+		}
+	}
+	_, pending := e.ask(t, task.TaskID)
+	var cerr *client.Error
+	if _, err := mallory.GetTask(ctx, task.TaskID); !errors.As(err, &cerr) || cerr.Status != 404 {
+		t.Fatalf("another principal reads the sign-in: %v", err)
+	}
+	// A redirect with a code for another connection's attempt, or a forged state, completes nothing.
+	redirect := e.prov.Approve(t, pending.AuthorizationURL)
+	forged := strings.Replace(redirect, "state=sgn_", "state=sgn_x", 1)
+	if status, _ := e.visit(t, forged); status != http.StatusNotFound {
+		t.Fatalf("a forged state: %d", status)
+	}
+	e.visit(t, redirect)
+	if tok, _ := e.ask(t, task.TaskID); tok == nil {
+		t.Fatal("alice's task has no token after her sign-in")
+	}
+
+	bobs := e.task(t, "bob") // same owner, another requester: alice's token is not his
+	if tok, pending := e.ask(t, bobs.TaskID); tok != nil || pending == nil {
+		t.Fatalf("a token went to another requester's task: %+v", tok)
+	}
+	if err := alice.SignOut(ctx, "devbox"); err != nil {
+		t.Fatal(err)
+	}
+	if tok, _ := e.ask(t, task.TaskID); tok != nil {
+		t.Fatal("a token is handed out after its requester signed out")
+	}
+}

@@ -1,0 +1,123 @@
+package authz
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func vaultKey(t *testing.T) string {
+	t.Helper()
+	k := make([]byte, VaultKeyBytes)
+	_, _ = rand.Read(k)
+	return base64.StdEncoding.EncodeToString(k)
+}
+
+func TestVaultRoundTrip(t *testing.T) {
+	t.Parallel()
+	v, err := ParseVaultKeys("k1:" + vaultKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := v.Seal([]byte("gho_secret"), "alice", "github")
+	if strings.Contains(sealed, "gho_secret") || !strings.HasPrefix(sealed, "k1.") {
+		t.Fatalf("sealed = %q", sealed)
+	}
+	got, err := v.Open(sealed, "alice", "github")
+	if err != nil || string(got) != "gho_secret" {
+		t.Fatalf("Open = %q, %v", got, err)
+	}
+	if again := v.Seal([]byte("gho_secret"), "alice", "github"); again == sealed {
+		t.Fatal("two seals of one value are equal: the nonce is not fresh")
+	}
+}
+
+func TestVaultRotatedKeyOpensOldEntries(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := vaultKey(t), vaultKey(t)
+	before, err := ParseVaultKeys("old:" + oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := before.Seal([]byte("refresh"), "alice", "google")
+
+	after, err := ParseVaultKeys("new:" + newKey + ", old:" + oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := after.Open(sealed, "alice", "google"); err != nil || string(got) != "refresh" {
+		t.Fatalf("the rotated vault does not open an old entry: %q, %v", got, err)
+	}
+	if resealed := after.Seal([]byte("refresh"), "alice", "google"); !strings.HasPrefix(resealed, "new.") {
+		t.Fatalf("the first key does not seal: %q", resealed)
+	}
+	dropped, _ := ParseVaultKeys("new:" + newKey)
+	if _, err := dropped.Open(sealed, "alice", "google"); !errors.Is(err, ErrSealed) {
+		t.Fatalf("a dropped key still opens: %v", err)
+	}
+}
+
+func TestVaultRefusesMovedOrChangedValues(t *testing.T) {
+	t.Parallel()
+	v, _ := ParseVaultKeys("k:" + vaultKey(t))
+	alice := v.Seal([]byte("alice-token"), "alice", "github")
+	bob := v.Seal([]byte("bob-token"), "bob", "github")
+	cases := map[string]struct {
+		sealed string
+		parts  []string
+	}{
+		"another requester":  {alice, []string{"bob", "github"}},
+		"another connection": {alice, []string{"alice", "google"}},
+		"parts shifted":      {alice, []string{"alicegithub"}},
+		"swapped ciphertext": {"k." + strings.SplitN(bob, ".", 2)[1], []string{"alice", "github"}},
+		"unknown key id":     {"x." + strings.SplitN(alice, ".", 2)[1], []string{"alice", "github"}},
+		"a flipped byte":     {flip(alice), []string{"alice", "github"}},
+		"truncated":          {alice[:10], []string{"alice", "github"}},
+		"not a sealed value": {"gho_plain", []string{"alice", "github"}},
+	}
+	for name, c := range cases {
+		if got, err := v.Open(c.sealed, c.parts...); !errors.Is(err, ErrSealed) {
+			t.Errorf("%s: opened %q, %v", name, got, err)
+		}
+	}
+}
+
+func flip(sealed string) string {
+	id, b64, _ := strings.Cut(sealed, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(b64)
+	raw[len(raw)/2] ^= 1
+	return id + "." + base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func TestVaultRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	short := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 16))
+	good := vaultKey(t)
+	for name, spec := range map[string]string{
+		"empty":         "",
+		"no id":         good,
+		"bad id":        "a b:" + good,
+		"short key":     "k:" + short,
+		"not base64":    "k:!!!",
+		"duplicate id":  "k:" + good + ",k:" + good,
+		"trailing item": "k:" + good + ",",
+	} {
+		if _, err := ParseVaultKeys(spec); err == nil {
+			t.Errorf("%s: %q accepted", name, spec)
+		} else if strings.Contains(err.Error(), good) {
+			t.Errorf("%s: the error shows the key: %v", name, err)
+		}
+	}
+}
+
+func TestRandomVaultSealsAndOpens(t *testing.T) {
+	t.Parallel()
+	v := NewRandomVault()
+	got, err := v.Open(v.Seal([]byte("x"), "a"), "a")
+	if err != nil || string(got) != "x" {
+		t.Fatalf("%q %v", got, err)
+	}
+}
