@@ -114,6 +114,24 @@ func newTask(t *testing.T, ctx context.Context, c *client.Client) *client.Task {
 	return task
 }
 
+// sessionWithTasks opens a session and starts n tasks in it; ids are the
+// tasks', in the order they started.
+func sessionWithTasks(t *testing.T, ctx context.Context, c *client.Client, n int) (ses *client.Session, ids []string) {
+	t.Helper()
+	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		task, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.TaskID)
+	}
+	return ses, ids
+}
+
 // asError is err as an *Error, or a fatal failure.
 func asError(t *testing.T, err error) *client.Error {
 	t.Helper()
