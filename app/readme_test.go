@@ -16,13 +16,9 @@ import (
 // is left out).
 func TestReadmeWalkthrough(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl")
-	}
-	block := readmeBlock(t, "## A first session with curl")
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	srv := readmeServer(t, "curl")
 	var script []string
-	for _, line := range strings.Split(block, "\n") {
+	for _, line := range strings.Split(readmeBlock(t, "## A first session with curl"), "\n") {
 		if strings.Contains(line, "text/event-stream") {
 			continue
 		}
@@ -31,28 +27,54 @@ func TestReadmeWalkthrough(t *testing.T) {
 		}
 		script = append(script, line)
 	}
-	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+strings.Join(script, "\n"))
-	cmd.Env = append(os.Environ(), "TOKEN="+apptest.Token(t, "dev"))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the walk-through failed: %v\n%s", err, out)
-	}
-	for _, want := range []string{`"revision":2`, `"status":"input_required"`, "input_required\n",
-		`"revision":4`, `"status":"completed"`, "completed\n", `"type":"task.created"`} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the walk-through's output lacks %q:\n%s", want, out)
-		}
-	}
+	out := runReadme(t, "the walk-through", script)
+	wantOutput(t, "the walk-through", out, `"revision":2`, `"status":"input_required"`, "input_required\n",
+		`"revision":4`, `"status":"completed"`, "completed\n", `"type":"task.created"`)
 }
 
 // The answerUrl subsection works as printed, after the walk-through it
 // continues.
 func TestReadmeAnswerURL(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl")
+	srv := readmeServer(t, "curl")
+	script := append(walkthroughSetup(t, srv), readmeBlock(t, "### Answering through answerUrl"))
+	out := runReadme(t, "the answerUrl walk-through", script)
+	wantOutput(t, "the answerUrl walk-through", out,
+		`{"ok":true,"taskId":"task_`, `"requestId":"merge","status":"working"}`, `"code":"input_closed"`)
+}
+
+// The hooks walk-through works as printed too (it uses jq and openssl).
+func TestReadmeHooksWalkthrough(t *testing.T) {
+	t.Parallel()
+	srv := readmeServer(t, "curl", "jq", "openssl")
+	var script []string
+	for _, line := range strings.Split(readmeBlock(t, "## Hooks: inbound webhooks"), "\n") {
+		if strings.HasPrefix(line, "export TH=") {
+			line = `export TH=` + srv.URL + ` AUTH="Authorization: Bearer $TOKEN"`
+		}
+		script = append(script, line)
 	}
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	out := runReadme(t, "the hooks walk-through", script)
+	wantOutput(t, "the hooks walk-through", out, `"duplicate":false`, `"duplicate":true`, `"signature_invalid"`,
+		`"deliveryCount": 1`, `"acked":1`, `"type": "hook.received"`, `"hook_closed"`)
+}
+
+// readmeServer skips the test when one of the tools the README's blocks
+// call is missing, and starts a server on the embedded store for them.
+func readmeServer(t *testing.T, tools ...string) *apptest.Server {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	return apptest.Start(t, storetest.Embedded(t), app.Config{})
+}
+
+// walkthroughSetup is what the README's subsections build on: the lines of
+// the first walk-through that set API (to srv), AUTH, field() and SID.
+func walkthroughSetup(t *testing.T, srv *apptest.Server) []string {
+	t.Helper()
 	var script []string
 	for _, line := range strings.Split(readmeBlock(t, "## A first session with curl"), "\n") {
 		if strings.HasPrefix(line, "API=") {
@@ -62,48 +84,30 @@ func TestReadmeAnswerURL(t *testing.T) {
 			script = append(script, line)
 		}
 	}
-	script = append(script, readmeBlock(t, "### Answering through answerUrl"))
-	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+strings.Join(script, "\n"))
-	cmd.Env = append(os.Environ(), "TOKEN="+apptest.Token(t, "dev"))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the answerUrl walk-through failed: %v\n%s", err, out)
-	}
-	for _, want := range []string{`{"ok":true,"taskId":"task_`, `"requestId":"merge","status":"working"}`, `"code":"input_closed"`} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the answerUrl walk-through's output lacks %q:\n%s", want, out)
-		}
-	}
+	return script
 }
 
-// The hooks walk-through works as printed too (it uses jq and openssl).
-func TestReadmeHooksWalkthrough(t *testing.T) {
-	t.Parallel()
-	for _, tool := range []string{"curl", "jq", "openssl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s", tool)
-		}
-	}
-	block := readmeBlock(t, "## Hooks: inbound webhooks")
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
-	var script []string
-	for _, line := range strings.Split(block, "\n") {
-		if strings.HasPrefix(line, "export TH=") {
-			line = `export TH=` + srv.URL + ` AUTH="Authorization: Bearer $TOKEN"`
-		}
-		script = append(script, line)
-	}
+// runReadme runs the lines with bash, stopping at the first failure, in a
+// folder of its own and with the token of a principal in TOKEN; it returns
+// what they printed, or fails the test with what names the script.
+func runReadme(t *testing.T, what string, script []string) string {
+	t.Helper()
 	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+strings.Join(script, "\n"))
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "TOKEN="+apptest.Token(t, "dev"))
+	cmd.Env = append(os.Environ(), "TOKEN="+apptest.Token(t, "dev"), "TMPDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the hooks walk-through failed: %v\n%s", err, out)
+		t.Fatalf("%s failed: %v\n%s", what, err, out)
 	}
-	for _, want := range []string{`"duplicate":false`, `"duplicate":true`, `"signature_invalid"`, `"deliveryCount": 1`,
-		`"acked":1`, `"type": "hook.received"`, `"hook_closed"`} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the hooks walk-through's output lacks %q:\n%s", want, out)
+	return string(out)
+}
+
+// wantOutput checks that out holds each of want.
+func wantOutput(t *testing.T, what, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s's output lacks %q:\n%s", what, w, out)
 		}
 	}
 }
