@@ -3,6 +3,7 @@ package app_test
 import (
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -17,15 +18,11 @@ import (
 func TestReadmeWalkthrough(t *testing.T) {
 	t.Parallel()
 	srv := readmeServer(t, "curl")
-	var script []string
-	for _, line := range strings.Split(readmeBlock(t, "## A first session with curl"), "\n") {
-		if strings.Contains(line, "text/event-stream") {
-			continue
-		}
+	script := readmeLines(t, "## A first session with curl")
+	for i, line := range script {
 		if strings.HasPrefix(line, "API=") {
-			line = "API=" + srv.URL + "/v1"
+			script[i] = "API=" + srv.URL + "/v1"
 		}
-		script = append(script, line)
 	}
 	out := runReadme(t, "the walk-through", script)
 	wantOutput(t, "the walk-through", out, `"revision":2`, `"status":"input_required"`, "input_required\n",
@@ -41,6 +38,23 @@ func TestReadmeAnswerURL(t *testing.T) {
 	out := runReadme(t, "the answerUrl walk-through", script)
 	wantOutput(t, "the answerUrl walk-through", out,
 		`{"ok":true,"taskId":"task_`, `"requestId":"merge","status":"working"}`, `"code":"input_closed"`)
+}
+
+// The kinds and release subsections work as printed, after the lines of
+// the walk-through they continue (the endless stream is left out).
+func TestReadmeKindsAndRelease(t *testing.T) {
+	t.Parallel()
+	srv := readmeServer(t, "curl")
+	script := append(walkthroughSetup(t, srv),
+		readmeLines(t, "### Waking only on what matters: kinds", "### Cancel, release, and waiting")...)
+	out := runReadme(t, "the walk-through", script)
+	wantOutput(t, "the walk-through", out,
+		"\"revision\":4\n", "working\n", `"type":"task.message"`, `"field":"kinds"`,
+		`"code":"task_not_terminal"`, "cancelled\n", `"unreleasedTaskIds":["task_`)
+	// The release, and the waiting cancel's answer, each print releasedAt.
+	if n := len(regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).FindAllString(out, -1)); n != 2 {
+		t.Errorf("the walk-through printed releasedAt %d times, want 2:\n%s", n, out)
+	}
 }
 
 // The hooks walk-through works as printed too (it uses jq and openssl).
@@ -76,7 +90,7 @@ func readmeServer(t *testing.T, tools ...string) *apptest.Server {
 func walkthroughSetup(t *testing.T, srv *apptest.Server) []string {
 	t.Helper()
 	var script []string
-	for _, line := range strings.Split(readmeBlock(t, "## A first session with curl"), "\n") {
+	for _, line := range readmeLines(t, "## A first session with curl") {
 		if strings.HasPrefix(line, "API=") {
 			line = "API=" + srv.URL + "/v1"
 		}
@@ -85,6 +99,21 @@ func walkthroughSetup(t *testing.T, srv *apptest.Server) []string {
 		}
 	}
 	return script
+}
+
+// readmeLines are the lines of the first sh block after each heading, in
+// order, without the endless streams (text/event-stream).
+func readmeLines(t *testing.T, headings ...string) []string {
+	t.Helper()
+	var lines []string
+	for _, heading := range headings {
+		for _, line := range strings.Split(readmeBlock(t, heading), "\n") {
+			if !strings.Contains(line, "text/event-stream") {
+				lines = append(lines, line)
+			}
+		}
+	}
+	return lines
 }
 
 // runReadme runs the lines with bash, stopping at the first failure, in a
