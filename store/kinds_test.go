@@ -38,6 +38,37 @@ func startFanIn(t *testing.T, s *store.Store) (*store.FanIn, *metrics.Metrics) {
 	return fan, m
 }
 
+// eachBackendWithFanIn runs fn on every backend with a store, a fan-in on
+// it, the fan-in's metrics and a fixture of alice's.
+func eachBackendWithFanIn(t *testing.T, fn func(t *testing.T, s *store.Store, fan *store.FanIn, m *metrics.Metrics, f fixture)) {
+	t.Helper()
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		fan, m := startFanIn(t, s)
+		fn(t, s, fan, m, newFixture(t, s, "alice"))
+	})
+}
+
+// taskWithChanges creates a task of alice's and applies each change (its
+// events) at the next revision; it returns the task's id.
+func taskWithChanges(t *testing.T, f fixture, changes ...[]string) string {
+	t.Helper()
+	id, _ := f.createTask(t, "alice", store.Idempotency{})
+	for i, events := range changes {
+		f.apply(t, id, int64(i+1), store.Idempotency{}, events...)
+	}
+	return id
+}
+
+// many is n events of a type at a revision: more than one script looks at.
+func many(n int, typ string, rev int64) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = event(typ, rev)
+	}
+	return out
+}
+
 // awaitLive returns once fan's reader of f's partition reads the wake
 // stream: it starts at the stream's end, so a change made before that wakes
 // nobody.
@@ -59,10 +90,7 @@ func awaitLive(t *testing.T, fan *store.FanIn, f fixture) {
 // read by the scripts from the events themselves; an event whose type
 // cannot be read makes the types unknown.
 func TestWakesNameTheirEventTypes(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		fan, _ := startFanIn(t, s)
-		f := newFixture(t, s, "alice")
+	eachBackendWithFanIn(t, func(t *testing.T, _ *store.Store, fan *store.FanIn, _ *metrics.Metrics, f fixture) {
 		awaitLive(t, fan, f)
 		// Every wake of the session's tasks, each read before the next
 		// change: none is coalesced with another.
@@ -172,11 +200,11 @@ func TestWaitersCoalescePendingWakes(t *testing.T) {
 // A read with kinds answers only those events, with a cursor past the ones
 // it left aside, however many of them there are.
 func TestReadLogKinds(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		fan, _ := startFanIn(t, s)
-		f := newFixture(t, s, "alice")
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
+	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, fan *store.FanIn, _ *metrics.Metrics, f fixture) {
+		id := taskWithChanges(t, f,
+			[]string{event("task.progress", 2)},
+			[]string{event("task.message", 3)},
+			[]string{event("task.progress", 4), event("task.status", 4)})
 		key := s.Keys.TaskLog(f.part, id)
 		w := fan.Wait(store.WaitKey(store.WakeTask, id))
 		defer w.Stop()
@@ -199,9 +227,6 @@ func TestReadLogKinds(t *testing.T) {
 			}
 			return out
 		}
-		f.apply(t, id, 1, store.Idempotency{}, event("task.progress", 2))
-		f.apply(t, id, 2, store.Idempotency{}, event("task.message", 3))
-		f.apply(t, id, 3, store.Idempotency{}, event("task.progress", 4), event("task.status", 4))
 		all := read("", 100)
 		if len(all.Entries) != 5 {
 			t.Fatalf("the whole log: %d events", len(all.Entries))
@@ -229,11 +254,7 @@ func TestReadLogKinds(t *testing.T) {
 
 		// More events of other kinds than one script looks at: the read
 		// goes on until it finds the one asked for.
-		many := make([]string, 1500)
-		for i := range many {
-			many[i] = event("task.progress", 5)
-		}
-		f.apply(t, id, 4, store.Idempotency{}, many...)
+		f.apply(t, id, 4, store.Idempotency{}, many(1500, "task.progress", 5)...)
 		f.apply(t, id, 5, store.Idempotency{}, event("task.terminal", 6))
 		got = read(last, 100, "task.terminal")
 		if !slices.Equal(types(got), []string{"task.terminal"}) {
@@ -248,10 +269,10 @@ func TestTaskKindsAfter(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newFixture(t, s, "alice")
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
-		f.apply(t, id, 1, store.Idempotency{}, event("task.message", 2))
-		f.apply(t, id, 2, store.Idempotency{}, event("task.progress", 3))
-		f.apply(t, id, 3, store.Idempotency{}, event("task.status", 4), event("input.requested", 4))
+		id := taskWithChanges(t, f,
+			[]string{event("task.message", 2)},
+			[]string{event("task.progress", 3)},
+			[]string{event("task.status", 4), event("input.requested", 4)})
 		ctx := context.Background()
 		cases := []struct {
 			after int64
@@ -276,11 +297,7 @@ func TestTaskKindsAfter(t *testing.T) {
 		}
 
 		// Looking back past more entries than one script looks at.
-		many := make([]string, 1500)
-		for i := range many {
-			many[i] = event("task.progress", 5)
-		}
-		f.apply(t, id, 4, store.Idempotency{}, many...)
+		f.apply(t, id, 4, store.Idempotency{}, many(1500, "task.progress", 5)...)
 		if found, _, err := s.TaskKindsAfter(ctx, f.part, id, 3, store.Kinds{"input.requested"}); err != nil || !found {
 			t.Errorf("behind 1500 others: found %v, %v", found, err)
 		}
@@ -296,10 +313,7 @@ func TestTaskKindsAfter(t *testing.T) {
 // A waiting read with kinds leaves a wake-up of other types aside without a
 // read, and answers the next event of its kinds.
 func TestReadLogKindsWaitsThroughOtherKinds(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		fan, m := startFanIn(t, s)
-		f := newFixture(t, s, "alice")
+	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, fan *store.FanIn, m *metrics.Metrics, f fixture) {
 		awaitLive(t, fan, f)
 		id, _ := f.createTask(t, "alice", store.Idempotency{})
 		w := fan.Wait(store.WaitKey(store.WakeTask, id))
