@@ -133,8 +133,14 @@ func TestWakesNameTheirEventTypes(t *testing.T) {
 // them, the newest revision of a task winning whatever order they came in.
 func TestWaitersCoalescePendingWakes(t *testing.T) {
 	fan := store.NewFanIn(nil, store.FanInConfig{}, metrics.New(), nil, time.Now)
-	next := func(w *store.Waiter) store.Wake {
+	// coalesced is what a waiter on key reads once the wakes came.
+	coalesced := func(t *testing.T, key string, wakes ...store.Wake) store.Wake {
 		t.Helper()
+		w := fan.Wait(key)
+		defer w.Stop()
+		for _, wk := range wakes {
+			fan.Notify(wk)
+		}
 		wk, why := w.Next(context.Background(), time.Now().Add(time.Second))
 		if why != store.Woken {
 			t.Fatalf("no wake: %v", why)
@@ -147,11 +153,9 @@ func TestWaitersCoalescePendingWakes(t *testing.T) {
 	}
 
 	t.Run("a late older wake of the task does not hide a newer one", func(t *testing.T) {
-		w := fan.Wait(store.WaitKey(store.WakeTask, "task_a"))
-		defer w.Stop()
-		fan.Notify(task("task_a", 6, "task.progress"))
-		fan.Notify(task("task_a", 5, "task.message"))
-		wk := next(w)
+		wk := coalesced(t, store.WaitKey(store.WakeTask, "task_a"),
+			task("task_a", 6, "task.progress"),
+			task("task_a", 5, "task.message"))
 		if wk.Revision != 6 || string(wk.Snapshot) != `{"revision":6}` || wk.First != 5 || wk.Merged {
 			t.Errorf("coalesced wake: %+v", wk)
 		}
@@ -163,11 +167,9 @@ func TestWaitersCoalescePendingWakes(t *testing.T) {
 		}
 	})
 	t.Run("wakes of several tasks of a session", func(t *testing.T) {
-		w := fan.Wait(store.WaitKey(store.WakeSession, "ses_1"))
-		defer w.Stop()
-		fan.Notify(task("task_a", 2, "task.message"))
-		fan.Notify(task("task_b", 3, "task.progress"))
-		wk := next(w)
+		wk := coalesced(t, store.WaitKey(store.WakeSession, "ses_1"),
+			task("task_a", 2, "task.message"),
+			task("task_b", 3, "task.progress"))
 		if wk.ID != "task_b" || !wk.Merged || !slices.Contains(wk.Types, "task.message") || !slices.Contains(wk.Types, "task.progress") {
 			t.Errorf("coalesced wake: %+v", wk)
 		}
@@ -176,21 +178,17 @@ func TestWaitersCoalescePendingWakes(t *testing.T) {
 		}
 	})
 	t.Run("a gap between two wakes of the task makes the types unknown", func(t *testing.T) {
-		w := fan.Wait(store.WaitKey(store.WakeTask, "task_d"))
-		defer w.Stop()
-		fan.Notify(task("task_d", 5, "task.progress"))
-		fan.Notify(task("task_d", 7, "task.progress"))
-		wk := next(w)
+		wk := coalesced(t, store.WaitKey(store.WakeTask, "task_d"),
+			task("task_d", 5, "task.progress"),
+			task("task_d", 7, "task.progress"))
 		if wk.Revision != 7 || wk.First != 5 || wk.Types != nil || wk.FollowsOn(4) {
 			t.Errorf("coalesced wake over a gap: %+v", wk)
 		}
 	})
 	t.Run("unknown types stay unknown", func(t *testing.T) {
-		w := fan.Wait(store.WaitKey(store.WakeTask, "task_c"))
-		defer w.Stop()
-		fan.Notify(task("task_c", 2, "task.progress"))
-		fan.Notify(store.Wake{Kind: store.WakeTask, ID: "task_c", Revision: 3})
-		wk := next(w)
+		wk := coalesced(t, store.WaitKey(store.WakeTask, "task_c"),
+			task("task_c", 2, "task.progress"),
+			store.Wake{Kind: store.WakeTask, ID: "task_c", Revision: 3})
 		if wk.Types != nil || !(store.Kinds{"task.message"}).MayConcern(wk) {
 			t.Errorf("coalesced wake with unknown types: %+v", wk)
 		}
