@@ -25,17 +25,7 @@ func TestKindsPollCostsNoRoundTripsForOtherKinds(t *testing.T) {
 	cl := client.New(srv.URL, apptest.Token(t, "lp"))
 	_, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	before := roundTrips(srv, "requests")
-	type result struct {
-		task *client.Task
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		tk, err := cl.WaitTask(ctx, task.TaskID, task.Revision, 30*time.Second, client.WithKinds(client.EventTaskMessage))
-		done <- result{tk, err}
-	}()
-	storetest.WaitFor(t, "the poll to wait", func() bool { return testutil.ToFloat64(srv.App.Metrics.Waiters) == 1 })
-	storetest.WaitFor(t, "the poll's first read", func() bool { return roundTrips(srv, "requests")-before == 1 })
+	done := parkPoll(t, ctx, srv, cl, task, before, client.WithKinds(client.EventTaskMessage))
 
 	for i, msg := range []string{"one", "two", "three"} {
 		if _, err := cl.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String(msg)}); err != nil {
