@@ -27,6 +27,17 @@ type polled struct {
 	err  error
 }
 
+// stillWaiting fails the test when the long-poll whose answer arrives on
+// done has answered already: what it answered is what.
+func stillWaiting(t *testing.T, done <-chan polled, what string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("%s: %+v %v", what, r.task, r.err)
+	default:
+	}
+}
+
 // parkPoll sends cl's long-poll for the change after task's revision in the
 // background, and returns once srv holds it waiting after the one read it
 // makes when it begins (srv's request round trips were before at the start).
@@ -151,11 +162,7 @@ func TestWaitingLongPollCostsNoRoundTrips(t *testing.T) {
 	if got := roundTrips(srv, "requests") - before; got != 1 {
 		t.Fatalf("the waiting poll made %v round trips, want the 1 read at its start", got)
 	}
-	select {
-	case r := <-done:
-		t.Fatalf("the poll answered before any change: %+v %v", r.task, r.err)
-	default:
-	}
+	stillWaiting(t, done, "the poll answered before any change")
 	if _, err := cl.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("moved")}); err != nil {
 		t.Fatal(err)
 	}

@@ -41,11 +41,7 @@ func waitSleepsThroughProgress(t *testing.T, ctx context.Context, srv *apptest.S
 	if n := testutil.ToFloat64(srv.App.Metrics.Waiters); n != 1 {
 		t.Fatalf("%v waiting requests after the progress, want the poll still waiting", n)
 	}
-	select {
-	case r := <-done:
-		t.Fatalf("the poll answered on progress: %+v %v", r.v, r.err)
-	default:
-	}
+	stillWaiting(t, done, "the poll answered on progress")
 
 	messaged, err := poster.Message(ctx, task.TaskID, "need a decision", nil)
 	if err != nil {
@@ -148,11 +144,7 @@ func TestTaskEventsKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 		storetest.WaitFor(t, "the read to leave the progress aside", func() bool { return ignored(e.srv) > before })
-		select {
-		case r := <-done:
-			t.Fatalf("the read answered on progress: %+v %v", r.v, r.err)
-		default:
-		}
+		stillWaiting(t, done, "the read answered on progress")
 		if _, err := e.alice.Complete(ctx, task.TaskID, "ok"); err != nil {
 			t.Fatal(err)
 		}

@@ -56,6 +56,17 @@ func inBackground[T any](ctx context.Context, call func(context.Context) (T, err
 	return done
 }
 
+// stillWaiting fails the test when the call whose answer arrives on done
+// has answered already: what it answered is what.
+func stillWaiting[T any](t *testing.T, done <-chan waited[T], what string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("%s: %+v %v", what, r.v, r.err)
+	default:
+	}
+}
+
 // A wakeCheck has waiter, a client of srv, wait for a change that poster
 // makes.
 type wakeCheck func(t *testing.T, ctx context.Context, srv *apptest.Server, waiter, poster *client.Client)
