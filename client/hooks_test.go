@@ -629,9 +629,11 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	out := outsider(t)
 	opts := client.HookEventsOptions{Consumer: "w", Wait: 200 * time.Millisecond, MinBackoff: 10 * time.Millisecond}
 
-	// drain runs the loop to its end, letting every body return, and gives
-	// back the events and the errors it yielded.
-	drain := func(t *testing.T, c *client.Client, id string) ([]client.HookEvent, []error) {
+	// drainTo runs the loop to its end, letting every body return; it checks
+	// that the loop yielded one error, with status and code, and gives back
+	// the events it yielded.
+	drainTo := func(t *testing.T, c *client.Client, id string, status int, code string) []client.HookEvent {
+		t.Helper()
 		var evs []client.HookEvent
 		var errs []error
 		for ev, err := range c.Hook(id).Events(ctx, opts) {
@@ -641,35 +643,28 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 			}
 			evs = append(evs, ev)
 		}
-		return evs, errs
-	}
-	wantEnd := func(t *testing.T, errs []error, status int, code string) {
-		t.Helper()
 		if len(errs) != 1 {
 			t.Fatalf("yielded errors %v, want one", errs)
 		}
 		wantCode(t, errs[0], status, code)
+		return evs
 	}
 
 	t.Run("unknown hook", func(t *testing.T) {
 		t.Parallel()
-		evs, errs := drain(t, e.alice, "hook_doesnotexist")
-		if len(evs) != 0 {
+		if evs := drainTo(t, e.alice, "hook_doesnotexist", http.StatusNotFound, client.CodeNotFound); len(evs) != 0 {
 			t.Errorf("events %+v", evs)
 		}
-		wantEnd(t, errs, http.StatusNotFound, client.CodeNotFound)
 	})
 	t.Run("somebody else's hook", func(t *testing.T) {
 		t.Parallel()
 		_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
-		_, errs := drain(t, e.bob, h.HookID)
-		wantEnd(t, errs, http.StatusNotFound, client.CodeNotFound)
+		drainTo(t, e.bob, h.HookID, http.StatusNotFound, client.CodeNotFound)
 	})
 	t.Run("refused token", func(t *testing.T) {
 		t.Parallel()
 		_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
-		_, errs := drain(t, e.alice.WithToken("not-a-jwt"), h.HookID)
-		wantEnd(t, errs, http.StatusUnauthorized, client.CodeUnauthorized)
+		drainTo(t, e.alice.WithToken("not-a-jwt"), h.HookID, http.StatusUnauthorized, client.CodeUnauthorized)
 	})
 	t.Run("closed", func(t *testing.T) {
 		t.Parallel()
@@ -678,11 +673,9 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 		if _, err := e.alice.CloseHook(ctx, h.HookID); err != nil {
 			t.Fatal(err)
 		}
-		evs, errs := drain(t, e.alice, h.HookID)
-		if len(evs) != 1 || evs[0].Seq != 1 {
+		if evs := drainTo(t, e.alice, h.HookID, http.StatusGone, client.CodeHookClosed); len(evs) != 1 || evs[0].Seq != 1 {
 			t.Errorf("a closed hook's events are still read: got %+v", evs)
 		}
-		wantEnd(t, errs, http.StatusGone, client.CodeHookClosed)
 		wantDrained(t, ctx, e.alice, h.HookID)
 	})
 	t.Run("task ended", func(t *testing.T) {
@@ -692,11 +685,9 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 		if _, err := e.alice.Complete(ctx, task.TaskID, "done"); err != nil {
 			t.Fatal(err)
 		}
-		evs, errs := drain(t, e.alice, h.HookID)
-		if len(evs) != 1 {
+		if evs := drainTo(t, e.alice, h.HookID, http.StatusGone, client.CodeHookClosed); len(evs) != 1 {
 			t.Errorf("events %+v", evs)
 		}
-		wantEnd(t, errs, http.StatusGone, client.CodeHookClosed)
 	})
 	t.Run("context ends", func(t *testing.T) {
 		t.Parallel()
