@@ -90,6 +90,14 @@ func postJSON(t *testing.T, ctx context.Context, out *client.Client, cb, body st
 	return res
 }
 
+// postNumbered posts {"n":1} to {"n":count}, in order.
+func postNumbered(t *testing.T, ctx context.Context, out *client.Client, cb string, count int) {
+	t.Helper()
+	for i := 1; i <= count; i++ {
+		postJSON(t, ctx, out, cb, fmt.Sprintf(`{"n":%d}`, i))
+	}
+}
+
 // postRaw posts with net/http alone: what a provider with no Go client does.
 func postRaw(t *testing.T, cb, body string, header ...string) *http.Response {
 	t.Helper()
@@ -318,9 +326,7 @@ func TestHookEventsDeliversInOrder(t *testing.T) {
 	t.Parallel()
 	e, ctx, out, h, cb := hookOnStandalone(t)
 	c := e.alice
-	for i := 1; i <= 3; i++ {
-		postJSON(t, ctx, out, cb, fmt.Sprintf(`{"n":%d}`, i))
-	}
+	postNumbered(t, ctx, out, cb, 3)
 
 	iterCtx, stop := context.WithTimeout(ctx, 20*time.Second) // a broken iterator fails the test, not hangs it
 	defer stop()
@@ -360,8 +366,7 @@ func TestHookEventsBreakDoesNotAck(t *testing.T) {
 	t.Parallel()
 	e, ctx, out, h, cb := hookOnStandalone(t)
 	c := e.alice
-	postJSON(t, ctx, out, cb, `{"n":1}`)
-	postJSON(t, ctx, out, cb, `{"n":2}`)
+	postNumbered(t, ctx, out, cb, 2)
 	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
 
 	for ev, err := range c.Hook(h.HookID).Events(ctx, opts) {
@@ -397,8 +402,7 @@ func TestHookEventsPanicDoesNotAck(t *testing.T) {
 	t.Parallel()
 	e, ctx, out, h, cb := hookOnStandalone(t)
 	c := e.alice
-	postJSON(t, ctx, out, cb, `{"n":1}`)
-	postJSON(t, ctx, out, cb, `{"n":2}`)
+	postNumbered(t, ctx, out, cb, 2)
 	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
 
 	recovered := func() (r any) {
@@ -485,8 +489,7 @@ func answer(status int, code, retryAfter string) func() (*http.Response, error) 
 func TestHookEventsRetriesTransientFailures(t *testing.T) {
 	t.Parallel()
 	e, ctx, out, h, cb := hookOnStandalone(t)
-	postJSON(t, ctx, out, cb, `{"n":1}`)
-	postJSON(t, ctx, out, cb, `{"n":2}`)
+	postNumbered(t, ctx, out, cb, 2)
 
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
@@ -715,8 +718,7 @@ func TestHookEventsEndsWhenItsTaskCompletes(t *testing.T) {
 	e := newEnv(t, srv)
 	task, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
 	cb := callbackOn(t, srv.URL, h.URL)
-	postJSON(t, ctx, outsider(t), cb, `{"n":1}`)
-	postJSON(t, ctx, outsider(t), cb, `{"n":2}`)
+	postNumbered(t, ctx, outsider(t), cb, 2)
 
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
