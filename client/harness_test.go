@@ -116,20 +116,10 @@ func newTask(t *testing.T, ctx context.Context, c *client.Client) *client.Task {
 
 // sessionWithTasks opens a session and starts n tasks in it; ids are the
 // tasks', in the order they started.
-func sessionWithTasks(t *testing.T, ctx context.Context, c *client.Client, n int) (ses *client.Session, ids []string) {
+func sessionWithTasks(t *testing.T, ctx context.Context, c *client.Client, n int) (*client.Session, []string) {
 	t.Helper()
-	ses, err := c.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range n {
-		task, err := c.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, task.TaskID)
-	}
-	return ses, ids
+	ses := apptest.Session(t, ctx, c)
+	return ses, apptest.StartTasks(t, ctx, c, ses.SessionID, n)
 }
 
 // asError is err as an *Error, or a fatal failure.
