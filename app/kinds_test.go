@@ -25,17 +25,7 @@ func TestKindsPollCostsNoRoundTripsForOtherKinds(t *testing.T) {
 	cl := client.New(srv.URL, apptest.Token(t, "lp"))
 	_, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	before := roundTrips(srv, "requests")
-	type result struct {
-		task *client.Task
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		tk, err := cl.WaitTask(ctx, task.TaskID, task.Revision, 30*time.Second, client.WithKinds(client.EventTaskMessage))
-		done <- result{tk, err}
-	}()
-	storetest.WaitFor(t, "the poll to wait", func() bool { return testutil.ToFloat64(srv.App.Metrics.Waiters) == 1 })
-	storetest.WaitFor(t, "the poll's first read", func() bool { return roundTrips(srv, "requests")-before == 1 })
+	done := parkPoll(t, ctx, srv, cl, task, before, client.WithKinds(client.EventTaskMessage))
 
 	for i, msg := range []string{"one", "two", "three"} {
 		if _, err := cl.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String(msg)}); err != nil {
@@ -49,11 +39,7 @@ func TestKindsPollCostsNoRoundTripsForOtherKinds(t *testing.T) {
 	if got := roundTrips(srv, "requests") - before; got != 1+3 {
 		t.Fatalf("the poll and three progress reports made %v round trips, want 4", got)
 	}
-	select {
-	case r := <-done:
-		t.Fatalf("the poll answered on progress: %+v %v", r.task, r.err)
-	default:
-	}
+	stillWaiting(t, done, "the poll answered on progress")
 	msg, err := cl.Message(ctx, task.TaskID, "look", nil)
 	if err != nil {
 		t.Fatal(err)

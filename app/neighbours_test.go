@@ -166,20 +166,13 @@ func TestSessionLimits(t *testing.T) {
 		ctx := context.Background()
 		cl := srv.Client(t, "limits")
 		ses := apptest.Session(t, ctx, cl)
-		var live []*client.Task
-		for range 3 {
-			tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			live = append(live, tk)
-		}
+		live := apptest.StartTasks(t, ctx, cl, ses.SessionID, 3)
 		_, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
 		var e *client.Error
 		if !asError(err, &e) || e.Status != 429 || e.Code != "too_many_tasks" {
 			t.Fatalf("a fourth live task: %v, want 429 too_many_tasks", err)
 		}
-		if _, err := cl.Complete(ctx, live[0].TaskID, nil); err != nil {
+		if _, err := cl.Complete(ctx, live[0], nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID}); err != nil {
@@ -190,11 +183,11 @@ func TestSessionLimits(t *testing.T) {
 		if !asError(err, &e) || e.Status != 413 || e.Code != "task_too_large" {
 			t.Fatalf("a task above the size limit: %v, want 413 task_too_large", err)
 		}
-		_, err = cl.Progress(ctx, live[1].TaskID, client.ProgressInput{Progress: strings.Repeat("z", 9000)})
+		_, err = cl.Progress(ctx, live[1], client.ProgressInput{Progress: strings.Repeat("z", 9000)})
 		if !asError(err, &e) || e.Status != 413 || e.Code != "task_too_large" {
 			t.Fatalf("progress past the size limit: %v, want 413 task_too_large", err)
 		}
-		got, err := cl.GetTask(ctx, live[1].TaskID)
+		got, err := cl.GetTask(ctx, live[1])
 		if err != nil || got.Revision != 1 {
 			t.Fatalf("task after a refused progress: %+v %v, want revision 1", got, err)
 		}

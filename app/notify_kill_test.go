@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -127,15 +126,7 @@ func TestNotificationsSurviveAKilledReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := ses.Notify[0].Secret
-	task, err := clA.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range events {
-		if _, err := clA.Message(ctx, task.TaskID, fmt.Sprintf("message %d", i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	task := taskWithMessages(t, ctx, clA, ses.SessionID, events)
 	box := newOutbox(t, sc, ses.SessionID)
 
 	// A holds every event in flight: the receiver has them all, the outbox

@@ -134,6 +134,22 @@ func driveTaskLife(t *testing.T, cl *client.Client, id string) {
 	}
 }
 
+// taskWithMessages starts a task in the session and posts n messages to it,
+// "message 0" first.
+func taskWithMessages(t *testing.T, ctx context.Context, cl *client.Client, sessionID string, n int) *client.Task {
+	t.Helper()
+	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: sessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := cl.Message(ctx, task.TaskID, fmt.Sprintf("message %d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return task
+}
+
 // waitDeliveries waits for at least n deliveries.
 func waitDeliveries(t *testing.T, r *receivertest.Receiver, n int) {
 	t.Helper()
@@ -348,15 +364,7 @@ func TestSlowReceiverDoesNotHoldBackAnotherEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range events {
-		if _, err := cl.Message(ctx, task.TaskID, fmt.Sprintf("message %d", i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	taskWithMessages(t, ctx, cl, ses.SessionID, events)
 
 	waitDeliveries(t, fast, events)
 	held := len(slow.Got())

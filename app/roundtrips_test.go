@@ -21,6 +21,38 @@ func roundTrips(s *apptest.Server, pool string) float64 {
 	return testutil.ToFloat64(s.App.Metrics.RedisRoundTrips.WithLabelValues(pool))
 }
 
+// polled is what a long-poll answered.
+type polled struct {
+	task *client.Task
+	err  error
+}
+
+// stillWaiting fails the test when the long-poll whose answer arrives on
+// done has answered already: what it answered is what.
+func stillWaiting(t *testing.T, done <-chan polled, what string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("%s: %+v %v", what, r.task, r.err)
+	default:
+	}
+}
+
+// parkPoll sends cl's long-poll for the change after task's revision in the
+// background, and returns once srv holds it waiting after the one read it
+// makes when it begins (srv's request round trips were before at the start).
+func parkPoll(t *testing.T, ctx context.Context, srv *apptest.Server, cl *client.Client, task *client.Task, before float64, opts ...client.CallOption) <-chan polled {
+	t.Helper()
+	done := make(chan polled, 1)
+	go func() {
+		tk, err := cl.WaitTask(ctx, task.TaskID, task.Revision, 30*time.Second, opts...)
+		done <- polled{tk, err}
+	}()
+	storetest.WaitFor(t, "the poll to wait", func() bool { return testutil.ToFloat64(srv.App.Metrics.Waiters) == 1 })
+	storetest.WaitFor(t, "the poll's first read", func() bool { return roundTrips(srv, "requests")-before == 1 })
+	return done
+}
+
 // Each task command is one Redis round trip, with or without notification
 // endpoints: the outbox entries are written by the command's own script.
 func TestOneRoundTripPerTaskCommand(t *testing.T) {
@@ -121,30 +153,16 @@ func TestWaitingLongPollCostsNoRoundTrips(t *testing.T) {
 	cl := srv.Client(t, "lp")
 	_, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	before := roundTrips(srv, "requests")
-	type result struct {
-		task *client.Task
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		tk, err := cl.WaitTask(ctx, task.TaskID, task.Revision, 30*time.Second)
-		done <- result{tk, err}
-	}()
+	done := parkPoll(t, ctx, srv, cl, task, before)
 	// While the poll waits, every fan-in reader of the partition cycles
 	// through several of its own blocking reads; the request side stays
 	// at the one read the poll made when it began.
-	storetest.WaitFor(t, "the condition", func() bool { return testutil.ToFloat64(srv.App.Metrics.Waiters) == 1 })
-	storetest.WaitFor(t, "the condition", func() bool { return roundTrips(srv, "requests")-before == 1 })
 	readerLoops := roundTrips(srv, "wakeups")
 	storetest.WaitFor(t, "the condition", func() bool { return roundTrips(srv, "wakeups")-readerLoops >= 4*5 })
 	if got := roundTrips(srv, "requests") - before; got != 1 {
 		t.Fatalf("the waiting poll made %v round trips, want the 1 read at its start", got)
 	}
-	select {
-	case r := <-done:
-		t.Fatalf("the poll answered before any change: %+v %v", r.task, r.err)
-	default:
-	}
+	stillWaiting(t, done, "the poll answered before any change")
 	if _, err := cl.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("moved")}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,14 +18,7 @@ func TestSessionCancelAndReset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var live []string
-		for range 3 {
-			tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			live = append(live, tk.TaskID)
-		}
+		live := apptest.StartTasks(t, ctx, cl, ses.SessionID, 3)
 		done, _ := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
 		if _, err := cl.Complete(ctx, done.TaskID, "ok"); err != nil {
 			t.Fatal(err)

@@ -114,6 +114,14 @@ func newTask(t *testing.T, ctx context.Context, c *client.Client) *client.Task {
 	return task
 }
 
+// sessionWithTasks opens a session and starts n tasks in it; ids are the
+// tasks', in the order they started.
+func sessionWithTasks(t *testing.T, ctx context.Context, c *client.Client, n int) (*client.Session, []string) {
+	t.Helper()
+	ses := apptest.Session(t, ctx, c)
+	return ses, apptest.StartTasks(t, ctx, c, ses.SessionID, n)
+}
+
 // asError is err as an *Error, or a fatal failure.
 func asError(t *testing.T, err error) *client.Error {
 	t.Helper()

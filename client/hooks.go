@@ -108,14 +108,7 @@ func (e HookEvent) Bytes() ([]byte, error) {
 // hook still takes posts. A closed hook gets no more events: once a batch
 // of a closed hook is empty and nothing is pending, the group has read
 // everything.
-type HookBatch struct {
-	Events      []HookEvent `json:"events"`
-	Group       string      `json:"group"`
-	Consumer    string      `json:"consumer"`
-	Pending     int64       `json:"pending"`               // the group's unacknowledged events, these included
-	HookStatus  string      `json:"hookStatus"`            // HookOpen or HookClosed, as of this read
-	CloseReason string      `json:"closeReason,omitempty"` // when closed: one of the CloseReason* constants
-}
+type HookBatch = wire.HookBatch[HookEvent]
 
 // HookReadParams is one read of a hook through a consumer group. Zero
 // values mean the server's defaults.

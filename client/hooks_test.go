@@ -90,6 +90,14 @@ func postJSON(t *testing.T, ctx context.Context, out *client.Client, cb, body st
 	return res
 }
 
+// postNumbered posts {"n":1} to {"n":count}, in order.
+func postNumbered(t *testing.T, ctx context.Context, out *client.Client, cb string, count int) {
+	t.Helper()
+	for i := 1; i <= count; i++ {
+		postJSON(t, ctx, out, cb, fmt.Sprintf(`{"n":%d}`, i))
+	}
+}
+
 // postRaw posts with net/http alone: what a provider with no Go client does.
 func postRaw(t *testing.T, cb, body string, header ...string) *http.Response {
 	t.Helper()
@@ -318,9 +326,7 @@ func TestHookEventsDeliversInOrder(t *testing.T) {
 	t.Parallel()
 	e, ctx, out, h, cb := hookOnStandalone(t)
 	c := e.alice
-	for i := 1; i <= 3; i++ {
-		postJSON(t, ctx, out, cb, fmt.Sprintf(`{"n":%d}`, i))
-	}
+	postNumbered(t, ctx, out, cb, 3)
 
 	iterCtx, stop := context.WithTimeout(ctx, 20*time.Second) // a broken iterator fails the test, not hangs it
 	defer stop()
@@ -360,8 +366,7 @@ func TestHookEventsBreakDoesNotAck(t *testing.T) {
 	t.Parallel()
 	e, ctx, out, h, cb := hookOnStandalone(t)
 	c := e.alice
-	postJSON(t, ctx, out, cb, `{"n":1}`)
-	postJSON(t, ctx, out, cb, `{"n":2}`)
+	postNumbered(t, ctx, out, cb, 2)
 	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
 
 	for ev, err := range c.Hook(h.HookID).Events(ctx, opts) {
@@ -397,8 +402,7 @@ func TestHookEventsPanicDoesNotAck(t *testing.T) {
 	t.Parallel()
 	e, ctx, out, h, cb := hookOnStandalone(t)
 	c := e.alice
-	postJSON(t, ctx, out, cb, `{"n":1}`)
-	postJSON(t, ctx, out, cb, `{"n":2}`)
+	postNumbered(t, ctx, out, cb, 2)
 	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
 
 	recovered := func() (r any) {
@@ -485,8 +489,7 @@ func answer(status int, code, retryAfter string) func() (*http.Response, error) 
 func TestHookEventsRetriesTransientFailures(t *testing.T) {
 	t.Parallel()
 	e, ctx, out, h, cb := hookOnStandalone(t)
-	postJSON(t, ctx, out, cb, `{"n":1}`)
-	postJSON(t, ctx, out, cb, `{"n":2}`)
+	postNumbered(t, ctx, out, cb, 2)
 
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
@@ -629,9 +632,11 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	out := outsider(t)
 	opts := client.HookEventsOptions{Consumer: "w", Wait: 200 * time.Millisecond, MinBackoff: 10 * time.Millisecond}
 
-	// drain runs the loop to its end, letting every body return, and gives
-	// back the events and the errors it yielded.
-	drain := func(t *testing.T, c *client.Client, id string) ([]client.HookEvent, []error) {
+	// drainTo runs the loop to its end, letting every body return; it checks
+	// that the loop yielded one error, with status and code, and gives back
+	// the events it yielded.
+	drainTo := func(t *testing.T, c *client.Client, id string, status int, code string) []client.HookEvent {
+		t.Helper()
 		var evs []client.HookEvent
 		var errs []error
 		for ev, err := range c.Hook(id).Events(ctx, opts) {
@@ -641,35 +646,28 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 			}
 			evs = append(evs, ev)
 		}
-		return evs, errs
-	}
-	wantEnd := func(t *testing.T, errs []error, status int, code string) {
-		t.Helper()
 		if len(errs) != 1 {
 			t.Fatalf("yielded errors %v, want one", errs)
 		}
 		wantCode(t, errs[0], status, code)
+		return evs
 	}
 
 	t.Run("unknown hook", func(t *testing.T) {
 		t.Parallel()
-		evs, errs := drain(t, e.alice, "hook_doesnotexist")
-		if len(evs) != 0 {
+		if evs := drainTo(t, e.alice, "hook_doesnotexist", http.StatusNotFound, client.CodeNotFound); len(evs) != 0 {
 			t.Errorf("events %+v", evs)
 		}
-		wantEnd(t, errs, http.StatusNotFound, client.CodeNotFound)
 	})
 	t.Run("somebody else's hook", func(t *testing.T) {
 		t.Parallel()
 		_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
-		_, errs := drain(t, e.bob, h.HookID)
-		wantEnd(t, errs, http.StatusNotFound, client.CodeNotFound)
+		drainTo(t, e.bob, h.HookID, http.StatusNotFound, client.CodeNotFound)
 	})
 	t.Run("refused token", func(t *testing.T) {
 		t.Parallel()
 		_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
-		_, errs := drain(t, e.alice.WithToken("not-a-jwt"), h.HookID)
-		wantEnd(t, errs, http.StatusUnauthorized, client.CodeUnauthorized)
+		drainTo(t, e.alice.WithToken("not-a-jwt"), h.HookID, http.StatusUnauthorized, client.CodeUnauthorized)
 	})
 	t.Run("closed", func(t *testing.T) {
 		t.Parallel()
@@ -678,11 +676,9 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 		if _, err := e.alice.CloseHook(ctx, h.HookID); err != nil {
 			t.Fatal(err)
 		}
-		evs, errs := drain(t, e.alice, h.HookID)
-		if len(evs) != 1 || evs[0].Seq != 1 {
+		if evs := drainTo(t, e.alice, h.HookID, http.StatusGone, client.CodeHookClosed); len(evs) != 1 || evs[0].Seq != 1 {
 			t.Errorf("a closed hook's events are still read: got %+v", evs)
 		}
-		wantEnd(t, errs, http.StatusGone, client.CodeHookClosed)
 		wantDrained(t, ctx, e.alice, h.HookID)
 	})
 	t.Run("task ended", func(t *testing.T) {
@@ -692,11 +688,9 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 		if _, err := e.alice.Complete(ctx, task.TaskID, "done"); err != nil {
 			t.Fatal(err)
 		}
-		evs, errs := drain(t, e.alice, h.HookID)
-		if len(evs) != 1 {
+		if evs := drainTo(t, e.alice, h.HookID, http.StatusGone, client.CodeHookClosed); len(evs) != 1 {
 			t.Errorf("events %+v", evs)
 		}
-		wantEnd(t, errs, http.StatusGone, client.CodeHookClosed)
 	})
 	t.Run("context ends", func(t *testing.T) {
 		t.Parallel()
@@ -724,8 +718,7 @@ func TestHookEventsEndsWhenItsTaskCompletes(t *testing.T) {
 	e := newEnv(t, srv)
 	task, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
 	cb := callbackOn(t, srv.URL, h.URL)
-	postJSON(t, ctx, outsider(t), cb, `{"n":1}`)
-	postJSON(t, ctx, outsider(t), cb, `{"n":2}`)
+	postNumbered(t, ctx, outsider(t), cb, 2)
 
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)

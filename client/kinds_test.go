@@ -11,7 +11,6 @@ import (
 
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -27,13 +26,9 @@ func ignored(srv *apptest.Server) float64 { return testutil.ToFloat64(srv.App.Me
 // reports, and wakes on a message.
 func waitSleepsThroughProgress(t *testing.T, ctx context.Context, srv *apptest.Server, waiter, poster *client.Client) {
 	task := newTask(t, ctx, poster)
-	done := make(chan waited[*client.Task], 1)
-	go func() {
-		wctx, cancel := beforeTheWaitEnds(ctx)
-		defer cancel()
-		got, err := waiter.WaitTask(wctx, task.TaskID, task.Revision, longWait, wakesTheParent)
-		done <- waited[*client.Task]{got, err}
-	}()
+	done := inBackground(ctx, func(ctx context.Context) (*client.Task, error) {
+		return waiter.WaitTask(ctx, task.TaskID, task.Revision, longWait, wakesTheParent)
+	})
 	awaitWaiting(t, srv)
 	before := ignored(srv)
 	progressed, err := poster.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("halfway")})
@@ -46,11 +41,7 @@ func waitSleepsThroughProgress(t *testing.T, ctx context.Context, srv *apptest.S
 	if n := testutil.ToFloat64(srv.App.Metrics.Waiters); n != 1 {
 		t.Fatalf("%v waiting requests after the progress, want the poll still waiting", n)
 	}
-	select {
-	case r := <-done:
-		t.Fatalf("the poll answered on progress: %+v %v", r.v, r.err)
-	default:
-	}
+	stillWaiting(t, done, "the poll answered on progress")
 
 	messaged, err := poster.Message(ctx, task.TaskID, "need a decision", nil)
 	if err != nil {
@@ -67,21 +58,14 @@ func waitSleepsThroughProgress(t *testing.T, ctx context.Context, srv *apptest.S
 
 func TestWaitTaskKindsSleepsThroughProgress(t *testing.T) {
 	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		waitSleepsThroughProgress(t, testContext(t), e.srv, e.alice, e.alice)
-	})
+	onOneServer(t, waitSleepsThroughProgress)
 }
 
 // The same across replicas: the waiting replica learns the event types from
 // the wake-ups the scripts write, not from its own writes.
 func TestWaitTaskKindsAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
-		a := apptest.Start(t, sc, withTestDefaults(noRecheck))
-		b := apptest.Start(t, sc, withTestDefaults(noRecheck))
-		token := apptest.Token(t, "alice")
-		waitSleepsThroughProgress(t, testContext(t), a, newClient(t, a.URL, token), newClient(t, b.URL, token))
-	})
+	acrossReplicas(t, waitSleepsThroughProgress)
 }
 
 // A wait with kinds answers at once when an event of its kinds is in the
@@ -150,25 +134,17 @@ func TestTaskEventsKinds(t *testing.T) {
 			t.Fatalf("kinds read: %q, cursor %s (%v), want the message and cursor %s", types(page.Events), page.Cursor, err, all.Cursor)
 		}
 
-		done := make(chan waited[*client.EventPage], 1)
-		go func() {
-			rctx, cancel := beforeTheWaitEnds(ctx)
-			defer cancel()
-			p, err := e.alice.TaskEvents(rctx, task.TaskID, client.EventsParams{After: page.Cursor, Wait: longWait},
+		done := inBackground(ctx, func(ctx context.Context) (*client.EventPage, error) {
+			return e.alice.TaskEvents(ctx, task.TaskID, client.EventsParams{After: page.Cursor, Wait: longWait},
 				client.WithKinds(client.EventTaskMessage, client.EventTaskTerminal))
-			done <- waited[*client.EventPage]{p, err}
-		}()
+		})
 		awaitWaiting(t, e.srv)
 		before := ignored(e.srv)
 		if _, err := e.alice.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("c")}); err != nil {
 			t.Fatal(err)
 		}
 		storetest.WaitFor(t, "the read to leave the progress aside", func() bool { return ignored(e.srv) > before })
-		select {
-		case r := <-done:
-			t.Fatalf("the read answered on progress: %+v %v", r.v, r.err)
-		default:
-		}
+		stillWaiting(t, done, "the read answered on progress")
 		if _, err := e.alice.Complete(ctx, task.TaskID, "ok"); err != nil {
 			t.Fatal(err)
 		}
@@ -189,23 +165,14 @@ func TestSessionEventsKinds(t *testing.T) {
 	t.Parallel()
 	eachStore(t, noRecheck, func(t *testing.T, e *env) {
 		ctx := testContext(t)
-		ses, err := e.alice.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ended []string
-		for range 2 {
-			task, err := e.alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-			if err != nil {
+		ses, ended := sessionWithTasks(t, ctx, e.alice, 2)
+		for _, id := range ended {
+			if _, err := e.alice.Progress(ctx, id, client.ProgressInput{StatusMessage: client.String("x")}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.alice.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("x")}); err != nil {
+			if _, err := e.alice.Complete(ctx, id, nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.alice.Complete(ctx, task.TaskID, nil); err != nil {
-				t.Fatal(err)
-			}
-			ended = append(ended, task.TaskID)
 		}
 		page, err := e.alice.SessionEvents(ctx, ses.SessionID, client.EventsParams{}, client.WithKinds(client.EventTaskTerminal))
 		if err != nil || !slices.Equal(types(page.Events), []string{client.EventTaskTerminal, client.EventTaskTerminal}) ||

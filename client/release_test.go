@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"testing"
@@ -81,24 +82,16 @@ func TestCancelWaitAnswersWhenReleased(t *testing.T) {
 	eachStore(t, noRecheck, func(t *testing.T, e *env) {
 		ctx := testContext(t)
 		task := newTask(t, ctx, e.alice)
-		done := make(chan waited[*client.Task], 1)
-		go func() {
-			cctx, cancel := beforeTheWaitEnds(ctx)
-			defer cancel()
-			got, err := e.alice.Cancel(cctx, task.TaskID, "not needed", client.WithReleaseWait(longWait))
-			done <- waited[*client.Task]{got, err}
-		}()
+		done := inBackground(ctx, func(ctx context.Context) (*client.Task, error) {
+			return e.alice.Cancel(ctx, task.TaskID, "not needed", client.WithReleaseWait(longWait))
+		})
 		// The executor learns of the cancel, stops its work and releases.
 		got, terminal, err := e.alice.Result(ctx, task.TaskID, longWait)
 		if err != nil || !terminal || got.Status != client.StatusCancelled {
 			t.Fatalf("the executor's wait for the end: %+v %v %v", got, terminal, err)
 		}
 		awaitWaiting(t, e.srv) // the cancel, waiting for the release
-		select {
-		case r := <-done:
-			t.Fatalf("the cancel answered before the release: %+v %v", r.v, r.err)
-		default:
-		}
+		stillWaiting(t, done, "the cancel answered before the release")
 		rel, err := e.alice.Release(ctx, task.TaskID)
 		if err != nil {
 			t.Fatal(err)
@@ -141,26 +134,11 @@ func TestCancelSessionWaitsForReleases(t *testing.T) {
 	t.Parallel()
 	eachStore(t, noRecheck, func(t *testing.T, e *env) {
 		ctx := testContext(t)
-		ses, err := e.alice.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for range 2 {
-			task, err := e.alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, task.TaskID)
-		}
+		ses, ids := sessionWithTasks(t, ctx, e.alice, 2)
 		slices.Sort(ids)
-		done := make(chan waited[*client.CancelledSession], 1)
-		go func() {
-			cctx, cancel := beforeTheWaitEnds(ctx)
-			defer cancel()
-			got, err := e.alice.CancelSession(cctx, ses.SessionID, "user left", client.WithReleaseWait(longWait))
-			done <- waited[*client.CancelledSession]{got, err}
-		}()
+		done := inBackground(ctx, func(ctx context.Context) (*client.CancelledSession, error) {
+			return e.alice.CancelSession(ctx, ses.SessionID, "user left", client.WithReleaseWait(longWait))
+		})
 		for _, id := range ids {
 			if got, terminal, err := e.alice.Result(ctx, id, longWait); err != nil || !terminal {
 				t.Fatalf("task %s: %+v %v %v", id, got, terminal, err)
@@ -184,18 +162,7 @@ func TestCancelSessionWaitRunsOut(t *testing.T) {
 	t.Parallel()
 	eachStore(t, noRecheck, func(t *testing.T, e *env) {
 		ctx := testContext(t)
-		ses, err := e.alice.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for range 3 {
-			task, err := e.alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, task.TaskID)
-		}
+		ses, ids := sessionWithTasks(t, ctx, e.alice, 3)
 		first, err := e.alice.CancelSession(ctx, ses.SessionID, "", client.WithIdempotencyKey("end"))
 		if err != nil || len(first.CancelledTaskIDs) != 3 || first.UnreleasedTaskIDs != nil {
 			t.Fatalf("cancel: %+v %v", first, err)

@@ -43,6 +43,55 @@ type waited[T any] struct {
 	err error
 }
 
+// inBackground makes call, with a context that ends before longWait does,
+// in a goroutine; its answer arrives on the channel.
+func inBackground[T any](ctx context.Context, call func(context.Context) (T, error)) <-chan waited[T] {
+	done := make(chan waited[T], 1)
+	go func() {
+		cctx, cancel := beforeTheWaitEnds(ctx)
+		defer cancel()
+		v, err := call(cctx)
+		done <- waited[T]{v, err}
+	}()
+	return done
+}
+
+// stillWaiting fails the test when the call whose answer arrives on done
+// has answered already: what it answered is what.
+func stillWaiting[T any](t *testing.T, done <-chan waited[T], what string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("%s: %+v %v", what, r.v, r.err)
+	default:
+	}
+}
+
+// A wakeCheck has waiter, a client of srv, wait for a change that poster
+// makes.
+type wakeCheck func(t *testing.T, ctx context.Context, srv *apptest.Server, waiter, poster *client.Client)
+
+// onOneServer runs check on every store, with one client as both waiter and
+// poster.
+func onOneServer(t *testing.T, check wakeCheck) {
+	t.Helper()
+	eachStore(t, noRecheck, func(t *testing.T, e *env) {
+		check(t, testContext(t), e.srv, e.alice, e.alice)
+	})
+}
+
+// acrossReplicas runs check on every shared store with the waiter on one
+// replica and the poster on another.
+func acrossReplicas(t *testing.T, check wakeCheck) {
+	t.Helper()
+	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
+		a := apptest.Start(t, sc, withTestDefaults(noRecheck))
+		b := apptest.Start(t, sc, withTestDefaults(noRecheck))
+		token := apptest.Token(t, "alice")
+		check(t, testContext(t), a, newClient(t, a.URL, token), newClient(t, b.URL, token))
+	})
+}
+
 // await receives from ch, failing the test when ctx ends first.
 func await[T any](t *testing.T, ctx context.Context, ch <-chan T, what string) T {
 	t.Helper()
@@ -59,13 +108,9 @@ func await[T any](t *testing.T, ctx context.Context, ch <-chan T, what string) T
 // when poster posts progress.
 func waitWakesOn(t *testing.T, ctx context.Context, srv *apptest.Server, waiter, poster *client.Client) {
 	task := newTask(t, ctx, poster)
-	done := make(chan waited[*client.Task], 1)
-	go func() {
-		wctx, cancel := beforeTheWaitEnds(ctx)
-		defer cancel()
-		got, err := waiter.WaitTask(wctx, task.TaskID, task.Revision, longWait)
-		done <- waited[*client.Task]{got, err}
-	}()
+	done := inBackground(ctx, func(ctx context.Context) (*client.Task, error) {
+		return waiter.WaitTask(ctx, task.TaskID, task.Revision, longWait)
+	})
 	awaitWaiting(t, srv)
 	if _, err := poster.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("halfway")}); err != nil {
 		t.Fatalf("Progress: %v", err)
@@ -81,21 +126,14 @@ func waitWakesOn(t *testing.T, ctx context.Context, srv *apptest.Server, waiter,
 
 func TestWaitTaskWakesOnProgress(t *testing.T) {
 	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		waitWakesOn(t, testContext(t), e.srv, e.alice, e.alice)
-	})
+	onOneServer(t, waitWakesOn)
 }
 
 // A wait on one replica wakes on a change made through another replica of
 // the same Redis.
 func TestWaitTaskWakesAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
-		a := apptest.Start(t, sc, withTestDefaults(noRecheck))
-		b := apptest.Start(t, sc, withTestDefaults(noRecheck))
-		token := apptest.Token(t, "alice")
-		waitWakesOn(t, testContext(t), a, newClient(t, a.URL, token), newClient(t, b.URL, token))
-	})
+	acrossReplicas(t, waitWakesOn)
 }
 
 func TestResultWakesOnComplete(t *testing.T) {
@@ -135,13 +173,9 @@ func TestTaskEventsWaitForTheNextEvent(t *testing.T) {
 		if err != nil || len(first.Events) != 1 {
 			t.Fatalf("TaskEvents: %+v, %v", first, err)
 		}
-		done := make(chan waited[*client.EventPage], 1)
-		go func() {
-			rctx, cancel := beforeTheWaitEnds(ctx)
-			defer cancel()
-			page, err := e.alice.TaskEvents(rctx, task.TaskID, client.EventsParams{After: first.Cursor, Wait: longWait})
-			done <- waited[*client.EventPage]{page, err}
-		}()
+		done := inBackground(ctx, func(ctx context.Context) (*client.EventPage, error) {
+			return e.alice.TaskEvents(ctx, task.TaskID, client.EventsParams{After: first.Cursor, Wait: longWait})
+		})
 		awaitWaiting(t, e.srv)
 		if _, err := e.alice.Message(ctx, task.TaskID, "hello", nil); err != nil {
 			t.Fatalf("Message: %v", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskhook/taskhook/problem"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
@@ -107,14 +108,7 @@ func validName(s string) bool {
 }
 
 // Batch is what one read delivered.
-type Batch struct {
-	Events      []Event `json:"events"`
-	Group       string  `json:"group"`
-	Consumer    string  `json:"consumer"`
-	Pending     int64   `json:"pending"`               // the group's unacknowledged events, these included
-	HookStatus  string  `json:"hookStatus"`            // open or closed, as of this read
-	CloseReason string  `json:"closeReason,omitempty"` // closed, expired, task_terminal or session_cancelled
-}
+type Batch = wire.HookBatch[Event]
 
 // Read returns the next batch for a consumer of a group: its own events
 // whose visibility ran out, then events as idle claimed from the group's

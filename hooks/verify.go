@@ -43,7 +43,6 @@ const DefaultToleranceSeconds = 300
 // microseconds and keep hook configuration within sane sizes.
 const (
 	maxSignatureHeaderLen = 8 << 10 // one header holding one or more signatures
-	maxTimestampDigits    = 18      // unix seconds; also admits milliseconds, refused later as out of tolerance, and cannot overflow
 	maxSecretLen          = 1 << 10
 	maxHeaderNameLen      = 256
 )
@@ -290,14 +289,14 @@ func (v Verify) checkStripe(h http.Header, body []byte, now time.Time) error {
 	if ts == "" {
 		return badSignature("malformed Stripe-Signature header")
 	}
-	unix, ok := parseUnix(ts)
+	unix, ok := stdwebhooks.ParseTimestamp(ts)
 	if !ok {
 		return badSignature("malformed Stripe-Signature header")
 	}
 	if len(sigs) == 0 {
 		return badSignature("no v1 signature in Stripe-Signature header")
 	}
-	if !withinTolerance(unix, now, v.tolerance()) {
+	if !stdwebhooks.WithinTolerance(unix, now, v.tolerance()) {
 		return badSignature("timestamp outside tolerance")
 	}
 
@@ -404,28 +403,6 @@ func (v Verify) hasTimestamp() bool {
 		return true
 	}
 	return false
-}
-
-// parseUnix reads unix seconds written as plain decimal digits. Signs, spaces
-// and exponents are refused because the same text is part of what was signed.
-func parseUnix(s string) (int64, bool) {
-	if s == "" || len(s) > maxTimestampDigits {
-		return 0, false
-	}
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n, err == nil
-}
-
-// withinTolerance reports whether unix is no more than tolerance seconds from
-// now, either way. The operands are small enough that nothing overflows.
-func withinTolerance(unix int64, now time.Time, tolerance int64) bool {
-	diff := now.Unix() - unix
-	return diff >= -tolerance && diff <= tolerance
 }
 
 func hmacSHA256(key, msg []byte) []byte {

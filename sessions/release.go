@@ -18,9 +18,8 @@ import (
 // which of the tasks it cancelled were not released by their executors when
 // the wait ended (empty when all were).
 type CancelWaitAnswer struct {
-	Session           json.RawMessage `json:"session"`
-	CancelledTaskIDs  []string        `json:"cancelledTaskIds"`
-	UnreleasedTaskIDs []string        `json:"unreleasedTaskIds"`
+	CancelAnswer
+	UnreleasedTaskIDs []string `json:"unreleasedTaskIds"`
 }
 
 // CancelAndWait is Cancel, then a wait of up to wait (counted from the
@@ -48,9 +47,7 @@ func (s *Service) CancelAndWait(ctx context.Context, p authz.Principal, id, reas
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := json.Marshal(CancelWaitAnswer{
-		Session: ans.Session, CancelledTaskIDs: ans.CancelledTaskIDs, UnreleasedTaskIDs: unreleased,
-	})
+	out, err := json.Marshal(CancelWaitAnswer{CancelAnswer: ans, UnreleasedTaskIDs: unreleased})
 	return out, replayed, err
 }
 

@@ -39,14 +39,7 @@ type env struct {
 func newEnv(t *testing.T, cfg store.Config) env {
 	t.Helper()
 	m := metrics.New()
-	s, err := store.Open(context.Background(), cfg, m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Ready(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	s := storetest.Open(t, cfg, m)
 	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now)
 	return env{
 		store: s, metrics: m,

@@ -20,15 +20,7 @@ import (
 
 func open(t *testing.T, cfg store.Config) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), cfg, metrics.New(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Ready(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return storetest.Open(t, cfg, metrics.New())
 }
 
 type fixture struct {

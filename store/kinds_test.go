@@ -38,6 +38,37 @@ func startFanIn(t *testing.T, s *store.Store) (*store.FanIn, *metrics.Metrics) {
 	return fan, m
 }
 
+// eachBackendWithFanIn runs fn on every backend with a store, a fan-in on
+// it, the fan-in's metrics and a fixture of alice's.
+func eachBackendWithFanIn(t *testing.T, fn func(t *testing.T, s *store.Store, fan *store.FanIn, m *metrics.Metrics, f fixture)) {
+	t.Helper()
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		fan, m := startFanIn(t, s)
+		fn(t, s, fan, m, newFixture(t, s, "alice"))
+	})
+}
+
+// taskWithChanges creates a task of alice's and applies each change (its
+// events) at the next revision; it returns the task's id.
+func taskWithChanges(t *testing.T, f fixture, changes ...[]string) string {
+	t.Helper()
+	id, _ := f.createTask(t, "alice", store.Idempotency{})
+	for i, events := range changes {
+		f.apply(t, id, int64(i+1), store.Idempotency{}, events...)
+	}
+	return id
+}
+
+// many is n events of a type at a revision: more than one script looks at.
+func many(n int, typ string, rev int64) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = event(typ, rev)
+	}
+	return out
+}
+
 // awaitLive returns once fan's reader of f's partition reads the wake
 // stream: it starts at the stream's end, so a change made before that wakes
 // nobody.
@@ -59,10 +90,7 @@ func awaitLive(t *testing.T, fan *store.FanIn, f fixture) {
 // read by the scripts from the events themselves; an event whose type
 // cannot be read makes the types unknown.
 func TestWakesNameTheirEventTypes(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		fan, _ := startFanIn(t, s)
-		f := newFixture(t, s, "alice")
+	eachBackendWithFanIn(t, func(t *testing.T, _ *store.Store, fan *store.FanIn, _ *metrics.Metrics, f fixture) {
 		awaitLive(t, fan, f)
 		// Every wake of the session's tasks, each read before the next
 		// change: none is coalesced with another.
@@ -105,8 +133,14 @@ func TestWakesNameTheirEventTypes(t *testing.T) {
 // them, the newest revision of a task winning whatever order they came in.
 func TestWaitersCoalescePendingWakes(t *testing.T) {
 	fan := store.NewFanIn(nil, store.FanInConfig{}, metrics.New(), nil, time.Now)
-	next := func(w *store.Waiter) store.Wake {
+	// coalesced is what a waiter on key reads once the wakes came.
+	coalesced := func(t *testing.T, key string, wakes ...store.Wake) store.Wake {
 		t.Helper()
+		w := fan.Wait(key)
+		defer w.Stop()
+		for _, wk := range wakes {
+			fan.Notify(wk)
+		}
 		wk, why := w.Next(context.Background(), time.Now().Add(time.Second))
 		if why != store.Woken {
 			t.Fatalf("no wake: %v", why)
@@ -119,11 +153,9 @@ func TestWaitersCoalescePendingWakes(t *testing.T) {
 	}
 
 	t.Run("a late older wake of the task does not hide a newer one", func(t *testing.T) {
-		w := fan.Wait(store.WaitKey(store.WakeTask, "task_a"))
-		defer w.Stop()
-		fan.Notify(task("task_a", 6, "task.progress"))
-		fan.Notify(task("task_a", 5, "task.message"))
-		wk := next(w)
+		wk := coalesced(t, store.WaitKey(store.WakeTask, "task_a"),
+			task("task_a", 6, "task.progress"),
+			task("task_a", 5, "task.message"))
 		if wk.Revision != 6 || string(wk.Snapshot) != `{"revision":6}` || wk.First != 5 || wk.Merged {
 			t.Errorf("coalesced wake: %+v", wk)
 		}
@@ -135,11 +167,9 @@ func TestWaitersCoalescePendingWakes(t *testing.T) {
 		}
 	})
 	t.Run("wakes of several tasks of a session", func(t *testing.T) {
-		w := fan.Wait(store.WaitKey(store.WakeSession, "ses_1"))
-		defer w.Stop()
-		fan.Notify(task("task_a", 2, "task.message"))
-		fan.Notify(task("task_b", 3, "task.progress"))
-		wk := next(w)
+		wk := coalesced(t, store.WaitKey(store.WakeSession, "ses_1"),
+			task("task_a", 2, "task.message"),
+			task("task_b", 3, "task.progress"))
 		if wk.ID != "task_b" || !wk.Merged || !slices.Contains(wk.Types, "task.message") || !slices.Contains(wk.Types, "task.progress") {
 			t.Errorf("coalesced wake: %+v", wk)
 		}
@@ -148,21 +178,17 @@ func TestWaitersCoalescePendingWakes(t *testing.T) {
 		}
 	})
 	t.Run("a gap between two wakes of the task makes the types unknown", func(t *testing.T) {
-		w := fan.Wait(store.WaitKey(store.WakeTask, "task_d"))
-		defer w.Stop()
-		fan.Notify(task("task_d", 5, "task.progress"))
-		fan.Notify(task("task_d", 7, "task.progress"))
-		wk := next(w)
+		wk := coalesced(t, store.WaitKey(store.WakeTask, "task_d"),
+			task("task_d", 5, "task.progress"),
+			task("task_d", 7, "task.progress"))
 		if wk.Revision != 7 || wk.First != 5 || wk.Types != nil || wk.FollowsOn(4) {
 			t.Errorf("coalesced wake over a gap: %+v", wk)
 		}
 	})
 	t.Run("unknown types stay unknown", func(t *testing.T) {
-		w := fan.Wait(store.WaitKey(store.WakeTask, "task_c"))
-		defer w.Stop()
-		fan.Notify(task("task_c", 2, "task.progress"))
-		fan.Notify(store.Wake{Kind: store.WakeTask, ID: "task_c", Revision: 3})
-		wk := next(w)
+		wk := coalesced(t, store.WaitKey(store.WakeTask, "task_c"),
+			task("task_c", 2, "task.progress"),
+			store.Wake{Kind: store.WakeTask, ID: "task_c", Revision: 3})
 		if wk.Types != nil || !(store.Kinds{"task.message"}).MayConcern(wk) {
 			t.Errorf("coalesced wake with unknown types: %+v", wk)
 		}
@@ -172,11 +198,11 @@ func TestWaitersCoalescePendingWakes(t *testing.T) {
 // A read with kinds answers only those events, with a cursor past the ones
 // it left aside, however many of them there are.
 func TestReadLogKinds(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		fan, _ := startFanIn(t, s)
-		f := newFixture(t, s, "alice")
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
+	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, fan *store.FanIn, _ *metrics.Metrics, f fixture) {
+		id := taskWithChanges(t, f,
+			[]string{event("task.progress", 2)},
+			[]string{event("task.message", 3)},
+			[]string{event("task.progress", 4), event("task.status", 4)})
 		key := s.Keys.TaskLog(f.part, id)
 		w := fan.Wait(store.WaitKey(store.WakeTask, id))
 		defer w.Stop()
@@ -199,9 +225,6 @@ func TestReadLogKinds(t *testing.T) {
 			}
 			return out
 		}
-		f.apply(t, id, 1, store.Idempotency{}, event("task.progress", 2))
-		f.apply(t, id, 2, store.Idempotency{}, event("task.message", 3))
-		f.apply(t, id, 3, store.Idempotency{}, event("task.progress", 4), event("task.status", 4))
 		all := read("", 100)
 		if len(all.Entries) != 5 {
 			t.Fatalf("the whole log: %d events", len(all.Entries))
@@ -229,11 +252,7 @@ func TestReadLogKinds(t *testing.T) {
 
 		// More events of other kinds than one script looks at: the read
 		// goes on until it finds the one asked for.
-		many := make([]string, 1500)
-		for i := range many {
-			many[i] = event("task.progress", 5)
-		}
-		f.apply(t, id, 4, store.Idempotency{}, many...)
+		f.apply(t, id, 4, store.Idempotency{}, many(1500, "task.progress", 5)...)
 		f.apply(t, id, 5, store.Idempotency{}, event("task.terminal", 6))
 		got = read(last, 100, "task.terminal")
 		if !slices.Equal(types(got), []string{"task.terminal"}) {
@@ -248,10 +267,10 @@ func TestTaskKindsAfter(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		f := newFixture(t, s, "alice")
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
-		f.apply(t, id, 1, store.Idempotency{}, event("task.message", 2))
-		f.apply(t, id, 2, store.Idempotency{}, event("task.progress", 3))
-		f.apply(t, id, 3, store.Idempotency{}, event("task.status", 4), event("input.requested", 4))
+		id := taskWithChanges(t, f,
+			[]string{event("task.message", 2)},
+			[]string{event("task.progress", 3)},
+			[]string{event("task.status", 4), event("input.requested", 4)})
 		ctx := context.Background()
 		cases := []struct {
 			after int64
@@ -276,11 +295,7 @@ func TestTaskKindsAfter(t *testing.T) {
 		}
 
 		// Looking back past more entries than one script looks at.
-		many := make([]string, 1500)
-		for i := range many {
-			many[i] = event("task.progress", 5)
-		}
-		f.apply(t, id, 4, store.Idempotency{}, many...)
+		f.apply(t, id, 4, store.Idempotency{}, many(1500, "task.progress", 5)...)
 		if found, _, err := s.TaskKindsAfter(ctx, f.part, id, 3, store.Kinds{"input.requested"}); err != nil || !found {
 			t.Errorf("behind 1500 others: found %v, %v", found, err)
 		}
@@ -296,10 +311,7 @@ func TestTaskKindsAfter(t *testing.T) {
 // A waiting read with kinds leaves a wake-up of other types aside without a
 // read, and answers the next event of its kinds.
 func TestReadLogKindsWaitsThroughOtherKinds(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		fan, m := startFanIn(t, s)
-		f := newFixture(t, s, "alice")
+	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, fan *store.FanIn, m *metrics.Metrics, f fixture) {
 		awaitLive(t, fan, f)
 		id, _ := f.createTask(t, "alice", store.Idempotency{})
 		w := fan.Wait(store.WaitKey(store.WakeTask, id))

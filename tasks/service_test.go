@@ -22,16 +22,6 @@ func replica(s *store.Store) *tasks.Service {
 	return tasks.NewService(tasks.Config{}, s, f, metrics.New(), time.Now)
 }
 
-func openStore(t *testing.T, cfg store.Config) *store.Store {
-	t.Helper()
-	s, err := store.Open(context.Background(), cfg, metrics.New(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 func decodeTask(t *testing.T, raw []byte) tasks.Task {
 	t.Helper()
 	var task tasks.Task
@@ -48,7 +38,7 @@ func TestRunRetriesOnTheStoredTaskOnly(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		ctx := context.Background()
-		s := openStore(t, sc)
+		s := storetest.Open(t, sc, metrics.New())
 		a, other := replica(s), replica(s)
 		owner := authz.Principal{ID: "stale-owner"}
 		ses := sessions.NewService(sessions.Config{}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), time.Now)

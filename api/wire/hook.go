@@ -67,3 +67,14 @@ type HookResponse struct {
 	Body        string `json:"body"`
 	ContentType string `json:"contentType,omitempty"`
 }
+
+// HookBatch is what one read of a hook's consumer group delivered, and
+// whether the hook still takes posts. E is the Go type of an event.
+type HookBatch[E any] struct {
+	Events      []E    `json:"events"`
+	Group       string `json:"group"`
+	Consumer    string `json:"consumer"`
+	Pending     int64  `json:"pending"`               // the group's unacknowledged events, these included
+	HookStatus  string `json:"hookStatus"`            // HookOpen or HookClosed, as of this read
+	CloseReason string `json:"closeReason,omitempty"` // when closed: one of the CloseReason* constants
+}

@@ -147,6 +147,21 @@ func SessionWithTask(t testing.TB, ctx context.Context, cl *client.Client, in cl
 	return ses, task
 }
 
+// StartTasks starts n tasks in the session as cl, or fails the test; it
+// returns their ids, in the order they started.
+func StartTasks(t testing.TB, ctx context.Context, cl *client.Client, sessionID string, n int) []string {
+	t.Helper()
+	ids := make([]string, 0, n)
+	for range n {
+		task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: sessionID})
+		if err != nil {
+			t.Fatalf("CreateTask: %v", err)
+		}
+		ids = append(ids, task.TaskID)
+	}
+	return ids
+}
+
 // Standalone starts a server with cfg on a standalone Redis store of its own
 // (storetest.Standalone).
 func Standalone(t testing.TB, cfg app.Config) *Server {

@@ -21,23 +21,11 @@ import (
 // human who answers its question.
 func TestDevbox(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	token := apptest.Token(t, "executor")
-	c := client.New(srv.URL, token)
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-
-	task := devboxTask(t, ctx, c, jobMigrate)
-
-	human := make(chan answered, 1)
-	go func() { human <- playHuman(ctx, c, task.TaskID) }()
-
-	dev := newDevbox(log)
-	if err := run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Devbox: dev, Log: log}); err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	ans := <-human
+	f := newFixture(t, jobMigrate)
+	ctx, c, task := f.ctx, f.c, f.task
+	dev := newDevbox(f.cfg.Log)
+	f.cfg.Devbox = dev
+	ans := f.runWithHuman(t)
 	if ans.err != nil {
 		t.Fatalf("the human: %v", ans.err)
 	}
@@ -45,10 +33,7 @@ func TestDevbox(t *testing.T) {
 		t.Errorf("the human was asked %q", ans.prompts)
 	}
 
-	final, err := c.GetTask(ctx, task.TaskID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	final := f.final(t)
 	var result struct{ Job, Summary string }
 	if err := json.Unmarshal(final.Result, &result); err != nil || final.Status != client.StatusCompleted ||
 		result.Job != "job-1" || result.Summary != "migrated 1,204 users; dropped legacy_users" {
@@ -107,27 +92,13 @@ func TestDevbox(t *testing.T) {
 // goes to the job, and the task completes with what both decided.
 func TestDevboxFollowUpQuestion(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	token := apptest.Token(t, "executor")
-	c := client.New(srv.URL, token)
-	task := devboxTask(t, ctx, c, jobMigrateAndReindex)
-
-	human := make(chan answered, 1)
-	go func() { human <- playHuman(ctx, c, task.TaskID) }()
-	if err := run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Log: testLog(t)}); err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	ans := <-human
+	f := newFixture(t, jobMigrateAndReindex)
+	ans := f.runWithHuman(t)
 	if ans.err != nil || len(ans.prompts) != 2 || !strings.Contains(ans.prompts[0], "legacy_users") ||
 		!strings.Contains(ans.prompts[1], "search index") {
 		t.Fatalf("the human was asked %q (%v)", ans.prompts, ans.err)
 	}
-	final, err := c.GetTask(ctx, task.TaskID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	final := f.final(t)
 	var result struct{ Summary string }
 	if err := json.Unmarshal(final.Result, &result); err != nil || final.Status != client.StatusCompleted ||
 		result.Summary != "migrated 1,204 users; dropped legacy_users; rebuilt the search index" {
@@ -137,7 +108,7 @@ func TestDevboxFollowUpQuestion(t *testing.T) {
 		t.Errorf("final task: answers %+v, releasedAt %v", final.InputResponses, final.ReleasedAt)
 	}
 	want := []string{statePending, stateRunning, stateAttentionRequired, stateRunning, stateAttentionRequired, stateComplete}
-	if reported := progressReported(t, ctx, c, task.TaskID); !slices.Equal(reported, want) {
+	if reported := progressReported(t, f.ctx, f.c, f.task.TaskID); !slices.Equal(reported, want) {
 		t.Errorf("progress reported %q, want %q", reported, want)
 	}
 }
@@ -146,25 +117,16 @@ func TestDevboxFollowUpQuestion(t *testing.T) {
 // released: nothing runs any more.
 func TestDevboxJobErrors(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	token := apptest.Token(t, "executor")
-	c := client.New(srv.URL, token)
-	task := devboxTask(t, ctx, c, jobBrokenMigration)
-
-	if err := run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Log: testLog(t)}); err != nil {
+	f := newFixture(t, jobBrokenMigration)
+	if err := run(f.ctx, f.cfg); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	final, err := c.GetTask(ctx, task.TaskID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	final := f.final(t)
 	if final.Status != client.StatusFailed || final.Error == nil ||
 		final.Error.Message != "the job failed: duplicate key value in users.email" || final.ReleasedAt == nil {
 		t.Fatalf("final task: status %s, error %+v, releasedAt %v", final.Status, final.Error, final.ReleasedAt)
 	}
-	if reported := progressReported(t, ctx, c, task.TaskID); !slices.Equal(reported, []string{statePending, stateRunning, stateErrored}) {
+	if reported := progressReported(t, f.ctx, f.c, f.task.TaskID); !slices.Equal(reported, []string{statePending, stateRunning, stateErrored}) {
 		t.Errorf("progress reported %q", reported)
 	}
 }
@@ -174,18 +136,12 @@ func TestDevboxJobErrors(t *testing.T) {
 // the task, and the cancel answers with nothing left unreleased.
 func TestDevboxCancel(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	token := apptest.Token(t, "executor")
-	c := client.New(srv.URL, token)
-	task := devboxTask(t, ctx, c, jobLongMigration)
-
+	f := newFixture(t, jobLongMigration)
+	ctx, c, task := f.ctx, f.c, f.task
 	dev := newDevbox(testLog(t))
+	f.cfg.Devbox = dev
 	ran := make(chan error, 1)
-	go func() {
-		ran <- run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Devbox: dev, Log: testLog(t)})
-	}()
+	go func() { ran <- run(ctx, f.cfg) }()
 	// Wait until the job runs: the executor reported it.
 	for cur := task; cur.StatusMessage != stateRunning; {
 		var err error
@@ -207,20 +163,53 @@ func TestDevboxCancel(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	final, err := c.GetTask(ctx, task.TaskID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if final.Status != client.StatusCancelled || final.CancelReason != "the user left" || final.ReleasedAt == nil {
+	if final := f.final(t); final.Status != client.StatusCancelled || final.CancelReason != "the user left" || final.ReleasedAt == nil {
 		t.Fatalf("final task: %s (%q), releasedAt %v", final.Status, final.CancelReason, final.ReleasedAt)
 	}
 }
 
-// devboxTask opens a session and starts a devbox task that runs job.
-func devboxTask(t *testing.T, ctx context.Context, c *client.Client, job string) *client.Task {
+// fixture is a server, an executor's client of it, and a devbox task that
+// runs a job, with the config that runs the executor on it.
+type fixture struct {
+	ctx  context.Context
+	c    *client.Client
+	task *client.Task
+	cfg  config
+}
+
+// newFixture starts a server and a devbox task that runs job.
+func newFixture(t *testing.T, job string) *fixture {
 	t.Helper()
+	srv := startServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	token := apptest.Token(t, "executor")
+	c := client.New(srv.URL, token)
 	_, task := apptest.SessionWithTask(t, ctx, c, client.CreateTaskInput{Kind: "devbox", Input: map[string]string{"job": job}})
-	return task
+	return &fixture{ctx: ctx, c: c, task: task,
+		cfg: config{API: srv.URL, Token: token, TaskID: task.TaskID, Log: testLog(t)}}
+}
+
+// runWithHuman runs the executor while playHuman answers the task, and
+// returns what the human was asked.
+func (f *fixture) runWithHuman(t *testing.T) answered {
+	t.Helper()
+	human := make(chan answered, 1)
+	go func() { human <- playHuman(f.ctx, f.c, f.task.TaskID) }()
+	if err := run(f.ctx, f.cfg); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return <-human
+}
+
+// final is the task as it is now.
+func (f *fixture) final(t *testing.T) *client.Task {
+	t.Helper()
+	final, err := f.c.GetTask(f.ctx, f.task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return final
 }
 
 func testLog(t *testing.T) *slog.Logger {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 )
 
@@ -49,6 +50,21 @@ func EachBackend(t *testing.T, fn func(t *testing.T, cfg store.Config)) {
 func EachSharedBackend(t *testing.T, fn func(t *testing.T, cfg store.Config)) {
 	t.Helper()
 	each(t, true, fn)
+}
+
+// Open opens a store on cfg that reports to m, ready (reachable, scripts
+// loaded), and closes it when the test ends.
+func Open(t testing.TB, cfg store.Config, m *metrics.Metrics) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), cfg, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func each(t *testing.T, sharedOnly bool, fn func(t *testing.T, cfg store.Config)) {
