@@ -259,22 +259,23 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	return store.Reply{}, fmt.Errorf("add endpoint: unexpected outcome %d", res.Outcome)
 }
 
-// Remove deletes an endpoint; deliveries already queued for it are dropped.
-func (r *Registrar) Remove(ctx context.Context, pr authz.Principal, o Owner, endpointID string) error {
+// Remove deletes an endpoint, and returns the endpoints left; deliveries
+// already queued for it are dropped.
+func (r *Registrar) Remove(ctx context.Context, pr authz.Principal, o Owner, endpointID string) ([]wire.Endpoint, error) {
 	p, key, err := r.key(o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, err := r.store.RemoveEndpoint(ctx, store.EndpointChange{
 		Partition: p, Key: key, Principal: pr.ID, Admin: pr.Admin(), ID: endpointID,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if res.Outcome != store.OK {
-		return problem.ErrNotFound
+		return nil, problem.ErrNotFound
 	}
-	return nil
+	return Views(res.Endpoints)
 }
 
 // List reads the owner's endpoints, as any read shows them (no secrets).

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -183,6 +182,3 @@ func appendNew(asked, reqs []wire.InputRequest) []wire.InputRequest {
 	}
 	return asked
 }
-
-// String is for logs: never the token.
-func (c SlackConfig) String() string { return fmt.Sprintf("slack(api=%s)", c.APIURL) }

@@ -46,24 +46,24 @@ func (c *Client) AddTaskEndpoint(ctx context.Context, taskID string, in Endpoint
 
 // SessionEndpoints lists a session's notification endpoints (no secrets).
 func (c *Client) SessionEndpoints(ctx context.Context, sessionID string, opts ...CallOption) ([]Endpoint, error) {
-	return c.endpoints(ctx, "/v1/sessions/"+segment(sessionID), opts)
+	return c.endpoints(ctx, http.MethodGet, "/v1/sessions/"+segment(sessionID)+"/notify", opts)
 }
 
 // TaskEndpoints lists a task's notification endpoints (no secrets).
 func (c *Client) TaskEndpoints(ctx context.Context, taskID string, opts ...CallOption) ([]Endpoint, error) {
-	return c.endpoints(ctx, "/v1/tasks/"+segment(taskID), opts)
+	return c.endpoints(ctx, http.MethodGet, "/v1/tasks/"+segment(taskID)+"/notify", opts)
 }
 
-// RemoveSessionEndpoint deletes one of a session's notification endpoints.
-func (c *Client) RemoveSessionEndpoint(ctx context.Context, sessionID, endpointID string, opts ...CallOption) error {
-	_, err := c.do(ctx, http.MethodDelete, "/v1/sessions/"+segment(sessionID)+"/notify/"+segment(endpointID), nil, nil, nil, opts)
-	return err
+// RemoveSessionEndpoint deletes one of a session's notification endpoints
+// and returns those left.
+func (c *Client) RemoveSessionEndpoint(ctx context.Context, sessionID, endpointID string, opts ...CallOption) ([]Endpoint, error) {
+	return c.endpoints(ctx, http.MethodDelete, "/v1/sessions/"+segment(sessionID)+"/notify/"+segment(endpointID), opts)
 }
 
-// RemoveTaskEndpoint deletes one of a task's notification endpoints.
-func (c *Client) RemoveTaskEndpoint(ctx context.Context, taskID, endpointID string, opts ...CallOption) error {
-	_, err := c.do(ctx, http.MethodDelete, "/v1/tasks/"+segment(taskID)+"/notify/"+segment(endpointID), nil, nil, nil, opts)
-	return err
+// RemoveTaskEndpoint deletes one of a task's notification endpoints and
+// returns those left.
+func (c *Client) RemoveTaskEndpoint(ctx context.Context, taskID, endpointID string, opts ...CallOption) ([]Endpoint, error) {
+	return c.endpoints(ctx, http.MethodDelete, "/v1/tasks/"+segment(taskID)+"/notify/"+segment(endpointID), opts)
 }
 
 // DeadLetterPage is a page of a session's dead letters; Cursor reads on.
@@ -95,11 +95,12 @@ func (c *Client) addEndpoint(ctx context.Context, owner string, in EndpointReque
 	return &ep, nil
 }
 
-func (c *Client) endpoints(ctx context.Context, owner string, opts []CallOption) ([]Endpoint, error) {
+// endpoints reads an endpoint list ({"notify": [...]}) a call answers.
+func (c *Client) endpoints(ctx context.Context, method, path string, opts []CallOption) ([]Endpoint, error) {
 	var out struct {
 		Notify []Endpoint `json:"notify"`
 	}
-	if _, err := c.do(ctx, http.MethodGet, owner+"/notify", nil, nil, &out, opts); err != nil {
+	if _, err := c.do(ctx, method, path, nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return out.Notify, nil

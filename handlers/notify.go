@@ -43,11 +43,12 @@ func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) removeEndpoint(w http.ResponseWriter, r *http.Request) {
-	if err := a.notify.Remove(r.Context(), principal(r), notifyOwner(r), chi.URLParam(r, "endpointId")); err != nil {
+	left, err := a.notify.Remove(r.Context(), principal(r), notifyOwner(r), chi.URLParam(r, "endpointId"))
+	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, map[string]any{"notify": left})
 }
 
 func (a *api) deadLetters(w http.ResponseWriter, r *http.Request) {

@@ -38,7 +38,7 @@ const OutboxGroup = "notify"
 // EndpointsResult is the answer of an endpoint add or remove.
 type EndpointsResult struct {
 	Outcome    Outcome // OK, Replayed, IdemConflict, Missing or TooManyEndpoints
-	Endpoints  []byte  // the record's endpoint list after the add
+	Endpoints  []byte  // the record's endpoint list after the change
 	ReplayBody []byte
 }
 
@@ -54,7 +54,10 @@ var (
 		"too_many": endpointsIs(TooManyEndpoints),
 	}.parser("notify_add")
 	parseNotifyRemove = replies[EndpointsResult]{
-		"ok": endpointsIs(OK), "not_found": endpointsIs(Missing),
+		"ok": func(r scriptReply) (EndpointsResult, error) {
+			return EndpointsResult{Outcome: OK, Endpoints: []byte(r.str(1))}, nil
+		},
+		"not_found": endpointsIs(Missing),
 	}.parser("notify_remove")
 	parseOutboxSettle = replies[bool]{
 		"ok":   func(scriptReply) (bool, error) { return true, nil },
@@ -109,7 +112,7 @@ func (s *Store) AddEndpoint(ctx context.Context, c EndpointChange) (EndpointsRes
 }
 
 // RemoveEndpoint removes an endpoint of a session or a task its principal
-// owns. Outcome OK or Missing.
+// owns. Outcome OK (Endpoints: the list left) or Missing.
 func (s *Store) RemoveEndpoint(ctx context.Context, c EndpointChange) (EndpointsResult, error) {
 	key, hash, ttl := s.idemKey(c.Partition, Idempotency{})
 	return s.scripts.notifyRemove.run(ctx, s, []string{c.Key, key},

@@ -6,7 +6,6 @@
 package receivertest
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,17 +22,6 @@ type Delivery struct {
 // ID is the delivery's webhook-id.
 func (d Delivery) ID() string { return d.Header.Get("webhook-id") }
 
-// Event decodes the delivery's body.
-func (d Delivery) Event() (e struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	TaskID   string `json:"taskId"`
-	Revision int64  `json:"revision"`
-}) {
-	_ = json.Unmarshal(d.Body, &e)
-	return e
-}
-
 // Receiver records deliveries. Answer decides each answer from the number
 // of the request (1 for the first); it may block (until the test ends, at
 // the latest: Release is called at cleanup).
@@ -43,7 +31,6 @@ type Receiver struct {
 
 	mu      sync.Mutex
 	got     []Delivery
-	changed chan struct{}
 	release chan struct{}
 	once    sync.Once
 }
@@ -58,7 +45,7 @@ func New(t testing.TB, answer func(n int, w http.ResponseWriter, r *http.Request
 	if answer == nil {
 		answer = Status(http.StatusNoContent)
 	}
-	rc := &Receiver{Answer: answer, changed: make(chan struct{}), release: make(chan struct{})}
+	rc := &Receiver{Answer: answer, release: make(chan struct{})}
 	rc.Server = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(func() {
 		rc.Release()
@@ -72,8 +59,6 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	rc.got = append(rc.got, Delivery{Header: r.Header.Clone(), Body: body})
 	n := len(rc.got)
-	close(rc.changed)
-	rc.changed = make(chan struct{})
 	rc.mu.Unlock()
 	rc.Answer(n, w, r)
 }
@@ -96,11 +81,4 @@ func (rc *Receiver) Got() []Delivery {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]Delivery(nil), rc.got...)
-}
-
-// Changed is closed at the next delivery.
-func (rc *Receiver) Changed() <-chan struct{} {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.changed
 }

@@ -3,7 +3,7 @@
 -- KEYS[1] the record hash   KEYS[2] command record
 -- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin   ARGV[5] endpoint id
--- Returns {'ok'} | {'not_found'}
+-- Returns {'ok', the endpoint list left ('' for none)} | {'not_found'}
 local r = idem_replay(KEYS[2], ARGV[1])
 if r then return r end
 local h = redis.call('HMGET', KEYS[1], 'owner', 'nfy')
@@ -14,10 +14,12 @@ for _, ep in ipairs(list) do
 end
 if #keep == #list then return {'not_found'} end
 
+local left = ''
 if #keep == 0 then
   redis.call('HDEL', KEYS[1], 'nfy')
 else
-  redis.call('HSET', KEYS[1], 'nfy', cjson.encode(keep))
+  left = cjson.encode(keep)
+  redis.call('HSET', KEYS[1], 'nfy', left)
 end
 redis.call('HDEL', KEYS[1], 'sec:' .. ARGV[5])
-return idem_done(KEYS[2], ARGV[1], ARGV[2], '', {'ok'})
+return idem_done(KEYS[2], ARGV[1], ARGV[2], '', {'ok', left})
