@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"unicode"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/taskhook/taskhook/cache"
 )
 
 // ErrInvalidToken is wrapped by every error Verify returns. The text after it
@@ -90,12 +93,27 @@ type Verifier struct {
 	leeway     time.Duration
 	parser     *jwt.Parser
 	now        func() time.Time // replaced by tests
+	verified   *cache.LRU[verifiedToken]
+}
+
+// verifiedCacheSize bounds the tokens a Verifier remembers. A client sends
+// the same token on every request until it renews it, so a few thousand
+// cover many clients; a token not remembered is verified in full.
+const verifiedCacheSize = 4096
+
+// verifiedToken is a token that passed Verify: it stays good until its exp
+// plus the leeway, since every other check (signature, nbf, iat, audience,
+// issuer, lifetime) can only pass again as time goes forward.
+type verifiedToken struct {
+	principal Principal
+	at        time.Time // when it was verified: a clock set back verifies again
+	until     time.Time // exp + leeway: from then on Verify refuses it
 }
 
 // NewVerifier parses the configured keys and returns a Verifier. It fails when
 // no key is configured, or the JWKS file is unreadable or holds no usable key.
 func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
-	v := &Verifier{issuer: cfg.Issuer, now: time.Now}
+	v := &Verifier{issuer: cfg.Issuer, now: time.Now, verified: cache.New[verifiedToken](verifiedCacheSize)}
 	var algs []string
 	if len(cfg.HMACSecret) > 0 {
 		if len(cfg.HMACSecret) < minHMACSecretLength {
@@ -160,7 +178,8 @@ type tokenClaims struct {
 }
 
 // Verify checks token and returns its principal. Every error wraps
-// ErrInvalidToken.
+// ErrInvalidToken. A token verified before is answered from memory until it
+// expires; the principal's Scopes are shared and must not be changed.
 func (v *Verifier) Verify(token string) (Principal, error) {
 	switch {
 	case token == "":
@@ -168,26 +187,55 @@ func (v *Verifier) Verify(token string) (Principal, error) {
 	case len(token) > maxTokenLength:
 		return Principal{}, errTokenTooLarge
 	}
+	// Keyed by digest, so the memory held is the same for any token length.
+	sum := sha256.Sum256([]byte(token))
+	key := string(sum[:])
+	now := v.now()
+	if e, ok := v.verified.Get(key); ok {
+		if !now.Before(e.at) && now.Before(e.until) {
+			return e.principal, nil
+		}
+		v.verified.Drop(key, nil)
+	}
+	p, err := v.verify(token)
+	if err != nil {
+		return Principal{}, err
+	}
+	v.verified.Put(key, verifiedToken{principal: p.principal, at: now, until: p.expires.Add(v.leeway)}, nil)
+	return p.principal, nil
+}
+
+// verifiedClaims is what a full verification yields.
+type verifiedClaims struct {
+	principal Principal
+	expires   time.Time
+}
+
+// verify checks token in full: signature, header and claims.
+func (v *Verifier) verify(token string) (verifiedClaims, error) {
 	var claims tokenClaims
 	parsed, err := v.parser.ParseWithClaims(token, &claims, v.verificationKey)
 	if err != nil {
-		return Principal{}, v.reason(parsed, &claims, err)
+		return verifiedClaims{}, v.reason(parsed, &claims, err)
 	}
 	if !parsed.Valid {
-		return Principal{}, errTokenRejected
+		return verifiedClaims{}, errTokenRejected
 	}
 	if err := v.checkLifetime(&claims); err != nil {
-		return Principal{}, err
+		return verifiedClaims{}, err
 	}
 	if claims.Subject == "" {
-		return Principal{}, errMissingSub
+		return verifiedClaims{}, errMissingSub
 	}
 	id := claims.Subject
 	if v.issuer != "" {
 		// Two issuers may hand out the same sub; the prefix keeps them apart.
 		id = v.issuer + "#" + claims.Subject
 	}
-	return Principal{ID: id, Scopes: parseScopes(claims.Scope)}, nil
+	return verifiedClaims{
+		principal: Principal{ID: id, Scopes: parseScopes(claims.Scope)},
+		expires:   claims.ExpiresAt.Time, // the parser requires exp
+	}, nil
 }
 
 // checkLifetime refuses a token that lives longer than the maximum age: by

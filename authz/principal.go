@@ -1,7 +1,7 @@
 // Package authz turns bearer JWTs into principals and answers ownership
 // questions about them. Its Vault seals the secrets the service stores.
 //
-// It imports nothing of the module.
+// It imports only cache, for the tokens a Verifier remembers.
 package authz
 
 import (

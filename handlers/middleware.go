@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"github.com/taskhook/taskhook/api/wire"
+	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -116,10 +116,10 @@ func (a *api) observe(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			d := time.Since(start)
-			a.metrics.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-			a.metrics.HTTPDuration.WithLabelValues(route, r.Method).Observe(d.Seconds())
-			a.log.InfoContext(r.Context(), "request", "requestId", requestID(r.Context()), "method", r.Method,
-				"route", route, "status", status, "durationMs", float64(d.Microseconds())/1000, "bytes", rec.bytes)
+			a.httpMetrics.observe(route, r.Method, status, d.Seconds())
+			a.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("requestId", requestID(r.Context())),
+				slog.String("method", r.Method), slog.String("route", route), slog.Int("status", status),
+				slog.Float64("durationMs", float64(d.Microseconds())/1000), slog.Int("bytes", rec.bytes))
 		}()
 		next.ServeHTTP(rec, r)
 	})

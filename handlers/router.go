@@ -62,6 +62,7 @@ type api struct {
 	store       *store.Store
 	verifier    *authz.Verifier
 	metrics     *metrics.Metrics
+	httpMetrics *httpMetrics
 	log         *slog.Logger
 	body        *bodyGuard
 	lists       *listLimiter // nil: lists are not limited
@@ -74,7 +75,7 @@ type api struct {
 func New(d Deps) http.Handler {
 	a := &api{
 		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections, store: d.Store,
-		verifier: d.Verifier, metrics: d.Metrics, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
+		verifier: d.Verifier, metrics: d.Metrics, httpMetrics: &httpMetrics{m: d.Metrics}, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
 	}
 	if d.Slack != nil {
 		a.caps = append(append([]string(nil), capabilities...), "slack")

@@ -473,26 +473,6 @@ func (s *Service) count(kind CommandKind, err error) {
 	s.metrics.TaskCommands.WithLabelValues(string(kind), outcome).Inc()
 }
 
-// eventJSON renders an event for the logs, without its id (the stream gives
-// it). task.* events carry the snapshot, already rendered.
-func eventJSON(t Task, now time.Time, e Emitted, snapshot []byte) ([]byte, error) {
-	data := make(map[string]any, len(e.Data))
-	for k, v := range e.Data {
-		data[k] = v
-	}
-	if isTaskEvent(e.Type) {
-		data["task"] = json.RawMessage(snapshot)
-	}
-	d, err := json.Marshal(data)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(events.Event{
-		Type: e.Type, At: events.At(now), SessionID: t.SessionID, TaskID: t.TaskID,
-		Revision: t.Revision, Data: d,
-	})
-}
-
 // ListFilter narrows GET /v1/tasks.
 type ListFilter struct {
 	SessionID string
