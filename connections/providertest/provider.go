@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -167,4 +169,30 @@ func random() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Connection is the connections-file entry of a connection named name to
+// this provider, with PKCE, its redirect carrying the attempt as callback
+// says ("path" or "state").
+func (p *Provider) Connection(name, callback string, scopes ...string) map[string]any {
+	return map[string]any{
+		"name": name, "authorizeUrl": p.URL + "/authorize", "tokenUrl": p.URL + "/token",
+		"clientId": p.ClientID, "clientSecret": p.ClientSecret, "scopes": append([]string{}, scopes...),
+		"pkce": true, "callback": callback,
+	}
+}
+
+// WriteConnectionsFile writes entries as a TASKHOOK_CONNECTIONS_FILE in a
+// directory the test removes, and returns its path.
+func WriteConnectionsFile(t testing.TB, entries ...map[string]any) string {
+	t.Helper()
+	raw, err := json.Marshal(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "connections.json")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
