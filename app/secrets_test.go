@@ -250,3 +250,47 @@ func scanClear(t *testing.T, rdb *redis.Client, sc store.Config, secrets ...stri
 		t.Fatalf("scan: %d keys, %v", n, err)
 	}
 }
+
+// A create that registers an endpoint, repeated with its Idempotency-Key,
+// shows the same secret again, and the answer kept for that repeat is
+// sealed like the secret itself.
+func TestEndpointSecretReplaySealed(t *testing.T) {
+	t.Parallel()
+	sc := storetest.Standalone(t)
+	srv := apptest.Start(t, sc, app.Config{AllowPrivateTargets: true})
+	owner := srv.Client(t, "alice")
+	ctx := context.Background()
+	rc := receivertest.New(t, nil)
+	in := client.CreateSessionInput{Notify: []client.EndpointRequest{{URL: rc.URL}}}
+	first, err := owner.CreateSession(ctx, in, client.WithIdempotencyKey("ses-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := owner.CreateSession(ctx, in, client.WithIdempotencyKey("ses-1"))
+	if err != nil || again.SessionID != first.SessionID || again.Notify[0].Secret != first.Notify[0].Secret {
+		t.Fatalf("the repeat: %+v %v", again, err)
+	}
+	task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID,
+		Notify: []client.EndpointRequest{{URL: rc.URL}}}, client.WithIdempotencyKey("task-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskAgain, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: first.SessionID,
+		Notify: []client.EndpointRequest{{URL: rc.URL}}}, client.WithIdempotencyKey("task-1"))
+	if err != nil || taskAgain.Notify[0].Secret != task.Notify[0].Secret {
+		t.Fatalf("the task's repeat: %+v %v", taskAgain, err)
+	}
+	added, err := owner.AddSessionEndpoint(ctx, first.SessionID, client.EndpointRequest{URL: rc.URL + "/2"}, client.WithIdempotencyKey("ep-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addedAgain, err := owner.AddSessionEndpoint(ctx, first.SessionID, client.EndpointRequest{URL: rc.URL + "/2"}, client.WithIdempotencyKey("ep-1"))
+	if err != nil || addedAgain.Secret != added.Secret {
+		t.Fatalf("the add's repeat: %+v %v", addedAgain, err)
+	}
+	var secrets []string
+	for _, s := range []string{first.Notify[0].Secret, task.Notify[0].Secret, added.Secret} {
+		secrets = append(secrets, s, strings.TrimPrefix(s, "whsec_"))
+	}
+	scanClear(t, rawRedis(t, sc), sc, secrets...)
+}

@@ -241,7 +241,7 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	}
 	res, err := r.store.AddEndpoint(ctx, store.EndpointChange{
 		Partition: p, Key: key, Principal: pr.ID, Admin: pr.Admin(), ID: ep.EndpointID,
-		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idem, Response: resp,
+		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idem, Response: r.SealReplay(pr, resp),
 	})
 	if err != nil {
 		return store.Reply{}, err
@@ -250,7 +250,8 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	case store.OK:
 		return store.Reply{JSON: resp}, nil
 	case store.Replayed:
-		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
+		body, err := r.OpenReplay(pr, res.ReplayBody)
+		return store.Reply{JSON: body, Replayed: true}, err
 	case store.IdemConflict:
 		return store.Reply{}, problem.ErrIdempotency
 	case store.Missing:
