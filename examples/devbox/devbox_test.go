@@ -443,3 +443,34 @@ func TestDevboxSignsIn(t *testing.T) {
 		t.Errorf("codes exchanged: %d, want 1", prov.Exchange)
 	}
 }
+
+// A devbox that refuses the token fresh from a sign-in (here: it checks
+// tokens with another provider) sends the executor to the loop guard, which
+// fails the task instead of asking the person to sign in again and again.
+func TestDevboxTokenRefused(t *testing.T) {
+	t.Parallel()
+	prov, elsewhere := providertest.New(t), providertest.New(t)
+	file := providertest.WriteConnectionsFile(t, prov.Connection("devbox", "path"))
+	srv := apptest.Standalone(t, app.Config{ConnectionsFile: file, WakeBlock: 500 * time.Millisecond,
+		VaultKeys: "k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	token := apptest.Token(t, "executor")
+	c := client.New(srv.URL, token)
+	task := devboxTask(t, ctx, c, jobMigrate)
+	human := make(chan answered, 1)
+	go func() { human <- playHuman(ctx, c, task.TaskID) }()
+	dev := newDevbox(testLog(t)).requireTokens(elsewhere.URL + "/introspect")
+	err := run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Devbox: dev, Log: testLog(t), Connection: "devbox"})
+	if !errors.Is(err, errUnauthorized) {
+		t.Fatalf("run: %v, want the devbox's refusal", err)
+	}
+	if ans := <-human; ans.err != nil || ans.signins != 1 {
+		t.Fatalf("the human: %d sign-ins, %v", ans.signins, ans.err)
+	}
+	final, err := c.GetTask(ctx, task.TaskID)
+	if err != nil || final.Status != client.StatusFailed || final.Error == nil ||
+		final.Error.Message != "authorization rejected right after sign-in" {
+		t.Fatalf("final task: %+v %v", final, err)
+	}
+}
