@@ -24,17 +24,30 @@ import (
 	"github.com/taskhook/taskhook/api/apitest"
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/connections/providertest"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // publicRoutes need no token.
-var publicRoutes = []string{"/healthz", "/readyz", "/metrics"}
+var publicRoutes = []string{"/healthz", "/readyz", "/metrics", signedInRoute}
+
+// signedInRoute is the page a finished provider sign-in lands on.
+const signedInRoute = "/v1/connections/signed-in"
 
 // capabilityRoutes take no bearer token either: the token in the path (or,
 // from Slack, the signature) is the credential, and a 401 there is a refused
 // signature, not a bearer challenge.
-var capabilityRoutes = []string{"/v1/callback/{token}", "/v1/input/{token}", slackRoute}
+var capabilityRoutes = []string{"/v1/callback/{token}", "/v1/input/{token}", slackRoute,
+	connectionCallbackRoute, "/v1/connections/{name}/callback"}
+
+// connectionCallbackRoute is where an OAuth provider sends the browser back
+// (the attempt in the path): a provider's form post carries no
+// Idempotency-Key worth reading, since the attempt works once.
+const connectionCallbackRoute = "/v1/connections/{name}/callback/{token}"
+
+// noIdempotencyRoutes are POST routes whose callers send no Idempotency-Key.
+var noIdempotencyRoutes = []string{slackRoute}
 
 // rawBodyRoutes take any bytes as their body, whatever their type.
 var rawBodyRoutes = []string{"/v1/callback/{token}"}
@@ -80,7 +93,7 @@ func TestDocumentValidates(t *testing.T) {
 				t.Errorf("%s: no 500", where)
 			}
 			if method == http.MethodPost {
-				if p := op.Parameters.GetByInAndName(openapi3.ParameterInHeader, "Idempotency-Key"); p == nil && path != slackRoute {
+				if p := op.Parameters.GetByInAndName(openapi3.ParameterInHeader, "Idempotency-Key"); p == nil && !slices.Contains(noIdempotencyRoutes, path) {
 					t.Errorf("%s: no Idempotency-Key", where)
 				}
 				want := []int{http.StatusRequestEntityTooLarge, http.StatusRequestTimeout}
@@ -99,9 +112,9 @@ func TestDocumentValidates(t *testing.T) {
 					if op.RequestBody.Value.Content.Get("*/*") == nil {
 						t.Errorf("%s: the request body must take */*", where)
 					}
-				case path == slackRoute:
+				case path == slackRoute || path == connectionCallbackRoute:
 					if op.RequestBody.Value.Content.Get("application/x-www-form-urlencoded") == nil {
-						t.Errorf("%s: the request body must take Slack's form", where)
+						t.Errorf("%s: the request body must take a form", where)
 					}
 				default:
 					mt := op.RequestBody.Value.Content.Get("application/json")
@@ -141,8 +154,11 @@ func TestDocumentValidates(t *testing.T) {
 // document, and the document lists nothing the router does not serve. The
 // web console's files under /console/ are pages, not API, and are left out.
 func TestDocumentCoversRouter(t *testing.T) {
-	// Every optional route mounted: the Slack route needs a signing secret.
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{SlackSigningSecret: "slack-secret"})
+	// Every optional route mounted: the Slack route needs a signing secret,
+	// the connection routes a connections file.
+	prov := providertest.New(t)
+	file := providertest.WriteConnectionsFile(t, prov.Connection("devbox", "path"))
+	srv := apptest.Start(t, storetest.Embedded(t), app.Config{SlackSigningSecret: "slack-secret", ConnectionsFile: file})
 	routes, ok := srv.App.Handler.(chi.Routes)
 	if !ok {
 		t.Fatalf("the app's handler is a %T, not a chi.Routes", srv.App.Handler)

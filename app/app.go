@@ -91,7 +91,11 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	}
 	// Connections and the vault are read before the store opens: a bad file
 	// stops the start with nothing to close.
-	conns, vault, err := loadConnections(cfg, log)
+	conns, err := loadConnections(cfg)
+	if err != nil {
+		return nil, err
+	}
+	vault, vaultSource, err := cfg.vault()
 	if err != nil {
 		return nil, err
 	}
@@ -110,9 +114,13 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		log.Warn("using the embedded in-memory store: data does not survive a restart; set TASKHOOK_REDIS_URL for a durable store")
 	}
 	log.Info("answer links keyed", "source", keySource)
+	log.Info("stored secrets sealed", "source", vaultSource)
+	if vaultSource == vaultRandom {
+		log.Warn("no TASKHOOK_VAULT_KEYS: stored secrets are sealed with a key made at start, and do not open after a restart")
+	}
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log, time.Now)
 	guard := callbacks.Guard{AllowPrivate: cfg.AllowPrivateTargets}
-	a.Notify = callbacks.NewRegistrar(guard, a.Store, cfg.SlackBotToken != "")
+	a.Notify = callbacks.NewRegistrar(guard, a.Store, vault, cfg.SlackBotToken != "")
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
 		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify,
@@ -120,13 +128,13 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks(), Notify: a.Notify}, a.Store, a.FanIn, time.Now)
 	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
 		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
-		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard,
+		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard, Vault: vault,
 		Show: a.Tasks.AnswerLinks().Event, Slack: slackPosting(cfg),
 	}, a.Store, a.Metrics, log, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	a.Hooks, err = hooks.NewService(hooks.Config{
 		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,
-		MaxDeliveries: cfg.HookMaxDeliveries, RateLimit: cfg.HookRateLimit, Burst: cfg.HookBurst,
+		MaxDeliveries: cfg.HookMaxDeliveries, RateLimit: cfg.HookRateLimit, Burst: cfg.HookBurst, Vault: vault,
 	}, a.Store, a.FanIn, a.Tasks, a.Metrics, log, time.Now)
 	if err != nil {
 		return nil, err
@@ -260,32 +268,17 @@ func slackPosting(cfg Config) *callbacks.SlackConfig {
 	return &callbacks.SlackConfig{Token: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL}
 }
 
-// loadConnections reads the connections file, when one is configured, and
-// the vault their tokens are sealed in: TASKHOOK_VAULT_KEYS, or on the
-// embedded store a key made at start (its data does not outlive the process
-// either; Validate refuses a Redis store without keys).
-func loadConnections(cfg Config, log *slog.Logger) ([]connections.Connection, *authz.Vault, error) {
+// loadConnections reads the connections file, when one is configured.
+func loadConnections(cfg Config) ([]connections.Connection, error) {
 	if cfg.ConnectionsFile == "" {
-		return nil, nil, nil
+		return nil, nil
 	}
-	conns, err := connections.LoadFile(cfg.ConnectionsFile, os.Getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	if cfg.VaultKeys == "" {
-		log.Warn("no TASKHOOK_VAULT_KEYS: provider tokens are sealed with a key made at start, and do not survive a restart")
-		return conns, authz.NewRandomVault(), nil
-	}
-	vault, err := authz.ParseVaultKeys(cfg.VaultKeys)
-	if err != nil {
-		return nil, nil, fmt.Errorf("TASKHOOK_VAULT_KEYS: %w", err)
-	}
-	return conns, vault, nil
+	return connections.LoadFile(cfg.ConnectionsFile, os.Getenv)
 }
 
 // newConnections builds provider sign-in; nil without connections.
 func newConnections(cfg Config, conns []connections.Connection, vault *authz.Vault, a *App, log *slog.Logger) *connections.Service {
-	if vault == nil {
+	if cfg.ConnectionsFile == "" {
 		return nil
 	}
 	return connections.NewService(connections.Config{

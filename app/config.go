@@ -190,6 +190,63 @@ func (c Config) answerKey() ([]byte, string, error) {
 	return nil, "random", nil
 }
 
+// Where the vault's sealing key comes from.
+const (
+	vaultKeys   = "TASKHOOK_VAULT_KEYS"
+	vaultJWT    = "TASKHOOK_JWT_SECRET"
+	vaultAnswer = "TASKHOOK_ANSWER_KEY"
+	vaultRandom = "random"
+)
+
+// vault is the vault every stored secret is sealed with (provider tokens,
+// hook verification secrets, notification endpoint secrets), and where its
+// sealing key came from: TASKHOOK_VAULT_KEYS (the first seals); else a key
+// derived (HKDF-SHA256) from TASKHOOK_JWT_SECRET, or from
+// TASKHOOK_ANSWER_KEY without one, which every replica shares already; else,
+// on the embedded store only, a key made at start. The derived key (id
+// "jwt" or "answer") also opens beside TASKHOOK_VAULT_KEYS, so what it
+// sealed keeps opening, and is sealed again with the first key when read.
+// Validate refuses a Redis store with connections and no TASKHOOK_VAULT_KEYS:
+// provider tokens get keys of their own.
+func (c Config) vault() (*authz.Vault, string, error) {
+	v := authz.NewVault()
+	source := vaultRandom
+	if c.VaultKeys != "" {
+		parsed, err := authz.ParseVaultKeys(c.VaultKeys)
+		if err != nil {
+			return nil, "", fmt.Errorf("TASKHOOK_VAULT_KEYS: %w", err)
+		}
+		v, source = parsed, vaultKeys
+	}
+	id, secret, info := "", []byte(nil), "taskhook vault"
+	switch {
+	case c.JWTSecret != "":
+		id, secret = "jwt", []byte(c.JWTSecret)
+	case c.AnswerKey != "":
+		k, err := decodeKey(c.AnswerKey)
+		if err != nil {
+			return nil, "", fmt.Errorf("TASKHOOK_ANSWER_KEY: %w", err)
+		}
+		id, secret = "answer", k
+	}
+	if id != "" && !v.Holds(id) {
+		key, err := hkdf.Key(sha256.New, secret, nil, info, authz.VaultKeyBytes)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := v.AddKey(id, key); err != nil {
+			return nil, "", err
+		}
+		if source == vaultRandom {
+			source = map[string]string{"jwt": vaultJWT, "answer": vaultAnswer}[id]
+		}
+	}
+	if source == vaultRandom {
+		v = authz.NewRandomVault()
+	}
+	return v, source, nil
+}
+
 // decodeKey reads a key in base64, standard or URL alphabet, padded or not.
 func decodeKey(s string) ([]byte, error) {
 	var err error

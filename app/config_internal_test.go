@@ -56,3 +56,41 @@ func TestAnswerKey(t *testing.T) {
 		t.Errorf("FromEnv: %q %v", c.AnswerKey, err)
 	}
 }
+
+// The vault's sealing key: TASKHOOK_VAULT_KEYS first, else derived from the
+// JWT secret or the answer key, else made at start. A derived key keeps
+// opening beside TASKHOOK_VAULT_KEYS, so what it sealed survives setting
+// them.
+func TestVaultSource(t *testing.T) {
+	jwt := strings.Repeat("j", 32)
+	keys := "k1:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
+	answer := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("a", 32)))
+	for _, c := range []struct {
+		cfg    Config
+		source string
+	}{
+		{Config{}, vaultRandom},
+		{Config{JWTSecret: jwt}, vaultJWT},
+		{Config{AnswerKey: answer}, vaultAnswer},
+		{Config{JWTSecret: jwt, VaultKeys: keys}, vaultKeys},
+	} {
+		v, source, err := c.cfg.vault()
+		if err != nil || source != c.source {
+			t.Fatalf("%+v: %s %v, want %s", c.cfg, source, err, c.source)
+		}
+		sealed := v.Seal([]byte("x"), "hook", "h1")
+		again, _, _ := c.cfg.vault()
+		if plain, err := again.Open(sealed, "hook", "h1"); (err == nil) != (c.source != vaultRandom) || (err == nil && string(plain) != "x") {
+			t.Errorf("%s: a second start opens %q, %v", c.source, plain, err)
+		}
+	}
+	derived, _, _ := Config{JWTSecret: jwt}.vault()
+	old := derived.Seal([]byte("x"), "endpoint", "ep_1")
+	both, _, _ := Config{JWTSecret: jwt, VaultKeys: keys}.vault()
+	if plain, err := both.Open(old, "endpoint", "ep_1"); err != nil || string(plain) != "x" || both.Current(old) {
+		t.Fatalf("a value sealed with the derived key, once TASKHOOK_VAULT_KEYS is set: %q %v", plain, err)
+	}
+	if !both.Current(both.Seal([]byte("x"), "endpoint", "ep_1")) {
+		t.Fatal("a new seal is not with the first of TASKHOOK_VAULT_KEYS")
+	}
+}

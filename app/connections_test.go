@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,8 +147,24 @@ func TestSigninFlow(t *testing.T) {
 				strings.ReplaceAll(e.srv.URL+wantPath, ":", "%3A"), "/", "%2F")) {
 				t.Fatalf("redirect URI of %s mode: %s", mode, pending.AuthorizationURL)
 			}
-			if _, again := e.ask(t, task.TaskID); again == nil || again.RequestID != pending.RequestID {
+			if _, again := e.ask(t, task.TaskID); again == nil || again.RequestID != pending.RequestID ||
+				again.AuthorizationURL != pending.AuthorizationURL {
 				t.Fatalf("a second ask while pending: %+v", again)
+			}
+			// The URL is put together when shown: the events show the same
+			// one, and neither Redis nor the logs hold its attempt token.
+			u, _ := url.Parse(pending.AuthorizationURL)
+			state := u.Query().Get("state")
+			if !strings.HasPrefix(state, "sgn_") {
+				t.Fatalf("state: %q", state)
+			}
+			evs, err := e.owner.TaskEvents(ctx, task.TaskID, client.EventsParams{}, client.WithKinds("authorization.required"))
+			if err != nil || len(evs.Events) != 1 || !strings.Contains(string(evs.Events[0].Data), state) {
+				t.Fatalf("authorization.required does not show the URL: %+v %v", evs, err)
+			}
+			scanClear(t, rawRedis(t, e.sc), e.sc, state)
+			if strings.Contains(e.srv.Logs.String(), state) {
+				t.Fatal("the attempt token is in the logs")
 			}
 
 			redirect := e.prov.Approve(t, pending.AuthorizationURL)

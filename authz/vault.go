@@ -70,6 +70,37 @@ func NewRandomVault() *Vault {
 	return v
 }
 
+// NewVault makes an empty vault; AddKey gives it keys.
+func NewVault() *Vault { return &Vault{keys: map[string]cipher.AEAD{}} }
+
+// AddKey adds a 32-byte key under id. The first key added seals; later ones
+// only open (a key being retired, or one derived from another setting).
+func (v *Vault) AddKey(id string, key []byte) error {
+	if !vaultKeyID.MatchString(id) {
+		return fmt.Errorf("vault key id %q: must be 1 to 32 of A-Z a-z 0-9 _ -", id)
+	}
+	if _, dup := v.keys[id]; dup {
+		return fmt.Errorf("vault key id %q is used twice", id)
+	}
+	if len(key) != VaultKeyBytes {
+		return fmt.Errorf("vault key %q: must be %d bytes", id, VaultKeyBytes)
+	}
+	return v.add(id, key)
+}
+
+// Holds says whether the vault holds a key with this id.
+func (v *Vault) Holds(id string) bool {
+	_, ok := v.keys[id]
+	return ok
+}
+
+// Current says whether sealed was sealed with the key that seals now: a
+// value sealed with an older key opens, and is worth sealing again.
+func (v *Vault) Current(sealed string) bool {
+	id, _, ok := strings.Cut(sealed, ".")
+	return ok && id == v.sealWith
+}
+
 func (v *Vault) add(id string, key []byte) error {
 	block, err := aes.NewCipher(key)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
@@ -30,6 +31,10 @@ type DispatcherConfig struct {
 	DeadLetterTTL time.Duration // how long dead letters are kept; default 30 days
 	Consumer      string        // this replica's name in the consumer group; default a random one
 	Guard         Guard         // the SSRF guard of every connection
+	// Vault opens endpoint secrets: the registrar's, which sealed them.
+	// nil uses each secret as stored (a store written before secrets were
+	// sealed, in tests).
+	Vault *authz.Vault
 	// Show turns a stored event into what a reader sees (the answer links of
 	// its open requests, tasks.AnswerLinks.Event); nil sends it as stored.
 	Show func(event []byte) []byte
@@ -385,9 +390,13 @@ func (d *Dispatcher) deliver(ctx context.Context, p int, e store.OutboxEntry, t 
 	var out Outcome
 	if ep.Slack != nil {
 		out = d.deliverSlack(ctx, p, ep.Slack.Channel, e.EndpointID, e.Event)
+	} else if secret, ok := d.secret(ctx, p, e, t.Secret); !ok {
+		// Kept with a key this replica does not hold: retried, so a replica
+		// that holds it (or this one, once configured) can deliver it.
+		out = Outcome{Kind: Retry, Reason: "the endpoint's secret does not open"}
 	} else {
 		out = d.sender.Send(ctx, Delivery{
-			URL: ep.URL, Secret: t.Secret, MessageID: e.EventID, Body: d.cfg.Show(store.EventWithID(e.EventID, e.Event)), At: start,
+			URL: ep.URL, Secret: secret, MessageID: e.EventID, Body: d.cfg.Show(store.EventWithID(e.EventID, e.Event)), At: start,
 		})
 	}
 	d.inFlight(-1)
@@ -399,6 +408,25 @@ func (d *Dispatcher) deliver(ctx context.Context, p int, e store.OutboxEntry, t 
 		d.metrics.Notify.Latency.Observe(d.now().Sub(start).Seconds())
 	}
 	d.settleOutcome(ctx, p, e, out)
+}
+
+// secret opens the stored secret of an entry's endpoint, and seals it again
+// in the store when it was kept in clear or with a key that no longer seals.
+func (d *Dispatcher) secret(ctx context.Context, p int, e store.OutboxEntry, stored string) (string, bool) {
+	if d.cfg.Vault == nil {
+		return stored, true
+	}
+	secret, reseal, err := OpenSecret(d.cfg.Vault, e.EndpointID, stored)
+	if err != nil {
+		d.logWarn("notification secret does not open", p, err)
+		return "", false
+	}
+	if reseal {
+		if _, err := d.store.ResealEndpointSecret(ctx, p, e, stored, SealSecret(d.cfg.Vault, e.EndpointID, secret)); err != nil {
+			d.logWarn("notification secret not sealed again", p, err)
+		}
+	}
+	return secret, true
 }
 
 // settleOutcome turns an attempt's outcome into the entry's settlement.

@@ -35,6 +35,10 @@ type replica struct {
 	dispatcher *callbacks.Dispatcher
 }
 
+// testVault seals endpoint secrets for every replica of a test, as the
+// keys of TASKHOOK_VAULT_KEYS would.
+var testVault = authz.NewRandomVault()
+
 // startReplica opens a store with the given partitions and starts a
 // dispatcher whose registrar and sender share guard. The store is closed
 // before the dispatcher is stopped, so a reader waiting on the outbox ends
@@ -51,8 +55,9 @@ func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callb
 		t.Fatal(err)
 	}
 	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now) // not started: nothing here waits
-	reg := callbacks.NewRegistrar(guard, s, false)
+	reg := callbacks.NewRegistrar(guard, s, testVault, false)
 	cfg.Guard = guard
+	cfg.Vault = testVault
 	d := callbacks.NewDispatcher(cfg, s, metrics.New(), nil, time.Now)
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -29,13 +29,15 @@ const maxURL = 2048
 type Registrar struct {
 	guard Guard
 	store *store.Store
-	slack bool // Slack endpoints may be registered (a bot token is configured)
+	vault *authz.Vault // seals each endpoint's secret before it is stored
+	slack bool         // Slack endpoints may be registered (a bot token is configured)
 }
 
-// NewRegistrar wires the registrar; slack says whether Slack endpoints may
-// be registered.
-func NewRegistrar(g Guard, s *store.Store, slack bool) *Registrar {
-	return &Registrar{guard: g, store: s, slack: slack}
+// NewRegistrar wires the registrar; v seals endpoint secrets (the
+// dispatcher opens them with the same keys); slack says whether Slack
+// endpoints may be registered.
+func NewRegistrar(g Guard, s *store.Store, v *authz.Vault, slack bool) *Registrar {
+	return &Registrar{guard: g, store: s, vault: v, slack: slack}
 }
 
 // NewEndpoint checks one endpoint request (field names it in errors, e.g.
@@ -128,19 +130,19 @@ func (r *Registrar) NewEndpoints(ctx context.Context, reqs []wire.EndpointReques
 		}
 		out[i] = ep
 	}
-	return out, Records(out), nil
+	return out, r.records(out), nil
 }
 
-// Records is how the store keeps endpoints: their views without secrets,
-// and each one's secret.
-func Records(eps []wire.Endpoint) store.NewEndpoints {
+// records is how the store keeps endpoints: their views without secrets,
+// and each one's secret, sealed.
+func (r *Registrar) records(eps []wire.Endpoint) store.NewEndpoints {
 	if len(eps) == 0 {
 		return store.NewEndpoints{}
 	}
 	rec := store.NewEndpoints{List: ViewJSON(eps)}
 	for _, ep := range eps {
 		if ep.Secret != "" {
-			rec.Secrets = append(rec.Secrets, ep.EndpointID, ep.Secret)
+			rec.Secrets = append(rec.Secrets, ep.EndpointID, SealSecret(r.vault, ep.EndpointID, ep.Secret))
 		}
 	}
 	return rec
@@ -239,7 +241,7 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	}
 	res, err := r.store.AddEndpoint(ctx, store.EndpointChange{
 		Partition: p, Key: key, Principal: pr.ID, Admin: pr.Admin(), ID: ep.EndpointID,
-		View: viewJSON, Secret: ep.Secret, Max: wire.MaxEndpoints, Idem: idem, Response: resp,
+		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idem, Response: r.SealReplay(pr, resp),
 	})
 	if err != nil {
 		return store.Reply{}, err
@@ -248,7 +250,8 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	case store.OK:
 		return store.Reply{JSON: resp}, nil
 	case store.Replayed:
-		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
+		body, err := r.OpenReplay(pr, res.ReplayBody)
+		return store.Reply{JSON: body, Replayed: true}, err
 	case store.IdemConflict:
 		return store.Reply{}, problem.ErrIdempotency
 	case store.Missing:

@@ -29,7 +29,10 @@ import (
 
 // AttemptTokenPrefix starts every sign-in attempt token: the state of an
 // authorization URL, and the last part of its redirect URI in path mode.
-const AttemptTokenPrefix = "sgn_"
+// The token is made from the server's answer key, the task and the request
+// (tasks.AnswerLinks.SigninToken), so the URL is put together when it is
+// shown and never stored.
+const AttemptTokenPrefix = tasks.SigninTokenPrefix
 
 // LoopGuardWindow is how recent a sign-in is for the loop guard: a token it
 // gave that the provider refuses fails the task instead of asking again.
@@ -98,7 +101,7 @@ type attempt struct {
 	Verifier   string   `json:"v"` // sealed
 	Scopes     []string `json:"s"`
 	ExpiresAt  int64    `json:"e"` // unix ms
-	Redirect   string   `json:"u"`
+	Redirect   string   `json:"u"` // with tasks.SigninPlaceholder for the token
 }
 
 // stored is what the store keeps under (requester, connection).
@@ -171,14 +174,11 @@ func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in 
 	}
 
 	now := s.cfg.Now()
-	part, err := ids.PartitionOf(taskID, ids.TaskPrefix, s.store.Partitions)
-	if err != nil {
-		return nil, nil, problem.ErrNotFound
-	}
-	token := tokens.New(AttemptTokenPrefix, part)
-	hash := tokens.Hash(token)
+	links := s.tasks.AnswerLinks()
+	requestID := ids.NewRequestID()
+	hash := tokens.Hash(links.SigninToken(taskID, requestID))
 	verifier := oauth2.GenerateVerifier()
-	redirect := s.redirectURI(c, token)
+	redirect := s.redirectURI(c, tasks.SigninPlaceholder) // the attempt's, with the token put in at the callback
 	opts := make([]oauth2.AuthCodeOption, 0, 1+len(c.ExtraAuthParams))
 	if c.PKCE {
 		opts = append(opts, oauth2.S256ChallengeOption(verifier))
@@ -187,16 +187,18 @@ func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in 
 		opts = append(opts, oauth2.SetAuthURLParam(k, v))
 	}
 	expires := now.Add(s.cfg.SigninTTL)
-	rec := attempt{Hash: hash, TaskID: taskID, RequestID: ids.NewRequestID(), Connection: c.Name, Requester: t.Requester,
+	rec := attempt{Hash: hash, TaskID: taskID, RequestID: requestID, Connection: c.Name, Requester: t.Requester,
 		Verifier: s.vault.Seal([]byte(verifier), "signin", hash), Scopes: want, ExpiresAt: expires.UnixMilli(), Redirect: redirect}
 	val, err := json.Marshal(rec)
 	if err != nil {
 		return nil, nil, err
 	}
+	// Stored with a placeholder for the attempt token, in the state and in
+	// the path form's redirect URI alike: readers get the URL with the token.
 	req := tasks.InputRequest{
 		RequestID: rec.RequestID, Kind: wire.KindAuthorization, Connection: c.Name,
 		Prompt:           "Sign in to " + c.Name + " so the task can go on",
-		AuthorizationURL: c.oauth(redirect, want).AuthCodeURL(token, opts...),
+		AuthorizationURL: c.oauth(redirect, want).AuthCodeURL(tasks.SigninPlaceholder, opts...),
 		ExpiresAt:        events.At(expires).String(),
 	}
 	open, err := s.tasks.RequireAuthorization(ctx, p, taskID, req, store.AnswerToken{Hash: hash, Value: val}, now, idem)
@@ -204,7 +206,7 @@ func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in 
 		return nil, nil, err
 	}
 	return nil, &wire.AuthorizationPending{Status: "authorization_required", RequestID: open.RequestID, Connection: c.Name,
-		AuthorizationURL: open.AuthorizationURL, ExpiresAt: open.ExpiresAt}, nil
+		AuthorizationURL: links.SigninURL(taskID, open.RequestID, open.AuthorizationURL), ExpiresAt: open.ExpiresAt}, nil
 }
 
 // usable is the requester's token for c covering scopes, refreshed first
@@ -357,6 +359,7 @@ func (s *Service) Callback(ctx context.Context, name, pathToken string, params u
 		return "", err
 	}
 
+	rec.Redirect = strings.ReplaceAll(rec.Redirect, tasks.SigninPlaceholder, token)
 	outcome := s.finish(ctx, c, rec, params)
 	if _, err := s.tasks.ResolveAuthorization(ctx, rec.TaskID, rec.RequestID, outcome); err != nil {
 		if errors.Is(err, tasks.ErrInputClosed) {

@@ -65,14 +65,24 @@ func (a *api) signOut(w http.ResponseWriter, r *http.Request) {
 // connectionCallback is the provider's redirect after a sign-in. It reads
 // the query and, for a POST, the form; never headers or cookies.
 func (a *api) connectionCallback(w http.ResponseWriter, r *http.Request) {
+	params := r.URL.Query()
 	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, maxCallbackForm)
+		// The body guard bounds it (413) and times it (408) like any body.
+		body, err := a.body.readUpTo(r, maxCallbackForm)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			a.writeError(w, r, invalidRequest("body", "must be a form"))
+			return
+		}
+		for k, v := range params { // as net/http does: the form's values first
+			form[k] = append(form[k], v...)
+		}
+		params = form
 	}
-	if err := r.ParseForm(); err != nil {
-		a.writeError(w, r, invalidRequest("body", "must be a form"))
-		return
-	}
-	params := url.Values(r.Form)
 	outcome, err := a.connections.Callback(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "token"), params)
 	if err != nil {
 		a.writeError(w, r, err)

@@ -66,12 +66,15 @@ type CreateInput struct {
 // ingestConfig is what the callback route needs of a hook, kept in the
 // hook's hash beside the record. It holds the verify secret and is never
 // returned. None of it changes after the hook is made, so replicas cache it.
+// In the store the secret is sealed (SealedSecret, Verify.Secret empty); a
+// config written before secrets were sealed holds it in Verify.Secret.
 type ingestConfig struct {
 	HookID       string    `json:"h"`
 	TaskID       string    `json:"t,omitempty"`
 	SessionID    string    `json:"s"`
 	TokenHash    string    `json:"th"`
 	Verify       *Verify   `json:"v,omitempty"`
+	SealedSecret string    `json:"vs,omitempty"`
 	Response     *Response `json:"r,omitempty"`
 	DedupeHeader string    `json:"d,omitempty"`
 }

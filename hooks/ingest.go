@@ -178,9 +178,9 @@ func (s *Service) resolve(ctx context.Context, part int, hash string) (tokenEntr
 	if err != nil {
 		return tokenEntry{}, err
 	}
-	var cfg ingestConfig
-	if err := json.Unmarshal(tok.Config, &cfg); err != nil {
-		return tokenEntry{}, fmt.Errorf("decode hook config: %w", err)
+	cfg, err := s.openConfig(ctx, part, tok.Config)
+	if err != nil {
+		return tokenEntry{}, err
 	}
 	if !tokens.SameHash(cfg.TokenHash, hash) {
 		return tokenEntry{}, ErrUnknownToken

@@ -31,7 +31,10 @@ type Config struct {
 	Burst         int           // callbacks a hook takes at once above the rate; default 100
 	MaxGroups     int           // consumer groups per hook; default 16
 	CacheSize     int           // token hashes cached on this replica; default 10000
-	Retention     time.Duration // of the session log that hook.received events go to; default 30 days
+	// Vault seals verify secrets in the store; nil: a vault with a key made
+	// at start, for a store that lives no longer than the process.
+	Vault     *authz.Vault
+	Retention time.Duration // of the session log that hook.received events go to; default 30 days
 }
 
 func (c Config) withDefaults() Config {
@@ -100,6 +103,9 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, t Tasks, m *metrics.
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Vault == nil {
+		cfg.Vault = authz.NewRandomVault()
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -136,7 +142,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err != nil {
 		return store.Reply{}, err
 	}
-	rawCfg, err := json.Marshal(cfg)
+	rawCfg, err := json.Marshal(s.sealed(cfg))
 	if err != nil {
 		return store.Reply{}, err
 	}

@@ -115,7 +115,7 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 		if resp, err = json.Marshal(ses); err != nil {
 			return nil, false, err
 		}
-		records.Response = resp
+		records.Response = s.cfg.Notify.SealReplay(p, resp)
 	}
 	res, err := s.store.CreateSession(ctx, store.SessionCreate{
 		Partition: part, ID: ses.SessionID, Owner: p.ID, JSON: raw, Event: ev, Now: now,
@@ -128,7 +128,8 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 	case store.OK:
 		return resp, false, nil
 	case store.Replayed:
-		return res.ReplayBody, true, nil
+		body, err := s.cfg.Notify.OpenReplay(p, res.ReplayBody)
+		return body, true, err
 	case store.IdemConflict:
 		return nil, false, problem.ErrIdempotency
 	}

@@ -78,6 +78,7 @@ type scripts struct {
 	slackMessage       script[bool]
 	logReadKinds       script[kindsRead]
 	taskKindsAfter     script[kindsAfter]
+	fieldReseal        script[bool]
 
 	all []*redis.Script // for preload
 }
@@ -125,6 +126,7 @@ func loadScripts() (*scripts, error) {
 	s.slackMessage = script[bool]{lua("slack_message"), parseSlackMessage, withCommandID}
 	s.logReadKinds = script[kindsRead]{lua("log_read_kinds"), parseLogReadKinds, readsOrOnce}
 	s.taskKindsAfter = script[kindsAfter]{lua("task_kinds_after"), parseTaskKindsAfter, readsOrOnce}
+	s.fieldReseal = script[bool]{lua("field_reseal"), parseFieldReseal, readsOrOnce}
 	return s, errors.Join(errs...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -51,6 +52,48 @@ func (l *AnswerLinks) Token(taskID, requestID string) string {
 	return AnswerTokenPrefix + part + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
+// SigninTokenPrefix starts every sign-in attempt token: the state of a
+// sign-in's authorization URL (and, in the path form, the last part of its
+// redirect URI).
+const SigninTokenPrefix = "sgn_"
+
+// SigninPlaceholder stands for the attempt token in the authorizationUrl of
+// a sign-in request as it is stored (in the task and in its
+// authorization.required event): the URL is shown with the token put in its
+// place, so neither Redis nor a log of stored records holds the token. It
+// survives URL escaping as it is, and no token holds it (a token's two
+// characters after the prefix are a lowercase partition name).
+const SigninPlaceholder = SigninTokenPrefix + "ATTEMPT"
+
+var signinMarker = []byte(SigninPlaceholder)
+
+// SigninToken is the attempt token of a task's sign-in request, made like an
+// answer token but in a domain of its own: base64url of
+// HMAC-SHA256(key, "signin" NUL taskID NUL requestID).
+func (l *AnswerLinks) SigninToken(taskID, requestID string) string {
+	mac := hmac.New(sha256.New, l.key)
+	mac.Write([]byte("signin"))
+	mac.Write([]byte{0})
+	mac.Write([]byte(taskID))
+	mac.Write([]byte{0})
+	mac.Write([]byte(requestID))
+	part := ""
+	if n := len(ids.TaskPrefix); len(taskID) >= n+2 {
+		part = taskID[n : n+2]
+	}
+	return SigninTokenPrefix + part + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// SigninURL is a stored authorization URL as it is shown: the request's
+// attempt token in place of SigninPlaceholder. A URL stored whole by an
+// older version comes back as it is.
+func (l *AnswerLinks) SigninURL(taskID, requestID, stored string) string {
+	if !strings.Contains(stored, SigninPlaceholder) {
+		return stored
+	}
+	return strings.ReplaceAll(stored, SigninPlaceholder, l.SigninToken(taskID, requestID))
+}
+
 // URL is the answerUrl of a task's request.
 func (l *AnswerLinks) URL(taskID, requestID string) string {
 	return l.base + l.Token(taskID, requestID)
@@ -66,6 +109,10 @@ func (l *AnswerLinks) fill(taskID string, reqs []InputRequest) bool {
 			reqs[i].AnswerURL = l.URL(taskID, reqs[i].RequestID)
 			changed = true
 		}
+		if reqs[i].Kind == wire.KindAuthorization && strings.Contains(reqs[i].AuthorizationURL, SigninPlaceholder) {
+			reqs[i].AuthorizationURL = l.SigninURL(taskID, reqs[i].RequestID, reqs[i].AuthorizationURL)
+			changed = true
+		}
 	}
 	return changed
 }
@@ -73,10 +120,15 @@ func (l *AnswerLinks) fill(taskID string, reqs []InputRequest) bool {
 // ShowTask fills the answer links of a task about to be shown.
 func (l *AnswerLinks) ShowTask(t *Task) { l.fill(t.TaskID, t.InputRequests) }
 
-// askMarker is in the JSON of every ask request, so JSON without it needs no
-// link: a task with no open question is shown as stored, at the cost of one
-// byte search. (User data may hold the marker too; that costs a decode.)
+// askMarker is in the JSON of every ask request, and signinMarker in that
+// of every sign-in request, so JSON without either needs no link: a task
+// with no open question is shown as stored, at the cost of two byte
+// searches. (User data may hold a marker too; that costs a decode.)
 var askMarker = []byte(`"kind":"ask"`)
+
+func needsLinks(raw []byte) bool {
+	return bytes.Contains(raw, askMarker) || bytes.Contains(raw, signinMarker)
+}
 
 // Task returns a stored task's JSON as a reader sees it, with the answerUrl
 // of each open ask request.
@@ -86,7 +138,7 @@ func (l *AnswerLinks) Task(raw []byte) []byte {
 }
 
 func (l *AnswerLinks) task(raw []byte) ([]byte, bool) {
-	if !bytes.Contains(raw, askMarker) {
+	if !needsLinks(raw) {
 		return raw, false
 	}
 	var t Task
@@ -102,9 +154,9 @@ func (l *AnswerLinks) task(raw []byte) ([]byte, bool) {
 
 // Event returns a stored event's JSON as a reader sees it: the snapshot in
 // data.task of a task.* event and the requests of input.requested get their
-// answerUrl.
+// answerUrl, and authorization.required its authorizationUrl.
 func (l *AnswerLinks) Event(raw []byte) []byte {
-	if !bytes.Contains(raw, askMarker) {
+	if !needsLinks(raw) {
 		return raw
 	}
 	var e events.Event
@@ -126,6 +178,14 @@ func (l *AnswerLinks) Event(raw []byte) []byte {
 		if json.Unmarshal(list, &reqs) == nil && l.fill(e.TaskID, reqs) {
 			if shown, err := json.Marshal(reqs); err == nil {
 				data["requests"], changed = shown, true
+			}
+		}
+	}
+	if stored, ok := data["authorizationUrl"]; ok && e.Type == wire.EventAuthorizationRequired {
+		var u, id string
+		if json.Unmarshal(stored, &u) == nil && json.Unmarshal(data["requestId"], &id) == nil && strings.Contains(u, SigninPlaceholder) {
+			if shown, err := json.Marshal(l.SigninURL(e.TaskID, id, u)); err == nil {
+				data["authorizationUrl"], changed = shown, true
 			}
 		}
 	}

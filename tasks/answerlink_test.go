@@ -156,3 +156,61 @@ func BenchmarkAnswerLinksTask(b *testing.B) {
 		})
 	}
 }
+
+// A sign-in's authorization URL is stored with a placeholder for its attempt
+// token and shown with the token, made from the key, the task and the
+// request, in a domain apart from answer tokens; a URL stored whole by an
+// older version is shown as it is.
+func TestSigninLinks(t *testing.T) {
+	l := NewAnswerLinks(testKey, "https://th.example")
+	other := NewAnswerLinks(bytes.Repeat([]byte{8}, MinAnswerKeyBytes), "https://th.example")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	task := Task{TaskID: ids.New(ids.TaskPrefix, 3), SessionID: ids.New(ids.SessionPrefix, 3),
+		Owner: "o", Requester: "o", Status: Working, Revision: 1, CreatedAt: events.At(now), LastUpdatedAt: events.At(now)}
+	tok := l.SigninToken(task.TaskID, "login")
+	if p, ok := tokens.Parse(tok, SigninTokenPrefix, 16); !ok || p != 3 {
+		t.Fatalf("Parse(%q) = %d %v, want partition 3", tok, p, ok)
+	}
+	for name, o := range map[string]string{"an answer token": l.Token(task.TaskID, "login"), "another request": l.SigninToken(task.TaskID, "other"),
+		"another key": other.SigninToken(task.TaskID, "login")} {
+		if strings.TrimPrefix(o, AnswerTokenPrefix) == strings.TrimPrefix(tok, SigninTokenPrefix) || o == tok {
+			t.Errorf("%s is the same token", name)
+		}
+	}
+
+	stored := "https://provider.example/authorize?redirect_uri=https%3A%2F%2Fth.example%2Fv1%2Fconnections%2Fgh%2Fcallback%2F" +
+		SigninPlaceholder + "&state=" + SigninPlaceholder
+	shown := strings.ReplaceAll(stored, SigninPlaceholder, tok)
+	change, err := Apply(task, Command{Kind: CmdRequireAuthorization, Authorization: &InputRequest{
+		RequestID: "login", Kind: wire.KindAuthorization, Prompt: "Sign in", Connection: "gh", AuthorizationURL: stored}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(change.Task)
+	if bytes.Contains(raw, []byte(tok)) {
+		t.Fatal("the stored task holds the token")
+	}
+	var got Task
+	if err := json.Unmarshal(l.Task(raw), &got); err != nil || got.InputRequests[0].AuthorizationURL != shown {
+		t.Fatalf("shown task: %+v %v", got.InputRequests, err)
+	}
+	for _, e := range change.Events {
+		ev, err := eventJSON(change.Task, now, e, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(ev, []byte(tok)) {
+			t.Fatalf("the stored %s event holds the token", e.Type)
+		}
+		if e.Type == wire.EventAuthorizationRequired {
+			var out events.Event
+			var data struct{ AuthorizationURL string }
+			if json.Unmarshal(l.Event(ev), &out) != nil || json.Unmarshal(out.Data, &data) != nil || data.AuthorizationURL != shown {
+				t.Fatalf("shown event: %s", l.Event(ev))
+			}
+		}
+	}
+	if legacy := "https://provider.example/authorize?state=sgn_00abc"; l.SigninURL(task.TaskID, "login", legacy) != legacy {
+		t.Error("a URL stored whole was changed")
+	}
+}

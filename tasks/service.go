@@ -187,7 +187,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		if resp, err = json.Marshal(t); err != nil {
 			return store.Reply{}, err
 		}
-		records.Response = resp
+		records.Response = s.cfg.Notify.SealReplay(p, resp)
 	}
 	// The record of the key lives in the session's partition; the claim makes
 	// a repeat naming another session a conflict too.
@@ -213,7 +213,8 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
 		return store.Reply{JSON: resp}, nil
 	case store.Replayed:
-		return store.Reply{JSON: res.ReplayBody, Replayed: true}, nil
+		body, err := s.cfg.Notify.OpenReplay(p, res.ReplayBody)
+		return store.Reply{JSON: body, Replayed: true}, err
 	case store.IdemConflict:
 		return store.Reply{}, problem.ErrIdempotency
 	case store.SessionMissing:

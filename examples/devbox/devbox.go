@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +26,11 @@ import (
 // It lives in this process only so that the example runs on its own; the
 // executor in main.go talks to it as it would to a remote service: start a
 // job, tell it to continue, stop it.
+//
+// With requireTokens, the devbox API takes only calls carrying a token its
+// OAuth provider issued (checked at the provider's introspection endpoint,
+// as a resource server would): the executor gets the requester's token
+// through taskhook's provider sign-in first.
 
 // Job states, in the order a job goes through them.
 const (
@@ -65,8 +72,10 @@ func newWebhookSecret() string {
 
 // devbox is the service. Its zero value is not usable: call newDevbox.
 type devbox struct {
-	poster *client.Client // posts to callback URLs; it has no taskhook token and needs none
-	log    *slog.Logger
+	poster     *client.Client // posts to callback URLs; it has no taskhook token and needs none
+	log        *slog.Logger
+	introspect string       // the provider's introspection URL; "": every call is taken
+	http       *http.Client // calls the provider
 
 	mu   sync.Mutex
 	jobs []*job
@@ -74,7 +83,45 @@ type devbox struct {
 }
 
 func newDevbox(log *slog.Logger) *devbox {
-	return &devbox{poster: client.New("", ""), log: log}
+	return &devbox{poster: client.New("", ""), log: log, http: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// requireTokens makes the devbox take only calls with a token that the
+// provider's introspection endpoint (RFC 7662) says is active.
+func (d *devbox) requireTokens(introspectURL string) *devbox {
+	d.introspect = introspectURL
+	return d
+}
+
+// errUnauthorized is the devbox refusing a call's token: its 401.
+var errUnauthorized = errors.New("devbox: 401 the token is missing or not active")
+
+// authorize checks a call's bearer token with the provider.
+func (d *devbox) authorize(ctx context.Context, token string) error {
+	if d.introspect == "" {
+		return nil
+	}
+	if token == "" {
+		return errUnauthorized
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.introspect,
+		strings.NewReader(url.Values{"token": {token}}.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("devbox: ask the provider about a token: %w", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Active bool `json:"active"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil || !out.Active {
+		return errUnauthorized
+	}
+	return nil
 }
 
 // job is one run in the sandbox.
@@ -102,10 +149,14 @@ type delivery struct {
 }
 
 // StartJob starts a job of a kind (one of the job* names; "" for
-// jobMigrate) that reports to callbackURL, signing with secret. It runs
-// until it completes, errors, is stopped, finds the hook closed, or ctx
-// ends.
-func (d *devbox) StartJob(ctx context.Context, kind, callbackURL, secret string) (string, error) {
+// jobMigrate) that reports to callbackURL, signing with secret, for the
+// caller whose bearer token is token. It runs until it completes, errors,
+// is stopped, finds the hook closed, or ctx ends. A token the devbox does
+// not take is errUnauthorized.
+func (d *devbox) StartJob(ctx context.Context, token, kind, callbackURL, secret string) (string, error) {
+	if err := d.authorize(ctx, token); err != nil {
+		return "", err
+	}
 	switch kind {
 	case "":
 		kind = jobMigrate

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +19,7 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/connections/providertest"
 )
 
 // TestDevbox runs the executor against a real server, with the test as the
@@ -216,21 +221,23 @@ func testLog(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// answered is what the human was asked, or why it stopped answering.
+// answered is what the human was asked, how many times they signed in,
+// or why they stopped answering.
 type answered struct {
 	prompts []string
+	signins int
 	err     error
 }
 
-// playHuman answers "continue" to every question the task asks until it
-// ends, waiting for each with a long-poll that only questions and the end
-// wake.
+// playHuman answers "continue" to every question the task asks, and signs
+// in whenever it asks for a sign-in, until it ends, waiting for each with a
+// long-poll that only questions, sign-ins and the end wake.
 func playHuman(ctx context.Context, c *client.Client, taskID string) answered {
 	var out answered
 	var rev int64
 	for {
 		t, err := c.WaitTask(ctx, taskID, rev, 30*time.Second,
-			client.WithKinds(client.EventInputRequested, client.EventTaskTerminal))
+			client.WithKinds(client.EventInputRequested, client.EventAuthorizationRequired, client.EventTaskTerminal))
 		if err != nil {
 			out.err = err
 			return out
@@ -239,6 +246,13 @@ func playHuman(ctx context.Context, c *client.Client, taskID string) answered {
 			return out
 		}
 		for _, req := range t.InputRequests {
+			if req.Kind == "authorization" {
+				if out.err = signIn(ctx, req.AuthorizationURL); out.err != nil {
+					return out
+				}
+				out.signins++
+				continue
+			}
 			out.prompts = append(out.prompts, req.Prompt)
 			if _, err := c.Respond(ctx, taskID, []client.InputResponse{{RequestID: req.RequestID, OptionID: "continue"}}); err != nil {
 				out.err = err
@@ -344,5 +358,108 @@ func TestDevboxAgentHearsTheTask(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("the agent heard %v, then nothing", types)
 		}
+	}
+}
+
+// signIn is the person's browser opening a sign-in's authorizationUrl: the
+// provider (which agrees at once) redirects to taskhook's connection
+// callback, which redirects to the page that says the tab can be closed.
+func signIn(ctx context.Context, authorizationURL string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authorizationURL, nil)
+	if err != nil {
+		return err
+	}
+	var hops []string
+	browser := &http.Client{CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+		hops = append(hops, r.URL.Path)
+		return nil
+	}}
+	resp, err := browser.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "signed in") || len(hops) != 2 ||
+		!strings.HasPrefix(hops[0], "/v1/connections/devbox/callback/") || hops[1] != "/v1/connections/signed-in" {
+		return fmt.Errorf("the sign-in ended at %d %q after %q", resp.StatusCode, page, hops)
+	}
+	return nil
+}
+
+// The devbox API takes only tokens its provider issued: the executor asks
+// taskhook for the requester's token, the requester signs in through the
+// fake provider (the test follows the authorizationUrl), and the job runs
+// to the end with the token.
+func TestDevboxSignsIn(t *testing.T) {
+	t.Parallel()
+	prov := providertest.New(t)
+	file := providertest.WriteConnectionsFile(t, prov.Connection("devbox", "path", "jobs:run"))
+	srv := apptest.Standalone(t, app.Config{ConnectionsFile: file, WakeBlock: 500 * time.Millisecond,
+		VaultKeys: "k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	token := apptest.Token(t, "executor")
+	c := client.New(srv.URL, token)
+	dev := newDevbox(testLog(t)).requireTokens(prov.URL + "/introspect")
+	if _, err := dev.StartJob(ctx, "", jobMigrate, srv.URL, newWebhookSecret()); !errors.Is(err, errUnauthorized) {
+		t.Fatalf("a call without a token: %v", err)
+	}
+	if _, err := dev.StartJob(ctx, "made-up", jobMigrate, srv.URL, newWebhookSecret()); !errors.Is(err, errUnauthorized) {
+		t.Fatalf("a call with a token the provider did not issue: %v", err)
+	}
+
+	task := devboxTask(t, ctx, c, jobMigrate)
+	human := make(chan answered, 1)
+	go func() { human <- playHuman(ctx, c, task.TaskID) }()
+	if err := run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Devbox: dev, Log: testLog(t),
+		Connection: "devbox"}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	ans := <-human
+	if ans.err != nil || ans.signins != 1 || len(ans.prompts) != 1 {
+		t.Fatalf("the human: %d sign-ins, asked %q, %v", ans.signins, ans.prompts, ans.err)
+	}
+	final, err := c.GetTask(ctx, task.TaskID)
+	if err != nil || final.Status != client.StatusCompleted {
+		t.Fatalf("final task: %+v %v", final, err)
+	}
+	page, err := c.TaskEvents(ctx, task.TaskID, client.EventsParams{}, client.WithKinds(client.EventAuthorizationCompleted))
+	if err != nil || len(page.Events) != 1 || !strings.Contains(string(page.Events[0].Data), `"outcome":"authorized"`) {
+		t.Fatalf("authorization.completed: %+v %v", page, err)
+	}
+	if prov.Exchange != 1 {
+		t.Errorf("codes exchanged: %d, want 1", prov.Exchange)
+	}
+}
+
+// A devbox that refuses the token fresh from a sign-in (here: it checks
+// tokens with another provider) sends the executor to the loop guard, which
+// fails the task instead of asking the person to sign in again and again.
+func TestDevboxTokenRefused(t *testing.T) {
+	t.Parallel()
+	prov, elsewhere := providertest.New(t), providertest.New(t)
+	file := providertest.WriteConnectionsFile(t, prov.Connection("devbox", "path"))
+	srv := apptest.Standalone(t, app.Config{ConnectionsFile: file, WakeBlock: 500 * time.Millisecond,
+		VaultKeys: "k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	token := apptest.Token(t, "executor")
+	c := client.New(srv.URL, token)
+	task := devboxTask(t, ctx, c, jobMigrate)
+	human := make(chan answered, 1)
+	go func() { human <- playHuman(ctx, c, task.TaskID) }()
+	dev := newDevbox(testLog(t)).requireTokens(elsewhere.URL + "/introspect")
+	err := run(ctx, config{API: srv.URL, Token: token, TaskID: task.TaskID, Devbox: dev, Log: testLog(t), Connection: "devbox"})
+	if !errors.Is(err, errUnauthorized) {
+		t.Fatalf("run: %v, want the devbox's refusal", err)
+	}
+	if ans := <-human; ans.err != nil || ans.signins != 1 {
+		t.Fatalf("the human: %d sign-ins, %v", ans.signins, ans.err)
+	}
+	final, err := c.GetTask(ctx, task.TaskID)
+	if err != nil || final.Status != client.StatusFailed || final.Error == nil ||
+		final.Error.Message != "authorization rejected right after sign-in" {
+		t.Fatalf("final task: %+v %v", final, err)
 	}
 }

@@ -8,7 +8,12 @@
 //     signatures with a secret of its own;
 //  3. starts a job on the "devbox" service (a fake one, in devbox.go),
 //     handing it the hook's URL and the secret; the task's input names the
-//     job ({"job": "migrate-and-reindex"}; see devbox.go for the others);
+//     job ({"job": "migrate-and-reindex"}; see devbox.go for the others).
+//     With -connection, the devbox API takes only a token of the task's
+//     requester: the executor gets it with client.Token, which waits while
+//     the requester signs in (the task is input_required with the sign-in's
+//     authorizationUrl), and hands a token the devbox refuses to the loop
+//     guard (client.Reject);
 //  4. reads the hook with Hook(id).Events: each state the job posts is
 //     reported as task progress, in the job's own order;
 //  5. whenever the job needs attention, asks the human (RequireInput), waits
@@ -30,7 +35,16 @@
 //
 //	go run ./examples/devbox -api http://localhost:8080 -token "$TOKEN"
 //
-// and, when it logs "waiting for the human" with the task and requestId,
+// To have it sign in first, run the fake provider and give the server its
+// connection (see the README's "Provider sign-in"):
+//
+//	go run ./connections/providertest/cmd -file /tmp/connections.json &
+//	TASKHOOK_CONNECTIONS_FILE=/tmp/connections.json make run
+//	go run ./examples/devbox -token "$TOKEN" -connection devbox -introspect http://127.0.0.1:9999/introspect
+//
+// and open the task's authorizationUrl (GET /v1/tasks/$TASK) in a browser.
+//
+// Without a connection, when it logs "waiting for the human" with the task and requestId,
 // answer as the human would:
 //
 //	curl -X POST "localhost:8080/v1/tasks/$TASK/input" -H "Authorization: Bearer $TOKEN" \
@@ -60,9 +74,16 @@ func main() {
 		jobMigrate+", "+jobMigrateAndReindex+", "+jobBrokenMigration+" or "+jobLongMigration)
 	flag.StringVar(&cfg.Listen, "listen", "", "for a task it starts, hear the task's events here as the agent would "+
 		"(a notification endpoint such as 127.0.0.1:9000; the server needs TASKHOOK_ALLOW_PRIVATE_TARGETS=true for loopback)")
+	flag.StringVar(&cfg.Connection, "connection", "", "get the requester's token for this taskhook connection (provider sign-in) "+
+		"before calling the devbox; empty: call it without one")
+	introspect := flag.String("introspect", "", "with -connection: the provider's token introspection URL the fake devbox checks tokens at "+
+		"(for the fake provider of connections/providertest/cmd, http://127.0.0.1:9999/introspect)")
 	flag.Parse()
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 
+	if *introspect != "" {
+		cfg.Devbox = newDevbox(cfg.Log).requireTokens(*introspect)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg); err != nil {
@@ -83,6 +104,9 @@ type config struct {
 	// events (a notification endpoint of the session); Heard gets each one.
 	Listen string
 	Heard  func(client.Event)
+	// Connection is the taskhook connection whose token the devbox API
+	// takes; "" calls it without one.
+	Connection string
 }
 
 // run is the executor, from the task to its result.
@@ -141,13 +165,49 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("the task's input is not {\"job\": ...}: %w", err)
 		}
 	}
-	jobID, err := dev.StartJob(jobCtx, input.Job, hook.URL, secret)
+	jobID, err := startJob(ctx, c, cfg.Connection, task.TaskID, func(token string) (string, error) {
+		return dev.StartJob(jobCtx, token, input.Job, hook.URL, secret)
+	})
 	if err != nil {
 		return err
 	}
 
 	x := &executor{c: c, log: log, task: task, hookID: hook.HookID, dev: dev, jobID: jobID}
 	return x.finish(ctx, x.follow(ctx))
+}
+
+// startJob calls the devbox with the requester's token for connection (none
+// when connection is ""): client.Token hands it over, or waits while the
+// requester signs in (the task shows the sign-in's authorizationUrl). A
+// token the devbox refuses goes to the loop guard: it is dropped and asked
+// for again, unless it came from a sign-in moments ago, in which case the
+// guard fails the task. A sign-in declined or failed fails the task too.
+func startJob(ctx context.Context, c *client.Client, connection, taskID string, start func(token string) (string, error)) (string, error) {
+	if connection == "" {
+		return start("")
+	}
+	for {
+		tok, err := c.Token(ctx, taskID, connection)
+		var declined *client.SigninError
+		if errors.As(err, &declined) {
+			_, ferr := c.Fail(ctx, taskID, "no "+connection+" token: the sign-in was "+declined.Outcome, nil)
+			return "", errors.Join(err, ferr)
+		}
+		if err != nil {
+			return "", fmt.Errorf("the %s token: %w", connection, err)
+		}
+		jobID, err := start(tok.AccessToken)
+		if !errors.Is(err, errUnauthorized) {
+			return jobID, err
+		}
+		rej, rerr := c.Reject(ctx, taskID, connection)
+		if rerr != nil {
+			return "", errors.Join(err, rerr)
+		}
+		if rej.Action == "task_failed" {
+			return "", fmt.Errorf("the devbox refused a token fresh from a sign-in: %w", err)
+		}
+	}
 }
 
 // taskToWorkOn reads the task id, or opens a session (with the notification

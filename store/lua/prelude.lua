@@ -67,7 +67,8 @@ end
 -- Notification endpoints live in the hash of the session or task they
 -- belong to, and expire with it: field 'nfy' is the JSON array of their
 -- views (as the API shows them, never the secret), field 'sec:<endpointId>'
--- each one's signing secret.
+-- each one's signing secret, sealed by the service before it gets here
+-- (field_reseal seals one stored in clear by an earlier version).
 --
 -- endpoints_of decodes the lists given, each {scope, nfy field or false}
 -- (scope: OUTBOX_SCOPE.task or .session, whose hash the list came from),
