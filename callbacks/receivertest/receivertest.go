@@ -31,6 +31,7 @@ type Receiver struct {
 
 	mu      sync.Mutex
 	got     []Delivery
+	changed chan struct{}
 	release chan struct{}
 	once    sync.Once
 }
@@ -45,7 +46,7 @@ func New(t testing.TB, answer func(n int, w http.ResponseWriter, r *http.Request
 	if answer == nil {
 		answer = Status(http.StatusNoContent)
 	}
-	rc := &Receiver{Answer: answer, release: make(chan struct{})}
+	rc := &Receiver{Answer: answer, changed: make(chan struct{}), release: make(chan struct{})}
 	rc.Server = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(func() {
 		rc.Release()
@@ -59,6 +60,8 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	rc.got = append(rc.got, Delivery{Header: r.Header.Clone(), Body: body})
 	n := len(rc.got)
+	close(rc.changed)
+	rc.changed = make(chan struct{})
 	rc.mu.Unlock()
 	rc.Answer(n, w, r)
 }
@@ -81,4 +84,11 @@ func (rc *Receiver) Got() []Delivery {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]Delivery(nil), rc.got...)
+}
+
+// Changed is closed at the next delivery.
+func (rc *Receiver) Changed() <-chan struct{} {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.changed
 }

@@ -190,9 +190,16 @@ func newFixture(t *testing.T, job string) *fixture {
 	t.Cleanup(cancel)
 	token := apptest.Token(t, "executor")
 	c := client.New(srv.URL, token)
-	_, task := apptest.SessionWithTask(t, ctx, c, client.CreateTaskInput{Kind: "devbox", Input: map[string]string{"job": job}})
+	task := devboxTask(t, ctx, c, job)
 	return &fixture{ctx: ctx, c: c, task: task,
 		cfg: config{API: srv.URL, Token: token, TaskID: task.TaskID, Log: testLog(t)}}
+}
+
+// devboxTask opens a session and starts a devbox task that runs job.
+func devboxTask(t *testing.T, ctx context.Context, c *client.Client, job string) *client.Task {
+	t.Helper()
+	_, task := apptest.SessionWithTask(t, ctx, c, client.CreateTaskInput{Kind: "devbox", Input: map[string]string{"job": job}})
+	return task
 }
 
 // runWithHuman runs the executor while playHuman answers the task, and
