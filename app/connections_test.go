@@ -402,8 +402,16 @@ func TestSigninLoopGuardAndClientToken(t *testing.T) {
 	waiting, _ = e.owner.WaitTask(ctx, declined.TaskID, 1, 30*time.Second, client.WithKinds("authorization.required"))
 	e.visit(t, e.prov.Deny(t, waiting.InputRequests[0].AuthorizationURL))
 	var serr *client.SigninError
-	if r := <-done; !errors.As(r.err, &serr) || serr.Outcome != "declined" {
+	if r := <-done; !errors.As(r.err, &serr) || serr.Outcome != "declined" || !client.IsSigninError(r.err) {
 		t.Fatalf("Token after a declined sign-in: %v", r.err)
+	}
+	if client.IsSigninError(errors.New("another error")) {
+		t.Fatal("IsSigninError took an error that is no sign-in's")
+	}
+
+	conns, err := e.owner.Connections(ctx)
+	if err != nil || len(conns) != 1 || conns[0].Name != "devbox" {
+		t.Fatalf("the connections: %+v %v", conns, err)
 	}
 }
 
