@@ -25,7 +25,7 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 // Slack interactions route is mounted.
 var capabilities = []string{
 	"sessions", "session-cancel", "tasks", "input-requests", "long-poll", "idempotency", "events-json", "events-sse", "hooks",
-	"notifications", "slack-render",
+	"notifications", "slack-render", "event-kinds", "release", "answer-pages", "console",
 }
 
 func (a *api) info(w http.ResponseWriter, r *http.Request) {
