@@ -41,7 +41,18 @@ func NewAnswerLinks(key []byte, publicURL string) *AnswerLinks {
 // slot) and base64url of HMAC-SHA256(key, taskID NUL requestID). Request ids
 // are unique over a task's life, so each request has a token of its own.
 func (l *AnswerLinks) Token(taskID, requestID string) string {
+	return l.token(AnswerTokenPrefix, nil, taskID, requestID)
+}
+
+// token is prefix, the task's partition and base64url of HMAC-SHA256(key,
+// domain NUL taskID NUL requestID), without the domain and its NUL when
+// domain is nil (answer tokens, which came first).
+func (l *AnswerLinks) token(prefix string, domain []byte, taskID, requestID string) string {
 	mac := hmac.New(sha256.New, l.key)
+	if domain != nil {
+		mac.Write(domain)
+		mac.Write([]byte{0})
+	}
 	mac.Write([]byte(taskID))
 	mac.Write([]byte{0})
 	mac.Write([]byte(requestID))
@@ -49,7 +60,7 @@ func (l *AnswerLinks) Token(taskID, requestID string) string {
 	if n := len(ids.TaskPrefix); len(taskID) >= n+2 {
 		part = taskID[n : n+2]
 	}
-	return AnswerTokenPrefix + part + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	return prefix + part + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // SigninTokenPrefix starts every sign-in attempt token: the state of a
@@ -71,17 +82,7 @@ var signinMarker = []byte(SigninPlaceholder)
 // answer token but in a domain of its own: base64url of
 // HMAC-SHA256(key, "signin" NUL taskID NUL requestID).
 func (l *AnswerLinks) SigninToken(taskID, requestID string) string {
-	mac := hmac.New(sha256.New, l.key)
-	mac.Write([]byte("signin"))
-	mac.Write([]byte{0})
-	mac.Write([]byte(taskID))
-	mac.Write([]byte{0})
-	mac.Write([]byte(requestID))
-	part := ""
-	if n := len(ids.TaskPrefix); len(taskID) >= n+2 {
-		part = taskID[n : n+2]
-	}
-	return SigninTokenPrefix + part + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	return l.token(SigninTokenPrefix, []byte("signin"), taskID, requestID)
 }
 
 // SigninURL is a stored authorization URL as it is shown: the request's

@@ -5,7 +5,8 @@
 //
 // Rendering is pure, so whoever posts or updates a message (the interaction
 // reply, a notification) renders the same task the same way. The package
-// imports api/wire only: any layer may use it.
+// imports api/wire and callbacks/stdwebhooks (timestamps) only, both leaves:
+// any layer may use it.
 package slack
 
 // Message is a Block Kit message: its blocks and the plain text Slack shows

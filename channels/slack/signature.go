@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
 )
 
 // Headers of a signed request from Slack.
@@ -23,8 +24,7 @@ const DefaultTolerance = 5 * time.Minute
 
 // Caps on what Verify reads: real headers are far smaller.
 const (
-	maxSignatureLen    = 8 << 10
-	maxTimestampDigits = 18 // unix seconds; milliseconds get through here and fail the window
+	maxSignatureLen = 8 << 10
 )
 
 // ErrSignatureInvalid is what every SignatureError is (errors.Is).
@@ -57,7 +57,7 @@ func Verify(secret []byte, h http.Header, body []byte, now time.Time, tolerance 
 	case len(value) > maxSignatureLen:
 		return refuse(HeaderSignature + " header too long")
 	}
-	unix, ok := parseUnix(ts)
+	unix, ok := stdwebhooks.ParseTimestamp(ts)
 	if !ok {
 		return refuse("malformed " + HeaderTimestamp + " header")
 	}
@@ -70,8 +70,7 @@ func Verify(secret []byte, h http.Header, body []byte, now time.Time, tolerance 
 		tolerance = DefaultTolerance
 	}
 	// Whole seconds, as the header counts them; no operand can overflow.
-	limit := int64(tolerance / time.Second)
-	if d := now.Unix() - unix; d > limit || d < -limit {
+	if !stdwebhooks.WithinTolerance(unix, now, int64(tolerance/time.Second)) {
 		return refuse("timestamp outside tolerance")
 	}
 	if !hmac.Equal(got, mac(secret, ts, body)) {
@@ -94,19 +93,4 @@ func mac(secret []byte, timestamp string, body []byte) []byte {
 	m.Write([]byte(":"))
 	m.Write(body)
 	return m.Sum(nil)
-}
-
-// parseUnix reads unix seconds written as plain digits: no sign, space or
-// exponent, since the text as sent is part of what was signed.
-func parseUnix(s string) (int64, bool) {
-	if s == "" || len(s) > maxTimestampDigits {
-		return 0, false
-	}
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n, err == nil
 }
