@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"crypto/hkdf"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -85,7 +84,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("TASKHOOK_JWT_SECRET must be at least 32 bytes"))
 	}
 	if c.AnswerKey != "" {
-		if k, err := decodeKey(c.AnswerKey); err != nil || len(k) < tasks.MinAnswerKeyBytes {
+		if k, err := authz.DecodeKey(c.AnswerKey); err != nil || len(k) < tasks.MinAnswerKeyBytes {
 			errs = append(errs, fmt.Errorf("TASKHOOK_ANSWER_KEY must be base64 of at least %d bytes", tasks.MinAnswerKeyBytes))
 		}
 	} else if c.RedisURL != "" && c.JWTSecret == "" {
@@ -181,7 +180,7 @@ func (c Config) Validate() error {
 func (c Config) answerKey() ([]byte, string, error) {
 	switch {
 	case c.AnswerKey != "":
-		k, err := decodeKey(c.AnswerKey)
+		k, err := authz.DecodeKey(c.AnswerKey)
 		return k, "TASKHOOK_ANSWER_KEY", err
 	case c.JWTSecret != "":
 		k, err := hkdf.Key(sha256.New, []byte(c.JWTSecret), nil, "taskhook answer tokens", tasks.MinAnswerKeyBytes)
@@ -223,7 +222,7 @@ func (c Config) vault() (*authz.Vault, string, error) {
 	case c.JWTSecret != "":
 		id, secret = "jwt", []byte(c.JWTSecret)
 	case c.AnswerKey != "":
-		k, err := decodeKey(c.AnswerKey)
+		k, err := authz.DecodeKey(c.AnswerKey)
 		if err != nil {
 			return nil, "", fmt.Errorf("TASKHOOK_ANSWER_KEY: %w", err)
 		}
@@ -247,17 +246,6 @@ func (c Config) vault() (*authz.Vault, string, error) {
 	return v, source, nil
 }
 
-// decodeKey reads a key in base64, standard or URL alphabet, padded or not.
-func decodeKey(s string) ([]byte, error) {
-	var err error
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		var k []byte
-		if k, err = enc.DecodeString(s); err == nil {
-			return k, nil
-		}
-	}
-	return nil, err
-}
 
 func (c Config) withDefaults() Config {
 	c.Addr = cmp.Or(c.Addr, ":8080")

@@ -49,7 +49,7 @@ func ParseVaultKeys(spec string) (*Vault, error) {
 		if _, dup := v.keys[id]; dup {
 			return nil, fmt.Errorf("vault key %d: id %q is used twice", i+1, id)
 		}
-		key, err := decodeBase64(b64)
+		key, err := DecodeKey(b64)
 		if err != nil || len(key) != VaultKeyBytes {
 			return nil, fmt.Errorf("vault key %q: must be base64 of %d bytes", id, VaultKeyBytes)
 		}
@@ -159,7 +159,9 @@ func associated(keyID string, parts []string) []byte {
 	return out
 }
 
-func decodeBase64(s string) ([]byte, error) {
+// DecodeKey reads a key in base64, standard or URL alphabet, padded or not:
+// the forms operators paste keys in.
+func DecodeKey(s string) ([]byte, error) {
 	var err error
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		var k []byte
