@@ -37,7 +37,12 @@ end
 
 -- next_id returns a stream id above the last id of every given log and not
 -- below now, so one event can carry the same id in a task log and its session
--- log.
+-- log. logs[1] is the log that holds every event of the others: a session's
+-- log, which gets each of its tasks' events with the same id in the same
+-- script (task_create, task_apply, session_cancel_tasks), and whose ids only
+-- grow, since every append to it takes its id from here. Its last id is then
+-- the highest of all, so the others are read only when it has no entry (a
+-- log that expired or was never written).
 local function next_id(now, logs)
   local best_ms, best_seq = tonumber(now), 0
   for _, key in ipairs(logs) do
@@ -48,6 +53,7 @@ local function next_id(now, logs)
       if ms > best_ms or (ms == best_ms and seq >= best_seq) then
         best_ms, best_seq = ms, seq + 1
       end
+      break
     end
   end
   return best_ms, best_seq
