@@ -172,8 +172,14 @@ local function wake(key, kind, id, session, rev, snapshot, events)
     fields[#fields + 1] = WAKE_FIELD.types
     fields[#fields + 1] = table.concat(types, ',')
   end
-  redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', unpack(fields))
-  redis.call('PEXPIRE', key, 86400000)
+  -- The stream lives a day past its last hint. Its expiry is set by the
+  -- first hint of each millisecond (sequence 0 in the id Redis gives it,
+  -- which a new stream always gets): the others in that millisecond would
+  -- set it to the same day within a millisecond.
+  local hint = redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', unpack(fields))
+  if string.sub(hint, -2) == '-0' then
+    redis.call('PEXPIRE', key, 86400000)
+  end
 end
 
 -- hook_closed_reason decides whether a hook takes posts: the one place this
