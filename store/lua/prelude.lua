@@ -12,11 +12,19 @@
 -- idem_replay answers a repeated command: nil when there is no record, the
 -- first run's reply for a server-made id, {'replay', body} for a caller's
 -- key with the same body, {'idem_conflict'} for another body.
+--
+-- The record of a server-made id is a string (the reply's JSON), read and
+-- written only by the script that made it (a re-run is the same script from
+-- the same server); a caller's key is a hash (h: body hash, b: body).
 local function idem_replay(key, hash)
   if hash == '' then return nil end
+  if hash == 'cmd' then
+    local rec = redis.call('GET', key)
+    if not rec then return nil end
+    return cjson.decode(rec)
+  end
   local rec = redis.call('HMGET', key, 'h', 'b')
   if not rec[1] then return nil end
-  if hash == 'cmd' then return cjson.decode(rec[2]) end
   if rec[1] ~= hash then return {'idem_conflict'} end
   return {'replay', rec[2]}
 end
@@ -27,10 +35,10 @@ end
 local function idem_done(key, hash, ttl, body, reply)
   if hash == '' then return reply end
   if hash == 'cmd' then
-    redis.call('HSET', key, 'h', hash, 'b', cjson.encode(reply))
-  else
-    redis.call('HSET', key, 'h', hash, 'b', body)
+    redis.call('SET', key, cjson.encode(reply), 'PX', ttl)
+    return reply
   end
+  redis.call('HSET', key, 'h', hash, 'b', body)
   redis.call('PEXPIRE', key, ttl)
   return reply
 end
