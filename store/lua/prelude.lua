@@ -1,7 +1,8 @@
--- prelude.lua is put in front of every script, after the names shared with
--- Go (WAKE_KIND, WAKE_FIELD, HOOK_FIELD, CLOSED: store/luanames.go). It holds
--- the helpers the scripts share; none of them writes before the caller's
--- checks are done.
+-- prelude.lua is put in front of every script. It and the scripts write the
+-- names shared with Go as WAKE_KIND.task, HOOK_FIELD.method, CLOSED.expired,
+-- ... (store/luanames.go), which are replaced by their values when the
+-- scripts are loaded. It holds the helpers the scripts share; none of them
+-- writes before the caller's checks are done.
 
 -- Every write carries a command id: the caller's idempotency key, or one the
 -- server made for this one command (hash 'cmd'). A script run again with the
