@@ -80,7 +80,7 @@ func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id 
 func (k Keys) Idempotency(p int, scope string) string { return k.Tag(p) + "idem:" + digest(scope) }
 
 // Command is the record of a command id the server made for one write (a
-// hash: h, b), kept CommandTTL.
+// string: the script's reply as JSON), kept CommandTTL.
 func (k Keys) Command(p int, id string) string { return k.Tag(p) + "cmd:" + id }
 
 // IdempotencyClaim binds an idempotency key to its body hash in the scope's

@@ -101,7 +101,11 @@ func loadScripts() (*scripts, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("load script %s: %w", name, err))
 		}
-		sc := redis.NewScript(luaNames() + string(prelude) + "\n" + string(body))
+		src, err := inlineNames(string(prelude) + "\n" + string(body))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("load script %s: %w", name, err))
+		}
+		sc := redis.NewScript(src)
 		s.all = append(s.all, sc)
 		return sc
 	}

@@ -1,7 +1,8 @@
--- prelude.lua is put in front of every script, after the names shared with
--- Go (WAKE_KIND, WAKE_FIELD, HOOK_FIELD, CLOSED: store/luanames.go). It holds
--- the helpers the scripts share; none of them writes before the caller's
--- checks are done.
+-- prelude.lua is put in front of every script. It and the scripts write the
+-- names shared with Go as WAKE_KIND.task, HOOK_FIELD.method, CLOSED.expired,
+-- ... (store/luanames.go), which are replaced by their values when the
+-- scripts are loaded. It holds the helpers the scripts share; none of them
+-- writes before the caller's checks are done.
 
 -- Every write carries a command id: the caller's idempotency key, or one the
 -- server made for this one command (hash 'cmd'). A script run again with the
@@ -12,11 +13,19 @@
 -- idem_replay answers a repeated command: nil when there is no record, the
 -- first run's reply for a server-made id, {'replay', body} for a caller's
 -- key with the same body, {'idem_conflict'} for another body.
+--
+-- The record of a server-made id is a string (the reply's JSON), read and
+-- written only by the script that made it (a re-run is the same script from
+-- the same server); a caller's key is a hash (h: body hash, b: body).
 local function idem_replay(key, hash)
   if hash == '' then return nil end
+  if hash == 'cmd' then
+    local rec = redis.call('GET', key)
+    if not rec then return nil end
+    return cjson.decode(rec)
+  end
   local rec = redis.call('HMGET', key, 'h', 'b')
   if not rec[1] then return nil end
-  if hash == 'cmd' then return cjson.decode(rec[2]) end
   if rec[1] ~= hash then return {'idem_conflict'} end
   return {'replay', rec[2]}
 end
@@ -27,17 +36,22 @@ end
 local function idem_done(key, hash, ttl, body, reply)
   if hash == '' then return reply end
   if hash == 'cmd' then
-    redis.call('HSET', key, 'h', hash, 'b', cjson.encode(reply))
-  else
-    redis.call('HSET', key, 'h', hash, 'b', body)
+    redis.call('SET', key, cjson.encode(reply), 'PX', ttl)
+    return reply
   end
+  redis.call('HSET', key, 'h', hash, 'b', body)
   redis.call('PEXPIRE', key, ttl)
   return reply
 end
 
 -- next_id returns a stream id above the last id of every given log and not
 -- below now, so one event can carry the same id in a task log and its session
--- log.
+-- log. logs[1] is the log that holds every event of the others: a session's
+-- log, which gets each of its tasks' events with the same id in the same
+-- script (task_create, task_apply, session_cancel_tasks), and whose ids only
+-- grow, since every append to it takes its id from here. Its last id is then
+-- the highest of all, so the others are read only when it has no entry (a
+-- log that expired or was never written).
 local function next_id(now, logs)
   local best_ms, best_seq = tonumber(now), 0
   for _, key in ipairs(logs) do
@@ -48,6 +62,7 @@ local function next_id(now, logs)
       if ms > best_ms or (ms == best_ms and seq >= best_seq) then
         best_ms, best_seq = ms, seq + 1
       end
+      break
     end
   end
   return best_ms, best_seq
@@ -166,8 +181,14 @@ local function wake(key, kind, id, session, rev, snapshot, events)
     fields[#fields + 1] = WAKE_FIELD.types
     fields[#fields + 1] = table.concat(types, ',')
   end
-  redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', unpack(fields))
-  redis.call('PEXPIRE', key, 86400000)
+  -- The stream lives a day past its last hint. Its expiry is set by the
+  -- first hint of each millisecond (sequence 0 in the id Redis gives it,
+  -- which a new stream always gets): the others in that millisecond would
+  -- set it to the same day within a millisecond.
+  local hint = redis.call('XADD', key, 'MAXLEN', '~', 1000, '*', unpack(fields))
+  if string.sub(hint, -2) == '-0' then
+    redis.call('PEXPIRE', key, 86400000)
+  end
 end
 
 -- hook_closed_reason decides whether a hook takes posts: the one place this

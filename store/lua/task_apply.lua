@@ -20,9 +20,10 @@
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
-local cur = redis.call('HMGET', KEYS[1], 'rev', 'json', 'status', 'created', 'nfy')
+-- The task's json is read only for a conflict: the change replaces it.
+local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', 'nfy')
 if not cur[1] then return {'not_found'} end
-if cur[1] ~= ARGV[3] then return {'conflict', cur[2]} end
+if cur[1] ~= ARGV[3] then return {'conflict', redis.call('HGET', KEYS[1], 'json')} end
 local m = #KEYS - 12
 
 local n = tonumber(ARGV[11])
@@ -31,7 +32,7 @@ local rev = tonumber(ARGV[3]) + 1
 redis.call('HSET', KEYS[1], 'rev', rev, 'status', ARGV[4], 'json', ARGV[5])
 local ms, seq = next_id(ARGV[6], {KEYS[3], KEYS[2]})
 local out = {'ok'}
-local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[5]}, {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], 'nfy')}})
+local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]}, {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], 'nfy')}})
 for i = 12, 11 + n do
   local id = format_id(ms, seq)
   redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[7], id, 'e', ARGV[i])
@@ -43,12 +44,12 @@ end
 for k = 6, 5 + m do
   redis.call('SET', KEYS[k], ARGV[12 + n + k - 5], 'PXAT', expire_at)
 end
-if cur[3] ~= ARGV[4] and cur[4] then
+if cur[2] ~= ARGV[4] and cur[3] then
   local ix = 6 + m
   if ARGV[4] == 'completed' or ARGV[4] == 'failed' or ARGV[4] == 'cancelled' then
     redis.call('ZREM', KEYS[ix], ARGV[8])
   end
-  move_status(ARGV[8], cur[4], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
+  move_status(ARGV[8], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
 end
 wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10], {unpack(ARGV, 12, 11 + n)})
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)
