@@ -34,7 +34,7 @@ type Config struct {
 	JWTMaxAge          time.Duration // TASKHOOK_JWT_MAX_AGE: the longest token lifetime taken (exp - iat, or exp - now without iat); default 24h
 	AnswerKey          string        // TASKHOOK_ANSWER_KEY: base64 of at least 32 bytes; answer tokens are made with it (see answerKey)
 	MaxBodyBytes       int64         // TASKHOOK_MAX_BODY_BYTES, default 1 MiB
-	MaxTasksPerSession int           // TASKHOOK_MAX_TASKS_PER_SESSION: live tasks in one session, default 1000
+	MaxTasksPerSession int           // TASKHOOK_MAX_TASKS_PER_SESSION: live tasks in one session, default 10000
 	MaxTaskBytes       int           // TASKHOOK_MAX_TASK_BYTES: a task record as JSON, default 1 MiB
 	ListRate           float64       // TASKHOOK_LIST_RATE: lists a second per principal and replica, default 20; negative: no limit
 	ListBurst          int           // TASKHOOK_LIST_BURST: lists at once above that rate, default 10

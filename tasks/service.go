@@ -27,7 +27,7 @@ type Config struct {
 	PollInterval time.Duration // suggested to pollers; default 5s
 	CacheSize    int           // snapshots (and answer tokens) kept on this replica; default 10000
 	PublicURL    string        // answer URLs start with it; default "http://localhost:8080"
-	MaxLive      int           // live tasks one session may hold; default 1000
+	MaxLive      int           // live tasks one session may hold; default 10000
 	MaxTaskBytes int           // a task record's largest size, as JSON; default 1 MiB
 	// Notify checks notification endpoints; nil refuses every endpoint.
 	Notify *callbacks.Registrar
@@ -44,7 +44,7 @@ func (c Config) withDefaults() Config {
 	c.PollInterval = cmp.Or(c.PollInterval, 5*time.Second)
 	c.CacheSize = cmp.Or(c.CacheSize, 10000)
 	c.PublicURL = cmp.Or(c.PublicURL, "http://localhost:8080")
-	c.MaxLive = cmp.Or(c.MaxLive, 1000)
+	c.MaxLive = cmp.Or(c.MaxLive, 10000)
 	c.MaxTaskBytes = cmp.Or(c.MaxTaskBytes, 1<<20)
 	if len(c.AnswerKey) == 0 {
 		c.AnswerKey = processAnswerKey()
