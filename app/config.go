@@ -246,7 +246,6 @@ func (c Config) vault() (*authz.Vault, string, error) {
 	return v, source, nil
 }
 
-
 func (c Config) withDefaults() Config {
 	c.Addr = cmp.Or(c.Addr, ":8080")
 	c.PublicURL = cmp.Or(c.PublicURL, "http://localhost:8080")
