@@ -135,21 +135,28 @@ func toAPIError(err error) *APIError {
 // writeError answers with the error body. An unknown error is a 500 with an
 // errorId that is also logged; its text never reaches the client.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if e, ok := a.answerOf(w, r, err); ok {
+		writeAPIError(w, e)
+	}
+}
+
+// answerOf is the answer to err, for the JSON body and the HTML page alike.
+// ok is false when the client went away mid-request: nobody reads an answer,
+// and it is not a server error (499 is written, as the request log and
+// metrics show). An unknown error is a 500 with an errorId that is logged.
+func (a *api) answerOf(w http.ResponseWriter, r *http.Request, err error) (*APIError, bool) {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-		// The client went away mid-request: nobody reads an answer, and it is
-		// not a server error. 499 is what the request log and metrics show.
 		w.WriteHeader(statusClientClosed)
-		return
+		return nil, false
 	}
-	e := toAPIError(err)
-	if e == nil {
-		id := newErrorID()
-		a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestID(r.Context()),
-			"route", routeOf(r), "err", err)
-		e = &APIError{Status: http.StatusInternalServerError, Code: wire.CodeInternal,
-			Message: "internal error", Extra: map[string]any{"errorId": id}}
+	if e := toAPIError(err); e != nil {
+		return e, true
 	}
-	writeAPIError(w, e)
+	id := newErrorID()
+	a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestID(r.Context()),
+		"route", routeOf(r), "err", err)
+	return &APIError{Status: http.StatusInternalServerError, Code: wire.CodeInternal,
+		Message: "internal error", Extra: map[string]any{"errorId": id}}, true
 }
 
 func writeAPIError(w http.ResponseWriter, e *APIError) {

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"errors"
 	"mime"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/problem"
@@ -130,16 +128,9 @@ func (a *api) seeAnswerPage(w http.ResponseWriter, r *http.Request) {
 // writePageError is writeError as an HTML page: the same status, the
 // reason in words, no error code or id (a 500 is logged with its errorId).
 func (a *api) writePageError(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-		w.WriteHeader(statusClientClosed)
+	e, ok := a.answerOf(w, r, err)
+	if !ok {
 		return
-	}
-	e := toAPIError(err)
-	if e == nil {
-		id := newErrorID()
-		a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestID(r.Context()),
-			"route", routeOf(r), "err", err)
-		e = apiError(http.StatusInternalServerError, wire.CodeInternal, "internal error")
 	}
 	if e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", retryAfterUnavailable)
