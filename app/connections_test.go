@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
@@ -239,47 +237,8 @@ func scanForSecrets(t *testing.T, e *signinEnv, taskID string, secrets []string)
 	resp.Body.Close()
 	places = append(places, string(m))
 
-	opt, err := redis.ParseURL(e.sc.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	keys := 0
-	iter := rdb.Scan(ctx, 0, e.sc.Prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		keys++
-		places = append(places, key)
-		switch typ, _ := rdb.Type(ctx, key).Result(); typ {
-		case "string":
-			v, _ := rdb.Get(ctx, key).Result()
-			places = append(places, v)
-		case "hash":
-			v, _ := rdb.HGetAll(ctx, key).Result()
-			for f, x := range v {
-				places = append(places, f, x)
-			}
-		case "stream":
-			v, _ := rdb.XRange(ctx, key, "-", "+").Result()
-			for _, m := range v {
-				for f, x := range m.Values {
-					places = append(places, f, x.(string))
-				}
-			}
-		case "zset":
-			v, _ := rdb.ZRange(ctx, key, 0, -1).Result()
-			places = append(places, v...)
-		case "set":
-			v, _ := rdb.SMembers(ctx, key).Result()
-			places = append(places, v...)
-		case "list":
-			v, _ := rdb.LRange(ctx, key, 0, -1).Result()
-			places = append(places, v...)
-		}
-	}
-	if err := iter.Err(); err != nil || keys == 0 {
-		t.Fatalf("scan: %d keys, %v", keys, err)
+	for key, values := range redisValues(t, rawRedis(t, e.sc), e.sc.Prefix) {
+		places = append(append(places, key), values...)
 	}
 	for _, s := range secrets {
 		for _, p := range places {

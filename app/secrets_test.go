@@ -205,12 +205,26 @@ func TestStoredSecretsSealed(t *testing.T) {
 // scanClear fails when any value of the test's keys holds a secret.
 func scanClear(t *testing.T, rdb *redis.Client, sc store.Config, secrets ...string) {
 	t.Helper()
+	for key, values := range redisValues(t, rdb, sc.Prefix) {
+		for _, v := range values {
+			for _, s := range secrets {
+				if strings.Contains(v, s) {
+					t.Fatalf("a secret is in clear under %s", key)
+				}
+			}
+		}
+	}
+}
+
+// redisValues reads every key under prefix: its members, fields and values,
+// whatever its type. It fails when the scan fails or finds nothing.
+func redisValues(t *testing.T, rdb *redis.Client, prefix string) map[string][]string {
+	t.Helper()
 	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, sc.Prefix+"*", 1000).Iterator()
-	n := 0
+	out := map[string][]string{}
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
-		n++
 		var values []string
 		switch typ, _ := rdb.Type(ctx, key).Result(); typ {
 		case "string":
@@ -238,17 +252,12 @@ func scanClear(t *testing.T, rdb *redis.Client, sc store.Config, secrets ...stri
 			v, _ := rdb.LRange(ctx, key, 0, -1).Result()
 			values = append(values, v...)
 		}
-		for _, v := range values {
-			for _, s := range secrets {
-				if strings.Contains(v, s) {
-					t.Fatalf("a secret is in clear under %s", key)
-				}
-			}
-		}
+		out[key] = values
 	}
-	if err := iter.Err(); err != nil || n == 0 {
-		t.Fatalf("scan: %d keys, %v", n, err)
+	if err := iter.Err(); err != nil || len(out) == 0 {
+		t.Fatalf("scan: %d keys, %v", len(out), err)
 	}
+	return out
 }
 
 // A create that registers an endpoint, repeated with its Idempotency-Key,
