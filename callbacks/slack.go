@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/channels/slack"
-	"github.com/taskhook/taskhook/store"
 )
 
 // SlackConfig lets the dispatcher post to Slack: a Slack endpoint's question
@@ -121,19 +119,15 @@ func (d *Dispatcher) deliverSlack(ctx context.Context, p int, channel string, en
 	if err := json.Unmarshal(event, &ev); err != nil || ev.TaskID == "" {
 		return Outcome{Kind: Dropped, Reason: "not a task event"}
 	}
-	msg, found, err := d.store.SlackMessage(ctx, p, ev.TaskID, endpointID)
+	task, msg, found, err := d.store.SlackView(ctx, p, ev.TaskID, endpointID)
 	if err != nil {
 		return Outcome{Kind: Retry, Reason: "store unavailable"}
 	}
 	if !found && ev.Type != "input.requested" {
 		return Outcome{Kind: Delivered, Reason: "no message to update"}
 	}
-	task, err := d.store.GetJSON(ctx, d.store.Keys.Task(p, ev.TaskID))
-	if errors.Is(err, store.ErrNotFound) {
+	if task == nil {
 		return Outcome{Kind: Dropped, Reason: "the task is gone"}
-	}
-	if err != nil {
-		return Outcome{Kind: Retry, Reason: "store unavailable"}
 	}
 	var t wire.Task[json.RawMessage, string]
 	if err := json.Unmarshal(task, &t); err != nil {

@@ -3,9 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // SlackMessage is the Slack message that shows a task to one Slack
@@ -23,20 +20,21 @@ var parseSlackMessage = replies[bool]{
 	"stale": func(scriptReply) (bool, error) { return false, nil },
 }.parser("slack_message")
 
-// SlackMessage reads the message a Slack endpoint shows a task in; found is
-// false when none was posted.
-func (s *Store) SlackMessage(ctx context.Context, p int, taskID, endpointID string) (m SlackMessage, found bool, err error) {
-	raw, err := s.RDB.HGet(ctx, s.Keys.Task(p, taskID), "slk:"+endpointID).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return SlackMessage{}, false, nil
-	}
+// SlackView reads, in one round trip, a task's record (nil when it is gone)
+// and the message a Slack endpoint shows it in; found is false when none was
+// posted.
+func (s *Store) SlackView(ctx context.Context, p int, taskID, endpointID string) (task []byte, m SlackMessage, found bool, err error) {
+	v, err := s.RDB.HMGet(ctx, s.Keys.Task(p, taskID), "json", "slk:"+endpointID).Result()
 	if err != nil {
-		return SlackMessage{}, false, unavailable(err)
+		return nil, SlackMessage{}, false, unavailable(err)
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return SlackMessage{}, false, nil // unreadable: treated as none
+	if j, ok := v[0].(string); ok {
+		task = []byte(j)
 	}
-	return m, true, nil
+	if raw, ok := v[1].(string); ok && json.Unmarshal([]byte(raw), &m) == nil { // unreadable: treated as none
+		found = true
+	}
+	return task, m, found, nil
 }
 
 // RecordSlackMessage keeps the message a Slack endpoint shows a task in,
