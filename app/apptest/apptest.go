@@ -5,8 +5,10 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,12 +53,39 @@ func (s *SafeBuffer) String() string {
 // test defaults (loopback port, the test secret); it stops when the test ends.
 func Start(t testing.TB, sc store.Config, cfg app.Config) *Server {
 	t.Helper()
-	if cfg.Addr == "" {
-		cfg.Addr = freeAddr(t)
-		if cfg.PublicURL == "" {
-			cfg.PublicURL = "http://" + cfg.Addr // hook URLs point at this server
+	if cfg.Addr != "" {
+		return start(t, sc, cfg)
+	}
+	// The port was free a moment ago; a test running beside this one may
+	// take it in between, so a taken one is given up for another.
+	for try := 1; ; try++ {
+		c := cfg
+		c.Addr = freeAddr(t)
+		if c.PublicURL == "" {
+			c.PublicURL = "http://" + c.Addr // hook URLs point at this server
+		}
+		if s, err := tryStart(t, sc, c); err == nil {
+			return s
+		} else if !errors.Is(err, syscall.EADDRINUSE) || try == 5 {
+			t.Fatalf("app.Start: %v", err)
 		}
 	}
+}
+
+// start runs a server on cfg.Addr.
+func start(t testing.TB, sc store.Config, cfg app.Config) *Server {
+	t.Helper()
+	s, err := tryStart(t, sc, cfg)
+	if err != nil {
+		t.Fatalf("app.Start: %v", err)
+	}
+	return s
+}
+
+// tryStart builds and starts a server; a server that did not start is
+// stopped again (its store closed) before the error is returned.
+func tryStart(t testing.TB, sc store.Config, cfg app.Config) (*Server, error) {
+	t.Helper()
 	if cfg.JWTSecret == "" && cfg.JWKSFile == "" {
 		cfg.JWTSecret = Secret
 	}
@@ -74,11 +103,12 @@ func Start(t testing.TB, sc store.Config, cfg app.Config) *Server {
 		t.Fatalf("app.New: %v", err)
 	}
 	if err := a.Start(ctx); err != nil {
-		t.Fatalf("app.Start: %v", err)
+		_ = a.Stop(ctx)
+		return nil, err
 	}
 	s := &Server{App: a, URL: "http://" + a.Addr(), Logs: logs, Store: sc}
 	t.Cleanup(func() { s.Stop(t) })
-	return s
+	return s, nil
 }
 
 // EachBackend runs fn, on every store backend as storetest.EachBackend

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -309,15 +308,8 @@ func taskEvents(t *testing.T, ctx context.Context, c *client.Client, id string) 
 // startServer runs a server whose public URL is its own address, so that
 // the callback URLs it hands out reach it.
 func startServer(t *testing.T) *apptest.Server {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // apptest listens on it again; another listener taking it meanwhile is unlikely
-	return apptest.Standalone(t, app.Config{
-		Addr: addr, PublicURL: "http://" + addr, WakeBlock: 500 * time.Millisecond,
-	})
+	// apptest picks the port, and points hook URLs at it.
+	return apptest.Standalone(t, app.Config{WakeBlock: 500 * time.Millisecond})
 }
 
 // The agent that starts a devbox task hears it through a notification
