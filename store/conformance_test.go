@@ -286,6 +286,59 @@ func TestListIndexedPages(t *testing.T) {
 	})
 }
 
+// A page of large records stops at a mebibyte of them with a cursor to go
+// on, and paging on returns every record once, in order.
+func TestListIndexedBoundsPageBytes(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		big := `{"pad":"` + strings.Repeat("x", 300<<10) + `"}`
+		var want []string
+		for range 7 {
+			id := ids.New(ids.TaskPrefix, f.part)
+			res, err := s.CreateTask(context.Background(), store.TaskCreate{
+				Partition: f.part, ID: id, SessionID: f.session, Principal: "alice", JSON: []byte(big),
+				Event: []byte(`{"type":"task.created"}`), Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour,
+			})
+			if err != nil || res.Outcome != store.OK {
+				t.Fatal(res, err)
+			}
+			want = append(want, id)
+		}
+		index := []string{s.Keys.SessionTasks(f.part, f.session)}
+		record := func(id string) string { return s.Keys.Task(f.part, id) }
+		var pos *store.Position
+		var sizes []int
+		seen := 0
+		for range 10 {
+			page, err := s.ListIndexed(context.Background(), index, record, pos, 100, store.ListFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bytes := 0
+			for _, it := range page.Items {
+				if string(it) != big {
+					t.Fatalf("record %d is not the one stored", seen)
+				}
+				bytes += len(it)
+				seen++
+			}
+			sizes = append(sizes, len(page.Items))
+			if bytes > 1<<20 {
+				t.Fatalf("a page of %d bytes, want at most 1 MiB", bytes)
+			}
+			if page.Next == nil {
+				break
+			}
+			pos = page.Next
+		}
+		// 300 KiB records: three to a page.
+		if seen != len(want) || len(sizes) != 3 || sizes[0] != 3 {
+			t.Fatalf("pages of %v records (%d in all), want 3, 3, 1", sizes, seen)
+		}
+	})
+}
+
 func TestFanInWakesOtherReplicas(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		writer := open(t, cfg)

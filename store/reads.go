@@ -140,7 +140,22 @@ type Page struct {
 type ListFilter struct {
 	Fields []string
 	Keep   func(vals []string) bool
+	// SizeField, when set, is the hash field a kept record's size is read
+	// from (HSTRLEN, before the record is): a page holds at most
+	// maxPageBytes of them, and they are loaded at most loadChunkBytes a
+	// round trip.
+	SizeField string
 }
+
+// A page of large records stops short at maxPageBytes (always holding at
+// least one record) with a cursor to go on, and its records come from Redis
+// in round trips of at most loadChunkBytes: a list of large tasks neither
+// holds Redis for one long reply nor costs a replica more per call than a
+// page of small ones, whoever else shares them.
+const (
+	maxPageBytes   = 1 << 20
+	loadChunkBytes = 256 << 10
+)
 
 // maxListScan bounds the index entries one list call examines: a filter that
 // rejects most entries answers a short (even empty) page with a cursor to go
@@ -169,6 +184,7 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 		}
 		return items, found, nil
 	}
+	f.SizeField = "json"
 	items, next, err := listIndexed(ctx, s, indexes, record, after, limit, f, load)
 	return Page{Items: items, Next: next}, err
 }
@@ -182,6 +198,7 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 		id    string
 	}
 	var page []T
+	var pageBytes int64
 	pos := after
 	scanned := 0
 	for len(page) < limit {
@@ -227,21 +244,34 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 		}
 		scanned += len(items)
 		keep := make([]bool, len(items))
-		if len(f.Fields) > 0 {
+		sizes := make([]int64, len(items))
+		if len(f.Fields) > 0 || f.SizeField != "" {
 			pipe = s.RDB.Pipeline()
 			fields := make([]*redis.SliceCmd, len(items))
+			lens := make([]*redis.IntCmd, len(items))
 			for i, it := range items {
-				fields[i] = pipe.HMGet(ctx, record(it.id), f.Fields...)
+				if len(f.Fields) > 0 {
+					fields[i] = pipe.HMGet(ctx, record(it.id), f.Fields...)
+				}
+				if f.SizeField != "" {
+					lens[i] = pipe.HStrLen(ctx, record(it.id), f.SizeField)
+				}
 			}
 			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 				return nil, nil, unavailable(err)
 			}
-			for i, c := range fields {
-				vals := make([]string, len(f.Fields))
-				for j, v := range c.Val() {
-					vals[j], _ = v.(string)
+			for i := range items {
+				keep[i] = true
+				if fields[i] != nil {
+					vals := make([]string, len(f.Fields))
+					for j, v := range fields[i].Val() {
+						vals[j], _ = v.(string)
+					}
+					keep[i] = f.Keep(vals)
 				}
-				keep[i] = f.Keep(vals)
+				if lens[i] != nil {
+					sizes[i] = lens[i].Val()
+				}
 			}
 		} else {
 			for i := range keep {
@@ -249,23 +279,28 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 			}
 		}
 		var kept []string
+		var keptSizes []int64
 		loaded := make([]int, len(items)) // index into the loaded records, -1 when not kept
+		end, full := len(items), false
 		for i, it := range items {
 			loaded[i] = -1
-			if keep[i] {
-				loaded[i] = len(kept)
-				kept = append(kept, it.id)
+			if !keep[i] {
+				continue
 			}
-		}
-		var records []T
-		var found []bool
-		if len(kept) > 0 {
-			var err error
-			if records, found, err = load(ctx, kept); err != nil {
-				return nil, nil, err
+			if len(page)+len(kept) > 0 && pageBytes+sizes[i] > maxPageBytes {
+				end, full = i, true
+				break
 			}
+			pageBytes += sizes[i]
+			loaded[i] = len(kept)
+			kept = append(kept, it.id)
+			keptSizes = append(keptSizes, sizes[i])
 		}
-		for i := range items {
+		records, found, err := loadChunks(ctx, kept, keptSizes, load)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range items[:end] {
 			pos = &Position{Score: items[i].score, ID: items[i].id}
 			j := loaded[i]
 			if j < 0 || !found[j] {
@@ -280,11 +315,36 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 				return page, next, nil
 			}
 		}
+		if full {
+			return page, pos, nil
+		}
 		if len(items) < batch {
 			return page, nil, nil
 		}
 	}
 	return page, pos, nil
+}
+
+// loadChunks loads the records of ids, each chunk of at most loadChunkBytes
+// (by sizes, 0 where unknown) in a round trip of its own.
+func loadChunks[T any](ctx context.Context, ids []string, sizes []int64,
+	load func(ctx context.Context, ids []string) ([]T, []bool, error)) ([]T, []bool, error) {
+	var records []T
+	var found []bool
+	for start := 0; start < len(ids); {
+		end, bytes := start+1, sizes[start]
+		for end < len(ids) && bytes+sizes[end] <= loadChunkBytes {
+			bytes += sizes[end]
+			end++
+		}
+		r, f, err := load(ctx, ids[start:end])
+		if err != nil {
+			return nil, nil, err
+		}
+		records, found = append(records, r...), append(found, f...)
+		start = end
+	}
+	return records, found, nil
 }
 
 // GetOwned reads a record's json for a principal allowed to see it (its
