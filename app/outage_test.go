@@ -25,13 +25,20 @@ import (
 
 // ownRedis is a throwaway redis-server that this test starts and stops.
 type ownRedis struct {
-	t    *testing.T
+	t    testing.TB
 	port int
 	dir  string
+	args []string
 	cmd  *exec.Cmd
 }
 
-func startOwnRedis(t *testing.T) *ownRedis {
+// durable makes an ownRedis write its append-only file on every write, so a
+// restart shows exactly what was applied.
+var durable = []string{"--appendonly", "yes", "--appendfsync", "always"}
+
+// startOwnRedis starts a redis-server with args added to a loopback-only,
+// snapshot-free configuration.
+func startOwnRedis(t testing.TB, args ...string) *ownRedis {
 	t.Helper()
 	bin := os.Getenv("TASKHOOK_TEST_REDIS_SERVER_BIN")
 	if bin == "" {
@@ -46,7 +53,7 @@ func startOwnRedis(t *testing.T) *ownRedis {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	r := &ownRedis{t: t, port: port, dir: t.TempDir()}
+	r := &ownRedis{t: t, port: port, dir: t.TempDir(), args: args}
 	r.start(bin)
 	t.Cleanup(r.stop)
 	return r
@@ -54,9 +61,8 @@ func startOwnRedis(t *testing.T) *ownRedis {
 
 func (r *ownRedis) start(bin string) {
 	r.t.Helper()
-	// Durable on every write, so a restart shows exactly what was applied.
-	r.cmd = exec.Command(bin, "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
-		"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--logfile", filepath.Join(r.dir, "redis.log"))
+	r.cmd = exec.Command(bin, append([]string{"--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--save", "", "--logfile", filepath.Join(r.dir, "redis.log")}, r.args...)...)
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
@@ -77,7 +83,7 @@ func (r *ownRedis) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
 
 func TestRedisOutage(t *testing.T) {
 	t.Parallel()
-	rs := startOwnRedis(t)
+	rs := startOwnRedis(t, durable...)
 	srv := apptest.Start(t, store.Config{URL: "redis://" + rs.addr() + "/0", Prefix: "outage:"}, app.Config{})
 	ctx := context.Background()
 	cl := srv.Client(t, "ops")
@@ -142,7 +148,7 @@ func TestRedisOutage(t *testing.T) {
 // answer means it was applied exactly once.
 func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 	t.Parallel()
-	rs := startOwnRedis(t)
+	rs := startOwnRedis(t, durable...)
 	// The proxy counts the scripts that reach Redis: a re-send is seen there.
 	proxy := storetest.StartProxy(t, rs.addr())
 	sc := store.Config{URL: "redis://" + proxy.Addr() + "/0", Prefix: "stall:", Timeout: time.Second}
