@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Profiles the server under the side-by-side lifecycle load and writes text
-# summaries (pprof -top) next to the raw profiles.
-#   usage: scripts/profile.sh OUTDIR [NAME]     (run from the project root)
+# Profiles the server under a side-by-side load and writes text summaries
+# (pprof -top) next to the raw profiles.
+#   usage: scripts/profile.sh OUTDIR [NAME [lifecycle|ingest]]     (run from the project root)
 # It builds ./cmd/server and the load tool (PERFKIT, default ../shared/perf),
 # starts its own redis-server on 6391 and the server on 18181 with profiles on
-# 127.0.0.1:6061, runs rounds of `perftool lifecycle -n 6000 -c 50` while it takes a 10 s
+# 127.0.0.1:6061, runs rounds of the load (`perftool lifecycle -n 6000 -c 50`, or
+# `perftool ingest -n 20000 -c 50`: 50 hooks, 50 posting clients) while it takes a 10 s
 # CPU profile, then takes the allocation profile (every allocation since start).
 set -eu
-out=${1:?usage: scripts/profile.sh OUTDIR [NAME]}; name=${2:-lifecycle}
+out=${1:?usage: scripts/profile.sh OUTDIR [NAME [lifecycle|ingest]]}; name=${2:-lifecycle}; load=${3:-lifecycle}
+case $load in
+  lifecycle) n=6000 ;;
+  ingest) n=20000 ;;
+  *) echo "load must be lifecycle or ingest"; exit 2 ;;
+esac
 kit=${PERFKIT:-../shared/perf}
 port=6391; http=18181; debug=127.0.0.1:6061; secret=perf-secret-0123456789abcdef0123456789abcd
 work=$(mktemp -d); mkdir -p "$out"
@@ -22,17 +28,18 @@ TASKHOOK_DEBUG_ADDR=$debug TASKHOOK_HOOK_RATE_LIMIT=1000 TASKHOOK_HOOK_BURST=100
   TASKHOOK_REDIS_URL=redis://127.0.0.1:$port/0 TASKHOOK_JWT_SECRET=$secret TASKHOOK_PUBLIC_URL=http://127.0.0.1:$http \
   "$work/server" >"$work/server.log" 2>&1 & spid=$!
 for i in $(seq 100); do curl -fsS http://127.0.0.1:$http/readyz >/dev/null 2>&1 && break; sleep 0.1; done
+round() { "$work/perftool" "$load" -url http://127.0.0.1:$http -secret $secret -n $n -c 50; }
 # A first round, unprofiled, split into the server's CPU and Redis's.
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 s0=$(ticks $spid); r0=$(ticks $rpid)
-"$work/perftool" lifecycle -url http://127.0.0.1:$http -secret $secret -n 6000 -c 50
+round
 s1=$(ticks $spid); r1=$(ticks $rpid)
-echo "cpu per lifecycle: server $(( (s1 - s0) * 10000 / 6000 ))us, redis $(( (r1 - r0) * 10000 / 6000 ))us"
-# One round of 6000 lifecycles takes a few seconds: rounds follow each other
-# until the 10 s profile is taken.
+echo "cpu per $load: server $(( (s1 - s0) * 10000 / n ))us, redis $(( (r1 - r0) * 10000 / n ))us"
+# One round takes a few seconds: rounds follow each other until the 10 s
+# profile is taken.
 curl -fsS -o "$out/$name-cpu.pprof" "http://$debug/debug/pprof/profile?seconds=10" & cpid=$!
 while kill -0 $cpid 2>/dev/null; do
-  "$work/perftool" lifecycle -url http://127.0.0.1:$http -secret $secret -n 6000 -c 50
+  round
 done
 wait $cpid
 curl -fsS -o "$out/$name-allocs.pprof" "http://$debug/debug/pprof/allocs"
