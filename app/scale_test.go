@@ -149,7 +149,7 @@ func (l *scaleLoader) fill(b *testing.B, ctx context.Context, n int) {
 	}
 }
 
-// scaleRound times 300 lifecycles on a fresh session and 2,000 reads of
+// scaleRound times 1,000 lifecycles on a fresh session and 5,000 reads of
 // random stored tasks, from 8 clients.
 func scaleRound(b *testing.B, ctx context.Context, url, tok string, stored []string, lat *latencies) {
 	ses, err := client.New(url, tok).CreateSession(ctx, client.CreateSessionInput{})
@@ -172,7 +172,7 @@ func scaleRound(b *testing.B, ctx context.Context, url, tok string, stored []str
 				lat.add(name, time.Since(t0))
 				return true
 			}
-			for lifecycles.Add(1) <= 300 {
+			for lifecycles.Add(1) <= 1000 {
 				var task *client.Task
 				ok := timed("command", func() (err error) {
 					task, err = cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: map[string]any{"repo": "x"}})
@@ -185,7 +185,7 @@ func scaleRound(b *testing.B, ctx context.Context, url, tok string, stored []str
 					return
 				}
 			}
-			for reads.Add(1) <= 2000 {
+			for reads.Add(1) <= 5000 {
 				id := stored[rand.IntN(len(stored))]
 				if !timed("read", func() error { _, err := cl.GetTask(ctx, id); return err }) {
 					return
