@@ -8,6 +8,7 @@ package events
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -52,3 +53,41 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 
 // String is the wire form.
 func (t Time) String() string { return t.UTC().Format(TimeFormat) }
+
+// AppendHead appends a stored event's JSON as json.Marshal writes an Event
+// with no id, up to and including `"data":`: the caller appends the data
+// and the closing brace. The hot paths (every task command, every hook
+// post) write their events with it instead of through reflection.
+func AppendHead(b []byte, typ string, at time.Time, sessionID, taskID string, revision int64) []byte {
+	b = append(b, `{"type":`...)
+	b = AppendString(b, typ)
+	b = append(b, `,"at":"`...)
+	b = At(at).AppendFormat(b, TimeFormat)
+	b = append(b, `","sessionId":`...)
+	b = AppendString(b, sessionID)
+	if taskID != "" {
+		b = append(b, `,"taskId":`...)
+		b = AppendString(b, taskID)
+	}
+	if revision != 0 {
+		b = append(b, `,"revision":`...)
+		b = strconv.AppendInt(b, revision, 10)
+	}
+	return append(b, `,"data":`...)
+}
+
+// AppendString appends s as json.Marshal writes it: printable ASCII other
+// than the quote, the backslash and the characters it escapes for HTML goes
+// as it is; anything else through json.Marshal.
+func AppendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			quoted, _ := json.Marshal(s) // a string always encodes
+			return append(b, quoted...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

@@ -1,7 +1,6 @@
 package hooks
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -129,10 +128,7 @@ func (s *Service) Ingest(ctx context.Context, t Target, cb Callback) (Accepted, 
 	if len(contentType) > maxStoredContentType {
 		contentType = contentType[:maxStoredContentType]
 	}
-	received, err := receivedEvent(cfg, cb.Method, contentType, now)
-	if err != nil {
-		return Accepted{}, err
-	}
+	received := receivedEvent(cfg, cb.Method, contentType, now)
 	res, err := s.store.IngestHook(ctx, store.HookIngest{
 		Partition: part, HookID: cfg.HookID, TaskID: cfg.TaskID, SessionID: cfg.SessionID,
 		ProviderEventID: eventID, RateInterval: s.cfg.rateInterval(), Burst: s.cfg.Burst,
@@ -198,30 +194,16 @@ func (s *Service) resolve(ctx context.Context, part int, hash string) (tokenEntr
 // the ingest script knows: the event's id in the hook's queue and its seq.
 // The script writes parts[0], the id, parts[1], the seq, parts[2]: the shape
 // of the event is decided here alone.
-func receivedEvent(cfg ingestConfig, method, contentType string, now time.Time) (parts [3][]byte, err error) {
-	data, err := json.Marshal(struct {
-		HookID      string `json:"hookId"`
-		Method      string `json:"method"`
-		ContentType string `json:"contentType"`
-		EventID     string `json:"eventId"` // the script's: the first hole
-		Seq         int64  `json:"seq"`     // the script's: the second hole
-	}{HookID: cfg.HookID, Method: method, ContentType: contentType})
-	if err != nil {
-		return parts, err
-	}
-	ev, err := json.Marshal(events.Event{
-		Type: wire.EventHookReceived, At: events.At(now), SessionID: cfg.SessionID, TaskID: cfg.TaskID, Data: data,
-	})
-	if err != nil {
-		return parts, err
-	}
-	// The holes are data's last members, and data is the event's last.
-	const id, seq, end = `"eventId":"`, `","seq":`, `}}`
-	head, ok := bytes.CutSuffix(ev, []byte(id+seq+"0"+end))
-	if !ok {
-		return parts, errors.New("hook.received event does not end with its event id and seq")
-	}
-	return [3][]byte{append(head, id...), []byte(seq), []byte(end)}, nil
+func receivedEvent(cfg ingestConfig, method, contentType string, now time.Time) [3][]byte {
+	head := make([]byte, 0, 256)
+	head = events.AppendHead(head, wire.EventHookReceived, now, cfg.SessionID, cfg.TaskID, 0)
+	head = append(head, `{"hookId":`...)
+	head = events.AppendString(head, cfg.HookID)
+	head = append(head, `,"method":`...)
+	head = events.AppendString(head, method)
+	head = append(head, `,"contentType":`...)
+	head = events.AppendString(head, contentType)
+	return [3][]byte{append(head, `,"eventId":"`...), []byte(`","seq":`), []byte(`}}`)}
 }
 
 func (s *Service) count(outcome string) {

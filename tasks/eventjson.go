@@ -3,7 +3,6 @@ package tasks
 import (
 	"encoding/json"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/taskhook/taskhook/events"
@@ -30,26 +29,13 @@ func eventJSON(t Task, now time.Time, e Emitted, snapshot []byte) ([]byte, error
 	slices.Sort(keys)
 
 	b := make([]byte, 0, len(snapshot)+192)
-	b = append(b, `{"type":`...)
-	b = appendJSONString(b, e.Type)
-	b = append(b, `,"at":"`...)
-	b = events.At(now).UTC().AppendFormat(b, events.TimeFormat)
-	b = append(b, `","sessionId":`...)
-	b = appendJSONString(b, t.SessionID)
-	if t.TaskID != "" {
-		b = append(b, `,"taskId":`...)
-		b = appendJSONString(b, t.TaskID)
-	}
-	if t.Revision != 0 {
-		b = append(b, `,"revision":`...)
-		b = strconv.AppendInt(b, t.Revision, 10)
-	}
-	b = append(b, `,"data":{`...)
+	b = events.AppendHead(b, e.Type, now, t.SessionID, t.TaskID, t.Revision)
+	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = events.AppendString(b, k)
 		b = append(b, ':')
 		if taskEvent && k == "task" {
 			b = append(b, snapshot...)
@@ -62,20 +48,4 @@ func eventJSON(t Task, now time.Time, e Emitted, snapshot []byte) ([]byte, error
 		b = append(b, v...)
 	}
 	return append(b, "}}"...), nil
-}
-
-// appendJSONString appends s as json.Marshal writes it: printable ASCII
-// other than the quote, the backslash and the characters it escapes for
-// HTML goes as it is; anything else through json.Marshal.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20, c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			quoted, _ := json.Marshal(s) // a string always encodes
-			return append(b, quoted...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
