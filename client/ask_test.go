@@ -6,7 +6,6 @@ import (
 
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 type asked struct {
@@ -29,7 +28,7 @@ func ask(t *testing.T, ctx context.Context, srv *apptest.Server, c *client.Clien
 // TestAsk: Ask blocks through progress and messages until its request is
 // answered, through any channel, and answers with the answer.
 func TestAsk(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), withTestDefaults(noRecheck))
+	srv := apptest.Embedded(t, withTestDefaults(noRecheck))
 	ctx, cancel := beforeTheWaitEnds(testContext(t))
 	defer cancel()
 	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
@@ -77,7 +76,7 @@ func TestAsk(t *testing.T) {
 // Ask with the task and no answer; a request without an id gets the one the
 // server fills.
 func TestAskTaskEnds(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), withTestDefaults(noRecheck))
+	srv := apptest.Embedded(t, withTestDefaults(noRecheck))
 	ctx, cancel := beforeTheWaitEnds(testContext(t))
 	defer cancel()
 	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
@@ -103,7 +102,7 @@ func TestAskTaskEnds(t *testing.T) {
 
 // TestAskServerFilledID: Ask follows the request the server named.
 func TestAskServerFilledID(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), withTestDefaults(noRecheck))
+	srv := apptest.Embedded(t, withTestDefaults(noRecheck))
 	ctx, cancel := beforeTheWaitEnds(testContext(t))
 	defer cancel()
 	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
