@@ -47,17 +47,6 @@ func hashFields(t *testing.T, rdb *redis.Client, sc store.Config) []storedField 
 	return out
 }
 
-func rawRedis(t *testing.T, sc store.Config) *redis.Client {
-	t.Helper()
-	opt, err := redis.ParseURL(sc.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
 // secretsSetup is a session notifying a receiver, a task in it, and a
 // hook of the task that checks an HMAC signature.
 type secretsSetup struct {
@@ -146,7 +135,7 @@ func TestStoredSecretsSealed(t *testing.T) {
 	cfg := app.Config{AllowPrivateTargets: true, NotifyRetryBase: 10 * time.Millisecond}
 	srv := apptest.Start(t, sc, cfg)
 	owner := srv.Client(t, "alice")
-	rdb := rawRedis(t, sc)
+	rdb := storetest.Redis(t, sc)
 	s := setUpSecrets(t, srv, owner)
 
 	if status := postSigned(t, srv.URL, s.hookToken, `{"n":1}`); status != http.StatusAccepted {
@@ -301,5 +290,5 @@ func TestEndpointSecretReplaySealed(t *testing.T) {
 	for _, s := range []string{first.Notify[0].Secret, task.Notify[0].Secret, added.Secret} {
 		secrets = append(secrets, s, strings.TrimPrefix(s, "whsec_"))
 	}
-	scanClear(t, rawRedis(t, sc), sc, secrets...)
+	scanClear(t, storetest.Redis(t, sc), sc, secrets...)
 }
