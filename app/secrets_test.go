@@ -82,8 +82,9 @@ func setUpSecrets(t *testing.T, srv *apptest.Server, owner *client.Client) secre
 }
 
 // postSigned posts a body signed with the hook's secret to a server's
-// callback route and returns the status.
-func postSigned(t *testing.T, base, token, body string) int {
+// callback route and fails the test, naming the post what, unless it is
+// accepted.
+func postSigned(t *testing.T, base, token, body, what string) {
 	t.Helper()
 	mac := hmac.New(sha256.New, []byte(hookSecret))
 	mac.Write([]byte(body))
@@ -94,7 +95,9 @@ func postSigned(t *testing.T, base, token, body string) int {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	return resp.StatusCode
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("%s: %d", what, resp.StatusCode)
+	}
 }
 
 // messageDelivered posts a task message and waits for its delivery, which
@@ -138,12 +141,8 @@ func TestStoredSecretsSealed(t *testing.T) {
 	rdb := storetest.Redis(t, sc)
 	s := setUpSecrets(t, srv, owner)
 
-	if status := postSigned(t, srv.URL, s.hookToken, `{"n":1}`); status != http.StatusAccepted {
-		t.Fatalf("a signed post: %d", status)
-	}
-	if status := postSigned(t, srv.URL, s.hookToken, `{"n":2}`); status != http.StatusAccepted {
-		t.Fatalf("a second signed post: %d", status)
-	}
+	postSigned(t, srv.URL, s.hookToken, `{"n":1}`, "a signed post")
+	postSigned(t, srv.URL, s.hookToken, `{"n":2}`, "a second signed post")
 	messageDelivered(t, owner, s, "sealed-1")
 	scanClear(t, rdb, sc, hookSecret, s.epSecret, strings.TrimPrefix(s.epSecret, "whsec_"))
 
@@ -181,12 +180,8 @@ func TestStoredSecretsSealed(t *testing.T) {
 	// Another replica (no cached config) reads them: they work, and are
 	// sealed again.
 	other := apptest.Start(t, sc, cfg)
-	if status := postSigned(t, other.URL, s.hookToken, `{"n":3}`); status != http.StatusAccepted {
-		t.Fatalf("a signed post against a plain stored secret: %d", status)
-	}
-	if status := postSigned(t, other.URL, s.hookToken, `{"n":4}`); status != http.StatusAccepted {
-		t.Fatalf("a signed post after the secret was sealed again: %d", status)
-	}
+	postSigned(t, other.URL, s.hookToken, `{"n":3}`, "a signed post against a plain stored secret")
+	postSigned(t, other.URL, s.hookToken, `{"n":4}`, "a signed post after the secret was sealed again")
 	messageDelivered(t, owner, s, "plain-then-sealed")
 	scanClear(t, rdb, sc, hookSecret, s.epSecret, strings.TrimPrefix(s.epSecret, "whsec_"))
 }
