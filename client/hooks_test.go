@@ -360,14 +360,20 @@ func TestHookEventsDeliversInOrder(t *testing.T) {
 	}
 }
 
+// unackedAgain opens a hook that holds two events, and the options of a
+// consumer whose events not acked come back after 200ms.
+func unackedAgain(t *testing.T) (context.Context, *client.Client, *client.CreatedHook, client.HookEventsOptions) {
+	t.Helper()
+	e, ctx, out, h, cb := hookOnStandalone(t)
+	postNumbered(t, ctx, out, cb, 2)
+	return ctx, e.alice, h, client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
+}
+
 // TestHookEventsBreakDoesNotAck: an event whose body broke out of the loop
 // is delivered again.
 func TestHookEventsBreakDoesNotAck(t *testing.T) {
 	t.Parallel()
-	e, ctx, out, h, cb := hookOnStandalone(t)
-	c := e.alice
-	postNumbered(t, ctx, out, cb, 2)
-	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
+	ctx, c, h, opts := unackedAgain(t)
 
 	for ev, err := range c.Hook(h.HookID).Events(ctx, opts) {
 		if err != nil || ev.Seq != 1 || ev.DeliveryCount != 1 {
@@ -400,10 +406,7 @@ func TestHookEventsBreakDoesNotAck(t *testing.T) {
 // again; the ones before it, whose bodies returned, are not.
 func TestHookEventsPanicDoesNotAck(t *testing.T) {
 	t.Parallel()
-	e, ctx, out, h, cb := hookOnStandalone(t)
-	c := e.alice
-	postNumbered(t, ctx, out, cb, 2)
-	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
+	ctx, c, h, opts := unackedAgain(t)
 
 	recovered := func() (r any) {
 		defer func() { r = recover() }()
