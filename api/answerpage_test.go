@@ -7,7 +7,6 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 type answerView struct {
@@ -52,7 +51,7 @@ func wantPageHeaders(t *testing.T, r reply, what string) {
 // TestContractAnswerPage drives GET /v1/input/{token} (JSON and the HTML
 // page) and the page's form post, through apitest.Transport.
 func TestContractAnswerPage(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	srv := apptest.Embedded(t, app.Config{})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
 	anon := alice.as("")
 	// The page's form post is answered with a redirect: see it, not where it goes.

@@ -9,7 +9,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/connections/providertest"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 type pendingSignin struct {
@@ -28,7 +27,7 @@ func TestContractConnections(t *testing.T) {
 	prov := providertest.New(t)
 	file := providertest.WriteConnectionsFile(t,
 		prov.Connection("devbox", "path", "repo"), prov.Connection("google", "state", "email"))
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{ConnectionsFile: file})
+	srv := apptest.Embedded(t, app.Config{ConnectionsFile: file})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
 	bob := alice.as(apptest.Token(t, "bob"))
 	anon := alice.as("")

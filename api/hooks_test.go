@@ -12,7 +12,6 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 type hook struct {
@@ -62,7 +61,7 @@ type hookPage struct {
 // over real HTTP, on the embedded store, through apitest.Transport.
 func TestContractHooks(t *testing.T) {
 	// A low rate with a burst of 10: a hook takes 10 posts at once, then 429.
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{HookMaxDeliveries: 2, HookRateLimit: 0.01, HookBurst: 10})
+	srv := apptest.Embedded(t, app.Config{HookMaxDeliveries: 2, HookRateLimit: 0.01, HookBurst: 10})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
 	bob := alice.as(apptest.Token(t, "bob"))
 	anon := alice.as("")

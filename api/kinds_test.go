@@ -7,14 +7,13 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // TestContractKindsAndRelease drives kinds on long-polls, event reads and
 // streams, release, and cancels with a wait over real HTTP, on the embedded
 // store, through apitest.Transport.
 func TestContractKindsAndRelease(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	srv := apptest.Embedded(t, app.Config{})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
 	bob := alice.as(apptest.Token(t, "bob"))
 

@@ -22,7 +22,7 @@ type endpoint struct {
 // TestContractNotify drives the notification endpoint routes and their
 // refusals over real HTTP, through apitest.Transport.
 func TestContractNotify(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{
+	srv := apptest.Embedded(t, app.Config{
 		AllowPrivateTargets: true, NotifyRetryBase: time.Millisecond, NotifyMaxAttempts: 1,
 	})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))

@@ -158,7 +158,7 @@ func TestDocumentCoversRouter(t *testing.T) {
 	// the connection routes a connections file.
 	prov := providertest.New(t)
 	file := providertest.WriteConnectionsFile(t, prov.Connection("devbox", "path"))
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{SlackSigningSecret: "slack-secret", ConnectionsFile: file})
+	srv := apptest.Embedded(t, app.Config{SlackSigningSecret: "slack-secret", ConnectionsFile: file})
 	routes, ok := srv.App.Handler.(chi.Routes)
 	if !ok {
 		t.Fatalf("the app's handler is a %T, not a chi.Routes", srv.App.Handler)
@@ -353,7 +353,7 @@ type eventPage struct {
 // on the embedded store, through apitest.Transport: each exchange is
 // validated against the document.
 func TestContract(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	srv := apptest.Embedded(t, app.Config{})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
 	bob := alice.as(apptest.Token(t, "bob"))
 	carol := alice.as(apptest.Token(t, "carol"))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 type session struct {
@@ -20,7 +19,7 @@ type session struct {
 // TestContractSessionEnd drives session cancel and reset over real HTTP, on
 // the embedded store, through apitest.Transport.
 func TestContractSessionEnd(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	srv := apptest.Embedded(t, app.Config{})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
 	bob := alice.as(apptest.Token(t, "bob"))
 	admin := alice.as(apptest.Token(t, "root", "admin"))

@@ -10,14 +10,13 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/channels/slack"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // TestContractSlack drives the render route and the Slack interactions
 // route, answers and refusals, over real HTTP through apitest.Transport.
 func TestContractSlack(t *testing.T) {
 	const secret = "slack-contract-secret"
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{SlackSigningSecret: secret, SlackUsers: "U0ALICE=alice,U0BOB=bob"})
+	srv := apptest.Embedded(t, app.Config{SlackSigningSecret: secret, SlackUsers: "U0ALICE=alice,U0BOB=bob"})
 	agent := newCaller(t, srv.URL, apptest.Token(t, "agent"))
 	var ses, task struct {
 		SessionID string `json:"sessionId"`

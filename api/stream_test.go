@@ -18,7 +18,6 @@ import (
 	"github.com/taskhook/taskhook/api/apitest"
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // sse is one open server-sent event stream.
@@ -136,7 +135,7 @@ func (s *sse) event() frame {
 // TestContractEventStream reads the event logs as server-sent events through
 // apitest.Transport, which checks each stream's status and headers.
 func TestContractEventStream(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	srv := apptest.Embedded(t, app.Config{})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
 	bob := alice.as(apptest.Token(t, "bob"))
 
@@ -222,7 +221,7 @@ func TestContractEventStream(t *testing.T) {
 // TestContractEventStreamEndsOnDrain: a stream ends when the server shuts
 // down, so clients reconnect (to another replica) with Last-Event-ID.
 func TestContractEventStreamEndsOnDrain(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	srv := apptest.Embedded(t, app.Config{})
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
 	var ses struct{ SessionID string }
 	alice.want(alice.do("POST", "/v1/sessions", nil), 201, "", &ses)

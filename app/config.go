@@ -258,6 +258,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// into is a setter of *p that parses a variable's value with parse.
+func into[T any](p *T, parse func(string) (T, error)) func(string) error {
+	return func(v string) (err error) {
+		*p, err = parse(v)
+		return err
+	}
+}
+
+func parseInt64(v string) (int64, error)     { return strconv.ParseInt(v, 10, 64) }
+func parseFloat64(v string) (float64, error) { return strconv.ParseFloat(v, 64) }
+
 // FromEnv fills a Config from flags (first) and TASKHOOK_* variables.
 func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	var c Config
@@ -288,42 +299,33 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 			}
 		}
 	}
-	dur := func(p *time.Duration) func(string) error {
-		return func(v string) (err error) { *p, err = time.ParseDuration(v); return err }
-	}
-	parse("TASKHOOK_REDIS_CLUSTER", func(v string) (err error) { c.RedisCluster, err = strconv.ParseBool(v); return err })
-	parse("TASKHOOK_PARTITIONS", func(v string) (err error) { c.Partitions, err = strconv.Atoi(v); return err })
-	parse("TASKHOOK_MAX_BODY_BYTES", func(v string) (err error) { c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64); return err })
-	parse("TASKHOOK_MAX_TASKS_PER_SESSION", func(v string) (err error) { c.MaxTasksPerSession, err = strconv.Atoi(v); return err })
-	parse("TASKHOOK_LIST_RATE", func(v string) (err error) { c.ListRate, err = strconv.ParseFloat(v, 64); return err })
-	parse("TASKHOOK_LIST_BURST", func(v string) (err error) { c.ListBurst, err = strconv.Atoi(v); return err })
-	parse("TASKHOOK_MAX_TASK_BYTES", func(v string) (err error) { c.MaxTaskBytes, err = strconv.Atoi(v); return err })
-	parse("TASKHOOK_BODY_TIMEOUT", dur(&c.BodyTimeout))
-	parse("TASKHOOK_MAX_INFLIGHT_BODY_BYTES", func(v string) (err error) {
-		c.MaxInflightBodyBytes, err = strconv.ParseInt(v, 10, 64)
-		return err
-	})
-	parse("TASKHOOK_JWT_MAX_AGE", dur(&c.JWTMaxAge))
+	parse("TASKHOOK_REDIS_CLUSTER", into(&c.RedisCluster, strconv.ParseBool))
+	parse("TASKHOOK_PARTITIONS", into(&c.Partitions, strconv.Atoi))
+	parse("TASKHOOK_MAX_BODY_BYTES", into(&c.MaxBodyBytes, parseInt64))
+	parse("TASKHOOK_MAX_TASKS_PER_SESSION", into(&c.MaxTasksPerSession, strconv.Atoi))
+	parse("TASKHOOK_LIST_RATE", into(&c.ListRate, parseFloat64))
+	parse("TASKHOOK_LIST_BURST", into(&c.ListBurst, strconv.Atoi))
+	parse("TASKHOOK_MAX_TASK_BYTES", into(&c.MaxTaskBytes, strconv.Atoi))
+	parse("TASKHOOK_BODY_TIMEOUT", into(&c.BodyTimeout, time.ParseDuration))
+	parse("TASKHOOK_MAX_INFLIGHT_BODY_BYTES", into(&c.MaxInflightBodyBytes, parseInt64))
+	parse("TASKHOOK_JWT_MAX_AGE", into(&c.JWTMaxAge, time.ParseDuration))
 	fs.DurationVar(&c.JWTMaxAge, "jwt-max-age", c.JWTMaxAge, "longest token lifetime taken, such as 24h or 15m (TASKHOOK_JWT_MAX_AGE)")
-	parse("TASKHOOK_DEFAULT_TTL", dur(&c.DefaultTTL))
-	parse("TASKHOOK_MAX_TTL", dur(&c.MaxTTL))
-	parse("TASKHOOK_SHUTDOWN_TIMEOUT", dur(&c.ShutdownTimeout))
-	parse("TASKHOOK_REDIS_TIMEOUT", dur(&c.RedisTimeout))
-	parse("TASKHOOK_RECHECK_INTERVAL", dur(&c.RecheckInterval))
-	parse("TASKHOOK_WAKE_BLOCK", dur(&c.WakeBlock))
-	parse("TASKHOOK_HOOK_MAX_DELIVERIES", func(v string) (err error) { c.HookMaxDeliveries, err = strconv.Atoi(v); return err })
-	parse("TASKHOOK_HOOK_RATE_LIMIT", func(v string) (err error) { c.HookRateLimit, err = strconv.ParseFloat(v, 64); return err })
-	parse("TASKHOOK_HOOK_BURST", func(v string) (err error) { c.HookBurst, err = strconv.Atoi(v); return err })
-	parse("TASKHOOK_NOTIFY_TIMEOUT", dur(&c.NotifyTimeout))
-	parse("TASKHOOK_NOTIFY_CONCURRENCY", func(v string) (err error) { c.NotifyConcurrency, err = strconv.Atoi(v); return err })
-	parse("TASKHOOK_NOTIFY_RETRY_BASE", dur(&c.NotifyRetryBase))
-	parse("TASKHOOK_NOTIFY_MAX_ATTEMPTS", func(v string) (err error) { c.NotifyMaxAttempts, err = strconv.Atoi(v); return err })
-	parse("TASKHOOK_NOTIFY_CLAIM_IDLE", dur(&c.NotifyClaimIdle))
-	parse("TASKHOOK_SIGNIN_TTL", dur(&c.SigninTTL))
-	parse("TASKHOOK_ALLOW_PRIVATE_TARGETS", func(v string) (err error) {
-		c.AllowPrivateTargets, err = strconv.ParseBool(v)
-		return err
-	})
+	parse("TASKHOOK_DEFAULT_TTL", into(&c.DefaultTTL, time.ParseDuration))
+	parse("TASKHOOK_MAX_TTL", into(&c.MaxTTL, time.ParseDuration))
+	parse("TASKHOOK_SHUTDOWN_TIMEOUT", into(&c.ShutdownTimeout, time.ParseDuration))
+	parse("TASKHOOK_REDIS_TIMEOUT", into(&c.RedisTimeout, time.ParseDuration))
+	parse("TASKHOOK_RECHECK_INTERVAL", into(&c.RecheckInterval, time.ParseDuration))
+	parse("TASKHOOK_WAKE_BLOCK", into(&c.WakeBlock, time.ParseDuration))
+	parse("TASKHOOK_HOOK_MAX_DELIVERIES", into(&c.HookMaxDeliveries, strconv.Atoi))
+	parse("TASKHOOK_HOOK_RATE_LIMIT", into(&c.HookRateLimit, parseFloat64))
+	parse("TASKHOOK_HOOK_BURST", into(&c.HookBurst, strconv.Atoi))
+	parse("TASKHOOK_NOTIFY_TIMEOUT", into(&c.NotifyTimeout, time.ParseDuration))
+	parse("TASKHOOK_NOTIFY_CONCURRENCY", into(&c.NotifyConcurrency, strconv.Atoi))
+	parse("TASKHOOK_NOTIFY_RETRY_BASE", into(&c.NotifyRetryBase, time.ParseDuration))
+	parse("TASKHOOK_NOTIFY_MAX_ATTEMPTS", into(&c.NotifyMaxAttempts, strconv.Atoi))
+	parse("TASKHOOK_NOTIFY_CLAIM_IDLE", into(&c.NotifyClaimIdle, time.ParseDuration))
+	parse("TASKHOOK_SIGNIN_TTL", into(&c.SigninTTL, time.ParseDuration))
+	parse("TASKHOOK_ALLOW_PRIVATE_TARGETS", into(&c.AllowPrivateTargets, strconv.ParseBool))
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}

@@ -160,7 +160,7 @@ func TestSigninFlow(t *testing.T) {
 			if err != nil || len(evs.Events) != 1 || !strings.Contains(string(evs.Events[0].Data), state) {
 				t.Fatalf("authorization.required does not show the URL: %+v %v", evs, err)
 			}
-			scanClear(t, rawRedis(t, e.sc), e.sc, state)
+			scanClear(t, storetest.Redis(t, e.sc), e.sc, state)
 			if strings.Contains(e.srv.Logs.String(), state) {
 				t.Fatal("the attempt token is in the logs")
 			}
@@ -237,7 +237,7 @@ func scanForSecrets(t *testing.T, e *signinEnv, taskID string, secrets []string)
 	resp.Body.Close()
 	places = append(places, string(m))
 
-	for key, values := range redisValues(t, rawRedis(t, e.sc), e.sc.Prefix) {
+	for key, values := range redisValues(t, storetest.Redis(t, e.sc), e.sc.Prefix) {
 		places = append(append(places, key), values...)
 	}
 	for _, s := range secrets {

@@ -19,7 +19,7 @@ import (
 // without a read.
 func TestKindsPollCostsNoRoundTripsForOtherKinds(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{WakeBlock: 20 * time.Millisecond, Partitions: 4,
+	srv := apptest.Standalone(t, app.Config{WakeBlock: 20 * time.Millisecond, Partitions: 4,
 		RecheckInterval: time.Hour})
 	ctx := context.Background()
 	cl := client.New(srv.URL, apptest.Token(t, "lp"))

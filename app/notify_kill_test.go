@@ -28,12 +28,7 @@ type outbox struct {
 
 func newOutbox(t *testing.T, sc store.Config, sessionID string) outbox {
 	t.Helper()
-	opts, err := redis.ParseURL(sc.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := storetest.Redis(t, sc)
 	p, err := ids.PartitionOf(sessionID, ids.SessionPrefix, 16) // the servers' default partitions
 	if err != nil {
 		t.Fatal(err)

@@ -161,7 +161,7 @@ func waitDeliveries(t *testing.T, r *receivertest.Receiver, n int) {
 // receiver that never answers is retried and dead-lettered, 400 is dropped
 // and a redirect is not followed. None of it changes the task.
 func TestNotificationFailuresFollowTheAnswer(t *testing.T) {
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{
+	srv := apptest.Standalone(t, app.Config{
 		AllowPrivateTargets: true, NotifyRetryBase: 5 * time.Millisecond, NotifyMaxAttempts: 3,
 		NotifyTimeout: 300 * time.Millisecond,
 	})
@@ -276,7 +276,7 @@ func TestNotificationFailuresFollowTheAnswer(t *testing.T) {
 // a hook's hook.received, and a session cancel's task.terminal and
 // session.cancelled. A reset carries the endpoints over, secrets and all.
 func TestNotificationsOfHooksAndSessionCancel(t *testing.T) {
-	srv := apptest.Start(t, storetest.Standalone(t), notifyConfig())
+	srv := apptest.Standalone(t, notifyConfig())
 	ctx := context.Background()
 	cl := client.New(srv.URL, apptest.Token(t, "notify-cancel"))
 	recv := receivertest.New(t, nil)
@@ -347,7 +347,7 @@ func TestSlowReceiverDoesNotHoldBackAnotherEndpoint(t *testing.T) {
 		events = 40 // more than one endpoint's share of a replica's 64 deliveries (16)
 		share  = 16
 	)
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{AllowPrivateTargets: true, NotifyTimeout: 30 * time.Second})
+	srv := apptest.Standalone(t, app.Config{AllowPrivateTargets: true, NotifyTimeout: 30 * time.Second})
 	ctx := context.Background()
 	cl := client.New(srv.URL, apptest.Token(t, "notify-slow"))
 	slow := receivertest.New(t, nil)

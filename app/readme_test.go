@@ -9,7 +9,6 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // The README's curl walk-through works as printed: its first sh block runs
@@ -82,7 +81,7 @@ func readmeServer(t *testing.T, tools ...string) *apptest.Server {
 			t.Skipf("no %s", tool)
 		}
 	}
-	return apptest.Start(t, storetest.Embedded(t), app.Config{})
+	return apptest.Embedded(t, app.Config{})
 }
 
 // walkthroughSetup is what the README's subsections build on: the lines of

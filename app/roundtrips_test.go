@@ -59,12 +59,12 @@ func TestOneRoundTripPerTaskCommand(t *testing.T) {
 	t.Parallel()
 	t.Run("no endpoints", func(t *testing.T) {
 		t.Parallel()
-		srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+		srv := apptest.Standalone(t, app.Config{})
 		measureTaskCommands(t, srv, nil, nil)
 	})
 	t.Run("endpoints on the session and the task", func(t *testing.T) {
 		t.Parallel()
-		srv := apptest.Start(t, storetest.Standalone(t), app.Config{AllowPrivateTargets: true})
+		srv := apptest.Standalone(t, app.Config{AllowPrivateTargets: true})
 		sesRecv, taskRecv := receivertest.New(t, nil), receivertest.New(t, nil)
 		// Every type a task emits, so that each command routes its events;
 		// the session has a second endpoint, of the default types.

@@ -47,17 +47,6 @@ func hashFields(t *testing.T, rdb *redis.Client, sc store.Config) []storedField 
 	return out
 }
 
-func rawRedis(t *testing.T, sc store.Config) *redis.Client {
-	t.Helper()
-	opt, err := redis.ParseURL(sc.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
 // secretsSetup is a session notifying a receiver, a task in it, and a
 // hook of the task that checks an HMAC signature.
 type secretsSetup struct {
@@ -93,8 +82,9 @@ func setUpSecrets(t *testing.T, srv *apptest.Server, owner *client.Client) secre
 }
 
 // postSigned posts a body signed with the hook's secret to a server's
-// callback route and returns the status.
-func postSigned(t *testing.T, base, token, body string) int {
+// callback route and fails the test, naming the post what, unless it is
+// accepted.
+func postSigned(t *testing.T, base, token, body, what string) {
 	t.Helper()
 	mac := hmac.New(sha256.New, []byte(hookSecret))
 	mac.Write([]byte(body))
@@ -105,7 +95,9 @@ func postSigned(t *testing.T, base, token, body string) int {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	return resp.StatusCode
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("%s: %d", what, resp.StatusCode)
+	}
 }
 
 // messageDelivered posts a task message and waits for its delivery, which
@@ -146,15 +138,11 @@ func TestStoredSecretsSealed(t *testing.T) {
 	cfg := app.Config{AllowPrivateTargets: true, NotifyRetryBase: 10 * time.Millisecond}
 	srv := apptest.Start(t, sc, cfg)
 	owner := srv.Client(t, "alice")
-	rdb := rawRedis(t, sc)
+	rdb := storetest.Redis(t, sc)
 	s := setUpSecrets(t, srv, owner)
 
-	if status := postSigned(t, srv.URL, s.hookToken, `{"n":1}`); status != http.StatusAccepted {
-		t.Fatalf("a signed post: %d", status)
-	}
-	if status := postSigned(t, srv.URL, s.hookToken, `{"n":2}`); status != http.StatusAccepted {
-		t.Fatalf("a second signed post: %d", status)
-	}
+	postSigned(t, srv.URL, s.hookToken, `{"n":1}`, "a signed post")
+	postSigned(t, srv.URL, s.hookToken, `{"n":2}`, "a second signed post")
 	messageDelivered(t, owner, s, "sealed-1")
 	scanClear(t, rdb, sc, hookSecret, s.epSecret, strings.TrimPrefix(s.epSecret, "whsec_"))
 
@@ -192,12 +180,8 @@ func TestStoredSecretsSealed(t *testing.T) {
 	// Another replica (no cached config) reads them: they work, and are
 	// sealed again.
 	other := apptest.Start(t, sc, cfg)
-	if status := postSigned(t, other.URL, s.hookToken, `{"n":3}`); status != http.StatusAccepted {
-		t.Fatalf("a signed post against a plain stored secret: %d", status)
-	}
-	if status := postSigned(t, other.URL, s.hookToken, `{"n":4}`); status != http.StatusAccepted {
-		t.Fatalf("a signed post after the secret was sealed again: %d", status)
-	}
+	postSigned(t, other.URL, s.hookToken, `{"n":3}`, "a signed post against a plain stored secret")
+	postSigned(t, other.URL, s.hookToken, `{"n":4}`, "a signed post after the secret was sealed again")
 	messageDelivered(t, owner, s, "plain-then-sealed")
 	scanClear(t, rdb, sc, hookSecret, s.epSecret, strings.TrimPrefix(s.epSecret, "whsec_"))
 }
@@ -301,5 +285,5 @@ func TestEndpointSecretReplaySealed(t *testing.T) {
 	for _, s := range []string{first.Notify[0].Secret, task.Notify[0].Secret, added.Secret} {
 		secrets = append(secrets, s, strings.TrimPrefix(s, "whsec_"))
 	}
-	scanClear(t, rawRedis(t, sc), sc, secrets...)
+	scanClear(t, storetest.Redis(t, sc), sc, secrets...)
 }

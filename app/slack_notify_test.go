@@ -107,7 +107,7 @@ func (f *fakeSlack) snapshot() []slackCall {
 func TestSlackEndpointPostsTheQuestionAndUpdatesIt(t *testing.T) {
 	slack := newFakeSlack(t)
 	slack.throttle = 1
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{
+	srv := apptest.Standalone(t, app.Config{
 		SlackBotToken: slackToken, SlackAPIURL: slack.URL + "/api/", NotifyRetryBase: 1,
 	})
 	ctx := context.Background()

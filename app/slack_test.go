@@ -16,7 +16,6 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 const slackSecret = "slack-signing-secret-for-tests"
@@ -125,7 +124,7 @@ func hasText(blocks []slack.Block, text string) bool {
 // real server on Redis: only the mapped requester's signed click answers;
 // everyone else is refused, and a bad or stale signature stores nothing.
 func TestSlackInteractions(t *testing.T) {
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{
+	srv := apptest.Standalone(t, app.Config{
 		SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice,U0BOB=bob,U0AGENT=agent",
 	})
 	ctx := context.Background()
@@ -236,7 +235,7 @@ func TestSlackInteractions(t *testing.T) {
 // TestSlackRender: the owner and the requester may render a task, anybody
 // else gets the 404 of a missing task, and only the slack format exists.
 func TestSlackRender(t *testing.T) {
-	srv := apptest.Start(t, storetest.Standalone(t), app.Config{})
+	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
 	agent := srv.Client(t, "agent")
 	ses := apptest.Session(t, ctx, agent)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 type asked struct {
@@ -26,14 +25,31 @@ func ask(t *testing.T, ctx context.Context, srv *apptest.Server, c *client.Clien
 	return done
 }
 
+// askOn starts a server and a task of alice's to ask on, with a context that
+// ends before the wait does.
+func askOn(t *testing.T) (context.Context, *apptest.Server, *client.Client, *client.Task) {
+	srv := apptest.Embedded(t, withTestDefaults(noRecheck))
+	ctx, cancel := beforeTheWaitEnds(testContext(t))
+	t.Cleanup(cancel)
+	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
+	return ctx, srv, alice, newTask(t, ctx, alice)
+}
+
+// askResult waits for the Ask that ask started and fails the test when it
+// failed.
+func askResult(t *testing.T, ctx context.Context, done <-chan asked) *client.Asked {
+	t.Helper()
+	r := await(t, ctx, done, "Ask")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.v
+}
+
 // TestAsk: Ask blocks through progress and messages until its request is
 // answered, through any channel, and answers with the answer.
 func TestAsk(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), withTestDefaults(noRecheck))
-	ctx, cancel := beforeTheWaitEnds(testContext(t))
-	defer cancel()
-	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
-	task := newTask(t, ctx, alice)
+	ctx, srv, alice, task := askOn(t)
 
 	done := ask(t, ctx, srv, alice, task.TaskID, client.InputRequest{
 		RequestID: "deploy", Prompt: "Deploy?", Options: []client.Choice{{ID: "go", Label: "Go"}, {ID: "stop", Label: "Stop"}},
@@ -61,15 +77,12 @@ func TestAsk(t *testing.T) {
 	if _, err := alice.AnswerInput(ctx, now.InputRequests[0].AnswerURL, "stop", ""); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ctx, done, "Ask")
-	if r.err != nil {
-		t.Fatal(r.err)
+	got := askResult(t, ctx, done)
+	if got.Answer == nil || got.Answer.RequestID != "deploy" || got.Answer.OptionID != "stop" {
+		t.Fatalf("answer: %+v", got.Answer)
 	}
-	if r.v.Answer == nil || r.v.Answer.RequestID != "deploy" || r.v.Answer.OptionID != "stop" {
-		t.Fatalf("answer: %+v", r.v.Answer)
-	}
-	if r.v.Task.Status != "working" {
-		t.Errorf("task status %q, want working", r.v.Task.Status)
+	if got.Task.Status != "working" {
+		t.Errorf("task status %q, want working", got.Task.Status)
 	}
 }
 
@@ -77,22 +90,15 @@ func TestAsk(t *testing.T) {
 // Ask with the task and no answer; a request without an id gets the one the
 // server fills.
 func TestAskTaskEnds(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), withTestDefaults(noRecheck))
-	ctx, cancel := beforeTheWaitEnds(testContext(t))
-	defer cancel()
-	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
-	task := newTask(t, ctx, alice)
+	ctx, srv, alice, task := askOn(t)
 
 	done := ask(t, ctx, srv, alice, task.TaskID, client.InputRequest{Prompt: "Why?", AllowFreeform: true})
 	if _, err := alice.Cancel(ctx, task.TaskID, "not needed"); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ctx, done, "Ask")
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if r.v.Answer != nil || r.v.Task.Status != "cancelled" {
-		t.Fatalf("Ask of a cancelled task: answer %+v, status %q", r.v.Answer, r.v.Task.Status)
+	got := askResult(t, ctx, done)
+	if got.Answer != nil || got.Task.Status != "cancelled" {
+		t.Fatalf("Ask of a cancelled task: answer %+v, status %q", got.Answer, got.Task.Status)
 	}
 
 	// Asking on a task that has ended is the command's refusal.
@@ -103,11 +109,7 @@ func TestAskTaskEnds(t *testing.T) {
 
 // TestAskServerFilledID: Ask follows the request the server named.
 func TestAskServerFilledID(t *testing.T) {
-	srv := apptest.Start(t, storetest.Embedded(t), withTestDefaults(noRecheck))
-	ctx, cancel := beforeTheWaitEnds(testContext(t))
-	defer cancel()
-	alice := newClient(t, srv.URL, apptest.Token(t, "alice"))
-	task := newTask(t, ctx, alice)
+	ctx, srv, alice, task := askOn(t)
 	if _, err := alice.RequireInput(ctx, task.TaskID, []client.InputRequest{{RequestID: "first", Prompt: "First?"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +131,8 @@ func TestAskServerFilledID(t *testing.T) {
 	if _, err := alice.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: second, Text: "because"}}); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ctx, done, "Ask")
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if r.v.Answer == nil || r.v.Answer.RequestID != second || r.v.Answer.Text != "because" {
-		t.Fatalf("answer: %+v", r.v.Answer)
+	got := askResult(t, ctx, done)
+	if got.Answer == nil || got.Answer.RequestID != second || got.Answer.Text != "because" {
+		t.Fatalf("answer: %+v", got.Answer)
 	}
 }

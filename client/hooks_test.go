@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -360,14 +361,20 @@ func TestHookEventsDeliversInOrder(t *testing.T) {
 	}
 }
 
+// unackedAgain opens a hook that holds two events, and the options of a
+// consumer whose events not acked come back after 200ms.
+func unackedAgain(t *testing.T) (context.Context, *client.Client, *client.CreatedHook, client.HookEventsOptions) {
+	t.Helper()
+	e, ctx, out, h, cb := hookOnStandalone(t)
+	postNumbered(t, ctx, out, cb, 2)
+	return ctx, e.alice, h, client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
+}
+
 // TestHookEventsBreakDoesNotAck: an event whose body broke out of the loop
 // is delivered again.
 func TestHookEventsBreakDoesNotAck(t *testing.T) {
 	t.Parallel()
-	e, ctx, out, h, cb := hookOnStandalone(t)
-	c := e.alice
-	postNumbered(t, ctx, out, cb, 2)
-	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
+	ctx, c, h, opts := unackedAgain(t)
 
 	for ev, err := range c.Hook(h.HookID).Events(ctx, opts) {
 		if err != nil || ev.Seq != 1 || ev.DeliveryCount != 1 {
@@ -400,10 +407,7 @@ func TestHookEventsBreakDoesNotAck(t *testing.T) {
 // again; the ones before it, whose bodies returned, are not.
 func TestHookEventsPanicDoesNotAck(t *testing.T) {
 	t.Parallel()
-	e, ctx, out, h, cb := hookOnStandalone(t)
-	c := e.alice
-	postNumbered(t, ctx, out, cb, 2)
-	opts := client.HookEventsOptions{Consumer: "w", Visibility: 200 * time.Millisecond, Wait: 10 * time.Second}
+	ctx, c, h, opts := unackedAgain(t)
 
 	recovered := func() (r any) {
 		defer func() { r = recover() }()
@@ -788,4 +792,70 @@ func TestHookEventBytes(t *testing.T) {
 	if _, err := ev.Bytes(); err == nil {
 		t.Error("a bad bodyBase64 decoded")
 	}
+}
+
+// BenchmarkHookIteratorLatency posts b.N events to a hook's callback URL at
+// 1,000 a second and measures, for each, from the 202 to its arrival in the
+// loop body of Hook(id).Events, which acks it when the body returns.
+func BenchmarkHookIteratorLatency(b *testing.B) {
+	srv := apptest.Standalone(b, app.Config{HookRateLimit: 1000, HookBurst: 1 << 30, LogLevel: "error"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl := srv.Client(b, "bench")
+	ses := apptest.Session(b, ctx, cl)
+	hook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: ses.SessionID})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	accepted := make(map[int]time.Time, b.N)
+	arrived := make(map[int]time.Time, b.N)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev, err := range cl.Hook(hook.HookID).Events(ctx, client.HookEventsOptions{Count: 100, Wait: 5 * time.Second}) {
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			var body struct{ N int }
+			_ = json.Unmarshal([]byte(ev.Body), &body)
+			mu.Lock()
+			arrived[body.N] = time.Now()
+			n := len(arrived)
+			mu.Unlock()
+			if n == b.N {
+				return
+			}
+		}
+	}()
+	b.ResetTimer()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for i := range b.N {
+		<-tick.C
+		payload, _ := json.Marshal(map[string]int{"n": i})
+		if _, err := cl.Post(ctx, hook.URL, payload, nil); err != nil {
+			b.Fatal(err)
+		}
+		mu.Lock()
+		accepted[i] = time.Now()
+		mu.Unlock()
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		b.Fatal("the iterator did not get every event")
+	}
+	b.StopTimer()
+	var ds []time.Duration
+	for i, at := range accepted {
+		if got, ok := arrived[i]; ok {
+			ds = append(ds, max(got.Sub(at), 0)) // the body may see an event before its poster reads the 202
+		}
+	}
+	slices.Sort(ds)
+	ms := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(ms(0.50), "p50-ms")
+	b.ReportMetric(ms(0.99), "p99-ms")
 }

@@ -56,16 +56,11 @@ func waitSleepsThroughProgress(t *testing.T, ctx context.Context, srv *apptest.S
 	}
 }
 
+// Across replicas too: the waiting replica learns the event types from the
+// wake-ups the scripts write, not from its own writes.
 func TestWaitTaskKindsSleepsThroughProgress(t *testing.T) {
 	t.Parallel()
-	onOneServer(t, waitSleepsThroughProgress)
-}
-
-// The same across replicas: the waiting replica learns the event types from
-// the wake-ups the scripts write, not from its own writes.
-func TestWaitTaskKindsAcrossReplicas(t *testing.T) {
-	t.Parallel()
-	acrossReplicas(t, waitSleepsThroughProgress)
+	onEveryTopology(t, waitSleepsThroughProgress)
 }
 
 // A wait with kinds answers at once when an event of its kinds is in the

@@ -71,24 +71,25 @@ func stillWaiting[T any](t *testing.T, done <-chan waited[T], what string) {
 // makes.
 type wakeCheck func(t *testing.T, ctx context.Context, srv *apptest.Server, waiter, poster *client.Client)
 
-// onOneServer runs check on every store, with one client as both waiter and
-// poster.
-func onOneServer(t *testing.T, check wakeCheck) {
+// onEveryTopology runs check on every store with one client as both waiter
+// and poster, and on every shared store with the waiter on one replica and
+// the poster on another.
+func onEveryTopology(t *testing.T, check wakeCheck) {
 	t.Helper()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		check(t, testContext(t), e.srv, e.alice, e.alice)
+	t.Run("one server", func(t *testing.T) {
+		t.Parallel()
+		eachStore(t, noRecheck, func(t *testing.T, e *env) {
+			check(t, testContext(t), e.srv, e.alice, e.alice)
+		})
 	})
-}
-
-// acrossReplicas runs check on every shared store with the waiter on one
-// replica and the poster on another.
-func acrossReplicas(t *testing.T, check wakeCheck) {
-	t.Helper()
-	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
-		a := apptest.Start(t, sc, withTestDefaults(noRecheck))
-		b := apptest.Start(t, sc, withTestDefaults(noRecheck))
-		token := apptest.Token(t, "alice")
-		check(t, testContext(t), a, newClient(t, a.URL, token), newClient(t, b.URL, token))
+	t.Run("across replicas", func(t *testing.T) {
+		t.Parallel()
+		storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
+			a := apptest.Start(t, sc, withTestDefaults(noRecheck))
+			b := apptest.Start(t, sc, withTestDefaults(noRecheck))
+			token := apptest.Token(t, "alice")
+			check(t, testContext(t), a, newClient(t, a.URL, token), newClient(t, b.URL, token))
+		})
 	})
 }
 
@@ -124,16 +125,11 @@ func waitWakesOn(t *testing.T, ctx context.Context, srv *apptest.Server, waiter,
 	}
 }
 
+// A wait wakes on progress, also on one replica when the change is made
+// through another replica of the same Redis.
 func TestWaitTaskWakesOnProgress(t *testing.T) {
 	t.Parallel()
-	onOneServer(t, waitWakesOn)
-}
-
-// A wait on one replica wakes on a change made through another replica of
-// the same Redis.
-func TestWaitTaskWakesAcrossReplicas(t *testing.T) {
-	t.Parallel()
-	acrossReplicas(t, waitWakesOn)
+	onEveryTopology(t, waitWakesOn)
 }
 
 func TestResultWakesOnComplete(t *testing.T) {

@@ -82,12 +82,7 @@ func BenchmarkHookIngest(b *testing.B) {
 
 func BenchmarkRawXADD(b *testing.B) {
 	sc := storetest.Standalone(b)
-	opts, err := redis.ParseURL(sc.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	b.Cleanup(func() { rdb.Close() })
+	rdb := storetest.Redis(b, sc)
 	key := sc.Prefix + "{0}:bench:xadd"
 	body := `{"state":"running","job":"bench"}`
 	ctx := context.Background()

@@ -192,6 +192,13 @@ func StartTasks(t testing.TB, ctx context.Context, cl *client.Client, sessionID 
 	return ids
 }
 
+// Embedded starts a server with cfg on an embedded store of its own
+// (storetest.Embedded).
+func Embedded(t testing.TB, cfg app.Config) *Server {
+	t.Helper()
+	return Start(t, storetest.Embedded(t), cfg)
+}
+
 // Standalone starts a server with cfg on a standalone Redis store of its own
 // (storetest.Standalone).
 func Standalone(t testing.TB, cfg app.Config) *Server {

@@ -47,89 +47,88 @@ func renderCases() []renderCase {
 		Error: &wire.TaskError{Message: "disk <full> & gone"}, InputResponses: []wire.InputResponse{}}
 	cancelled := testTask{TaskID: taskID, Requester: "alice", Status: wire.StatusCancelled, Label: "devbox",
 		InputResponses: []wire.InputResponse{{RequestID: "why", Text: "flaky <test>"}}}
+	confirmButtons := wantActions(wantButton("deploy", "yes", "Yes", "primary"), wantButton("deploy", "no", "No", ""))
 	return []renderCase{
-		{name: "confirmation", task: waiting("devbox", confirm), want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"devbox"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Deploy to *staging*?"}},
-			{"type":"actions","elements":[
-				{"type":"button","action_id":"answer:deploy:yes","text":{"type":"plain_text","text":"Yes"},
-				 "value":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"deploy\",\"optionId\":\"yes\"}","style":"primary"},
-				{"type":"button","action_id":"answer:deploy:no","text":{"type":"plain_text","text":"No"},
-				 "value":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"deploy\",\"optionId\":\"no\"}"}]}],
-			"text":"devbox: Deploy to *staging*?"}`},
-		{name: "select with styles", task: waiting("", pick), want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"Task"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Which database?"}},
-			{"type":"actions","elements":[
-				{"type":"button","action_id":"answer:env:keep","text":{"type":"plain_text","text":"Keep it"},
-				 "value":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"env\",\"optionId\":\"keep\"}","style":"primary"},
-				{"type":"button","action_id":"answer:env:drop","text":{"type":"plain_text","text":"Drop it"},
-				 "value":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"env\",\"optionId\":\"drop\"}","style":"danger"},
-				{"type":"button","action_id":"answer:env:later","text":{"type":"plain_text","text":"Ask me later"},
-				 "value":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"env\",\"optionId\":\"later\"}"}]}],
-			"text":"Task: Which database?"}`},
-		{name: "free text", task: waiting("ci", freeText), want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"ci"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Why did it fail?"}},
-			{"type":"input","block_id":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"why\"}",
-			 "element":{"type":"plain_text_input","action_id":"text:why","dispatch_action_config":{"trigger_actions_on":["on_enter_pressed"]}},
-			 "label":{"type":"plain_text","text":"Your answer"},"dispatch_action":true}],
-			"text":"ci: Why did it fail?"}`},
+		{name: "confirmation", task: waiting("devbox", confirm), want: wantMessage("devbox: Deploy to *staging*?",
+			wantHeader("devbox"), wantSection("Deploy to *staging*?"), confirmButtons)},
+		{name: "select with styles", task: waiting("", pick), want: wantMessage("Task: Which database?",
+			wantHeader("Task"), wantSection("Which database?"),
+			wantActions(wantButton("env", "keep", "Keep it", "primary"), wantButton("env", "drop", "Drop it", "danger"),
+				wantButton("env", "later", "Ask me later", "")))},
+		{name: "free text", task: waiting("ci", freeText), want: wantMessage("ci: Why did it fail?",
+			wantHeader("ci"), wantSection("Why did it fail?"), wantTextInput("why"))},
 		{name: "several open", task: waiting("devbox", confirm,
 			wire.InputRequest{RequestID: "note", Kind: wire.KindAsk, Prompt: "Anything else?", Display: wire.DisplaySelect,
-				AllowFreeform: true, Options: []wire.Option{{ID: "none", Label: "Nothing"}}}), want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"devbox"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Deploy to *staging*?"}},
-			{"type":"actions","elements":[
-				{"type":"button","action_id":"answer:deploy:yes","text":{"type":"plain_text","text":"Yes"},
-				 "value":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"deploy\",\"optionId\":\"yes\"}","style":"primary"},
-				{"type":"button","action_id":"answer:deploy:no","text":{"type":"plain_text","text":"No"},
-				 "value":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"deploy\",\"optionId\":\"no\"}"}]},
-			{"type":"section","text":{"type":"mrkdwn","text":"Anything else?"}},
-			{"type":"actions","elements":[
-				{"type":"button","action_id":"answer:note:none","text":{"type":"plain_text","text":"Nothing"},
-				 "value":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"note\",\"optionId\":\"none\"}"}]},
-			{"type":"input","block_id":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"note\"}",
-			 "element":{"type":"plain_text_input","action_id":"text:note","dispatch_action_config":{"trigger_actions_on":["on_enter_pressed"]}},
-			 "label":{"type":"plain_text","text":"Your answer"},"dispatch_action":true}],
-			"text":"devbox: Deploy to *staging*? (and 1 more)"}`},
-		{name: "answered, label known", task: answered, asked: []wire.InputRequest{confirm}, want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"devbox"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Answered by alice: Yes"}}],
-			"text":"devbox: Answered by alice: Yes"}`},
-		{name: "answered, label unknown", task: answered, want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"devbox"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Answered by alice: yes"}}],
-			"text":"devbox: Answered by alice: yes"}`},
-		{name: "completed", task: completed, asked: []wire.InputRequest{confirm}, want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"Task"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Answered by alice: Yes"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Completed"}}],
-			"text":"Task: Completed"}`},
-		{name: "failed", task: failed, want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"devbox"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Failed: disk &lt;full&gt; &amp; gone"}}],
-			"text":"devbox: Failed: disk &lt;full&gt; &amp; gone"}`},
-		{name: "cancelled after a typed answer", task: cancelled, want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"devbox"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Answered by alice: flaky &lt;test&gt;"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Cancelled"}}],
-			"text":"devbox: Cancelled"}`},
+				AllowFreeform: true, Options: []wire.Option{{ID: "none", Label: "Nothing"}}}),
+			want: wantMessage("devbox: Deploy to *staging*? (and 1 more)",
+				wantHeader("devbox"), wantSection("Deploy to *staging*?"), confirmButtons,
+				wantSection("Anything else?"), wantActions(wantButton("note", "none", "Nothing", "")), wantTextInput("note"))},
+		{name: "answered, label known", task: answered, asked: []wire.InputRequest{confirm}, want: wantMessage(
+			"devbox: Answered by alice: Yes", wantHeader("devbox"), wantSection("Answered by alice: Yes"))},
+		{name: "answered, label unknown", task: answered, want: wantMessage(
+			"devbox: Answered by alice: yes", wantHeader("devbox"), wantSection("Answered by alice: yes"))},
+		{name: "completed", task: completed, asked: []wire.InputRequest{confirm}, want: wantMessage(
+			"Task: Completed", wantHeader("Task"), wantSection("Answered by alice: Yes"), wantSection("Completed"))},
+		{name: "failed", task: failed, want: wantMessage("devbox: Failed: disk &lt;full&gt; &amp; gone",
+			wantHeader("devbox"), wantSection("Failed: disk &lt;full&gt; &amp; gone"))},
+		{name: "cancelled after a typed answer", task: cancelled, want: wantMessage("devbox: Cancelled",
+			wantHeader("devbox"), wantSection("Answered by alice: flaky &lt;test&gt;"), wantSection("Cancelled"))},
 		{name: "working, nothing asked", task: testTask{TaskID: taskID, Status: wire.StatusWorking, Kind: "devbox"},
-			want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"devbox"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"Working"}}],
-			"text":"devbox: Working"}`},
+			want: wantMessage("devbox: Working", wantHeader("devbox"), wantSection("Working"))},
 		{name: "injection", task: waiting("<!here> box", wire.InputRequest{RequestID: "x", Kind: wire.KindAsk,
 			Prompt: "<!channel> open <http://evil.example|the report> & approve", Display: wire.DisplaySelect,
-			Options: []wire.Option{{ID: "ok", Label: "<@U999> ok"}}}), want: `{"blocks":[
-			{"type":"header","text":{"type":"plain_text","text":"<!here> box"}},
-			{"type":"section","text":{"type":"mrkdwn","text":"&lt;!channel&gt; open &lt;http://evil.example|the report&gt; &amp; approve"}},
-			{"type":"actions","elements":[
-				{"type":"button","action_id":"answer:x:ok","text":{"type":"plain_text","text":"<@U999> ok"},
-				 "value":"{\"taskId\":\"task_0faf9mf7jjf1sdfdxx53541x1vcd\",\"requestId\":\"x\",\"optionId\":\"ok\"}"}]}],
-			"text":"&lt;!here&gt; box: &lt;!channel&gt; open &lt;http://evil.example|the report&gt; &amp; approve"}`},
+			Options: []wire.Option{{ID: "ok", Label: "<@U999> ok"}}}),
+			want: wantMessage("&lt;!here&gt; box: &lt;!channel&gt; open &lt;http://evil.example|the report&gt; &amp; approve",
+				wantHeader("<!here> box"),
+				wantSection("&lt;!channel&gt; open &lt;http://evil.example|the report&gt; &amp; approve"),
+				wantActions(wantButton("x", "ok", "<@U999> ok", "")))},
 	}
+}
+
+// wantMessage is the expected Block Kit JSON of a message; the want helpers
+// below write out its blocks, one kind each.
+func wantMessage(text string, blocks ...string) string {
+	return `{"blocks":[` + strings.Join(blocks, ",") + `],"text":` + jsonString(text) + `}`
+}
+
+func wantHeader(text string) string {
+	return `{"type":"header","text":{"type":"plain_text","text":` + jsonString(text) + `}}`
+}
+
+func wantSection(mrkdwn string) string {
+	return `{"type":"section","text":{"type":"mrkdwn","text":` + jsonString(mrkdwn) + `}}`
+}
+
+func wantActions(buttons ...string) string {
+	return `{"type":"actions","elements":[` + strings.Join(buttons, ",") + `]}`
+}
+
+// wantButton is the button of one option of a request of the task; style ""
+// is none.
+func wantButton(requestID, optionID, label, style string) string {
+	value := `{"taskId":"` + taskID + `","requestId":"` + requestID + `","optionId":"` + optionID + `"}`
+	b := `{"type":"button","action_id":` + jsonString("answer:"+requestID+":"+optionID) +
+		`,"text":{"type":"plain_text","text":` + jsonString(label) + `},"value":` + jsonString(value)
+	if style != "" {
+		b += `,"style":` + jsonString(style)
+	}
+	return b + `}`
+}
+
+// wantTextInput is the free-text answer field of a request of the task.
+func wantTextInput(requestID string) string {
+	return `{"type":"input","block_id":` + jsonString(`{"taskId":"`+taskID+`","requestId":"`+requestID+`"}`) +
+		`,"element":{"type":"plain_text_input","action_id":` + jsonString("text:"+requestID) +
+		`,"dispatch_action_config":{"trigger_actions_on":["on_enter_pressed"]}}` +
+		`,"label":{"type":"plain_text","text":"Your answer"},"dispatch_action":true}`
+}
+
+func jsonString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 // TestRender renders each kind of task and compares the Block Kit JSON.

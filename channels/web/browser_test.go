@@ -13,7 +13,6 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // stepTimeout bounds each step a test takes in the browser.
@@ -147,5 +146,5 @@ func jsString(s string) string {
 // server starts a server for a browser test on the embedded store.
 func server(t *testing.T) *apptest.Server {
 	t.Helper()
-	return apptest.Start(t, storetest.Embedded(t), app.Config{WakeBlock: 500 * time.Millisecond})
+	return apptest.Embedded(t, app.Config{WakeBlock: 500 * time.Millisecond})
 }

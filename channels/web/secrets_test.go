@@ -13,7 +13,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // TestNoTokenInLogsOrMetrics runs a whole flow, in the console, on an
@@ -23,7 +22,7 @@ import (
 // know.
 func TestNoTokenInLogsOrMetrics(t *testing.T) {
 	tab := browser(t)
-	srv := apptest.Start(t, storetest.Embedded(t), app.Config{LogLevel: "debug", WakeBlock: 500 * time.Millisecond})
+	srv := apptest.Embedded(t, app.Config{LogLevel: "debug", WakeBlock: 500 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	jwt := apptest.Token(t, "alice")

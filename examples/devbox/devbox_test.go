@@ -185,10 +185,7 @@ type fixture struct {
 func newFixture(t *testing.T, job string) *fixture {
 	t.Helper()
 	srv := startServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	t.Cleanup(cancel)
-	token := apptest.Token(t, "executor")
-	c := client.New(srv.URL, token)
+	ctx, token, c := asExecutor(t, srv)
 	task := devboxTask(t, ctx, c, job)
 	return &fixture{ctx: ctx, c: c, task: task,
 		cfg: config{API: srv.URL, Token: token, TaskID: task.TaskID, Log: testLog(t)}}
@@ -312,16 +309,30 @@ func startServer(t *testing.T) *apptest.Server {
 	return apptest.Standalone(t, app.Config{WakeBlock: 500 * time.Millisecond})
 }
 
+// signInServer starts a server whose connection "devbox" signs in with
+// prov, asking for scopes, and keeps the tokens sealed.
+func signInServer(t *testing.T, prov *providertest.Provider, scopes ...string) *apptest.Server {
+	file := providertest.WriteConnectionsFile(t, prov.Connection("devbox", "path", scopes...))
+	return apptest.Standalone(t, app.Config{ConnectionsFile: file, WakeBlock: 500 * time.Millisecond,
+		VaultKeys: "k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))})
+}
+
+// asExecutor is a context of a minute at most, and the executor's token and
+// client of srv.
+func asExecutor(t *testing.T, srv *apptest.Server) (context.Context, string, *client.Client) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	token := apptest.Token(t, "executor")
+	return ctx, token, client.New(srv.URL, token)
+}
+
 // The agent that starts a devbox task hears it through a notification
 // endpoint instead of a long-poll: the question reaches it (and it answers,
 // as the human), then the end. Every delivery it takes is signed.
 func TestDevboxAgentHearsTheTask(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Standalone(t, app.Config{AllowPrivateTargets: true, WakeBlock: 500 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	token := apptest.Token(t, "executor")
-	c := client.New(srv.URL, token)
+	ctx, token, c := asExecutor(t, srv)
 	heard := make(chan client.Event, 16)
 	cfg := config{API: srv.URL, Token: token, Job: jobMigrate, Devbox: newDevbox(testLog(t)), Log: testLog(t),
 		Listen: "127.0.0.1:0", Heard: func(ev client.Event) { heard <- ev }}
@@ -393,13 +404,8 @@ func signIn(ctx context.Context, authorizationURL string) error {
 func TestDevboxSignsIn(t *testing.T) {
 	t.Parallel()
 	prov := providertest.New(t)
-	file := providertest.WriteConnectionsFile(t, prov.Connection("devbox", "path", "jobs:run"))
-	srv := apptest.Standalone(t, app.Config{ConnectionsFile: file, WakeBlock: 500 * time.Millisecond,
-		VaultKeys: "k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))})
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	token := apptest.Token(t, "executor")
-	c := client.New(srv.URL, token)
+	srv := signInServer(t, prov, "jobs:run")
+	ctx, token, c := asExecutor(t, srv)
 	dev := newDevbox(testLog(t)).requireTokens(prov.URL + "/introspect")
 	if _, err := dev.StartJob(ctx, "", jobMigrate, srv.URL, newWebhookSecret()); !errors.Is(err, errUnauthorized) {
 		t.Fatalf("a call without a token: %v", err)
@@ -438,13 +444,8 @@ func TestDevboxSignsIn(t *testing.T) {
 func TestDevboxTokenRefused(t *testing.T) {
 	t.Parallel()
 	prov, elsewhere := providertest.New(t), providertest.New(t)
-	file := providertest.WriteConnectionsFile(t, prov.Connection("devbox", "path"))
-	srv := apptest.Standalone(t, app.Config{ConnectionsFile: file, WakeBlock: 500 * time.Millisecond,
-		VaultKeys: "k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))})
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	token := apptest.Token(t, "executor")
-	c := client.New(srv.URL, token)
+	srv := signInServer(t, prov)
+	ctx, token, c := asExecutor(t, srv)
 	task := devboxTask(t, ctx, c, jobMigrate)
 	human := make(chan answered, 1)
 	go func() { human <- playHuman(ctx, c, task.TaskID) }()

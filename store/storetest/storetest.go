@@ -115,6 +115,20 @@ func Standalone(t testing.TB) store.Config {
 	return cfg
 }
 
+// Redis is a client of the standalone Redis of cfg (a config Standalone
+// gave), for tests that read or write keys behind the store's back; it is
+// closed when the test ends.
+func Redis(t testing.TB, cfg store.Config) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(cfg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
 // Cluster is a config for the test Redis Cluster (TASKHOOK_TEST_REDIS_CLUSTER).
 func Cluster(t testing.TB) store.Config {
 	t.Helper()
