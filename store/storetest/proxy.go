@@ -21,7 +21,8 @@ type Proxy struct {
 
 	mu         sync.Mutex
 	counts     map[string]int
-	cutOn      string // cut the connection that sends this command, after Redis answers it
+	marked     map[[2]string]int // by command name and a marker its request holds
+	cutOn      string            // cut the connection that sends this command, after Redis answers it
 	cuts       int
 	replyBytes int64
 	conns      []net.Conn
@@ -35,7 +36,7 @@ func StartProxy(t testing.TB, upstream string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, upstream: upstream, counts: map[string]int{}}
+	p := &Proxy{ln: ln, upstream: upstream, counts: map[string]int{}, marked: map[[2]string]int{}}
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
@@ -61,6 +62,27 @@ func (p *Proxy) Count(name string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.counts[name]
+}
+
+// Watch makes CountWith count the commands named name whose request holds
+// marker (a key name's part, say), from now on.
+func (p *Proxy) Watch(name, marker string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.marked[[2]string{name, marker}]; !ok {
+		p.marked[[2]string{name, marker}] = 0
+	}
+}
+
+// CountWith is how many commands named name whose request held marker went
+// through since Watch(name, marker): the scripts that carry a command
+// record, say, apart from the service's background work. A request is
+// read as one piece: a command cut across two reads of the connection may
+// be missed.
+func (p *Proxy) CountWith(name, marker string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.marked[[2]string{name, marker}]
 }
 
 // CutAfterReply makes the next connection that sends the command name lose
@@ -137,7 +159,8 @@ func (p *Proxy) forwardRequests(c, u net.Conn, cut chan<- struct{}) {
 func (p *Proxy) observe(chunk []byte, cut chan<- struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, line := range bytes.Split(chunk, []byte("\r\n")) {
+	lines := bytes.Split(chunk, []byte("\r\n"))
+	for i, line := range lines {
 		name := string(bytes.ToLower(line))
 		switch name {
 		case "evalsha", "eval", "get", "hmget", "xadd", "xread", "ping", "set":
@@ -146,8 +169,27 @@ func (p *Proxy) observe(chunk []byte, cut chan<- struct{}) {
 				p.cutOn = ""
 				cut <- struct{}{}
 			}
+			for w := range p.marked {
+				if w[0] == name && requestHolds(lines[i+1:], w[1]) {
+					p.marked[w]++
+				}
+			}
 		}
 	}
+}
+
+// requestHolds reports whether the rest of a request (its lines after the
+// command name, up to the next request's array header) holds marker.
+func requestHolds(rest [][]byte, marker string) bool {
+	for _, l := range rest {
+		if len(l) > 0 && l[0] == '*' {
+			return false
+		}
+		if bytes.Contains(l, []byte(marker)) {
+			return true
+		}
+	}
+	return false
 }
 
 // forwardReplies copies Redis to the client; after a cut was asked for on
