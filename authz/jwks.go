@@ -143,11 +143,7 @@ func (k jwk) publicKey() (string, jwt.VerificationKey, error) {
 }
 
 func (k jwk) rsaKey() (*rsa.PublicKey, error) {
-	n, err := decodeMember("n", k.N)
-	if err != nil {
-		return nil, err
-	}
-	e, err := decodeMember("e", k.E)
+	n, e, err := decodeMembers("n", k.N, "e", k.E)
 	if err != nil {
 		return nil, err
 	}
@@ -163,11 +159,7 @@ func (k jwk) rsaKey() (*rsa.PublicKey, error) {
 }
 
 func (k jwk) ecKey() (*ecdsa.PublicKey, error) {
-	x, err := decodeMember("x", k.X)
-	if err != nil {
-		return nil, err
-	}
-	y, err := decodeMember("y", k.Y)
+	x, y, err := decodeMembers("x", k.X, "y", k.Y)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +187,17 @@ func (k jwk) edKey() (ed25519.PublicKey, error) {
 		return nil, fmt.Errorf("Ed25519 key must be %d bytes", ed25519.PublicKeySize)
 	}
 	return ed25519.PublicKey(x), nil
+}
+
+// decodeMembers decodes the two base64url members of a key that has two,
+// the first one first.
+func decodeMembers(name1, value1, name2, value2 string) ([]byte, []byte, error) {
+	b1, err := decodeMember(name1, value1)
+	if err != nil {
+		return nil, nil, err
+	}
+	b2, err := decodeMember(name2, value2)
+	return b1, b2, err
 }
 
 // decodeMember decodes a base64url key member. Padding is tolerated because

@@ -249,17 +249,10 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	switch res.Outcome {
 	case store.OK:
 		return store.Reply{JSON: resp}, nil
-	case store.Replayed:
-		body, err := r.OpenReplay(pr, res.ReplayBody)
-		return store.Reply{JSON: body, Replayed: true}, err
-	case store.IdemConflict:
-		return store.Reply{}, problem.ErrIdempotency
-	case store.Missing:
-		return store.Reply{}, problem.ErrNotFound
 	case store.TooManyEndpoints:
 		return store.Reply{}, problem.ErrTooManyEndpoints
 	}
-	return store.Reply{}, fmt.Errorf("add endpoint: unexpected outcome %d", res.Outcome)
+	return r.Settle(pr, res.Outcome, res.ReplayBody, "add endpoint")
 }
 
 // Remove deletes an endpoint, and returns the endpoints left; deliveries

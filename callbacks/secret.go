@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/store"
 )
 
 // An endpoint's signing secret is kept sealed in the vault, bound to the
@@ -48,4 +49,14 @@ func (r *Registrar) OpenReplay(p authz.Principal, kept []byte) ([]byte, error) {
 		return kept, nil
 	}
 	return r.vault.Open(string(kept), "replay", p.ID)
+}
+
+// Settle is store.Settle for a write whose stored answer may hold an
+// endpoint's secret: a replayed answer is opened for p.
+func (r *Registrar) Settle(p authz.Principal, o store.Outcome, replay []byte, what string) (store.Reply, error) {
+	reply, err := store.Settle(o, replay, what)
+	if err == nil && reply.Replayed {
+		reply.JSON, err = r.OpenReplay(p, reply.JSON)
+	}
+	return reply, err
 }

@@ -1,67 +1,39 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/hooks"
+	"github.com/taskhook/taskhook/store"
 )
 
 func (a *api) createHook(w http.ResponseWriter, r *http.Request) {
-	var in hooks.CreateInput
-	p, idem, ok := a.decodePost(w, r, &in)
-	if !ok {
-		return
-	}
-	reply, err := a.hooks.Create(r.Context(), p, in, idem)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	setLocation(w, "/v1/hooks/", reply.JSON, func(v struct{ HookID string }) string { return v.HookID })
-	writeReplayable(w, http.StatusCreated, reply.JSON, reply.Replayed)
+	serveCreate(a, w, r, a.hooks.Create, "/v1/hooks/", func(v struct{ HookID string }) string { return v.HookID })
 }
 
 func (a *api) getHook(w http.ResponseWriter, r *http.Request) {
 	_, raw, err := a.hooks.Get(r.Context(), principal(r), chi.URLParam(r, "hookId"))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeRaw(w, http.StatusOK, raw)
+	a.writeRead(w, r, raw, err)
 }
 
 func (a *api) listHooks(w http.ResponseWriter, r *http.Request) {
-	limit, cursor, err := parsePage(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
 	q := r.URL.Query()
 	f := hooks.ListFilter{TaskID: q.Get("taskId"), SessionID: q.Get("sessionId")}
-	page, err := a.hooks.List(r.Context(), principal(r), f, cursor, limit)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeList(w, page.Items, page.Next)
+	a.serveList(w, r, func(after *store.Position, limit int) (store.Page, error) {
+		return a.hooks.List(r.Context(), principal(r), f, after, limit)
+	})
 }
 
 func (a *api) closeHook(w http.ResponseWriter, r *http.Request) {
-	var in struct{}
-	p, idem, ok := a.decodePost(w, r, &in)
-	if !ok {
-		return
-	}
-	reply, err := a.hooks.Close(r.Context(), p, chi.URLParam(r, "hookId"), idem)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
+	serveWrite(a, w, r, http.StatusOK, func(ctx context.Context, p authz.Principal, _ struct{}, idem store.Idempotency) (store.Reply, error) {
+		return a.hooks.Close(ctx, p, chi.URLParam(r, "hookId"), idem)
+	})
 }
 
 // hookEvents is the consuming read of a consumer group.
@@ -106,17 +78,9 @@ func queryInt(r *http.Request, name string, lo, hi int) (int, error) {
 }
 
 func (a *api) ackHook(w http.ResponseWriter, r *http.Request) {
-	var in hooks.AckInput
-	p, idem, ok := a.decodePost(w, r, &in)
-	if !ok {
-		return
-	}
-	reply, err := a.hooks.Ack(r.Context(), p, chi.URLParam(r, "hookId"), in, idem)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
+	serveWrite(a, w, r, http.StatusOK, func(ctx context.Context, p authz.Principal, in hooks.AckInput, idem store.Idempotency) (store.Reply, error) {
+		return a.hooks.Ack(ctx, p, chi.URLParam(r, "hookId"), in, idem)
+	})
 }
 
 // hookLog is the non-consuming read of everything a hook received.

@@ -1,12 +1,15 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/store"
 )
 
 // Notification endpoints of a session (param "sessionId") or a task
@@ -20,17 +23,9 @@ func notifyOwner(r *http.Request) callbacks.Owner {
 }
 
 func (a *api) addEndpoint(w http.ResponseWriter, r *http.Request) {
-	var in wire.EndpointRequest
-	p, idem, ok := a.decodePost(w, r, &in)
-	if !ok {
-		return
-	}
-	reply, err := a.notify.Add(r.Context(), p, notifyOwner(r), in, idem)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeReplayable(w, http.StatusCreated, reply.JSON, reply.Replayed)
+	serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in wire.EndpointRequest, idem store.Idempotency) (store.Reply, error) {
+		return a.notify.Add(ctx, p, notifyOwner(r), in, idem)
+	})
 }
 
 func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {

@@ -12,40 +12,21 @@ import (
 )
 
 func (a *api) createSession(w http.ResponseWriter, r *http.Request) {
-	var in sessions.CreateInput
-	p, idem, ok := a.decodePost(w, r, &in)
-	if !ok {
-		return
-	}
-	raw, replayed, err := a.sessions.Create(r.Context(), p, in, idem)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeReplayable(w, http.StatusCreated, raw, replayed)
+	serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in sessions.CreateInput, idem store.Idempotency) (store.Reply, error) {
+		raw, replayed, err := a.sessions.Create(ctx, p, in, idem)
+		return store.Reply{JSON: raw, Replayed: replayed}, err
+	})
 }
 
 func (a *api) getSession(w http.ResponseWriter, r *http.Request) {
 	_, raw, err := a.sessions.Get(r.Context(), principal(r), chi.URLParam(r, "sessionId"))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeRaw(w, http.StatusOK, raw)
+	a.writeRead(w, r, raw, err)
 }
 
 func (a *api) listSessions(w http.ResponseWriter, r *http.Request) {
-	limit, cursor, err := parsePage(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	page, err := a.sessions.List(r.Context(), principal(r), r.URL.Query().Get("status"), cursor, limit)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeList(w, page.Items, page.Next)
+	a.serveList(w, r, func(after *store.Position, limit int) (store.Page, error) {
+		return a.sessions.List(r.Context(), principal(r), r.URL.Query().Get("status"), after, limit)
+	})
 }
 
 func (a *api) sessionEvents(w http.ResponseWriter, r *http.Request) {
@@ -79,20 +60,12 @@ func (a *api) cancelSession(w http.ResponseWriter, r *http.Request) {
 // sessionEnd serves cancel (200) and reset (201): same body, same checks.
 func (a *api) sessionEnd(status int, end func(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var in reasonBody
-		p, idem, ok := a.decodePost(w, r, &in)
-		if !ok {
-			return
-		}
-		if len(in.Reason) > 1000 {
-			a.writeError(w, r, invalidRequest("reason", "at most 1000 bytes"))
-			return
-		}
-		raw, replayed, err := end(r.Context(), p, chi.URLParam(r, "sessionId"), in.Reason, idem)
-		if err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		writeReplayable(w, status, raw, replayed)
+		serveWrite(a, w, r, status, func(ctx context.Context, p authz.Principal, in reasonBody, idem store.Idempotency) (store.Reply, error) {
+			if len(in.Reason) > 1000 {
+				return store.Reply{}, invalidRequest("reason", "at most 1000 bytes")
+			}
+			raw, replayed, err := end(ctx, p, chi.URLParam(r, "sessionId"), in.Reason, idem)
+			return store.Reply{JSON: raw, Replayed: replayed}, err
+		})
 	}
 }

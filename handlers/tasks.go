@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -13,45 +15,17 @@ import (
 )
 
 func (a *api) createTask(w http.ResponseWriter, r *http.Request) {
-	var in tasks.CreateInput
-	p, idem, ok := a.decodePost(w, r, &in)
-	if !ok {
-		return
-	}
-	reply, err := a.tasks.Create(r.Context(), p, in, idem)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	setLocation(w, "/v1/tasks/", reply.JSON, func(v struct{ TaskID string }) string { return v.TaskID })
-	writeReplayable(w, http.StatusCreated, reply.JSON, reply.Replayed)
+	serveCreate(a, w, r, a.tasks.Create, "/v1/tasks/", func(v struct{ TaskID string }) string { return v.TaskID })
 }
 
 // getTask reads a task; with afterRevision and wait it long-polls until the
 // revision is above afterRevision or, with kinds, until an event of those
 // types is in the log after it.
 func (a *api) getTask(w http.ResponseWriter, r *http.Request) {
-	wait, err := parseWait(r)
+	after, wait, kinds, err := parseTaskPoll(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
-	}
-	kinds, err := parseKinds(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	after := int64(-1)
-	if v := r.URL.Query().Get("afterRevision"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			a.writeError(w, r, invalidRequest("afterRevision", "must be a whole number, 0 or more"))
-			return
-		}
-		after = n
-	}
-	if after < 0 {
-		wait = 0
 	}
 	var raw []byte
 	if after >= 0 && !kinds.All() {
@@ -59,11 +33,30 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) {
 	} else {
 		_, raw, err = a.tasks.WaitFor(r.Context(), principal(r), chi.URLParam(r, "taskId"), wait, tasks.AfterRevision(after))
 	}
-	if err != nil {
-		a.writeError(w, r, err)
-		return
+	a.writeRead(w, r, raw, err)
+}
+
+// parseTaskPoll reads the long poll of a task read: ?afterRevision= (-1
+// when absent, and then no wait), ?wait= and ?kinds=.
+func parseTaskPoll(r *http.Request) (after int64, wait time.Duration, kinds store.Kinds, err error) {
+	if wait, err = parseWait(r); err != nil {
+		return 0, 0, kinds, err
 	}
-	writeRaw(w, http.StatusOK, raw)
+	if kinds, err = parseKinds(r); err != nil {
+		return 0, 0, kinds, err
+	}
+	after = -1
+	if v := r.URL.Query().Get("afterRevision"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, 0, kinds, invalidRequest("afterRevision", "must be a whole number, 0 or more")
+		}
+		after = n
+	}
+	if after < 0 {
+		wait = 0
+	}
+	return after, wait, kinds, nil
 }
 
 // taskResult answers 200 once the task is terminal, 202 with the task as it
@@ -87,19 +80,11 @@ func (a *api) taskResult(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) listTasks(w http.ResponseWriter, r *http.Request) {
-	limit, cursor, err := parsePage(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
 	q := r.URL.Query()
 	f := tasks.ListFilter{SessionID: q.Get("sessionId"), Status: tasks.Status(q.Get("status")), Kind: q.Get("kind")}
-	page, err := a.tasks.List(r.Context(), principal(r), f, cursor, limit)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeList(w, page.Items, page.Next)
+	a.serveList(w, r, func(after *store.Position, limit int) (store.Page, error) {
+		return a.tasks.List(r.Context(), principal(r), f, after, limit)
+	})
 }
 
 func (a *api) taskEvents(w http.ResponseWriter, r *http.Request) {
@@ -194,11 +179,10 @@ func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 			return
 		}
 		cmd, err := decodeCommand(kind, body)
-		if err != nil {
-			a.writeError(w, r, err)
-			return
+		var reply store.Reply
+		if err == nil {
+			reply, err = a.tasks.Run(r.Context(), p, chi.URLParam(r, "taskId"), cmd, idem)
 		}
-		reply, err := a.tasks.Run(r.Context(), p, chi.URLParam(r, "taskId"), cmd, idem)
 		if err != nil {
 			a.writeError(w, r, err)
 			return
@@ -216,21 +200,9 @@ func (a *api) cancelTask(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	body, p, idem, ok := a.readPost(w, r)
-	if !ok {
-		return
-	}
-	cmd, err := decodeCommand(tasks.CmdCancel, body)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	reply, err := a.tasks.Cancel(r.Context(), p, chi.URLParam(r, "taskId"), cmd.Reason, idem, wait)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
+	serveWrite(a, w, r, http.StatusOK, func(ctx context.Context, p authz.Principal, in cancelBody, idem store.Idempotency) (store.Reply, error) {
+		return a.tasks.Cancel(ctx, p, chi.URLParam(r, "taskId"), in.Reason, idem, wait)
+	})
 }
 
 // answerInput answers one input request through its answer URL: no JWT, the

@@ -9,7 +9,6 @@ package sessions
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/taskhook/taskhook/problem"
@@ -124,16 +123,11 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 	if err != nil {
 		return nil, false, err
 	}
-	switch res.Outcome {
-	case store.OK:
+	if res.Outcome == store.OK {
 		return resp, false, nil
-	case store.Replayed:
-		body, err := s.cfg.Notify.OpenReplay(p, res.ReplayBody)
-		return body, true, err
-	case store.IdemConflict:
-		return nil, false, problem.ErrIdempotency
 	}
-	return nil, false, fmt.Errorf("create session: unexpected outcome %d", res.Outcome)
+	reply, err := s.cfg.Notify.Settle(p, res.Outcome, res.ReplayBody, "create session")
+	return reply.JSON, reply.Replayed, err
 }
 
 // Get reads a session its owner (or an admin) may see.

@@ -356,24 +356,27 @@ type hookClosing struct {
 // closings are the ways a hook closes with no close of its own: it expires,
 // its task ends or is gone, its session is cancelled or is gone.
 func closings(ctx context.Context, s *store.Store) []hookClosing {
+	// now makes change to the hook's parent and closes the hook at once.
+	now := func(change func(f *hookFixture)) func(f *hookFixture) time.Time {
+		return func(f *hookFixture) time.Time {
+			change(f)
+			return time.Now()
+		}
+	}
 	return []hookClosing{
 		{"expired", store.ClosedExpired, false, true, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
-		{"task completed", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
+		{"task completed", store.ClosedTaskTerminal, true, false, now(func(f *hookFixture) {
 			s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
-			return time.Now()
-		}},
-		{"task gone", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
+		})},
+		{"task gone", store.ClosedTaskTerminal, true, false, now(func(f *hookFixture) {
 			s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
-			return time.Now()
-		}},
-		{"session cancelled", store.ClosedSessionCancelled, false, false, func(f *hookFixture) time.Time {
+		})},
+		{"session cancelled", store.ClosedSessionCancelled, false, false, now(func(f *hookFixture) {
 			s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
-			return time.Now()
-		}},
-		{"session gone", store.ClosedExpired, false, false, func(f *hookFixture) time.Time {
+		})},
+		{"session gone", store.ClosedExpired, false, false, now(func(f *hookFixture) {
 			s.RDB.Del(ctx, s.Keys.Session(f.part, f.session))
-			return time.Now()
-		}},
+		})},
 	}
 }
 

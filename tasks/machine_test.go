@@ -189,6 +189,12 @@ var invalid = want{invalid: true}
 
 func unchanged(status tasks.Status) want { return want{status: status} }
 
+// ended is the want of a command that ends the task: status, the one
+// task.terminal event and the terminal fields checked.
+func ended(status tasks.Status) want {
+	return want{status: status, changed: true, events: []string{wire.EventTaskTerminal}, check: checkOutcome}
+}
+
 // runApplyCases runs each case as a parallel subtest.
 func runApplyCases(t *testing.T, cases []applyCase) {
 	t.Helper()
@@ -467,7 +473,6 @@ var (
 // from a non-terminal status, one per outcome the cell names).
 func TestApplyCells(t *testing.T) {
 	t.Parallel()
-	terminalEvent := []string{wire.EventTaskTerminal}
 	releasedEvent := []string{wire.EventTaskReleased}
 	cases := []applyCase{
 		// working
@@ -485,15 +490,9 @@ func TestApplyCells(t *testing.T) {
 			refused(tasks.ErrNotInputRequired)},
 		{"working/respond identical to a recorded answer", workingTask(), respondCmd(done1),
 			unchanged(tasks.Working)},
-		{"working/complete", workingTask(), completeCmd(), want{
-			status: tasks.Completed, changed: true, events: terminalEvent, check: checkOutcome,
-		}},
-		{"working/fail", workingTask(), failCmd(), want{
-			status: tasks.Failed, changed: true, events: terminalEvent, check: checkOutcome,
-		}},
-		{"working/cancel", workingTask(), cancelCmd(), want{
-			status: tasks.Cancelled, changed: true, events: terminalEvent, check: checkOutcome,
-		}},
+		{"working/complete", workingTask(), completeCmd(), ended(tasks.Completed)},
+		{"working/fail", workingTask(), failCmd(), ended(tasks.Failed)},
+		{"working/cancel", workingTask(), cancelCmd(), ended(tasks.Cancelled)},
 		{"working/release", workingTask(), releaseCmd(), refused(tasks.ErrNotTerminal)},
 
 		// input_required
@@ -519,15 +518,9 @@ func TestApplyCells(t *testing.T) {
 				check: all(wantOpen(), wantResponses(done1, done2,
 					tasks.InputResponse{RequestID: "pick", OptionID: "eu"}, tasks.InputResponse{RequestID: "name", Text: "feature/x"})),
 			}},
-		{"input_required/complete", waitingTask(), completeCmd(), want{
-			status: tasks.Completed, changed: true, events: terminalEvent, check: checkOutcome,
-		}},
-		{"input_required/fail", waitingTask(), failCmd(), want{
-			status: tasks.Failed, changed: true, events: terminalEvent, check: checkOutcome,
-		}},
-		{"input_required/cancel", waitingTask(), cancelCmd(), want{
-			status: tasks.Cancelled, changed: true, events: terminalEvent, check: checkOutcome,
-		}},
+		{"input_required/complete", waitingTask(), completeCmd(), ended(tasks.Completed)},
+		{"input_required/fail", waitingTask(), failCmd(), ended(tasks.Failed)},
+		{"input_required/cancel", waitingTask(), cancelCmd(), ended(tasks.Cancelled)},
 		{"input_required/release", waitingTask(), releaseCmd(), refused(tasks.ErrNotTerminal)},
 	}
 	// completed, failed, cancelled: a cancel is a no-op, every other command

@@ -212,11 +212,6 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		s.count("create", nil)
 		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
 		return store.Reply{JSON: resp}, nil
-	case store.Replayed:
-		body, err := s.cfg.Notify.OpenReplay(p, res.ReplayBody)
-		return store.Reply{JSON: body, Replayed: true}, err
-	case store.IdemConflict:
-		return store.Reply{}, problem.ErrIdempotency
 	case store.SessionMissing:
 		return store.Reply{}, problem.ErrNotFound
 	case store.SessionNotActive:
@@ -225,7 +220,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		s.count("create", ErrTooManyTasks)
 		return store.Reply{}, &TooManyTasksError{Max: s.cfg.MaxLive}
 	}
-	return store.Reply{}, fmt.Errorf("create task: unexpected outcome %d", res.Outcome)
+	return s.cfg.Notify.Settle(p, res.Outcome, res.ReplayBody, "create task")
 }
 
 // TTL is the lifetime a create asked for in ttlMs, def when it asked for

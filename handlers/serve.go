@@ -1,0 +1,71 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/store"
+)
+
+// The shapes the resource routes share: a write, a read of one record, a
+// list.
+
+// write runs one write of a route for the principal under its idempotency
+// key, with the body decoded into an In.
+type write[In any] func(ctx context.Context, p authz.Principal, in In, idem store.Idempotency) (store.Reply, error)
+
+// serveWrite answers a write route: the body of the POST decoded strictly
+// into an In, the write run, and its stored reply written with status (or
+// its error).
+func serveWrite[In any](a *api, w http.ResponseWriter, r *http.Request, status int, run write[In]) {
+	var in In
+	p, idem, ok := a.decodePost(w, r, &in)
+	if !ok {
+		return
+	}
+	reply, err := run(r.Context(), p, in, idem)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeReplayable(w, status, reply.JSON, reply.Replayed)
+}
+
+// serveCreate is serveWrite for a route that creates a record: 201, with
+// Location at base and the id the reply names.
+func serveCreate[In, T any](a *api, w http.ResponseWriter, r *http.Request, run write[In], base string, id func(T) string) {
+	serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in In, idem store.Idempotency) (store.Reply, error) {
+		reply, err := run(ctx, p, in, idem)
+		if err == nil {
+			setLocation(w, base, reply.JSON, id)
+		}
+		return reply, err
+	})
+}
+
+// writeRead answers a read with the stored JSON it found, or with its
+// error.
+func (a *api) writeRead(w http.ResponseWriter, r *http.Request, raw []byte, err error) {
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, raw)
+}
+
+// serveList answers a list route: ?limit= and ?cursor= read, one page
+// listed with them and written.
+func (a *api) serveList(w http.ResponseWriter, r *http.Request, list func(after *store.Position, limit int) (store.Page, error)) {
+	limit, cursor, err := parsePage(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	page, err := list(cursor, limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeList(w, page.Items, page.Next)
+}
