@@ -492,13 +492,19 @@ cmd_exec() {
 	exit "$status"
 }
 
-on_exit() {
-	local status=$?
-	# A signal can reach a subshell before it drops the inherited traps; only
-	# the script itself cleans up.
-	[ "${BASHPID:-$$}" = "$$" ] || exit "$status"
+# begin_cleanup STATUS starts an exit trap's cleanup: it runs once, and no
+# failure in it stops it. A signal can reach a subshell before it drops the
+# inherited traps; only the script itself cleans up, and a subshell exits
+# with STATUS here.
+begin_cleanup() {
+	[ "${BASHPID:-$$}" = "$$" ] || exit "$1"
 	set +e
 	trap - EXIT HUP INT TERM
+}
+
+on_exit() {
+	local status=$?
+	begin_cleanup "$status"
 	if [ -n "$RUN_DIR" ] && [ -d "$RUN_DIR" ]; then
 		[ "$status" = 0 ] || warn_dead "$RUN_DIR"
 		stop_state "$RUN_DIR"
@@ -509,9 +515,7 @@ on_exit() {
 
 on_up_failure() {
 	local status=$?
-	[ "${BASHPID:-$$}" = "$$" ] || exit "$status"
-	set +e
-	trap - EXIT HUP INT TERM
+	begin_cleanup "$status"
 	stop_state "$DEV_DIR"
 	exit "$status"
 }
