@@ -43,7 +43,7 @@ func hookOnStandalone(t *testing.T) (e *env, ctx context.Context, out *client.Cl
 	t.Helper()
 	e = newEnv(t, startHookServer(t, storetest.Standalone(t)))
 	ctx, out = testContext(t), outsider(t)
-	_, h = newHook(t, ctx, e.alice, client.CreateHookInput{})
+	_, h = newHook(t, ctx, e.alice)
 	return e, ctx, out, h, callbackOn(t, e.url, h.URL)
 }
 
@@ -67,11 +67,10 @@ func callbackOn(t *testing.T, serverURL, hookURL string) string {
 }
 
 // newHook makes a hook on a new task.
-func newHook(t *testing.T, ctx context.Context, c *client.Client, in client.CreateHookInput) (*client.Task, *client.CreatedHook) {
+func newHook(t *testing.T, ctx context.Context, c *client.Client) (*client.Task, *client.CreatedHook) {
 	t.Helper()
 	task := newTask(t, ctx, c)
-	in.TaskID = task.TaskID
-	h, err := c.CreateHook(ctx, in)
+	h, err := c.CreateHook(ctx, client.CreateHookInput{TaskID: task.TaskID})
 	if err != nil {
 		t.Fatalf("CreateHook: %v", err)
 	}
@@ -580,7 +579,7 @@ func TestHookEventsResumesOnAnotherReplica(t *testing.T) {
 	sw := &switchboard{next: &checkingTransport{t: t, next: tr}}
 	sw.route(a.URL)
 	c := client.New(a.URL, apptest.Token(t, "alice"), client.WithHTTPClient(&http.Client{Timeout: 20 * time.Second, Transport: sw}))
-	_, h := newHook(t, ctx, c, client.CreateHookInput{})
+	_, h := newHook(t, ctx, c)
 	postJSON(t, ctx, out, callbackOn(t, a.URL, h.URL), `{"n":1}`)
 
 	iterCtx, stop := context.WithTimeout(ctx, 20*time.Second) // a broken iterator fails the test, not hangs it
@@ -665,17 +664,17 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	})
 	t.Run("somebody else's hook", func(t *testing.T) {
 		t.Parallel()
-		_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
+		_, h := newHook(t, ctx, e.alice)
 		drainTo(t, e.bob, h.HookID, http.StatusNotFound, client.CodeNotFound)
 	})
 	t.Run("refused token", func(t *testing.T) {
 		t.Parallel()
-		_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
+		_, h := newHook(t, ctx, e.alice)
 		drainTo(t, e.alice.WithToken("not-a-jwt"), h.HookID, http.StatusUnauthorized, client.CodeUnauthorized)
 	})
 	t.Run("closed", func(t *testing.T) {
 		t.Parallel()
-		_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
+		_, h := newHook(t, ctx, e.alice)
 		postJSON(t, ctx, out, callbackOn(t, srv.URL, h.URL), `{"n":1}`)
 		if _, err := e.alice.CloseHook(ctx, h.HookID); err != nil {
 			t.Fatal(err)
@@ -687,7 +686,7 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	})
 	t.Run("task ended", func(t *testing.T) {
 		t.Parallel()
-		task, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
+		task, h := newHook(t, ctx, e.alice)
 		postJSON(t, ctx, out, callbackOn(t, srv.URL, h.URL), `{"n":1}`)
 		if _, err := e.alice.Complete(ctx, task.TaskID, "done"); err != nil {
 			t.Fatal(err)
@@ -698,7 +697,7 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	})
 	t.Run("context ends", func(t *testing.T) {
 		t.Parallel()
-		_, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
+		_, h := newHook(t, ctx, e.alice)
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		for ev, err := range e.alice.Hook(h.HookID).Events(short, client.HookEventsOptions{Wait: 30 * time.Second}) {
@@ -720,7 +719,7 @@ func TestHookEventsEndsWhenItsTaskCompletes(t *testing.T) {
 	srv := apptest.Standalone(t, withTestDefaults(app.Config{RecheckInterval: time.Minute}))
 	ctx := testContext(t)
 	e := newEnv(t, srv)
-	task, h := newHook(t, ctx, e.alice, client.CreateHookInput{})
+	task, h := newHook(t, ctx, e.alice)
 	cb := callbackOn(t, srv.URL, h.URL)
 	postNumbered(t, ctx, outsider(t), cb, 2)
 
