@@ -51,6 +51,16 @@ func eachStore(t *testing.T, cfg app.Config, fn func(t *testing.T, e *hookEnv)) 
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) { fn(t, startEnv(t, sc, cfg)) })
 }
 
+// eachReplicaPair runs fn with two replicas of each shared store, neither
+// re-checking within a wait: a waiting read on one answers early only when
+// the other wakes it.
+func eachReplicaPair(t *testing.T, fn func(t *testing.T, a, b *hookEnv)) {
+	t.Helper()
+	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
+		fn(t, startEnv(t, sc, noRecheck), startEnv(t, sc, noRecheck))
+	})
+}
+
 func startEnv(t testing.TB, sc store.Config, cfg app.Config) *hookEnv {
 	if cfg.WakeBlock == 0 {
 		cfg.WakeBlock = 500 * time.Millisecond // Stop waits for the fan-in readers' blocking read
@@ -342,16 +352,32 @@ type readAnswer struct {
 	err error
 }
 
-// readInBackground starts a read with a wait of longWait; its answer comes
-// on the channel.
-func (e *hookEnv) readInBackground(ctx context.Context, hook string, p client.HookReadParams) <-chan readAnswer {
+// readWokenBy starts a read with a wait of longWait and, once the server
+// holds it waiting, calls wake; it returns the read's answer. What wake does
+// comes after the read waits: done before, the read would find it at once,
+// and the test would not see a wake-up.
+func (e *hookEnv) readWokenBy(t testing.TB, hook string, p client.HookReadParams, wake func()) readAnswer {
+	t.Helper()
 	got := make(chan readAnswer, 1)
 	p.Wait = longWait
 	go func() {
-		b, err := e.api.ReadHook(ctx, hook, p)
+		b, err := e.api.ReadHook(t.Context(), hook, p)
 		got <- readAnswer{b, err}
 	}()
-	return got
+	e.awaitWaiting(t)
+	wake()
+	return <-got
+}
+
+// wantWokenWith checks a woken read answered with one event, of the body.
+func wantWokenWith(t testing.TB, what string, r readAnswer, body string) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("%s: %v", what, r.err)
+	}
+	if ev := only(t, what, r.b); ev.Body != body {
+		t.Fatalf("%s: %+v", what, ev)
+	}
 }
 
 // readAtOnce reads with a wait of longWait through a context that ends well
@@ -555,8 +581,7 @@ func TestHookTTLAboveTheMaximumIsCapped(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
 	ctx := t.Context()
 	ses := e.session(t)
-	task := e.task(t, ses)
-	tk, err := e.api.GetTask(ctx, task)
+	tk, err := e.api.CreateTask(ctx, client.CreateTaskInput{SessionID: ses})
 	if err != nil || tk.TTLMs == nil {
 		t.Fatalf("task: %+v %v", tk, err)
 	}
@@ -565,7 +590,7 @@ func TestHookTTLAboveTheMaximumIsCapped(t *testing.T) {
 		max int64
 	}{
 		"session hook": {client.CreateHookInput{SessionID: ses, TTLMs: client.Int64(1e13)}, (30 * 24 * time.Hour).Milliseconds()},
-		"task hook":    {client.CreateHookInput{TaskID: task, TTLMs: client.Int64(1e13)}, *tk.TTLMs},
+		"task hook":    {client.CreateHookInput{TaskID: tk.TaskID, TTLMs: client.Int64(1e13)}, *tk.TTLMs},
 	} {
 		h, err := e.api.CreateHook(ctx, c.in)
 		if err != nil || h.Status != client.HookOpen || h.TTLMs <= 0 || h.TTLMs > c.max {
@@ -916,18 +941,8 @@ func TestHookLongPollWakesOnPost(t *testing.T) {
 	eachStore(t, noRecheck, func(t *testing.T, e *hookEnv) {
 		hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t)})
 		e.readHook(t, hook, client.HookReadParams{Consumer: "a"}) // makes the group
-		got := e.readInBackground(t.Context(), hook, client.HookReadParams{Consumer: "a"})
-		// The post must come after the reader waits; a post before it is
-		// found by its first read, which is fine too.
-		e.awaitWaiting(t)
-		e.send(t, token, "wake up")
-		r := <-got
-		if r.err != nil {
-			t.Fatalf("long poll: %v", r.err)
-		}
-		if ev := only(t, "long poll", r.b); ev.Body != "wake up" {
-			t.Fatalf("long poll: %+v", ev)
-		}
+		r := e.readWokenBy(t, hook, client.HookReadParams{Consumer: "a"}, func() { e.send(t, token, "wake up") })
+		wantWokenWith(t, "long poll", r, "wake up")
 	})
 }
 
@@ -1203,24 +1218,14 @@ func TestHookGetAndListRoundTrips(t *testing.T) {
 
 // A read waiting on one replica is woken by a callback taken by another.
 func TestHookWakeAcrossReplicas(t *testing.T) {
-	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
-		a := startEnv(t, sc, noRecheck)
-		b := startEnv(t, sc, noRecheck)
+	eachReplicaPair(t, func(t *testing.T, a, b *hookEnv) {
 		hook, token := a.hook(t, client.CreateHookInput{SessionID: a.session(t)})
 		a.readHook(t, hook, client.HookReadParams{Consumer: "c"})
 		before := roundTrips(a.srv)
-		got := a.readInBackground(t.Context(), hook, client.HookReadParams{Consumer: "c"})
-		a.awaitWaiting(t)
-		b.send(t, token, "from b")
 		// With no re-check within the wait, a read that was not woken sits
 		// it out and answers with no event.
-		r := <-got
-		if r.err != nil {
-			t.Fatalf("woken read: %v", r.err)
-		}
-		if ev := only(t, "woken read", r.b); ev.Body != "from b" {
-			t.Fatalf("woken read: %+v", ev)
-		}
+		r := a.readWokenBy(t, hook, client.HookReadParams{Consumer: "c"}, func() { b.send(t, token, "from b") })
+		wantWokenWith(t, "woken read", r, "from b")
 		if got := roundTrips(a.srv) - before; got != 2 {
 			t.Errorf("the waiting read took %v round trips, want 2: one as it began, one when woken", got)
 		}
@@ -1312,12 +1317,11 @@ func TestHookWaitingReadEndsWhenTheHookCloses(t *testing.T) {
 			if b := e.readHook(t, hook, client.HookReadParams{Consumer: "a"}); b.HookStatus != client.HookOpen {
 				t.Fatalf("%s: before: %+v", c.name, b)
 			}
-			got := e.readInBackground(ctx, hook, client.HookReadParams{Consumer: "a"})
-			e.awaitWaiting(t)
-			if err := closeIt(); err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			r := <-got
+			r := e.readWokenBy(t, hook, client.HookReadParams{Consumer: "a"}, func() {
+				if err := closeIt(); err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+			})
 			if r.err != nil || len(r.b.Events) != 0 || r.b.Pending != 0 || r.b.HookStatus != client.HookClosed || r.b.CloseReason != c.reason {
 				t.Fatalf("%s: the waiting read answered %+v %v, want closed (%s)", c.name, r.b, r.err, c.reason)
 			}
@@ -1327,17 +1331,14 @@ func TestHookWaitingReadEndsWhenTheHookCloses(t *testing.T) {
 
 // A read waiting on one replica hears of a close taken by another.
 func TestHookCloseWakesReadsAcrossReplicas(t *testing.T) {
-	storetest.EachSharedBackend(t, func(t *testing.T, sc store.Config) {
-		a := startEnv(t, sc, noRecheck)
-		b := startEnv(t, sc, noRecheck)
+	eachReplicaPair(t, func(t *testing.T, a, b *hookEnv) {
 		hook, _ := a.hook(t, client.CreateHookInput{SessionID: a.session(t)})
 		a.readHook(t, hook, client.HookReadParams{Consumer: "c"})
-		got := a.readInBackground(t.Context(), hook, client.HookReadParams{Consumer: "c"})
-		a.awaitWaiting(t)
-		if _, err := b.api.CloseHook(t.Context(), hook); err != nil {
-			t.Fatal(err)
-		}
-		r := <-got
+		r := a.readWokenBy(t, hook, client.HookReadParams{Consumer: "c"}, func() {
+			if _, err := b.api.CloseHook(t.Context(), hook); err != nil {
+				t.Fatal(err)
+			}
+		})
 		if r.err != nil || r.b.HookStatus != client.HookClosed || r.b.CloseReason != client.CloseReasonClosed || len(r.b.Events) != 0 {
 			t.Fatalf("woken read: %+v %v", r.b, r.err)
 		}
