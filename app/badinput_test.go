@@ -163,13 +163,12 @@ func TestBadInputGetsItsCode(t *testing.T) {
 			t.Fatalf("bad input changed the task: %+v %v", after, err)
 		}
 	}
-	sessions, err := cl.ListSessions(ctx, client.ListSessionsParams{})
-	if err != nil || len(sessions.Items) != 1 || sessions.Items[0].Status != "active" {
-		t.Fatalf("bad input changed the sessions: %+v %v", sessions, err)
+	sessions, tasks := owned(t, ctx, cl)
+	if len(sessions) != 1 || sessions[0].Status != "active" {
+		t.Fatalf("bad input changed the sessions: %+v", sessions)
 	}
-	tasks, err := cl.ListTasks(ctx, client.ListTasksParams{})
-	if err != nil || len(tasks.Items) != 2 {
-		t.Fatalf("bad input stored a task: %+v %v", tasks, err)
+	if len(tasks) != 2 {
+		t.Fatalf("bad input stored a task: %+v", tasks)
 	}
 	hooks, err := cl.ListHooks(ctx, client.ListHooksParams{})
 	if err != nil || len(hooks.Items) != 0 {

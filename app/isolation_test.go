@@ -71,15 +71,14 @@ func TestOtherPrincipalsSeeNotFound(t *testing.T) {
 	if _, err := m.CreateSession(ctx, client.CreateSessionInput{}); err != nil {
 		t.Fatal(err)
 	}
-	sl, err := m.ListSessions(ctx, client.ListSessionsParams{})
-	if err != nil || len(sl.Items) != 1 || sl.Items[0].Owner != "mallory" {
-		t.Fatalf("mallory's sessions: %+v %v", sl, err)
+	sessions, tasks := owned(t, ctx, m)
+	if len(sessions) != 1 || sessions[0].Owner != "mallory" {
+		t.Fatalf("mallory's sessions: %+v", sessions)
 	}
-	tl, err := m.ListTasks(ctx, client.ListTasksParams{})
-	if err != nil || len(tl.Items) != 0 {
-		t.Fatalf("mallory's tasks: %+v %v", tl, err)
+	if len(tasks) != 0 {
+		t.Fatalf("mallory's tasks: %+v", tasks)
 	}
-	tl, err = m.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID})
+	tl, err := m.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID})
 	if err != nil || len(tl.Items) != 0 {
 		t.Fatalf("mallory listing alice's session: %+v %v", tl, err)
 	}
@@ -105,4 +104,19 @@ func TestOtherPrincipalsSeeNotFound(t *testing.T) {
 	if _, err := alice.WithToken(apptest.Token(t, "ops", "admin")).GetTask(ctx, task.TaskID); err != nil {
 		t.Fatalf("admin read: %v", err)
 	}
+}
+
+// owned is the first page of cl's sessions and of its tasks, or fails the
+// test.
+func owned(t *testing.T, ctx context.Context, cl *client.Client) ([]client.Session, []client.Task) {
+	t.Helper()
+	sessions, err := cl.ListSessions(ctx, client.ListSessionsParams{})
+	if err != nil {
+		t.Fatalf("ListSessions: %v", err)
+	}
+	tasks, err := cl.ListTasks(ctx, client.ListTasksParams{})
+	if err != nil {
+		t.Fatalf("ListTasks: %v", err)
+	}
+	return sessions.Items, tasks.Items
 }
