@@ -30,14 +30,14 @@ func waitSleepsThroughProgress(t *testing.T, ctx context.Context, srv *apptest.S
 		return waiter.WaitTask(ctx, task.TaskID, task.Revision, longWait, wakesTheParent)
 	})
 	awaitWaiting(t, srv)
-	before := ignored(srv)
+	left := ignored(srv)
 	progressed, err := poster.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("halfway")})
 	if err != nil {
 		t.Fatalf("Progress: %v", err)
 	}
 	// The progress is applied, and the waiting request has seen its
 	// wake-up and left it aside: it is still parked.
-	storetest.WaitFor(t, "the poll to leave the progress aside", func() bool { return ignored(srv) > before })
+	storetest.WaitFor(t, "the poll to leave the progress aside", func() bool { return ignored(srv) > left })
 	if n := testutil.ToFloat64(srv.App.Metrics.Waiters); n != 1 {
 		t.Fatalf("%v waiting requests after the progress, want the poll still waiting", n)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskhook/taskhook/metrics"
@@ -43,6 +44,11 @@ type Waiter struct {
 	C    chan Wake
 	keys []string
 	r    *Waiters
+	// parked: the waiter has blocked in Next once, and counts in the
+	// taskhook_waiters gauge from then until Stop. A request that
+	// registered and is still reading the state it waits on is not waiting
+	// yet.
+	parked atomic.Bool
 }
 
 // Wait registers a waiter on keys (made with WaitKey). Register before reading
@@ -59,9 +65,6 @@ func (r *Waiters) Wait(keys ...string) *Waiter {
 		set[w] = struct{}{}
 	}
 	r.mu.Unlock()
-	if r.metrics != nil {
-		r.metrics.Waiters.Inc()
-	}
 	return w
 }
 
@@ -78,7 +81,7 @@ func (w *Waiter) Stop() {
 		}
 	}
 	r.mu.Unlock()
-	if r.metrics != nil {
+	if w.parked.Load() && r.metrics != nil {
 		r.metrics.Waiters.Dec()
 	}
 }
@@ -104,6 +107,9 @@ func (w *Waiter) Next(ctx context.Context, deadline time.Time) (Wake, Reason) {
 	wait, reason := left, Timeout
 	if w.r.recheck < left {
 		wait, reason = w.r.recheck, Recheck
+	}
+	if !w.parked.Swap(true) && w.r.metrics != nil {
+		w.r.metrics.Waiters.Inc()
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()

@@ -151,12 +151,10 @@ func (s *Service) waitKinds(ctx context.Context, w *store.Waiter, id string, t T
 		wk, why := w.Next(ctx, deadline)
 		switch why {
 		case store.Woken:
-			if wk.Revision <= known {
+			switch judge(wk, known, after, kinds) {
+			case wakeKnown:
 				continue
-			}
-			if !wk.FollowsOn(known) || wk.First > 0 && wk.First <= after {
-				// A wake-up may have been missed, or this one does not say
-				// what it stands for after revision after: the log tells.
+			case wakeUnclear:
 				if found, err := look(max(known, after)); err != nil || found {
 					return t, raw, err
 				}
@@ -183,6 +181,31 @@ func (s *Service) waitKinds(ctx context.Context, w *store.Waiter, id string, t T
 			return t, raw, nil
 		}
 	}
+}
+
+// wakeVerdict is what a waiter with kinds makes of a wake-up.
+type wakeVerdict int
+
+const (
+	wakeNews    wakeVerdict = iota // it says what changed: take its snapshot, then answer or leave it aside by its types
+	wakeKnown                      // nothing after what the waiter knows
+	wakeUnclear                    // the log must tell
+)
+
+// judge decides what a wake-up tells a waiter that has judged every event up
+// to revision known and answers for events of kinds after revision after.
+// A wake-up that may have followed a missed one, or that stands for
+// revisions up to after as well (a late wake-up merged with a new one) and
+// names a type of kinds that may be theirs, sends the waiter to the log;
+// one that names none of kinds is left aside whatever it stands for.
+func judge(wk store.Wake, known, after int64, kinds store.Kinds) wakeVerdict {
+	switch {
+	case wk.Revision <= known:
+		return wakeKnown
+	case !wk.FollowsOn(known), wk.First > 0 && wk.First <= after && kinds.MayConcern(wk):
+		return wakeUnclear
+	}
+	return wakeNews
 }
 
 // Events reads the task's log after a cursor, only the events of kinds when
