@@ -29,8 +29,8 @@ type CancelAnswer struct {
 // no script's work grows with the session (a 1,000-task session is many
 // short scripts, with other tenants' commands in between).
 const (
-	cancelReadBatch  = 8
-	cancelWriteBytes = 256 << 10
+	cancelReadBatch  = 4
+	cancelWriteBytes = 96 << 10
 	maxCancelRounds  = 10000
 )
 
