@@ -93,11 +93,13 @@ func (s *Store) idemKey(p int, idem Idempotency) (key, hash string, ttlMs int64)
 // re-read by whoever wakes.
 const wakeSnapshotMax = 16 << 10
 
-func wakeSnapshot(b []byte) string {
-	if len(b) > wakeSnapshotMax {
+// wakeCarries is the scripts' flag for whether the wake-up carries the task
+// json they write ('1') or not (''): the json is sent once, not twice.
+func wakeCarries(taskJSON []byte) string {
+	if len(taskJSON) > wakeSnapshotMax {
 		return ""
 	}
-	return string(b)
+	return "1"
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
@@ -175,7 +177,7 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	}
 	args := []any{
 		idemHash, idemTTL, w.Principal, admin, w.ID, w.JSON, ms(w.Now),
-		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention), wakeSnapshot(w.JSON), w.SessionID,
+		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention), wakeCarries(w.JSON), w.SessionID,
 		w.MaxLive, w.Requester, w.Kind,
 	}
 	args = append(args, w.Endpoints.args()...)
@@ -229,7 +231,7 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		s.Keys.Session(p, w.SessionID), s.Keys.Outbox(p))
 	args := make([]any, 0, 14+len(w.Events)+len(w.AnswerTokens))
 	args = append(args, idemHash, idemTTL, w.ExpectRevision, w.Status, w.JSON,
-		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeSnapshot(w.JSON), len(w.Events))
+		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeCarries(w.JSON), len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e)
 	}

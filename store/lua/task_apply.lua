@@ -12,7 +12,8 @@
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
--- ARGV[10] wake snapshot ('' when large)   ARGV[11] n, the number of events
+-- ARGV[10] '1' when the wake-up carries the new task json, '' when it is too large
+-- ARGV[11] n, the number of events
 -- ARGV[12..11+n] event json, one per event, in order
 -- ARGV[12+n] the task's expire-at ms (the answer token keys end with it)
 -- ARGV[13+n..12+n+m] the value of each answer token and attempt key, in KEYS order
@@ -51,5 +52,5 @@ if cur[2] ~= ARGV[4] and cur[3] then
   end
   move_status(ARGV[8], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
 end
-wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10], {unpack(ARGV, 12, 11 + n)})
+wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10] == '1' and ARGV[5] or '', {unpack(ARGV, 12, 11 + n)})
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)

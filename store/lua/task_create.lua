@@ -11,7 +11,8 @@
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
--- ARGV[9] event json   ARGV[10] log min id   ARGV[11] wake snapshot ('' when large)
+-- ARGV[9] event json   ARGV[10] log min id
+-- ARGV[11] '1' when the wake-up carries the task json, '' when it is too large
 -- ARGV[12] session id   ARGV[13] most live tasks a session may hold ('0': no limit)
 -- ARGV[14] requester   ARGV[15] kind ('' for none)
 -- ARGV[16] the response to keep for a repeat ('' for the task json: it
@@ -57,7 +58,7 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 extend_to(ARGV[8], indexes)
 if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
-wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, ARGV[11], {ARGV[9]})
+wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, ARGV[11] == '1' and ARGV[6] or '', {ARGV[9]})
 local body = ARGV[16]
 if body == '' then body = ARGV[6] end
 return idem_done(KEYS[7], ARGV[1], ARGV[2], body, {'ok', id})
