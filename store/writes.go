@@ -94,7 +94,7 @@ func (s *Store) idemKey(p int, idem Idempotency) (key, hash string, ttlMs int64)
 const wakeSnapshotMax = 16 << 10
 
 // wakeCarries is the scripts' flag for whether the wake-up carries the task
-// json they write ('1') or not (''): the json is sent once, not twice.
+// json they write ('1') or not (”): the json is sent once, not twice.
 func wakeCarries(taskJSON []byte) string {
 	if len(taskJSON) > wakeSnapshotMax {
 		return ""
