@@ -94,7 +94,8 @@ func (s *Store) idemKey(p int, idem Idempotency) (key, hash string, ttlMs int64)
 const wakeSnapshotMax = 16 << 10
 
 // wakeCarries is the scripts' flag for whether the wake-up carries the task
-// json they write ('1') or not (”): the json is sent once, not twice.
+// json they write: "1" when it does, empty when the json is too large. The
+// json is sent once, not twice.
 func wakeCarries(taskJSON []byte) string {
 	if len(taskJSON) > wakeSnapshotMax {
 		return ""
