@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/authz"
@@ -41,12 +39,13 @@ func (l *latencies) add(name string, d time.Duration) {
 	l.mu.Unlock()
 }
 
-func (l *latencies) report(b *testing.B) {
+// report reports each series' p50 and p99, named prefix+series.
+func (l *latencies) report(b *testing.B, prefix string) {
 	for name, ds := range l.by {
 		slices.Sort(ds)
 		q := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000 }
-		b.ReportMetric(q(0.50), name+"-p50-ms")
-		b.ReportMetric(q(0.99), name+"-p99-ms")
+		b.ReportMetric(q(0.50), prefix+name+"-p50-ms")
+		b.ReportMetric(q(0.99), prefix+name+"-p99-ms")
 	}
 }
 
@@ -93,7 +92,7 @@ func BenchmarkTaskLifecycleHTTP(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "lifecycles/s")
 	b.ReportMetric(float64(3*b.N)/elapsed.Seconds(), "commands/s")
-	lat.report(b)
+	lat.report(b, "")
 }
 
 // BenchmarkNoisyNeighbour measures another tenant's task lifecycle latency
@@ -191,7 +190,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 		noise.Wait()
 	}
 	b.StopTimer()
-	lat.report(b)
+	lat.report(b, "")
 	q := func(name string) float64 {
 		ds := lat.by[name]
 		return float64(ds[int(0.99*float64(len(ds)-1))])
@@ -401,9 +400,9 @@ func BenchmarkScale(b *testing.B) {
 		}
 	}
 	rs := startOwnRedis(b)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.addr()})
-	b.Cleanup(func() { _ = rdb.Close() })
-	srv := apptest.Start(b, store.Config{URL: "redis://" + rs.addr() + "/0", Prefix: "scale:"}, app.Config{LogLevel: "warn"})
+	sc := store.Config{URL: "redis://" + rs.addr() + "/0", Prefix: "scale:"}
+	rdb := storetest.Redis(b, sc)
+	srv := apptest.Start(b, sc, app.Config{LogLevel: "warn"})
 	ctx := context.Background()
 	usedMemory := func() int64 {
 		info, err := rdb.InfoMap(ctx, "memory").Result()
@@ -427,13 +426,7 @@ func BenchmarkScale(b *testing.B) {
 			lat := &latencies{by: map[string][]time.Duration{}}
 			scaleRound(b, ctx, srv.URL, tok, loader.ids, lat)
 			label := scaleLabel(n)
-			for _, name := range []string{"command", "read"} {
-				ds := lat.by[name]
-				slices.Sort(ds)
-				q := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000 }
-				b.ReportMetric(q(0.50), label+"-"+name+"-p50-ms")
-				b.ReportMetric(q(0.99), label+"-"+name+"-p99-ms")
-			}
+			lat.report(b, label+"-")
 			b.ReportMetric(perTask, label+"-redis-B/task")
 		}
 	}
