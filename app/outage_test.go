@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
@@ -323,3 +323,5 @@ func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 		}
 	}
 }
+
+func asError(err error, target **client.Error) bool { return errors.As(err, target) }

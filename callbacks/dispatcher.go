@@ -17,6 +17,7 @@ import (
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/worker"
 )
 
 // DispatcherConfig tunes the dispatcher. Zero values are the defaults.
@@ -174,16 +175,13 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	if reader != nil {
 		_ = reader.Close() // ends the reads waiting in Redis
 	}
-	done := make(chan struct{})
-	go func() { d.readers.Wait(); d.sends.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	ended := func() { d.readers.Wait(); d.sends.Wait() }
+	if err := worker.Wait(ctx, ended); err != nil {
 		stopSends()
-		<-done
-		return fmt.Errorf("notification deliveries abandoned at shutdown: %w", ctx.Err())
+		ended()
+		return fmt.Errorf("notification deliveries abandoned at shutdown: %w", err)
 	}
+	return nil
 }
 
 // maintenance is how often a reader moves due retries back into its outbox
@@ -302,14 +300,7 @@ func (d *Dispatcher) touchEvery() time.Duration { return max(d.cfg.ClaimIdle/4, 
 // in its hands, until ctx ends.
 func (d *Dispatcher) touch(ctx context.Context) {
 	defer d.toucher.Done()
-	t := time.NewTicker(d.touchEvery())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	worker.Every(ctx, d.touchEvery(), func(ctx context.Context) {
 		for p := range d.held {
 			d.mu.Lock()
 			ids := make([]string, 0, len(d.held[p]))
@@ -321,7 +312,7 @@ func (d *Dispatcher) touch(ctx context.Context) {
 				d.logWarn("held notifications not marked", p, err)
 			}
 		}
-	}
+	})
 }
 
 // acquire takes at least one delivery slot (waiting for it) and up to most,

@@ -33,15 +33,7 @@ type (
 
 // CreateHookInput is the body of POST /v1/hooks. TaskID or SessionID is
 // required; a task's hook closes itself when the task ends.
-type CreateHookInput struct {
-	TaskID       string        `json:"taskId,omitempty"`
-	SessionID    string        `json:"sessionId,omitempty"`
-	Label        string        `json:"label,omitempty"`
-	TTLMs        *int64        `json:"ttlMs,omitempty"`
-	Verify       *HookVerify   `json:"verify,omitempty"`
-	Response     *HookResponse `json:"response,omitempty"`
-	DedupeHeader string        `json:"dedupeHeader,omitempty"` // a header naming the provider's delivery id
-}
+type CreateHookInput = wire.CreateHook[HookVerify]
 
 // CreateHook makes an open hook bound to a task or a session.
 func (c *Client) CreateHook(ctx context.Context, in CreateHookInput, opts ...CallOption) (*CreatedHook, error) {

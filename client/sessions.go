@@ -13,10 +13,7 @@ import (
 type Session = wire.Session[time.Time]
 
 // CreateSessionInput is the body of POST /v1/sessions.
-type CreateSessionInput struct {
-	Metadata map[string]any    `json:"metadata,omitempty"`
-	Notify   []EndpointRequest `json:"notify,omitempty"` // notification endpoints; the answer shows each one's secret, once
-}
+type CreateSessionInput = wire.CreateSession[any]
 
 // CreateSession opens an active session owned by the caller.
 func (c *Client) CreateSession(ctx context.Context, in CreateSessionInput, opts ...CallOption) (*Session, error) {

@@ -29,19 +29,7 @@ type (
 
 // CreateTaskInput is the body of POST /v1/tasks. Input is any value that
 // encodes as JSON (a json.RawMessage is sent as is).
-type CreateTaskInput struct {
-	SessionID      string         `json:"sessionId"`
-	Kind           string         `json:"kind,omitempty"`
-	Label          string         `json:"label,omitempty"`
-	Input          any            `json:"input,omitempty"`
-	Metadata       map[string]any `json:"metadata,omitempty"`
-	TTLMs          *int64         `json:"ttlMs,omitempty"`
-	PollIntervalMs *int64         `json:"pollIntervalMs,omitempty"`
-	Requester      string         `json:"requester,omitempty"`
-	// Notify registers notification endpoints; the answer's Notify shows
-	// each one's secret, once.
-	Notify []EndpointRequest `json:"notify,omitempty"`
-}
+type CreateTaskInput = wire.CreateTask[any]
 
 // CreateTask starts a task in a session. The answer is the receipt: the task
 // is durable by the time it returns.

@@ -53,15 +53,7 @@ func viewOf(v *Verify) *wire.HookVerify {
 }
 
 // CreateInput is the body of POST /v1/hooks.
-type CreateInput struct {
-	TaskID       string    `json:"taskId,omitempty"`
-	SessionID    string    `json:"sessionId,omitempty"`
-	Label        string    `json:"label,omitempty"`
-	TTLMs        *int64    `json:"ttlMs,omitempty"`
-	Verify       *Verify   `json:"verify,omitempty"`
-	Response     *Response `json:"response,omitempty"`
-	DedupeHeader string    `json:"dedupeHeader,omitempty"`
-}
+type CreateInput = wire.CreateHook[Verify]
 
 // ingestConfig is what the callback route needs of a hook, kept in the
 // hook's hash beside the record. It holds the verify secret and is never
@@ -109,8 +101,8 @@ const (
 	defaultResponse = "text/plain; charset=utf-8"
 )
 
-// validate checks a create body on its own, before any state is read.
-func (in *CreateInput) validate() error {
+// validateCreate checks a create body on its own, before any state is read.
+func validateCreate(in *CreateInput) error {
 	if in.TaskID == "" && in.SessionID == "" {
 		return problem.Invalid("taskId", "taskId or sessionId is required")
 	}

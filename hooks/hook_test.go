@@ -38,7 +38,7 @@ func TestCreateInputValidate(t *testing.T) {
 		"response bad type":    {CreateInput{SessionID: "s", Response: &Response{ContentType: "text"}}, "response.contentType"},
 		"response header smug": {CreateInput{SessionID: "s", Response: &Response{ContentType: "text/plain\r\nX-A: b"}}, "response.contentType"},
 	} {
-		err := c.in.validate()
+		err := validateCreate(&c.in)
 		var verr *problem.ValidationError
 		switch {
 		case c.field == "" && err != nil:
@@ -48,7 +48,7 @@ func TestCreateInputValidate(t *testing.T) {
 		}
 	}
 	in := CreateInput{SessionID: "s", Response: &Response{Body: "ok"}}
-	if err := in.validate(); err != nil || in.Response.Status != 200 || in.Response.ContentType != "text/plain; charset=utf-8" {
+	if err := validateCreate(&in); err != nil || in.Response.Status != 200 || in.Response.ContentType != "text/plain; charset=utf-8" {
 		t.Errorf("response defaults: %+v %v", in.Response, err)
 	}
 }

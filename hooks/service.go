@@ -119,7 +119,7 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, t Tasks, m *metrics.
 // session. The answer carries the token, which is shown this once: a replay
 // of the create (same Idempotency-Key) answers without it.
 func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (store.Reply, error) {
-	if err := in.validate(); err != nil {
+	if err := validateCreate(&in); err != nil {
 		return store.Reply{}, err
 	}
 	now := s.now()

@@ -644,41 +644,6 @@ func verifiedInFuzz(t *testing.T, v Verify, h http.Header, body []byte, now time
 	return false
 }
 
-func FuzzStandardWebhooksHeader(f *testing.F) {
-	body := []byte(swPayload)
-	ts := strconv.Itoa(fixtureUnix)
-	valid := signStandardWebhooks(swSecret, swMsgID, ts, body)
-	f.Add(swMsgID, ts, valid, body)
-	f.Add(swMsgID, ts, "v1,bm9wZQ== "+valid+" v1a,xyz", body)
-	f.Add(swMsgID, ts, valid, []byte(swPayload+" "))
-	f.Add(swMsgID, ts, signStandardWebhooks("whsec_"+base64.StdEncoding.EncodeToString([]byte("another-secret")), swMsgID, ts, body), body)
-	f.Add(swMsgID, ts, "v1,", body)
-	f.Add(swMsgID, ts, ",,, v1 v1,,", body)
-	f.Add("", ts, valid, body)
-	f.Add(swMsgID, "", valid, body)
-	f.Add(swMsgID, "-1", valid, body)
-	f.Add(swMsgID, "99999999999999999999999", valid, body)
-	f.Add(swMsgID, ts, strings.Repeat("v1,AAAA ", 100), body)
-	f.Add("msg\x00id", "0x65", "v1,\xff\xfe", []byte{0xff})
-
-	f.Fuzz(func(t *testing.T, id, ts, sigs string, body []byte) {
-		h := http.Header{"Webhook-Id": {id}, "Webhook-Timestamp": {ts}, "Webhook-Signature": {sigs}}
-		if !verifiedInFuzz(t, Verify{Scheme: SchemeStandardWebhooks, Secret: swSecret}, h, body, fuzzNow) {
-			return
-		}
-		// It verified: the header must hold the MAC of exactly what was sent.
-		want := strings.TrimPrefix(signStandardWebhooks(swSecret, strings.TrimSpace(id), strings.TrimSpace(ts), body), "v1,")
-		// encoding/base64 skips CR and LF, which a real header cannot carry.
-		if !strings.Contains(strings.NewReplacer("\r", "", "\n", "").Replace(sigs), want) {
-			t.Fatalf("verified without the true signature: id=%q ts=%q sigs=%q", id, ts, sigs)
-		}
-		n, perr := strconv.ParseInt(strings.TrimSpace(ts), 10, 64)
-		if perr != nil || n < fixtureUnix-300 || n > fixtureUnix+300 {
-			t.Fatalf("verified with timestamp %q outside tolerance", ts)
-		}
-	})
-}
-
 var stripeTimestamps = regexp.MustCompile(`t=([0-9]+)`)
 
 func FuzzStripeSignatureHeader(f *testing.F) {

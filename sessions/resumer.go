@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/worker"
 )
 
 // ResumerConfig tunes the Resumer. Zero means the default.
@@ -62,26 +63,12 @@ func (r *Resumer) Stop(ctx context.Context) error {
 		return nil
 	}
 	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return worker.Wait(ctx, func() { <-done })
 }
 
 func (r *Resumer) run(ctx context.Context) {
 	defer close(r.done)
-	t := time.NewTicker(r.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.Sweep(ctx)
-		}
-	}
+	worker.Every(ctx, r.interval, r.Sweep)
 }
 
 // Sweep finishes, in every partition, the cancels whose lease ran out.

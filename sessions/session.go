@@ -32,10 +32,7 @@ const (
 type Session = wire.Session[events.Time]
 
 // CreateInput is the body of POST /v1/sessions.
-type CreateInput struct {
-	Metadata json.RawMessage        `json:"metadata,omitempty"`
-	Notify   []wire.EndpointRequest `json:"notify,omitempty"`
-}
+type CreateInput = wire.CreateSession[json.RawMessage]
 
 // Config holds the session limits. Zero means the default.
 type Config struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/worker"
 )
 
 // FanIn runs one reader per partition on the partition's wake stream
@@ -98,14 +99,10 @@ func (f *FanIn) Stop(ctx context.Context) error {
 		_ = f.reader.Close()
 	}
 	f.mu.Unlock()
-	done := make(chan struct{})
-	go func() { f.done.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("fan-in readers still running: %w", ctx.Err())
+	if err := worker.Wait(ctx, f.done.Wait); err != nil {
+		return fmt.Errorf("fan-in readers still running: %w", err)
 	}
+	return nil
 }
 
 func (f *FanIn) read(ctx context.Context, p int) {

@@ -121,17 +121,7 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, 
 }
 
 // CreateInput is the body of POST /v1/tasks.
-type CreateInput struct {
-	SessionID      string                 `json:"sessionId"`
-	Kind           string                 `json:"kind,omitempty"`
-	Label          string                 `json:"label,omitempty"`
-	Input          json.RawMessage        `json:"input,omitempty"`
-	Metadata       json.RawMessage        `json:"metadata,omitempty"`
-	TTLMs          *int64                 `json:"ttlMs,omitempty"`
-	PollIntervalMs *int64                 `json:"pollIntervalMs,omitempty"`
-	Requester      string                 `json:"requester,omitempty"`
-	Notify         []wire.EndpointRequest `json:"notify,omitempty"`
-}
+type CreateInput = wire.CreateTask[json.RawMessage]
 
 const maxTextField = 200
 

@@ -20,6 +20,19 @@ const (
 	VerifyHMACSHA256       = "hmac-sha256"
 )
 
+// CreateHook is the body of POST /v1/hooks. TaskID or SessionID is
+// required; a task's hook closes itself when the task ends. V is the Go
+// type of its signature check (see the package doc).
+type CreateHook[V any] struct {
+	TaskID       string        `json:"taskId,omitempty"`
+	SessionID    string        `json:"sessionId,omitempty"`
+	Label        string        `json:"label,omitempty"`
+	TTLMs        *int64        `json:"ttlMs,omitempty"`
+	Verify       *V            `json:"verify,omitempty"`
+	Response     *HookResponse `json:"response,omitempty"`
+	DedupeHeader string        `json:"dedupeHeader,omitempty"` // a header naming the provider's delivery id
+}
+
 // Hook is a callback URL that outside systems post to, with the durable
 // queue a task reads them from, as the API shows it. It never carries the
 // token or the verify secret: only the answer to a create (CreatedHook)

@@ -27,6 +27,20 @@ const (
 	DisplayText         = "text"
 )
 
+// CreateTask is the body of POST /v1/tasks. J is the Go type of Input and
+// Metadata (see the package doc).
+type CreateTask[J any] struct {
+	SessionID      string            `json:"sessionId"`
+	Kind           string            `json:"kind,omitempty"`
+	Label          string            `json:"label,omitempty"`
+	Input          J                 `json:"input,omitempty"`
+	Metadata       J                 `json:"metadata,omitempty"`
+	TTLMs          *int64            `json:"ttlMs,omitempty"`
+	PollIntervalMs *int64            `json:"pollIntervalMs,omitempty"`
+	Requester      string            `json:"requester,omitempty"`
+	Notify         []EndpointRequest `json:"notify,omitempty"` // the answer shows each one's secret, once
+}
+
 // Task is the durable record of one piece of background work, as the API
 // shows it. T is the Go type of its timestamps and S of its status (see the
 // package doc).

@@ -11,5 +11,10 @@
 // machine's rules) on the server. Everything else is the same type on both
 // sides.
 //
+// A create body takes the Go type of its free-form JSON values: the server
+// keeps them as raw bytes (json.RawMessage), the client takes any value that
+// encodes. A hook's create body takes that of its signature check, which
+// the server reads with its own rules (hooks.Verify).
+//
 // It imports nothing of the module (the standard library only).
 package wire
