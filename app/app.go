@@ -132,10 +132,9 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		Show: a.Tasks.AnswerLinks().Event, Slack: slackPosting(cfg),
 	}, a.Store, a.Metrics, log, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
-	a.Hooks, err = hooks.NewService(hooks.Config{
-		PublicURL: cfg.PublicURL, DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL,
-		MaxDeliveries: cfg.HookMaxDeliveries, RateLimit: cfg.HookRateLimit, Burst: cfg.HookBurst, Vault: vault,
-	}, a.Store, a.FanIn, a.Tasks, a.Metrics, log, time.Now)
+	hookCfg := cfg.hooks()
+	hookCfg.Vault = vault
+	a.Hooks, err = hooks.NewService(hookCfg, a.Store, a.FanIn, a.Tasks, a.Metrics, log, time.Now)
 	if err != nil {
 		return nil, err
 	}

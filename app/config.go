@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/channels/slack"
+	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -74,6 +75,15 @@ type Config struct {
 	Now func() time.Time
 }
 
+// hooks is the hook service's part of the settings, whose limits that
+// service checks (hooks.Config.Validate).
+func (c Config) hooks() hooks.Config {
+	return hooks.Config{
+		PublicURL: c.PublicURL, DefaultTTL: c.DefaultTTL, MaxTTL: c.MaxTTL,
+		MaxDeliveries: c.HookMaxDeliveries, RateLimit: c.HookRateLimit, Burst: c.HookBurst,
+	}
+}
+
 // Validate reports every setting that cannot work.
 func (c Config) Validate() error {
 	var errs []error
@@ -124,14 +134,8 @@ func (c Config) Validate() error {
 	if c.RedisTimeout < 0 || (c.RedisTimeout > 0 && c.RedisTimeout < 10*time.Millisecond) {
 		errs = append(errs, errors.New("TASKHOOK_REDIS_TIMEOUT must be at least 10ms"))
 	}
-	if c.HookMaxDeliveries < 0 {
-		errs = append(errs, errors.New("TASKHOOK_HOOK_MAX_DELIVERIES must be at least 1"))
-	}
-	if c.HookRateLimit < 0 || c.HookRateLimit > 1000 {
-		errs = append(errs, errors.New("TASKHOOK_HOOK_RATE_LIMIT must be 0 (the default: 50) to 1000 per second"))
-	}
-	if c.HookBurst < 0 {
-		errs = append(errs, errors.New("TASKHOOK_HOOK_BURST must be at least 1"))
+	if err := c.hooks().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("TASKHOOK_HOOK_MAX_DELIVERIES, TASKHOOK_HOOK_RATE_LIMIT, TASKHOOK_HOOK_BURST: %w", err))
 	}
 	if c.NotifyTimeout < 0 || c.NotifyConcurrency < 0 || c.NotifyRetryBase < 0 || c.NotifyMaxAttempts < 0 || c.NotifyClaimIdle < 0 {
 		errs = append(errs, errors.New("TASKHOOK_NOTIFY_* settings must not be negative"))

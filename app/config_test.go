@@ -98,3 +98,25 @@ func TestConnectionSettings(t *testing.T) {
 		t.Errorf("a bad connections file: %v", err)
 	}
 }
+
+// The hook limits are checked by the hook service's own rule, and a refusal
+// names the variables and the limit broken.
+func TestHookLimitsAreValidated(t *testing.T) {
+	for _, c := range []struct {
+		cfg  app.Config
+		want string
+	}{
+		{app.Config{HookMaxDeliveries: -1}, "max deliveries must be at least 1"},
+		{app.Config{HookRateLimit: 1001}, "rate limit must be 0 to 1000 per second"},
+		{app.Config{HookRateLimit: -1}, "rate limit must be 0 to 1000 per second"},
+		{app.Config{HookBurst: -1}, "burst must be at least 1"},
+	} {
+		err := c.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), "TASKHOOK_HOOK_") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want a refusal naming TASKHOOK_HOOK_* and %q", c.cfg, err, c.want)
+		}
+	}
+	if err := (app.Config{HookMaxDeliveries: 3, HookRateLimit: 1000, HookBurst: 1}).Validate(); err != nil {
+		t.Errorf("limits in range: %v", err)
+	}
+}
