@@ -180,7 +180,7 @@ func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q st
 		return store.LogPage{}, err
 	}
 	part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
-	page, err := s.fanin.ReadLog(ctx, w, s.store.Keys.SessionLog(part, id), q)
+	page, err := s.fanin.ReadLog(ctx, w, s.store.Keys.SessionEvents(part, id), q)
 	if s.cfg.AnswerLinks != nil {
 		page.Entries = s.cfg.AnswerLinks.Events(page.Entries)
 	}

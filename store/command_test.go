@@ -35,7 +35,7 @@ func TestLostReplyIsNotAppliedTwice(t *testing.T) {
 	if err != nil || string(raw) != `{"rev":2}` {
 		t.Fatalf("task: %s %v, want revision 2", raw, err)
 	}
-	log, err := s.ReadLog(ctx, s.Keys.TaskLog(f.part, id), "", 100)
+	log, err := s.ReadLog(ctx, f.taskLog(id), "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
@@ -29,6 +30,9 @@ type fixture struct {
 	session string
 	now     time.Time
 }
+
+// taskLog is the log of a task of the fixture's session, to read.
+func (f fixture) taskLog(id string) store.Log { return f.s.Keys.TaskEvents(f.part, id, f.session) }
 
 func newFixture(t *testing.T, s *store.Store, owner string) fixture {
 	t.Helper()
@@ -111,7 +115,7 @@ func TestEventsShareIDsAcrossLogs(t *testing.T) {
 		f.apply(t, b, 1, store.Idempotency{}, `{"type":"b2"}`, `{"type":"b3"}`)
 		f.apply(t, a, 2, store.Idempotency{}, `{"type":"a3"}`)
 
-		sessionLog, err := s.ReadLog(ctx, s.Keys.SessionLog(f.part, f.session), "", 100)
+		sessionLog, err := s.ReadLog(ctx, s.Keys.SessionEvents(f.part, f.session), "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +133,7 @@ func TestEventsShareIDsAcrossLogs(t *testing.T) {
 			inSession[e.ID] = string(e.JSON)
 		}
 		for _, task := range []string{a, b} {
-			log, err := s.ReadLog(ctx, s.Keys.TaskLog(f.part, task), "", 100)
+			log, err := s.ReadLog(ctx, f.taskLog(task), "", 100)
 			if err != nil || len(log) != 3 {
 				t.Fatalf("task log: %d events, %v", len(log), err)
 			}
@@ -139,10 +143,99 @@ func TestEventsShareIDsAcrossLogs(t *testing.T) {
 				}
 			}
 			// Reading after a cursor returns exactly what follows it.
-			rest, err := s.ReadLog(ctx, s.Keys.TaskLog(f.part, task), log[0].ID, 100)
+			rest, err := s.ReadLog(ctx, f.taskLog(task), log[0].ID, 100)
 			if err != nil || len(rest) != 2 || rest[0].ID != log[1].ID {
 				t.Fatalf("read after %s: %+v %v", log[0].ID, rest, err)
 			}
+		}
+	})
+}
+
+// A task's events are stored once, in its session's log: the task's log is
+// an index of their ids (no stream of its own), which reads join with the
+// session log in id order, seq digits and all (ids 10 apart in one
+// millisecond sort as numbers, not as text).
+func TestTaskLogStoresNoEventTwice(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		ctx := context.Background()
+		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		events := make([]string, 12) // one script: ids of one millisecond, seq 0 to 11 and up
+		for i := range events {
+			events[i] = fmt.Sprintf(`{"type":"e%d"}`, i)
+		}
+		f.apply(t, id, 1, store.Idempotency{}, events...)
+		if typ, err := s.RDB.Type(ctx, s.Keys.TaskLog(f.part, id)).Result(); err != nil || typ != "zset" {
+			t.Fatalf("the task log is a %q (%v), want an index (zset)", typ, err)
+		}
+		log, err := s.ReadLog(ctx, f.taskLog(id), "", 100)
+		if err != nil || len(log) != 13 {
+			t.Fatalf("task log: %d events, %v; want 13", len(log), err)
+		}
+		for i, e := range log[1:] {
+			if want := fmt.Sprintf(`"type":"e%d"`, i); !strings.Contains(string(e.JSON), want) {
+				t.Fatalf("event %d is %s, want %s", i+1, e.JSON, want)
+			}
+			if !idLess(log[i].ID, e.ID) {
+				t.Fatalf("ids out of order: %s then %s", log[i].ID, e.ID)
+			}
+		}
+		// Pages after a cursor, forward and with kinds, go on where they stopped.
+		var paged []string
+		for after := ""; ; {
+			page, err := s.ReadLog(ctx, f.taskLog(id), after, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, e := range page {
+				paged = append(paged, e.ID)
+			}
+			after = page[len(page)-1].ID
+		}
+		if len(paged) != 13 || paged[12] != log[12].ID {
+			t.Fatalf("paged %d ids ending %v, want the 13 of the log", len(paged), paged)
+		}
+		found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 1, store.Kinds{"e11"})
+		if err != nil || !found {
+			t.Fatalf("kinds after revision 1: found %v, %v; want the last event found", found, err)
+		}
+	})
+}
+
+// A task whose log was written as a stream of its own (before the index)
+// keeps it: later events are appended to that stream and reads find them
+// all, in order.
+func TestTaskLogWrittenAsAStreamStillReads(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		f := newFixture(t, s, "alice")
+		ctx := context.Background()
+		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		created, err := s.ReadLog(ctx, f.taskLog(id), "", 10)
+		if err != nil || len(created) != 1 {
+			t.Fatalf("task log: %+v %v", created, err)
+		}
+		key := s.Keys.TaskLog(f.part, id)
+		ttl, _ := s.RDB.PTTL(ctx, key).Result()
+		stored, _ := s.RDB.XRange(ctx, s.Keys.SessionLog(f.part, f.session), created[0].ID, created[0].ID).Result()
+		if len(stored) != 1 {
+			t.Fatalf("the created event is not in the session log: %+v", stored)
+		}
+		s.RDB.Del(ctx, key)
+		s.RDB.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: created[0].ID, Values: stored[0].Values})
+		s.RDB.PExpire(ctx, key, ttl)
+
+		f.apply(t, id, 1, store.Idempotency{}, `{"type":"later"}`)
+		if typ, _ := s.RDB.Type(ctx, key).Result(); typ != "stream" {
+			t.Fatalf("the old log became a %q", typ)
+		}
+		log, err := s.ReadLog(ctx, f.taskLog(id), "", 10)
+		if err != nil || len(log) != 2 || log[0].ID != created[0].ID || !strings.Contains(string(log[1].JSON), `"later"`) {
+			t.Fatalf("old-layout log: %+v %v", log, err)
 		}
 	})
 }
@@ -180,7 +273,7 @@ func TestIdempotentWrites(t *testing.T) {
 		if r := f.apply(t, id, 1, ckey, `{"type":"x"}`); r.Outcome != store.Replayed || string(r.ReplayBody) != `{"rev":2}` {
 			t.Fatalf("apply replay: %+v", r)
 		}
-		log, _ := s.ReadLog(context.Background(), s.Keys.TaskLog(f.part, id), "", 100)
+		log, _ := s.ReadLog(context.Background(), f.taskLog(id), "", 100)
 		if len(log) != 2 {
 			t.Fatalf("task log has %d events after a replay, want 2", len(log))
 		}

@@ -56,8 +56,8 @@ func NewFanIn(s *Store, cfg FanInConfig, m *metrics.Metrics, log *slog.Logger, n
 
 // ReadLog reads a log after a cursor and, when nothing is there and the
 // query waits, waits on w (registered before the first read) and reads again.
-func (f *FanIn) ReadLog(ctx context.Context, w *Waiter, key string, q LogQuery) (LogPage, error) {
-	return f.logs.Read(ctx, w, key, q)
+func (f *FanIn) ReadLog(ctx context.Context, w *Waiter, log Log, q LogQuery) (LogPage, error) {
+	return f.logs.Read(ctx, w, log, q)
 }
 
 // Start runs the readers. It is idempotent; after Stop it does nothing.

@@ -165,7 +165,7 @@ func (f hookFixture) queueLen(t *testing.T) int64 {
 
 func (f hookFixture) sessionLog(t *testing.T) []store.LogEntry {
 	t.Helper()
-	entries, err := f.s.ReadLog(context.Background(), f.s.Keys.SessionLog(f.part, f.session), "", 1000)
+	entries, err := f.s.ReadLog(context.Background(), f.s.Keys.SessionEvents(f.part, f.session), "", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,8 +73,24 @@ func (k Keys) OwnerTasksByKind(p int, owner, kind string) string {
 // kind, created).
 func (k Keys) Task(p int, id string) string { return k.Tag(p) + "task:" + id }
 
-// TaskLog is the task's event stream.
+// TaskLog is the task's event log: the ids of its events, an index into its
+// session's log, which holds the events (see the prelude of store/lua).
 func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id + ":log" }
+
+// Log names an event log to read: a session's (a stream), or a task's (its
+// index, joined with its session's log at read).
+type Log struct {
+	Key     string
+	Session string // a task's log: its session's log; "" for a session's
+}
+
+// TaskEvents is the task's log, to read.
+func (k Keys) TaskEvents(p int, id, sessionID string) Log {
+	return Log{Key: k.TaskLog(p, id), Session: k.SessionLog(p, sessionID)}
+}
+
+// SessionEvents is the session's log, to read.
+func (k Keys) SessionEvents(p int, id string) Log { return Log{Key: k.SessionLog(p, id)} }
 
 // Idempotency is the stored response of an idempotent request (a hash: h, b).
 func (k Keys) Idempotency(p int, scope string) string { return k.Tag(p) + "idem:" + digest(scope) }

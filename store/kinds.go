@@ -59,20 +59,20 @@ var parseLogReadKinds = replies[kindsRead]{
 // ("" or "0" for the beginning), looking at a bounded part of the log: last
 // is the id of the last entry it looked at, and more says it stopped before
 // the log's end.
-func (s *Store) readLogKinds(ctx context.Context, key, after string, limit int, kinds Kinds) (kindsRead, error) {
-	start := "-"
-	if after != "" && after != "0" {
-		next, err := nextStreamID(after)
-		if err != nil {
-			return kindsRead{}, err
-		}
-		start = next
+func (s *Store) readLogKinds(ctx context.Context, log Log, after string, limit int, kinds Kinds) (kindsRead, error) {
+	start, err := logStart(after)
+	if err != nil {
+		return kindsRead{}, err
 	}
 	args := []any{start, limit, kindsScanEntries, kindsScanBytes}
 	for _, k := range kinds {
 		args = append(args, k)
 	}
-	return s.scripts.logReadKinds.run(ctx, s, []string{key}, args...)
+	keys := []string{log.Key}
+	if log.Session != "" {
+		keys = append(keys, log.Session)
+	}
+	return s.scripts.logReadKinds.run(ctx, s, keys, args...)
 }
 
 // kindsAfter is task_kinds_after's answer.
@@ -97,8 +97,8 @@ var parseTaskKindsAfter = replies[kindsAfter]{
 // than one script looks at. Without a find the task is as the first look
 // saw it, so every event up to its revision was looked at; ErrNotFound
 // when there is none.
-func (s *Store) TaskKindsAfter(ctx context.Context, p int, id string, rev int64, kinds Kinds) (bool, []byte, error) {
-	keys := []string{s.Keys.Task(p, id), s.Keys.TaskLog(p, id)}
+func (s *Store) TaskKindsAfter(ctx context.Context, p int, id, sessionID string, rev int64, kinds Kinds) (bool, []byte, error) {
+	keys := []string{s.Keys.Task(p, id), s.Keys.TaskLog(p, id), s.Keys.SessionLog(p, sessionID)}
 	from := "+"
 	var task []byte
 	for {

@@ -203,7 +203,7 @@ func TestReadLogKinds(t *testing.T) {
 			[]string{event("task.progress", 2)},
 			[]string{event("task.message", 3)},
 			[]string{event("task.progress", 4), event("task.status", 4)})
-		key := s.Keys.TaskLog(f.part, id)
+		key := f.taskLog(id)
 		w := fan.Wait(store.WaitKey(store.WakeTask, id))
 		defer w.Stop()
 		read := func(after string, limit int, kinds ...string) store.LogPage {
@@ -288,7 +288,7 @@ func TestTaskKindsAfter(t *testing.T) {
 			{0, store.Kinds{"task.terminal"}, false},
 		}
 		for _, c := range cases {
-			found, task, err := s.TaskKindsAfter(ctx, f.part, id, c.after, c.kinds)
+			found, task, err := s.TaskKindsAfter(ctx, f.part, id, f.session, c.after, c.kinds)
 			if err != nil || found != c.found || string(task) != `{"rev":4}` {
 				t.Errorf("after %d, kinds %q: found %v, task %s, %v; want found %v", c.after, c.kinds, found, task, err, c.found)
 			}
@@ -296,13 +296,13 @@ func TestTaskKindsAfter(t *testing.T) {
 
 		// Looking back past more entries than one script looks at.
 		f.apply(t, id, 4, store.Idempotency{}, many(1500, "task.progress", 5)...)
-		if found, _, err := s.TaskKindsAfter(ctx, f.part, id, 3, store.Kinds{"input.requested"}); err != nil || !found {
+		if found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 3, store.Kinds{"input.requested"}); err != nil || !found {
 			t.Errorf("behind 1500 others: found %v, %v", found, err)
 		}
-		if found, task, err := s.TaskKindsAfter(ctx, f.part, id, 4, store.Kinds{"input.requested"}); err != nil || found || string(task) != `{"rev":5}` {
+		if found, task, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 4, store.Kinds{"input.requested"}); err != nil || found || string(task) != `{"rev":5}` {
 			t.Errorf("none after 4: found %v, task %s, %v", found, task, err)
 		}
-		if _, _, err := s.TaskKindsAfter(ctx, f.part, "task_"+id[5:7]+"00000000000000000000000000", 0, store.Kinds{"task.message"}); err != store.ErrNotFound {
+		if _, _, err := s.TaskKindsAfter(ctx, f.part, "task_"+id[5:7]+"00000000000000000000000000", f.session, 0, store.Kinds{"task.message"}); err != store.ErrNotFound {
 			t.Errorf("a missing task: %v, want ErrNotFound", err)
 		}
 	})
@@ -316,7 +316,7 @@ func TestReadLogKindsWaitsThroughOtherKinds(t *testing.T) {
 		id, _ := f.createTask(t, "alice", store.Idempotency{})
 		w := fan.Wait(store.WaitKey(store.WakeTask, id))
 		defer w.Stop()
-		all, err := fan.ReadLog(context.Background(), w, s.Keys.TaskLog(f.part, id), store.LogQuery{Limit: 10})
+		all, err := fan.ReadLog(context.Background(), w, f.taskLog(id), store.LogQuery{Limit: 10})
 		if err != nil || len(all.Entries) != 1 {
 			t.Fatalf("the log: %+v %v", all, err)
 		}
@@ -326,7 +326,7 @@ func TestReadLogKindsWaitsThroughOtherKinds(t *testing.T) {
 		}
 		done := make(chan read, 1)
 		go func() {
-			page, err := fan.ReadLog(context.Background(), w, s.Keys.TaskLog(f.part, id),
+			page, err := fan.ReadLog(context.Background(), w, f.taskLog(id),
 				store.LogQuery{After: all.Cursor, Limit: 10, Wait: 30 * time.Second, Kinds: store.Kinds{"task.message"}})
 			done <- read{page, err}
 		}()

@@ -37,14 +37,14 @@ const maxKindsLooks = 16
 // there and the query waits, waits on w (registered before the first read)
 // until the wait, on the reader's clock, runs out. With kinds, a wake-up
 // whose event types are none of them is left aside without a read.
-func (l LogReader) Read(ctx context.Context, w *Waiter, key string, q LogQuery) (LogPage, error) {
+func (l LogReader) Read(ctx context.Context, w *Waiter, log Log, q LogQuery) (LogPage, error) {
 	deadline := l.now().Add(q.Wait)
 	page := LogPage{Cursor: q.After}
 	looks := 0
 	for {
 		more := false
 		if q.Kinds.All() {
-			entries, err := l.store.ReadLog(ctx, key, page.Cursor, q.Limit)
+			entries, err := l.store.ReadLog(ctx, log, page.Cursor, q.Limit)
 			if err != nil {
 				return page, err
 			}
@@ -53,7 +53,7 @@ func (l LogReader) Read(ctx context.Context, w *Waiter, key string, q LogQuery) 
 				page.Cursor = entries[n-1].ID
 			}
 		} else {
-			r, err := l.store.readLogKinds(ctx, key, page.Cursor, q.Limit, q.Kinds)
+			r, err := l.store.readLogKinds(ctx, log, page.Cursor, q.Limit, q.Kinds)
 			if err != nil {
 				return page, err
 			}

@@ -53,16 +53,16 @@ type LogEntry struct {
 
 // ReadLog returns up to limit events after the stream id after ("" or "0"
 // for the beginning), oldest first.
-func (s *Store) ReadLog(ctx context.Context, key, after string, limit int) ([]LogEntry, error) {
-	start := "-"
-	if after != "" && after != "0" {
-		next, err := nextStreamID(after)
-		if err != nil {
-			return nil, err
-		}
-		start = next
+func (s *Store) ReadLog(ctx context.Context, log Log, after string, limit int) ([]LogEntry, error) {
+	if log.Session != "" {
+		r, err := s.readLogKinds(ctx, log, after, limit, nil)
+		return r.entries, err
 	}
-	msgs, err := s.RDB.XRangeN(ctx, key, start, "+", int64(limit)).Result()
+	start, err := logStart(after)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := s.RDB.XRangeN(ctx, log.Key, start, "+", int64(limit)).Result()
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -72,6 +72,15 @@ func (s *Store) ReadLog(ctx context.Context, key, after string, limit int) ([]Lo
 		out = append(out, LogEntry{ID: m.ID, JSON: withID(m.ID, e)})
 	}
 	return out, nil
+}
+
+// logStart is where a read after the cursor after begins: the log's start
+// for "" and "0", else the smallest id above after.
+func logStart(after string) (string, error) {
+	if after == "" || after == "0" {
+		return "-", nil
+	}
+	return nextStreamID(after)
 }
 
 // ErrBadCursor is a cursor this service did not hand out.

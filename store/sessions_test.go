@@ -70,14 +70,14 @@ func (f fixture) cancelState(t *testing.T) store.CancelState {
 	return st
 }
 
-func (f fixture) logTypes(t *testing.T, key string) []string {
+func (f fixture) logTypes(t *testing.T, log store.Log) []string {
 	t.Helper()
-	log, err := f.s.ReadLog(context.Background(), key, "", 100)
+	entries, err := f.s.ReadLog(context.Background(), log, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var types []string
-	for _, e := range log {
+	for _, e := range entries {
 		typ, _, _ := strings.Cut(strings.TrimPrefix(string(e.JSON), `{"id":"`+e.ID+`","type":"`), `"`)
 		types = append(types, typ)
 	}
@@ -143,7 +143,7 @@ func TestSessionCancelBatches(t *testing.T) {
 			if err != nil || h[0] != "2" || h[1] != "cancelled" || h[2] != string(cancelOf(id, 1).JSON) {
 				t.Errorf("task %s after the batch: %v %v", id, h, err)
 			}
-			if types := f.logTypes(t, s.Keys.TaskLog(f.part, id)); !slices.Equal(types, []string{"task.created", "task.terminal"}) {
+			if types := f.logTypes(t, f.taskLog(id)); !slices.Equal(types, []string{"task.created", "task.terminal"}) {
 				t.Errorf("task %s log: %v", id, types)
 			}
 			if _, err := s.RDB.ZScore(ctx, s.Keys.SessionTasksByStatus(f.part, f.session, "cancelled"), id).Result(); err != nil {
@@ -165,7 +165,7 @@ func TestSessionCancelBatches(t *testing.T) {
 
 		// The end is refused while a task is live, and when the caller read
 		// fewer cancelled tasks than there are; it writes nothing then.
-		sessionLog := f.logTypes(t, s.Keys.SessionLog(f.part, f.session))
+		sessionLog := f.logTypes(t, s.Keys.SessionEvents(f.part, f.session))
 		if r := f.endCancel(t, 2, store.Idempotency{}); r.Outcome != store.Conflict {
 			t.Fatalf("end with a live task left: %+v", r)
 		}
@@ -175,7 +175,7 @@ func TestSessionCancelBatches(t *testing.T) {
 		if r := f.endCancel(t, 2, store.Idempotency{}); r.Outcome != store.Conflict {
 			t.Fatalf("end with a stale count of cancelled tasks: %+v", r)
 		}
-		if got := f.logTypes(t, s.Keys.SessionLog(f.part, f.session)); len(got) != len(sessionLog)+1 || slices.Contains(got, "session.cancelled") {
+		if got := f.logTypes(t, s.Keys.SessionEvents(f.part, f.session)); len(got) != len(sessionLog)+1 || slices.Contains(got, "session.cancelled") {
 			t.Fatalf("the refused ends wrote to the session log: %v", got)
 		}
 
@@ -183,7 +183,7 @@ func TestSessionCancelBatches(t *testing.T) {
 		if r := f.endCancel(t, 3, key); r.Outcome != store.OK {
 			t.Fatalf("end: %+v", r)
 		}
-		types := f.logTypes(t, s.Keys.SessionLog(f.part, f.session))
+		types := f.logTypes(t, s.Keys.SessionEvents(f.part, f.session))
 		if want := []string{"session.created", "task.created", "task.created", "task.created", "task.progress",
 			"task.terminal", "task.terminal", "task.terminal", "session.cancelled"}; !slices.Equal(types, want) {
 			t.Fatalf("session log %v, want %v", types, want)

@@ -79,7 +79,7 @@ func (s *Service) ViewAnswer(ctx context.Context, token string) (AnswerView, err
 				break
 			}
 		}
-		if req, err = s.askedRequest(ctx, part, t.TaskID, ref.RequestID); err != nil {
+		if req, err = s.askedRequest(ctx, part, t.TaskID, t.SessionID, ref.RequestID); err != nil {
 			return AnswerView{}, err
 		}
 	}
@@ -107,11 +107,11 @@ func openRequest(t Task, requestID string) (InputRequest, bool) {
 // askedRequest finds a request that left the task's record (answered, or
 // its task ended) in the input.requested events of the task's log. A request
 // it does not find within maxViewLookups reads is shown with no prompt.
-func (s *Service) askedRequest(ctx context.Context, part int, taskID, requestID string) (InputRequest, error) {
+func (s *Service) askedRequest(ctx context.Context, part int, taskID, sessionID, requestID string) (InputRequest, error) {
 	q := store.LogQuery{Limit: 100, Kinds: store.Kinds{wire.EventInputRequested}}
-	key := s.store.Keys.TaskLog(part, taskID)
+	log := s.store.Keys.TaskEvents(part, taskID, sessionID)
 	for range maxViewLookups {
-		page, err := s.fanin.ReadLog(ctx, nil, key, q)
+		page, err := s.fanin.ReadLog(ctx, nil, log, q)
 		if err != nil {
 			return InputRequest{}, err
 		}

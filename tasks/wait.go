@@ -116,7 +116,7 @@ func (s *Service) waitKinds(ctx context.Context, w *store.Waiter, id string, t T
 	// look reads the log after from (and the task): whether an event of
 	// kinds is there.
 	look := func(from int64) (bool, error) {
-		found, cur, err := s.store.TaskKindsAfter(ctx, part, id, from, kinds)
+		found, cur, err := s.store.TaskKindsAfter(ctx, part, id, t.SessionID, from, kinds)
 		if err != nil {
 			return false, err
 		}
@@ -219,7 +219,7 @@ func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q st
 		return store.LogPage{}, err
 	}
 	part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
-	page, err := s.fanin.ReadLog(ctx, w, s.store.Keys.TaskLog(part, t.TaskID), q)
+	page, err := s.fanin.ReadLog(ctx, w, s.store.Keys.TaskEvents(part, t.TaskID, t.SessionID), q)
 	page.Entries = s.links.Events(page.Entries)
 	return page, err
 }

@@ -44,6 +44,88 @@ local function idem_done(key, hash, ttl, body, reply)
   return reply
 end
 
+-- A task's log is an index into its session's log: a sorted set whose
+-- members (all at score 0, so ordered as strings) are the ids of the task's
+-- events, each written as log_member writes it so that the strings' order
+-- is the ids'. The events themselves are in the session log under the same
+-- ids, where every task event goes anyway: each is stored once. A task
+-- created before this layout keeps its log as a stream of its own, appended
+-- to and read as a stream until it expires (is_stream).
+
+local function format_id(ms, seq)
+  return string.format('%d-%d', ms, seq)
+end
+
+local function log_member(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return string.format('%016d-%010d', tonumber(ms), tonumber(seq))
+end
+
+local function member_id(m)
+  local ms, seq = string.match(m, '^(%d+)-(%d+)$')
+  return format_id(tonumber(ms), tonumber(seq))
+end
+
+local function is_stream(key)
+  return redis.call('TYPE', key)['ok'] == 'stream'
+end
+
+-- task_log_append adds event id (ev) to the task log at key.
+local function task_log_append(key, id, ev)
+  if is_stream(key) then
+    redis.call('XADD', key, id, 'e', ev)
+  else
+    redis.call('ZADD', key, 0, log_member(id))
+  end
+end
+
+-- log_range reads up to n entries of a log as XRANGE (or, with rev,
+-- XREVRANGE) answers them, from start: '-' or '+' for an end, an id, or
+-- '(' and an id to leave that id out. The log is the stream at key, or,
+-- with slog, a task's log: its index at key joined with the session log
+-- slog. An id whose event the session log no longer holds (trimmed) is
+-- passed over.
+local function log_range(key, slog, start, n, rev)
+  if not slog or is_stream(key) then
+    if rev then return redis.call('XREVRANGE', key, start, '-', 'COUNT', n) end
+    return redis.call('XRANGE', key, start, '+', 'COUNT', n)
+  end
+  local from = start
+  if string.sub(start, 1, 1) == '(' then
+    from = '(' .. log_member(string.sub(start, 2))
+  elseif start ~= '-' and start ~= '+' then
+    from = '[' .. log_member(start)
+  end
+  local out = {}
+  while #out < n do
+    local members
+    if rev then
+      members = redis.call('ZREVRANGEBYLEX', key, from, '-', 'LIMIT', 0, n - #out)
+    else
+      members = redis.call('ZRANGEBYLEX', key, from, '+', 'LIMIT', 0, n - #out)
+    end
+    if #members == 0 then return out end
+    for _, m in ipairs(members) do
+      local id = member_id(m)
+      local e = redis.call('XRANGE', slog, id, id)
+      if e[1] then out[#out + 1] = e[1] end
+    end
+    from = '(' .. members[#members]
+  end
+  return out
+end
+
+-- last_id is the id of a log's newest entry (a stream's, or a task log
+-- index's), or nil when it has none.
+local function last_id(key)
+  if is_stream(key) then
+    local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
+    return last[1] and last[1][1]
+  end
+  local last = redis.call('ZREVRANGEBYLEX', key, '+', '-', 'LIMIT', 0, 1)
+  return last[1] and member_id(last[1])
+end
+
 -- next_id returns a stream id above the last id of every given log and not
 -- below now, so one event can carry the same id in a task log and its session
 -- log. logs[1] is the log that holds every event of the others: a session's
@@ -55,9 +137,9 @@ end
 local function next_id(now, logs)
   local best_ms, best_seq = tonumber(now), 0
   for _, key in ipairs(logs) do
-    local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
-    if last[1] then
-      local ms, seq = string.match(last[1][1], '^(%d+)-(%d+)$')
+    local last = last_id(key)
+    if last then
+      local ms, seq = string.match(last, '^(%d+)-(%d+)$')
       ms, seq = tonumber(ms), tonumber(seq)
       if ms > best_ms or (ms == best_ms and seq >= best_seq) then
         best_ms, best_seq = ms, seq + 1
@@ -66,10 +148,6 @@ local function next_id(now, logs)
     end
   end
   return best_ms, best_seq
-end
-
-local function format_id(ms, seq)
-  return string.format('%d-%d', ms, seq)
 end
 
 -- event_type reads an event's type from its JSON as events.Event encodes it

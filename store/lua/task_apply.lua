@@ -37,7 +37,7 @@ local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]}, {OUTBOX_SCOPE.session, re
 for i = 12, 11 + n do
   local id = format_id(ms, seq)
   redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[7], id, 'e', ARGV[i])
-  redis.call('XADD', KEYS[2], id, 'e', ARGV[i])
+  task_log_append(KEYS[2], id, ARGV[i])
   route(KEYS[12 + m], eps, ARGV[9], ARGV[8], id, ARGV[i])
   out[#out + 1] = id
   seq = seq + 1

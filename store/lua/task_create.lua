@@ -1,6 +1,7 @@
 -- task_create: the receipt. A new working task at revision 1 in an active
 -- session of the caller, its task.created event in both logs, the indexes.
--- KEYS[1] session hash   KEYS[2] task hash   KEYS[3] task log   KEYS[4] session log
+-- KEYS[1] session hash   KEYS[2] task hash   KEYS[3] task log (an index into
+--         the session log: see the prelude)   KEYS[4] session log
 -- KEYS[5] owner's task index   KEYS[6] session's task index
 -- KEYS[7] idempotency   KEYS[8] wake stream
 -- KEYS[9] the principal's session index (kept as long as the session when the
@@ -40,7 +41,7 @@ save_endpoints(KEYS[2], ARGV[17], {unpack(ARGV, 18)})
 local ms, seq = next_id(ARGV[7], {KEYS[4], KEYS[3]})
 local id = format_id(ms, seq)
 redis.call('XADD', KEYS[4], 'MINID', '~', ARGV[10], id, 'e', ARGV[9])
-redis.call('XADD', KEYS[3], id, 'e', ARGV[9])
+redis.call('ZADD', KEYS[3], 0, log_member(id))
 route(KEYS[14], endpoints_of({{OUTBOX_SCOPE.task, ARGV[17]}, {OUTBOX_SCOPE.session, s[3]}}),
   ARGV[12], ARGV[5], id, ARGV[9])
 redis.call('ZADD', KEYS[5], ARGV[7], ARGV[5])

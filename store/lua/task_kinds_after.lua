@@ -4,7 +4,7 @@
 -- first at or below the revision; it looks at a bounded number of entries
 -- and bytes, and when that is not enough the caller goes on from where it
 -- stopped. It only reads.
--- KEYS[1] task hash   KEYS[2] task log
+-- KEYS[1] task hash   KEYS[2] task log   KEYS[3] session log
 -- ARGV[1] the revision   ARGV[2] where to look from ('+' for the newest
 --         event, else '(' and the last id looked at)
 -- ARGV[3] most entries to look at   ARGV[4] most bytes of entries to look at
@@ -20,7 +20,7 @@ local start, looked, bytes = ARGV[2], 0, 0
 while true do
   local n = math.min(64, max_entries - looked)
   if n <= 0 or bytes >= max_bytes then return {'more', json, string.sub(start, 2)} end
-  local entries = redis.call('XREVRANGE', KEYS[2], start, '-', 'COUNT', n)
+  local entries = log_range(KEYS[2], KEYS[3], start, n, true)
   for _, e in ipairs(entries) do
     local ev = e[2][2]
     looked, bytes = looked + 1, bytes + #ev
