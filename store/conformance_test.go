@@ -31,6 +31,15 @@ type fixture struct {
 	now     time.Time
 }
 
+// eachFixture runs fn on every backend with a fixture of alice's session.
+func eachFixture(t *testing.T, fn func(t *testing.T, s *store.Store, f fixture)) {
+	t.Helper()
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		fn(t, s, newFixture(t, s, "alice"))
+	})
+}
+
 // taskLog is the log of a task of the fixture's session, to read.
 func (f fixture) taskLog(id string) store.Log { return f.s.Keys.TaskEvents(f.part, id, f.session) }
 
@@ -78,9 +87,7 @@ func (f fixture) apply(t *testing.T, id string, expect int64, idem store.Idempot
 }
 
 func TestTaskWritesCompareAndSet(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		id, res := f.createTask(t, "alice", store.Idempotency{})
 		if res.Outcome != store.OK || len(res.EventIDs) != 1 {
 			t.Fatalf("create: %+v", res)
@@ -105,9 +112,7 @@ func TestTaskWritesCompareAndSet(t *testing.T) {
 }
 
 func TestEventsShareIDsAcrossLogs(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()
 		a, _ := f.createTask(t, "alice", store.Idempotency{})
 		b, _ := f.createTask(t, "alice", store.Idempotency{})
@@ -156,9 +161,7 @@ func TestEventsShareIDsAcrossLogs(t *testing.T) {
 // session log in id order, seq digits and all (ids 10 apart in one
 // millisecond sort as numbers, not as text).
 func TestTaskLogStoresNoEventTwice(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()
 		id, _ := f.createTask(t, "alice", store.Idempotency{})
 		events := make([]string, 12) // one script: ids of one millisecond, seq 0 to 11 and up
@@ -210,9 +213,7 @@ func TestTaskLogStoresNoEventTwice(t *testing.T) {
 // keeps it: later events are appended to that stream and reads find them
 // all, in order.
 func TestTaskLogWrittenAsAStreamStillReads(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()
 		id, _ := f.createTask(t, "alice", store.Idempotency{})
 		created, err := s.ReadLog(ctx, f.taskLog(id), "", 10)
@@ -249,9 +250,7 @@ func idLess(a, b string) bool {
 }
 
 func TestIdempotentWrites(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		key := store.Idempotency{Scope: "alice\nPOST /v1/tasks\nk1", BodyHash: "h1"}
 		id, first := f.createTask(t, "alice", key)
 		if first.Outcome != store.OK {
@@ -284,9 +283,7 @@ func TestIdempotentWrites(t *testing.T) {
 }
 
 func TestCreateTaskChecksTheSession(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		if _, r := f.createTask(t, "mallory", store.Idempotency{}); r.Outcome != store.SessionMissing {
 			t.Fatalf("another principal's session: %+v", r)
 		}
@@ -310,9 +307,7 @@ func TestCreateTaskChecksTheSession(t *testing.T) {
 }
 
 func TestTasksExpire(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		id := ids.New(ids.TaskPrefix, f.part)
 		now := time.Now()
 		res, err := s.CreateTask(context.Background(), store.TaskCreate{
@@ -334,9 +329,7 @@ func TestTasksExpire(t *testing.T) {
 }
 
 func TestListIndexedPages(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		var ids []string
 		for i := 0; i < 7; i++ {
 			id, _ := f.createTask(t, "alice", store.Idempotency{})
@@ -382,9 +375,7 @@ func TestListIndexedPages(t *testing.T) {
 // A page of large records stops at a mebibyte of them with a cursor to go
 // on, and paging on returns every record once, in order.
 func TestListIndexedBoundsPageBytes(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		big := `{"pad":"` + strings.Repeat("x", 300<<10) + `"}`
 		var want []string
 		for range 7 {

@@ -264,9 +264,7 @@ func TestReadLogKinds(t *testing.T) {
 // TaskKindsAfter says whether the log holds an event of kinds after a
 // revision, looking back only as far as that revision.
 func TestTaskKindsAfter(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
-		s := open(t, cfg)
-		f := newFixture(t, s, "alice")
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		id := taskWithChanges(t, f,
 			[]string{event("task.message", 2)},
 			[]string{event("task.progress", 3)},
