@@ -70,9 +70,10 @@ local function is_stream(key)
   return redis.call('TYPE', key)['ok'] == 'stream'
 end
 
--- task_log_append adds event id (ev) to the task log at key.
-local function task_log_append(key, id, ev)
-  if is_stream(key) then
+-- task_log_append adds event id (ev) to the task log at key; stream is
+-- is_stream(key), read once by a script that appends several.
+local function task_log_append(key, id, ev, stream)
+  if stream then
     redis.call('XADD', key, id, 'e', ev)
   else
     redis.call('ZADD', key, 0, log_member(id))
@@ -116,9 +117,10 @@ local function log_range(key, slog, start, n, rev)
 end
 
 -- last_id is the id of a log's newest entry (a stream's, or a task log
--- index's), or nil when it has none.
-local function last_id(key)
-  if is_stream(key) then
+-- index's), or nil when it has none. stream: the log is known to be a
+-- stream.
+local function last_id(key, stream)
+  if stream or is_stream(key) then
     local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
     return last[1] and last[1][1]
   end
@@ -136,8 +138,8 @@ end
 -- log that expired or was never written).
 local function next_id(now, logs)
   local best_ms, best_seq = tonumber(now), 0
-  for _, key in ipairs(logs) do
-    local last = last_id(key)
+  for i, key in ipairs(logs) do
+    local last = last_id(key, i == 1)
     if last then
       local ms, seq = string.match(last, '^(%d+)-(%d+)$')
       ms, seq = tonumber(ms), tonumber(seq)

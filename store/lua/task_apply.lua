@@ -34,10 +34,11 @@ redis.call('HSET', KEYS[1], 'rev', rev, 'status', ARGV[4], 'json', ARGV[5])
 local ms, seq = next_id(ARGV[6], {KEYS[3], KEYS[2]})
 local out = {'ok'}
 local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]}, {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], 'nfy')}})
+local stream = is_stream(KEYS[2])
 for i = 12, 11 + n do
   local id = format_id(ms, seq)
   redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[7], id, 'e', ARGV[i])
-  task_log_append(KEYS[2], id, ARGV[i])
+  task_log_append(KEYS[2], id, ARGV[i], stream)
   route(KEYS[12 + m], eps, ARGV[9], ARGV[8], id, ARGV[i])
   out[#out + 1] = id
   seq = seq + 1
