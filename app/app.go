@@ -35,6 +35,10 @@ import (
 // Version is set at build time.
 var Version = "dev"
 
+// idleTimeout is how long a connection is kept for its client's next
+// request, by the server and by Parking.
+const idleTimeout = 2 * time.Minute
+
 // App is one running server.
 type App struct {
 	cfg      Config
@@ -51,6 +55,9 @@ type App struct {
 	// Connections is provider sign-in; nil without TASKHOOK_CONNECTIONS_FILE.
 	Connections *connections.Service
 	Handler     http.Handler
+	// Parking holds the long-polls that wait with no goroutine, off the
+	// server's connections.
+	Parking *handlers.Parking
 
 	// DevSecret is the HS256 secret made up at start when none was configured
 	// (embedded store only), so `make run` can print a token for curl.
@@ -59,7 +66,7 @@ type App struct {
 	server   *http.Server
 	listener net.Listener
 	debug    *debugServer
-	served   chan error
+	served   chan error // one result per Serve: the listener's, then Parking's
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -145,9 +152,10 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		slackApp = &handlers.Slack{SigningSecret: []byte(cfg.SlackSigningSecret), Users: users}
 	}
 	a.Connections = newConnections(cfg, conns, vault, a, log)
+	a.Parking = handlers.NewParking(handlers.ParkingConfig{IdleTimeout: idleTimeout}, a.Metrics)
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
-		Store: a.Store, Verifier: verifier,
+		Store: a.Store, Verifier: verifier, Parking: a.Parking,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst,
@@ -173,6 +181,9 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.Dispatch.Start(ctx); err != nil {
 		return err
 	}
+	if err := a.Parking.Start(ctx); err != nil {
+		return err
+	}
 	if a.cfg.DebugAddr != "" {
 		if a.debug, err = startDebug(a.cfg.DebugAddr, a.log); err != nil {
 			return err
@@ -181,11 +192,14 @@ func (a *App) Start(ctx context.Context) error {
 	a.server = &http.Server{
 		Handler:           a.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
-	a.served = make(chan error, 1)
+	a.served = make(chan error, 2)
 	go func() { a.served <- a.server.Serve(ln) }()
+	// Connections of answered parked long-polls come back to the server
+	// through Parking when their clients send the next request.
+	go func() { a.served <- a.server.Serve(a.Parking) }()
 	a.log.Info("listening", "addr", ln.Addr().String(), "store", a.Store.Kind, "partitions", a.Store.Partitions)
 	return nil
 }
@@ -208,13 +222,16 @@ func (a *App) stop(ctx context.Context) error {
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		if err := <-a.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, err)
+		for range cap(a.served) {
+			if err := <-a.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	// The workers stop in the reverse order of their start, then the store
 	// closes under nobody.
 	errs = append(errs, a.debug.stop(ctx))
+	errs = append(errs, a.Parking.Stop(ctx))  // the parked polls answer on the drain
 	errs = append(errs, a.Dispatch.Stop(ctx)) // deliveries under way finish or are left to another replica
 	errs = append(errs, a.Resumer.Stop(ctx))
 	errs = append(errs, a.FanIn.Stop(ctx))
