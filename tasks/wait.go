@@ -53,8 +53,37 @@ type condition interface {
 	// step takes one result of the waiter's Next: whether the poll answers
 	// now (always, with an error).
 	step(ctx context.Context, wk store.Wake, why store.Reason) (bool, error)
-	// task is the task to answer with, in its stored form.
+	// task is the task to answer with, and its stored form.
 	task() (Task, []byte)
+}
+
+// knownTask is the task as a poll knows it: its stored form and revision,
+// all that a poll keeps while it waits (the decoded task is 400 bytes and
+// its strings more, for every parked poll). The stored form is decoded
+// again when the poll answers, unless the task was kept decoded to answer
+// with at once.
+type knownTask struct {
+	raw      []byte
+	revision int64
+	decoded  *Task
+}
+
+// know takes t, decoded from raw, as the task known; keep keeps t decoded,
+// for a poll about to answer with it.
+func (k *knownTask) know(t Task, raw []byte, keep bool) {
+	k.raw, k.revision, k.decoded = raw, t.Revision, nil
+	if keep {
+		k.decoded = &t
+	}
+}
+
+func (k *knownTask) task() (Task, []byte) {
+	if k.decoded != nil {
+		return *k.decoded, k.raw
+	}
+	var t Task
+	_ = json.Unmarshal(k.raw, &t) // it was decoded once already
+	return t, k.raw
 }
 
 // PollFor begins WaitFor: the task read, and the wait ahead when done(task)
@@ -63,8 +92,10 @@ func (s *Service) PollFor(ctx context.Context, p authz.Principal, id string, wai
 	done func(Task) bool) *Poll {
 	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
 	t, raw, err := s.read(ctx, p, id)
-	c := &revisionCondition{s: s, p: p, id: id, t: t, raw: raw, done: done}
-	return s.poll(w, c, err == nil && wait > 0 && !done(t), s.now().Add(min(wait, MaxWait)), err)
+	waits := err == nil && wait > 0 && !done(t)
+	c := &revisionCondition{s: s, p: p, id: id, done: done}
+	c.know(t, raw, !waits)
+	return s.poll(w, c, waits, s.now().Add(min(wait, MaxWait)), err)
 }
 
 // PollKinds begins WaitKinds: the task read, the log too when the task is
@@ -74,7 +105,8 @@ func (s *Service) PollKinds(ctx context.Context, p authz.Principal, id string, a
 	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
 	t, raw, err := s.read(ctx, p, id)
 	part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
-	c := &kindsCondition{s: s, w: w, part: part, id: id, after: after, kinds: kinds, t: t, raw: raw, known: t.Revision}
+	c := &kindsCondition{s: s, w: w, part: part, id: id, after: after, kinds: kinds, known: t.Revision}
+	c.know(t, raw, wait <= 0)
 	found := false
 	if err == nil && wait > 0 && t.Revision > after {
 		found, err = c.look(ctx, after)
@@ -152,25 +184,21 @@ func (p *Poll) answer() (Task, []byte, error) {
 // up to date from the wake-ups' snapshots and, without one or on the slow
 // re-check, by a read.
 type revisionCondition struct {
+	knownTask
 	s    *Service
 	p    authz.Principal
 	id   string
-	t    Task
-	raw  []byte
 	done func(Task) bool
 }
-
-func (c *revisionCondition) task() (Task, []byte) { return c.t, c.raw }
 
 func (c *revisionCondition) step(ctx context.Context, wk store.Wake, why store.Reason) (bool, error) {
 	switch why {
 	case store.Woken:
-		if wk.Revision <= c.t.Revision {
+		if wk.Revision <= c.revision {
 			return false, nil
 		}
 		if next, ok := decodeSnapshot(wk); ok {
-			c.t, c.raw = next, wk.Snapshot
-			return c.done(c.t), nil
+			return c.take(next, wk.Snapshot), nil
 		}
 	case store.Recheck:
 	default: // the wait ran out, the caller left or the server drains: the task as known
@@ -180,8 +208,14 @@ func (c *revisionCondition) step(ctx context.Context, wk store.Wake, why store.R
 	if err != nil {
 		return true, err
 	}
-	c.t, c.raw = t, raw
-	return c.done(t), nil
+	return c.take(t, raw), nil
+}
+
+// take knows t: whether it is done.
+func (c *revisionCondition) take(t Task, raw []byte) bool {
+	done := c.done(t)
+	c.know(t, raw, done)
+	return done
 }
 
 // decodeSnapshot is the task a wake-up carries, if it carries one.
@@ -209,19 +243,16 @@ func IsReleased(t Task) bool { return t.ReleasedAt != nil }
 // kindsCondition is the condition of WaitKinds: an event of kinds in the
 // task's log after revision after.
 type kindsCondition struct {
+	knownTask
 	s     *Service
 	w     *store.Waiter
 	part  int
 	id    string
 	after int64
 	kinds store.Kinds
-	t     Task
-	raw   []byte
 	known int64 // every event up to it has been judged
-	stale bool  // t is older than known: a wake-up without a snapshot
+	stale bool  // the task is older than known: a wake-up without a snapshot
 }
-
-func (c *kindsCondition) task() (Task, []byte) { return c.t, c.raw }
 
 func (c *kindsCondition) step(ctx context.Context, wk store.Wake, why store.Reason) (bool, error) {
 	switch why {
@@ -233,12 +264,14 @@ func (c *kindsCondition) step(ctx context.Context, wk store.Wake, why store.Reas
 			return c.look(ctx, max(c.known, c.after))
 		}
 		c.known = wk.Revision
+		answers := wk.Revision > c.after && c.kinds.MayConcern(wk)
 		if next, ok := decodeSnapshot(wk); ok {
-			c.t, c.raw, c.stale = next, wk.Snapshot, false
+			c.know(next, wk.Snapshot, answers)
+			c.stale = false
 		} else {
 			c.stale = true
 		}
-		if wk.Revision <= c.after || !c.kinds.MayConcern(wk) {
+		if !answers {
 			c.w.Ignore()
 			return false, nil
 		}
@@ -263,7 +296,8 @@ func (c *kindsCondition) look(ctx context.Context, from int64) (bool, error) {
 		return false, err
 	}
 	c.s.cache.put(c.id, next.Revision, cur)
-	c.t, c.raw, c.stale = next, cur, false
+	c.know(next, cur, found)
+	c.stale = false
 	c.known = max(c.known, next.Revision)
 	return found, nil
 }
@@ -278,7 +312,8 @@ func (c *kindsCondition) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.t, c.raw, c.stale = t, raw, false
+	c.know(t, raw, true)
+	c.stale = false
 	return nil
 }
 
@@ -351,8 +386,10 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 	} else {
 		err = json.Unmarshal(raw, &t)
 	}
-	c := &revisionCondition{s: s, p: p, id: id, t: t, raw: raw, done: IsReleased}
-	if _, raw, err = s.poll(w, c, err == nil && !IsReleased(t), deadline, err).Wait(ctx); err != nil {
+	waits := err == nil && !IsReleased(t)
+	c := &revisionCondition{s: s, p: p, id: id, done: IsReleased}
+	c.know(t, raw, !waits)
+	if _, raw, err = s.poll(w, c, waits, deadline, err).Wait(ctx); err != nil {
 		return store.Reply{}, err
 	}
 	return store.Reply{JSON: raw, Replayed: reply.Replayed}, nil
