@@ -35,9 +35,12 @@ import (
 // Version is set at build time.
 var Version = "dev"
 
-// idleTimeout is how long a connection is kept for its client's next
-// request, by the server and by Parking.
-const idleTimeout = 2 * time.Minute
+// How long the server, and Parking, wait for a connection's client to
+// send its next request, and its first.
+const (
+	idleTimeout       = 2 * time.Minute
+	readHeaderTimeout = 10 * time.Second
+)
 
 // App is one running server.
 type App struct {
@@ -66,7 +69,7 @@ type App struct {
 	server   *http.Server
 	listener net.Listener
 	debug    *debugServer
-	served   chan error // one result per Serve: the listener's, then Parking's
+	served   chan error
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -152,7 +155,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		slackApp = &handlers.Slack{SigningSecret: []byte(cfg.SlackSigningSecret), Users: users}
 	}
 	a.Connections = newConnections(cfg, conns, vault, a, log)
-	a.Parking = handlers.NewParking(handlers.ParkingConfig{IdleTimeout: idleTimeout}, a.Metrics)
+	a.Parking = handlers.NewParking(handlers.ParkingConfig{IdleTimeout: idleTimeout, HeaderTimeout: readHeaderTimeout}, a.Metrics)
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
 		Store: a.Store, Verifier: verifier, Parking: a.Parking,
@@ -191,15 +194,15 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.server = &http.Server{
 		Handler:           a.Handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
-	a.served = make(chan error, 2)
-	go func() { a.served <- a.server.Serve(ln) }()
-	// Connections of answered parked long-polls come back to the server
-	// through Parking when their clients send the next request.
-	go func() { a.served <- a.server.Serve(a.Parking) }()
+	// Parking holds connections that wait for a request, new ones and those
+	// of answered parked long-polls, and gives them to the server then.
+	served := a.Parking.Listener(ln)
+	a.served = make(chan error, 1)
+	go func() { a.served <- a.server.Serve(served) }()
 	a.log.Info("listening", "addr", ln.Addr().String(), "store", a.Store.Kind, "partitions", a.Store.Partitions)
 	return nil
 }
@@ -222,10 +225,8 @@ func (a *App) stop(ctx context.Context) error {
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		for range cap(a.served) {
-			if err := <-a.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errs = append(errs, err)
-			}
+		if err := <-a.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
 		}
 	}
 	// The workers stop in the reverse order of their start, then the store

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -14,51 +13,69 @@ import (
 	"github.com/taskhook/taskhook/tasks"
 )
 
-// A long-poll that waits in its handler holds net/http's goroutine for its
-// connection, grown to 16 KiB of stack by then, and the connection's
-// buffers: about 38 KB a poll. Parking takes a long-poll's connection off
-// the server instead (HTTP/1.1 only), before the poll's first read. The
-// read runs on a goroutine of its own, with a small stack, and a poll that
-// must then wait holds no goroutine at all: its waiter is parked
-// (tasks.Poll.Park), a hang-up of its client is watched for with all the
-// others' (connWatch), and its answer is written to the connection on a
-// goroutine that lives for that. The connection is then kept, the same way,
-// until its client sends the next request, which goes to the server
-// through the Parking's listener. Taken before the first read rather than
-// after, a burst of polls queued for Redis connections does not hold the
-// server's goroutines and buffers either.
+// net/http gives every connection a goroutine, grown to 16 KiB of stack by
+// the time a handler waits, and 8 KiB of buffers, from its accept to its
+// close. A long-poll waiting in its handler held all that and a reader
+// goroutine: about 38 KB a poll.
+//
+// Parking holds connections with none of it while they wait: a long-poll
+// (HTTP/1.1) whose connection is taken off the server before its first
+// read, which then runs on a goroutine of its own, and which waits parked
+// (tasks.Poll.Park); a connection whose client has not sent its next
+// request yet, after such a poll's answer; and a new connection whose
+// client has not sent its first request yet. One epoll set (connWatch)
+// tells when a client sends or hangs up, and the connection then goes to
+// the server through Parking's Accept: Parking is the listener the server
+// serves. Where connections cannot be watched (not on Linux) it holds
+// none, and the server serves its listener as before.
 
-// ParkingConfig is how parked connections are kept.
+// ParkingConfig is how connections are held.
 type ParkingConfig struct {
-	// IdleTimeout is how long an answered connection is kept for its
+	// IdleTimeout is how long an answered connection is held for its
 	// client's next request (the server's IdleTimeout); default 2 minutes.
 	IdleTimeout time.Duration
+	// HeaderTimeout is how long a new connection is held for its client's
+	// first request (the server's ReadHeaderTimeout); default 10 seconds.
+	HeaderTimeout time.Duration
+	// FirstReads is how many parked polls make their first read at once;
+	// default 64.
+	FirstReads int
 }
 
-// Parking holds the parked long-polls of a server. It is also the
-// net.Listener through which their connections go back to the server when
-// their clients send their next requests: serve it beside the main
-// listener. Start it before serving; stop it after the server has shut
-// down.
+// Parking holds a server's parked long-polls and its connections that
+// wait for a request. Start it, then serve Listener(ln) in place of ln;
+// stop it after the server has shut down.
 type Parking struct {
 	cfg     ParkingConfig
 	metrics *metrics.Metrics
-	watch   *connWatch // nil before Start, or where connections cannot be watched: nothing parks
-	back    chan net.Conn
+	watch   *connWatch // nil before Start, or where connections cannot be watched: nothing is held
+	ln      net.Listener
+	back    chan net.Conn // connections whose clients sent a request
+	errs    chan error    // errors of ln's Accept, for the server's
 	closed  chan struct{}
 	closing sync.Once
+	accepts sync.WaitGroup // the goroutine taking ln's connections
 	polls   sync.WaitGroup // polls whose connection was taken, not answered yet
 
-	mu   sync.Mutex
-	idle map[*idleConn]struct{}
+	mu      sync.Mutex
+	held    map[*heldConn]struct{} // connections waiting for a request
+	reading int                    // goroutines making first reads
+	reads   []func()               // first reads waiting for one
 }
 
-// NewParking returns a Parking; nothing parks until Start.
+// NewParking returns a Parking; nothing is held until Start.
 func NewParking(cfg ParkingConfig, m *metrics.Metrics) *Parking {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 2 * time.Minute
 	}
-	return &Parking{cfg: cfg, metrics: m, back: make(chan net.Conn), closed: make(chan struct{}), idle: map[*idleConn]struct{}{}}
+	if cfg.HeaderTimeout == 0 {
+		cfg.HeaderTimeout = 10 * time.Second
+	}
+	if cfg.FirstReads == 0 {
+		cfg.FirstReads = 64
+	}
+	return &Parking{cfg: cfg, metrics: m, back: make(chan net.Conn), errs: make(chan error), closed: make(chan struct{}),
+		held: map[*heldConn]struct{}{}}
 }
 
 // Start begins watching connections. Where they cannot be watched (not on
@@ -75,13 +92,45 @@ func (p *Parking) Start(context.Context) error {
 	return err
 }
 
-// Stop closes the listener and the connections kept idle, waits, within
-// ctx, for the polls still parked to be answered (the server drains first,
-// which answers them), then stops watching.
+// Listener is the listener for the server to serve in place of ln: ln's
+// connections, each once its client has sent something, and those of
+// answered parked polls. Where nothing is held, it is ln.
+func (p *Parking) Listener(ln net.Listener) net.Listener {
+	if p.watch == nil {
+		return ln
+	}
+	p.ln = ln
+	p.accepts.Add(1)
+	go p.accept()
+	return p
+}
+
+// accept holds each of ln's connections until its client sends its first
+// request. An error of ln's Accept goes to the server's Accept, which backs
+// off from a temporary one and returns on another.
+func (p *Parking) accept() {
+	defer p.accepts.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err == nil {
+			p.holdForRequest(c, p.cfg.HeaderTimeout)
+			continue
+		}
+		select {
+		case p.errs <- err:
+		case <-p.closed:
+			return
+		}
+	}
+}
+
+// Stop closes the listener and the connections held for a request, waits,
+// within ctx, for the polls still parked to be answered (the server drains
+// first, which answers them), then stops watching.
 func (p *Parking) Stop(ctx context.Context) error {
 	_ = p.Close()
 	answered := make(chan struct{})
-	go func() { p.polls.Wait(); close(answered) }()
+	go func() { p.polls.Wait(); p.accepts.Wait(); close(answered) }()
 	select {
 	case <-answered:
 	case <-ctx.Done():
@@ -93,98 +142,74 @@ func (p *Parking) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Accept returns the next connection whose client sent a request after its
-// parked poll was answered.
+// Accept returns the next connection whose client has sent a request.
 func (p *Parking) Accept() (net.Conn, error) {
 	select {
 	case c := <-p.back:
 		return c, nil
+	case err := <-p.errs:
+		return nil, err
 	case <-p.closed:
 		return nil, net.ErrClosed
 	}
 }
 
-// Close stops Accept and closes the connections kept idle; connections
-// answered from then on are closed. The server's Shutdown calls it.
+// Close stops Accept, closes ln and the connections held for a request;
+// connections answered from then on are closed. The server's Shutdown
+// calls it.
 func (p *Parking) Close() error {
+	var err error
 	p.closing.Do(func() {
 		close(p.closed)
+		if p.ln != nil {
+			err = p.ln.Close()
+		}
 		p.mu.Lock()
-		idle := make([]*idleConn, 0, len(p.idle))
-		for ic := range p.idle {
-			idle = append(idle, ic)
+		held := make([]*heldConn, 0, len(p.held))
+		for hc := range p.held {
+			held = append(held, hc)
 		}
 		p.mu.Unlock()
-		for _, ic := range idle {
-			if p.unidle(ic) {
-				ic.conn.Close()
+		for _, hc := range held {
+			if p.release(hc) {
+				hc.conn.Close()
 			}
 		}
 	})
-	return nil
+	return err
 }
 
-// Addr is the listener's address: connections come back from the server's
-// own listener, so there is none.
-func (p *Parking) Addr() net.Addr { return parkingAddr{} }
-
-type parkingAddr struct{}
-
-func (parkingAddr) Network() string { return "parking" }
-func (parkingAddr) String() string  { return "parking" }
+// Addr is ln's address.
+func (p *Parking) Addr() net.Addr { return p.ln.Addr() }
 
 func (p *Parking) isClosed() bool { return isClosed(p.closed) }
 
-// pollAnswer writes the answer of a task long-poll.
-type pollAnswer func(w http.ResponseWriter, r *http.Request, t tasks.Task, raw []byte, err error)
-
-// servePoll answers a task long-poll that begin begins (its first read).
-// A poll with a wait is parked when it can be: its connection is taken off
-// the server before the first read, which then runs with no more than a
-// goroutine of its own; else it waits in this handler.
-func (a *api) servePoll(w http.ResponseWriter, r *http.Request, wait time.Duration,
-	begin func(context.Context) *tasks.Poll, answer pollAnswer) {
-	if wait > 0 && a.park(w, r, begin, answer) {
+// firstRead runs read, the first read of a parked poll, on one of at most
+// FirstReads goroutines: the others wait in a queue, where a burst of polls
+// waiting for Redis connections costs a closure each, not a goroutine each.
+func (p *Parking) firstRead(read func()) {
+	p.mu.Lock()
+	if p.reading == p.cfg.FirstReads {
+		p.reads = append(p.reads, read)
+		p.mu.Unlock()
 		return
 	}
-	t, raw, err := begin(r.Context()).Wait(r.Context())
-	answer(w, r, t, raw, err)
-}
-
-// park takes the request's connection off the server, then begins the
-// poll and parks it on a goroutine of its own. The answer is written,
-// logged and counted as the handler would have. It reports false, having
-// changed nothing, when the request cannot be parked: no Parking, HTTP/2 or
-// 1.0, a request with a body, or a writer that cannot give up its
-// connection (tests' recorders).
-func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Context) *tasks.Poll, answer pollAnswer) bool {
-	rec := recorderOf(w)
-	if a.parking == nil || a.parking.watch == nil || a.parking.isClosed() || rec == nil || rec.status != 0 ||
-		r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
-		return false
-	}
-	header := saveHeader(w.Header())
-	conn, next, ok := a.parking.take(w)
-	if !ok {
-		return false
-	}
-	rec.parked = true
-	start, r := rec.start, detach(r) // the goroutine keeps neither rec nor r: they hold the server's buffers
+	p.reading++
+	p.mu.Unlock()
 	go func() {
-		poll := begin(r.Context())
-		release := a.parking.hold(conn, poll)
-		poll.Park(r.Context(), func(t tasks.Task, raw []byte, err error) {
-			release()
-			res := &lateResponse{header: header.header()}
-			late := &statusRecorder{ResponseWriter: res, start: start}
-			func() {
-				defer a.settle(late, r)
-				answer(late, r, t, raw, err)
-			}()
-			a.parking.answered(conn, next, res, !r.Close && !isClosed(a.tasks.Draining()))
-		})
+		for read != nil {
+			read()
+			p.mu.Lock()
+			read = nil
+			if len(p.reads) > 0 {
+				read, p.reads[0] = p.reads[0], nil
+				p.reads = p.reads[1:]
+			} else {
+				p.reading--
+			}
+			p.mu.Unlock()
+		}
 	}()
-	return true
 }
 
 // take takes the request's connection off the server: the connection, and
@@ -223,7 +248,7 @@ func (p *Parking) hold(c net.Conn, poll *tasks.Poll) (release func()) {
 	}
 }
 
-// answered sends a parked poll's answer, then keeps the connection for its
+// answered sends a parked poll's answer, then holds the connection for its
 // client's next request when keep, or else closes it.
 func (p *Parking) answered(c net.Conn, next []byte, res *lateResponse, keep bool) {
 	defer p.polls.Done()
@@ -236,66 +261,66 @@ func (p *Parking) answered(c net.Conn, next []byte, res *lateResponse, keep bool
 		p.handBack(&pipelinedConn{Conn: c, next: next})
 		return
 	}
-	p.keepIdle(c)
+	p.holdForRequest(c, p.cfg.IdleTimeout)
 }
 
-// idleConn is a connection kept for its client's next request.
-type idleConn struct {
+// heldConn is a connection held for its client's next request.
+type heldConn struct {
 	conn      net.Conn
 	timer     *time.Timer
 	stopWatch func() bool
 }
 
-// keepIdle keeps c, with no goroutine, until its client sends its next
-// request (c goes back to the server), hangs up or stays silent for
-// IdleTimeout (c is closed).
-func (p *Parking) keepIdle(c net.Conn) {
+// holdForRequest holds c, with no goroutine, until its client sends a
+// request (c goes to the server), hangs up (the server reads the end) or
+// stays silent for timeout (c is closed).
+func (p *Parking) holdForRequest(c net.Conn, timeout time.Duration) {
 	p.mu.Lock()
 	if p.isClosed() {
 		p.mu.Unlock()
 		c.Close()
 		return
 	}
-	// Kept before anything can end the keeping (unidle): the watch's call
+	// Held before anything can end the holding (release): the watch's call
 	// and the timer wait for the lock.
-	ic := &idleConn{conn: c}
+	hc := &heldConn{conn: c}
 	stop, err := p.watch.watch(c, true, func() {
-		if p.unidle(ic) {
+		if p.release(hc) {
 			go p.handBack(c) // not on the watch's goroutine: Accept may take a moment
 		}
 	})
 	if err == nil {
-		ic.stopWatch = stop
-		ic.timer = time.AfterFunc(p.cfg.IdleTimeout, func() {
-			if p.unidle(ic) {
+		hc.stopWatch = stop
+		hc.timer = time.AfterFunc(timeout, func() {
+			if p.release(hc) {
 				c.Close()
 			}
 		})
-		p.idle[ic] = struct{}{}
+		p.held[hc] = struct{}{}
 		p.metrics.ParkedIdle.Inc()
 	}
 	p.mu.Unlock()
 	if err != nil {
-		p.handBack(c) // it cannot be watched: the server waits for the request
+		go p.handBack(c) // it cannot be watched: the server waits for the request
 	}
 }
 
-// unidle ends the keeping of ic: it reports whether it was kept, for the
+// release ends the holding of hc: it reports whether it was held, for the
 // caller to hand it on.
-func (p *Parking) unidle(ic *idleConn) bool {
+func (p *Parking) release(hc *heldConn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.idle[ic]; !ok {
+	if _, ok := p.held[hc]; !ok {
 		return false
 	}
-	delete(p.idle, ic)
+	delete(p.held, hc)
 	p.metrics.ParkedIdle.Dec()
-	ic.timer.Stop()
-	ic.stopWatch()
+	hc.timer.Stop()
+	hc.stopWatch()
 	return true
 }
 
-// handBack gives c back to the server, through Accept.
+// handBack gives c to the server, through Accept.
 func (p *Parking) handBack(c net.Conn) {
 	select {
 	case p.back <- c:
@@ -330,109 +355,4 @@ func (c *pipelinedConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return nil
-}
-
-// lateResponse is the http.ResponseWriter of a parked poll's answer: it
-// keeps what the answer writes, then sends it on the connection as net/http
-// would have sent it, with the length of the body.
-type lateResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (l *lateResponse) Header() http.Header { return l.header }
-
-func (l *lateResponse) WriteHeader(status int) {
-	if l.status == 0 {
-		l.status = status
-	}
-}
-
-func (l *lateResponse) Write(b []byte) (int, error) {
-	l.WriteHeader(http.StatusOK)
-	return l.body.Write(b)
-}
-
-// send writes the response to c; without keep it says the connection
-// closes. The bytes are those net/http writes: the handler's headers in
-// order, then Date, Content-Length and Connection.
-func (l *lateResponse) send(c net.Conn, keep bool) error {
-	l.WriteHeader(http.StatusOK)
-	text := http.StatusText(l.status)
-	if text == "" {
-		text = "status code " + strconv.Itoa(l.status)
-	}
-	var b bytes.Buffer
-	b.Grow(256 + l.body.Len())
-	b.WriteString("HTTP/1.1 " + strconv.Itoa(l.status) + " " + text + "\r\n")
-	_ = l.header.Write(&b)
-	b.WriteString("Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n")
-	b.WriteString("Content-Length: " + strconv.Itoa(l.body.Len()) + "\r\n")
-	if !keep {
-		b.WriteString("Connection: close\r\n")
-	}
-	b.WriteString("\r\n")
-	b.Write(l.body.Bytes())
-	_, err := c.Write(b.Bytes())
-	return err
-}
-
-// recorderOf is the request's statusRecorder (observe's), under any
-// wrappers that say what they wrap.
-func recorderOf(w http.ResponseWriter) *statusRecorder {
-	for {
-		switch v := w.(type) {
-		case *statusRecorder:
-			return v
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = v.Unwrap()
-		default:
-			return nil
-		}
-	}
-}
-
-// detach is r as the answer to it needs it once its handler has returned:
-// its method and whether it asked to close the connection, and its id and
-// route for the log. net/http ends a request's context and chi reuses its
-// route context then, and the rest (headers, path values) is not kept while
-// the request is parked.
-func detach(r *http.Request) *http.Request {
-	ctx := context.WithValue(context.Background(), requestIDKey, requestID(r.Context()))
-	ctx = context.WithValue(ctx, routeKey, routeOf(r))
-	late := &http.Request{Method: r.Method, URL: r.URL, Proto: r.Proto, ProtoMajor: r.ProtoMajor, ProtoMinor: r.ProtoMinor, Close: r.Close}
-	return late.WithContext(ctx)
-}
-
-// savedHeader is a response header kept while its request is parked, in a
-// smaller form than a map: names and values in turn.
-type savedHeader []string
-
-func saveHeader(h http.Header) savedHeader {
-	var s savedHeader
-	for name, values := range h {
-		for _, v := range values {
-			s = append(s, name, v)
-		}
-	}
-	return s
-}
-
-func (s savedHeader) header() http.Header {
-	h := make(http.Header, len(s)/2)
-	for i := 0; i+1 < len(s); i += 2 {
-		h[s[i]] = append(h[s[i]], s[i+1])
-	}
-	return h
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

@@ -27,8 +27,8 @@ type Metrics struct {
 	Waiters      prometheus.Gauge       // long-polls and streams waiting on this replica
 	// ParkedPolls are the long-polls among Waiters that wait on a connection
 	// taken off the HTTP server, with no goroutine of their own;
-	// ParkedIdle are the connections of answered ones kept, the same way,
-	// for their client's next request.
+	// ParkedIdle are the connections held the same way until their client
+	// sends a request: new ones, and those of answered parked polls.
 	ParkedPolls prometheus.Gauge
 	ParkedIdle  prometheus.Gauge
 	Wakeups     prometheus.Counter // wake-up entries read by the fan-in readers
@@ -88,7 +88,7 @@ func New() *Metrics {
 		ParkedPolls: gauge("taskhook_parked_polls",
 			"Long-polls waiting on a connection taken off the HTTP server, with no goroutine of their own (counted in taskhook_waiters too)."),
 		ParkedIdle: gauge("taskhook_parked_idle_connections",
-			"Connections of answered parked long-polls kept, with no goroutine, for their client's next request."),
+			"Connections held with no goroutine until their client sends a request: new ones, and those of answered parked long-polls."),
 		Wakeups: counter("taskhook_wakeups_total", "Wake-up entries read by the per-partition fan-in readers."),
 		WakeupsIgnored: counter("taskhook_wakeups_ignored_total",
 			"Wake-ups a waiting request left aside without reading: none of their event types was one it asked for."),
