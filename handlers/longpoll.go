@@ -54,7 +54,7 @@ func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Co
 	start, req := rec.start, detach(r) // neither rec nor r is kept: they hold the server's buffers
 	a.parking.firstRead(func() {
 		poll := begin(req.ctx)
-		release := a.parking.hold(conn, poll)
+		release := a.parking.watchPoll(conn, poll)
 		poll.Park(req.ctx, func(t tasks.Task, raw []byte, err error) {
 			release()
 			r := req.request()

@@ -232,9 +232,9 @@ func (p *Parking) take(w http.ResponseWriter) (net.Conn, []byte, bool) {
 	return conn, next, true
 }
 
-// hold counts a poll that waits as parked, and has it leave when its
+// watchPoll counts a poll that waits as parked, and has it leave when its
 // client hangs up, until the returned func is called.
-func (p *Parking) hold(c net.Conn, poll *tasks.Poll) (release func()) {
+func (p *Parking) watchPoll(c net.Conn, poll *tasks.Poll) (release func()) {
 	if !poll.Waits() {
 		return func() {}
 	}
