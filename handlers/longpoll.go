@@ -22,8 +22,7 @@ type pollAnswer func(w http.ResponseWriter, r *http.Request, t tasks.Task, raw [
 
 // servePoll answers a task long-poll that begin begins (its first read).
 // A poll with a wait is parked when it can be: its connection is taken off
-// the server before the first read, which then runs with no more than a
-// goroutine of its own; else it waits in this handler.
+// the server before the first read; else it waits in this handler.
 func (a *api) servePoll(w http.ResponseWriter, r *http.Request, wait time.Duration,
 	begin func(context.Context) *tasks.Poll, answer pollAnswer) {
 	if wait > 0 && a.park(w, r, begin, answer) {
@@ -33,9 +32,9 @@ func (a *api) servePoll(w http.ResponseWriter, r *http.Request, wait time.Durati
 	answer(w, r, t, raw, err)
 }
 
-// park takes the request's connection off the server, then begins the
-// poll and parks it on a goroutine of its own. The answer is written,
-// logged and counted as the handler would have. It reports false, having
+// park takes the request's connection off the server, then has Parking
+// begin the poll and parks it. The answer is written, logged and counted
+// as the handler would have. It reports false, having
 // changed nothing, when the request cannot be parked: no Parking, HTTP/2 or
 // 1.0, a request with a body, or a writer that cannot give up its
 // connection (tests' recorders).
