@@ -35,6 +35,13 @@ import (
 // Version is set at build time.
 var Version = "dev"
 
+// How long the server, and Parking, wait for a connection's client to
+// send its next request, and its first.
+const (
+	idleTimeout       = 2 * time.Minute
+	readHeaderTimeout = 10 * time.Second
+)
+
 // App is one running server.
 type App struct {
 	cfg      Config
@@ -51,6 +58,9 @@ type App struct {
 	// Connections is provider sign-in; nil without TASKHOOK_CONNECTIONS_FILE.
 	Connections *connections.Service
 	Handler     http.Handler
+	// Parking holds the long-polls that wait with no goroutine, off the
+	// server's connections.
+	Parking *handlers.Parking
 
 	// DevSecret is the HS256 secret made up at start when none was configured
 	// (embedded store only), so `make run` can print a token for curl.
@@ -144,9 +154,10 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		slackApp = &handlers.Slack{SigningSecret: []byte(cfg.SlackSigningSecret), Users: users}
 	}
 	a.Connections = newConnections(cfg, conns, vault, a, log)
+	a.Parking = handlers.NewParking(handlers.ParkingConfig{IdleTimeout: idleTimeout, HeaderTimeout: readHeaderTimeout}, a.Metrics)
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
-		Store: a.Store, Verifier: verifier,
+		Store: a.Store, Verifier: verifier, Parking: a.Parking,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst,
@@ -172,6 +183,9 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.Dispatch.Start(ctx); err != nil {
 		return err
 	}
+	if err := a.Parking.Start(ctx); err != nil {
+		return err
+	}
 	if a.cfg.DebugAddr != "" {
 		if a.debug, err = startDebug(a.cfg.DebugAddr, a.log); err != nil {
 			return err
@@ -179,12 +193,15 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.server = &http.Server{
 		Handler:           a.Handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
+	// Parking holds connections that wait for a request, new ones and those
+	// of answered parked long-polls, and gives them to the server then.
+	served := a.Parking.Listener(ln)
 	a.served = make(chan error, 1)
-	go func() { a.served <- a.server.Serve(ln) }()
+	go func() { a.served <- a.server.Serve(served) }()
 	a.log.Info("listening", "addr", ln.Addr().String(), "store", a.Store.Kind, "partitions", a.Store.Partitions)
 	return nil
 }
@@ -214,6 +231,7 @@ func (a *App) stop(ctx context.Context) error {
 	// The workers stop in the reverse order of their start, then the store
 	// closes under nobody.
 	errs = append(errs, a.debug.stop(ctx))
+	errs = append(errs, a.Parking.Stop(ctx))  // the parked polls answer on the drain
 	errs = append(errs, a.Dispatch.Stop(ctx)) // deliveries under way finish or are left to another replica
 	errs = append(errs, a.Resumer.Stop(ctx))
 	errs = append(errs, a.FanIn.Stop(ctx))

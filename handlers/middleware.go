@@ -18,7 +18,10 @@ import (
 
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const (
+	requestIDKey ctxKey = iota
+	routeKey            // the route template of a request answered after its handler returned (detach)
+)
 
 func requestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
@@ -60,6 +63,10 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int
+	start  time.Time
+	// parked: the handler parked the request (a long-poll); it is logged
+	// and counted when its answer is written, not when the handler returns.
+	parked bool
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -89,6 +96,9 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // routeOf is the matched route template: never the path, which may hold a
 // capability token.
 func routeOf(r *http.Request) string {
+	if route, ok := r.Context().Value(routeKey).(string); ok {
+		return route
+	}
 	if rc := chi.RouteContext(r.Context()); rc != nil {
 		if p := rc.RoutePattern(); p != "" {
 			return p
@@ -101,28 +111,36 @@ func routeOf(r *http.Request) string {
 // becomes a 500 with an errorId.
 func (a *api) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				a.writeError(rec, r, fmt.Errorf("panic: %v", v))
-			}
-			route := routeOf(r)
-			status := rec.status
-			if status == 0 {
-				status = http.StatusOK
-			}
-			d := time.Since(start)
-			a.httpMetrics.observe(route, r.Method, status, d.Seconds())
-			a.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("requestId", requestID(r.Context())),
-				slog.String("method", r.Method), slog.String("route", route), slog.Int("status", status),
-				slog.Float64("durationMs", float64(d.Microseconds())/1000), slog.Int("bytes", rec.bytes))
-		}()
+		rec := &statusRecorder{ResponseWriter: w, start: time.Now()}
+		defer a.settle(rec, r)
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// settle ends a request that was answered through rec: a panic becomes a 500
+// with an errorId, then the request is logged and counted. Deferred, it
+// runs when the handler returns or, for a parked long-poll, when its answer
+// is written.
+func (a *api) settle(rec *statusRecorder, r *http.Request) {
+	if v := recover(); v != nil {
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		a.writeError(rec, r, fmt.Errorf("panic: %v", v))
+	}
+	if rec.parked {
+		return
+	}
+	route := routeOf(r)
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	d := time.Since(rec.start)
+	a.httpMetrics.observe(route, r.Method, status, d.Seconds())
+	a.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("requestId", requestID(r.Context())),
+		slog.String("method", r.Method), slog.String("route", route), slog.Int("status", status),
+		slog.Float64("durationMs", float64(d.Microseconds())/1000), slog.Int("bytes", rec.bytes))
 }
 
 // authenticate puts the bearer token's principal into the context, or

@@ -37,8 +37,9 @@ type Deps struct {
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
 	Log          *slog.Logger
-	MaxBodyBytes int64  // default 1 MiB
-	Version      string // reported by /v1/info
+	Parking      *Parking // nil: long-polls wait in their handlers
+	MaxBodyBytes int64    // default 1 MiB
+	Version      string   // reported by /v1/info
 
 	// BodyTimeout is how long a request's body may take to arrive (default
 	// 15s); MaxInflightBodyBytes bounds the body bytes held in memory across
@@ -66,6 +67,7 @@ type api struct {
 	log         *slog.Logger
 	body        *bodyGuard
 	lists       *listLimiter // nil: lists are not limited
+	parking     *Parking     // nil: long-polls wait in their handlers
 	version     string
 	slack       *Slack
 	caps        []string // for /v1/info
@@ -76,6 +78,7 @@ func New(d Deps) http.Handler {
 	a := &api{
 		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections, store: d.Store,
 		verifier: d.Verifier, metrics: d.Metrics, httpMetrics: &httpMetrics{m: d.Metrics}, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
+		parking: d.Parking,
 	}
 	if d.Slack != nil {
 		a.caps = append(append([]string(nil), capabilities...), "slack")

@@ -67,6 +67,9 @@ func (c *stampingConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// NetConn is the connection under c: parked long-polls watch its socket.
+func (c *stampingConn) NetConn() net.Conn { return c.Conn }
+
 // CloseWrite passes the half-close through: net/http uses it to let the
 // client read a 431 before the connection is closed.
 func (c *stampingConn) CloseWrite() error {

@@ -27,13 +27,16 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	var raw []byte
-	if after >= 0 && !kinds.All() {
-		_, raw, err = a.tasks.WaitKinds(r.Context(), principal(r), chi.URLParam(r, "taskId"), after, kinds, wait)
-	} else {
-		_, raw, err = a.tasks.WaitFor(r.Context(), principal(r), chi.URLParam(r, "taskId"), wait, tasks.AfterRevision(after))
+	p, id := principal(r), chi.URLParam(r, "taskId")
+	begin := func(ctx context.Context) *tasks.Poll {
+		if after >= 0 && !kinds.All() {
+			return a.tasks.PollKinds(ctx, p, id, after, kinds, wait)
+		}
+		return a.tasks.PollFor(ctx, p, id, wait, tasks.AfterRevision(after))
 	}
-	a.writeRead(w, r, raw, err)
+	a.servePoll(w, r, wait, begin, func(w http.ResponseWriter, r *http.Request, _ tasks.Task, raw []byte, err error) {
+		a.writeRead(w, r, raw, err)
+	})
 }
 
 // parseTaskPoll reads the long poll of a task read: ?afterRevision= (-1
@@ -67,16 +70,18 @@ func (a *api) taskResult(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	t, raw, err := a.tasks.WaitFor(r.Context(), principal(r), chi.URLParam(r, "taskId"), wait, tasks.IsTerminal)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if !t.Status.Terminal() {
-		writeRaw(w, http.StatusAccepted, raw)
-		return
-	}
-	writeRaw(w, http.StatusOK, raw)
+	p, id := principal(r), chi.URLParam(r, "taskId")
+	begin := func(ctx context.Context) *tasks.Poll { return a.tasks.PollFor(ctx, p, id, wait, tasks.IsTerminal) }
+	a.servePoll(w, r, wait, begin, func(w http.ResponseWriter, r *http.Request, t tasks.Task, raw []byte, err error) {
+		switch {
+		case err != nil:
+			a.writeError(w, r, err)
+		case !t.Status.Terminal():
+			writeRaw(w, http.StatusAccepted, raw)
+		default:
+			writeRaw(w, http.StatusOK, raw)
+		}
+	})
 }
 
 func (a *api) listTasks(w http.ResponseWriter, r *http.Request) {

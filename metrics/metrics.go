@@ -25,7 +25,13 @@ type Metrics struct {
 	TaskCommands *prometheus.CounterVec // command, outcome
 	TasksEntered *prometheus.CounterVec // status
 	Waiters      prometheus.Gauge       // long-polls and streams waiting on this replica
-	Wakeups      prometheus.Counter     // wake-up entries read by the fan-in readers
+	// ParkedPolls are the long-polls among Waiters that wait on a connection
+	// taken off the HTTP server, with no goroutine of their own;
+	// ParkedIdle are the connections held the same way until their client
+	// sends a request: new ones, and those of answered parked polls.
+	ParkedPolls prometheus.Gauge
+	ParkedIdle  prometheus.Gauge
+	Wakeups     prometheus.Counter // wake-up entries read by the fan-in readers
 	// WakeupsIgnored are wake-ups a waiter left aside unread: none of their
 	// event types was one it waits for (?kinds=).
 	WakeupsIgnored prometheus.Counter
@@ -79,7 +85,11 @@ func New() *Metrics {
 		TaskCommands: counters("taskhook_task_commands_total", "Task commands by kind and outcome.", "command", "outcome"),
 		TasksEntered: counters("taskhook_tasks_entered_total", "Tasks that entered each status through this replica.", "status"),
 		Waiters:      gauge("taskhook_waiters", "Long-polls and event streams waiting on this replica."),
-		Wakeups:      counter("taskhook_wakeups_total", "Wake-up entries read by the per-partition fan-in readers."),
+		ParkedPolls: gauge("taskhook_parked_polls",
+			"Long-polls waiting on a connection taken off the HTTP server, with no goroutine of their own (counted in taskhook_waiters too)."),
+		ParkedIdle: gauge("taskhook_parked_idle_connections",
+			"Connections held with no goroutine until their client sends a request: new ones, and those of answered parked long-polls."),
+		Wakeups: counter("taskhook_wakeups_total", "Wake-up entries read by the per-partition fan-in readers."),
 		WakeupsIgnored: counter("taskhook_wakeups_ignored_total",
 			"Wake-ups a waiting request left aside without reading: none of their event types was one it asked for."),
 

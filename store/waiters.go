@@ -44,11 +44,16 @@ type Waiter struct {
 	C    chan Wake
 	keys []string
 	r    *Waiters
-	// parked: the waiter has blocked in Next once, and counts in the
-	// taskhook_waiters gauge from then until Stop. A request that
-	// registered and is still reading the state it waits on is not waiting
-	// yet.
+	// parked: the waiter has blocked in Next (or been parked) once, and
+	// counts in the taskhook_waiters gauge from then until Stop. A request
+	// that registered and is still reading the state it waits on is not
+	// waiting yet.
 	parked atomic.Bool
+	// held is set, under r.mu, when the waiter is parked (Park): Notify,
+	// Drain and Leave then hand it its events, where a blocked Next would
+	// take them.
+	held *heldWait
+	left atomic.Bool // Leave was called
 }
 
 // Wait registers a waiter on keys (made with WaitKey). Register before reading
@@ -68,7 +73,8 @@ func (r *Waiters) Wait(keys ...string) *Waiter {
 	return w
 }
 
-// Stop unregisters the waiter.
+// Stop unregisters the waiter. It is idempotent; a parked waiter takes no
+// more events once it returns (but the one being handled, if any).
 func (w *Waiter) Stop() {
 	r := w.r
 	r.mu.Lock()
@@ -80,9 +86,20 @@ func (w *Waiter) Stop() {
 			}
 		}
 	}
+	held := w.held
 	r.mu.Unlock()
-	if w.parked.Load() && r.metrics != nil {
+	if held != nil {
+		held.end()
+	}
+	if w.parked.Swap(false) && r.metrics != nil {
 		r.metrics.Waiters.Dec()
+	}
+}
+
+// countWaiting counts the waiter in the taskhook_waiters gauge, once.
+func (w *Waiter) countWaiting() {
+	if !w.parked.Swap(true) && w.r.metrics != nil {
+		w.r.metrics.Waiters.Inc()
 	}
 }
 
@@ -100,17 +117,11 @@ const (
 // registry's clock), the caller leaving or the server draining, whichever
 // comes first.
 func (w *Waiter) Next(ctx context.Context, deadline time.Time) (Wake, Reason) {
-	left := deadline.Sub(w.r.now())
-	if left <= 0 {
+	wait, reason := w.r.timeLeft(deadline)
+	if wait <= 0 {
 		return Wake{}, Timeout
 	}
-	wait, reason := left, Timeout
-	if w.r.recheck < left {
-		wait, reason = w.r.recheck, Recheck
-	}
-	if !w.parked.Swap(true) && w.r.metrics != nil {
-		w.r.metrics.Waiters.Inc()
-	}
+	w.countWaiting()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -123,6 +134,163 @@ func (w *Waiter) Next(ctx context.Context, deadline time.Time) (Wake, Reason) {
 	case <-w.r.drain:
 		return Wake{}, Gone
 	}
+}
+
+// Park waits as calling Next in a loop would, but holds no goroutine while
+// it waits: step is called with what each Next would have returned, one call
+// at a time, each on a goroutine that lives for the call, until the owner
+// calls Stop (from step or elsewhere). Where Next takes a context, a parked
+// waiter is told by Leave that its caller has left; that, or the server
+// draining, is Gone. A long-poll parks its waiter to wait on a connection
+// taken off net/http's goroutine-per-connection.
+func (w *Waiter) Park(deadline time.Time, step func(Wake, Reason)) {
+	h := &heldWait{w: w, deadline: deadline, step: step}
+	w.countWaiting()
+	h.mu.Lock()
+	h.arm()
+	h.mu.Unlock()
+	w.r.mu.Lock()
+	w.held = h
+	w.r.mu.Unlock()
+	h.kick() // a wake may be waiting in C already, the caller have left or the drain have begun
+}
+
+// Leave tells a parked waiter, before or after Park, that its caller has
+// left: its step gets Gone.
+func (w *Waiter) Leave() {
+	w.left.Store(true)
+	w.r.mu.Lock()
+	held := w.held
+	w.r.mu.Unlock()
+	if held != nil {
+		held.kick()
+	}
+}
+
+// heldWait is a parked waiter: what it waits for, and what came while no
+// goroutine was handling its events.
+type heldWait struct {
+	w        *Waiter
+	deadline time.Time
+	step     func(Wake, Reason)
+
+	mu      sync.Mutex
+	running bool        // a goroutine is handling events
+	again   bool        // an event came while it was
+	ended   bool        // Stop was called
+	timer   *time.Timer // the re-check or the deadline, whichever is first
+	armed   int         // counts the timers: one that fires after it was replaced says nothing
+	fired   bool        // the timer fired, and says due
+	due     Reason
+}
+
+// arm sets the timer as Next would for one wait: the re-check or the
+// deadline. Call with h.mu held.
+func (h *heldWait) arm() {
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.armed++
+	wait, reason := h.w.r.timeLeft(h.deadline)
+	if wait <= 0 {
+		h.fired, h.due = true, Timeout
+		return
+	}
+	armed := h.armed
+	h.timer = time.AfterFunc(wait, func() {
+		h.mu.Lock()
+		if h.armed == armed {
+			h.fired, h.due = true, reason
+		}
+		h.mu.Unlock()
+		h.kick()
+	})
+}
+
+// kick has the waiter's events handled: on a new goroutine, or by the one
+// handling them now.
+func (h *heldWait) kick() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.ended:
+	case h.running:
+		h.again = true
+	default:
+		h.running = true
+		go h.run()
+	}
+}
+
+// run hands step the events that have come, one at a time, and ends when
+// none is left.
+func (h *heldWait) run() {
+	for {
+		wk, why, ok := h.next()
+		h.mu.Lock()
+		if h.ended || (!ok && !h.again) {
+			h.running = false
+			h.mu.Unlock()
+			return
+		}
+		h.again = false
+		h.mu.Unlock()
+		if !ok {
+			continue
+		}
+		h.step(wk, why)
+		h.mu.Lock()
+		if !h.ended {
+			h.arm() // each wait after an event is a new Next
+		}
+		h.mu.Unlock()
+	}
+}
+
+// next is the event that has come, if any: what a Next called now would
+// return at once.
+func (h *heldWait) next() (Wake, Reason, bool) {
+	if h.w.left.Load() {
+		return Wake{}, Gone, true // nobody reads the answer: no need to judge a wake first
+	}
+	select {
+	case wk := <-h.w.C:
+		return wk, Woken, true
+	case <-h.w.r.drain:
+		return Wake{}, Gone, true
+	default:
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.fired {
+		return Wake{}, 0, false
+	}
+	h.fired = false
+	return Wake{}, h.due, true
+}
+
+// end stops a parked waiter's timer; step is not called again.
+func (h *heldWait) end() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ended = true
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+}
+
+// timeLeft is how long a wait until deadline may block before it must look
+// again, and why it would: the re-check interval, or the time left (0 once
+// the deadline has passed).
+func (r *Waiters) timeLeft(deadline time.Time) (time.Duration, Reason) {
+	left := deadline.Sub(r.now())
+	if left <= 0 {
+		return 0, Timeout
+	}
+	if r.recheck < left {
+		return r.recheck, Recheck
+	}
+	return left, Timeout
 }
 
 // Ignore counts a wake the waiter left aside without reading anything: none
@@ -145,6 +313,13 @@ func (r *Waiters) Drain() {
 	case <-r.drain:
 	default:
 		close(r.drain)
+	}
+	for _, set := range r.waiters {
+		for w := range set {
+			if w.held != nil {
+				w.held.kick()
+			}
+		}
 	}
 }
 
@@ -172,6 +347,9 @@ func (r *Waiters) Notify(wk Wake) {
 				default:
 				}
 				w.C <- next
+			}
+			if w.held != nil {
+				w.held.kick()
 			}
 		}
 	}

@@ -31,6 +31,27 @@ func decodeTask(t *testing.T, raw []byte) tasks.Task {
 	return task
 }
 
+// startTask opens a session for owner and starts a task in it through svc:
+// the task's id.
+func startTask(t *testing.T, s *store.Store, svc *tasks.Service, owner authz.Principal) string {
+	t.Helper()
+	ctx := context.Background()
+	ses := sessions.NewService(sessions.Config{}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), time.Now)
+	sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, store.Idempotency{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var session sessions.Session
+	if err := json.Unmarshal(sraw, &session); err != nil {
+		t.Fatal(err)
+	}
+	created, err := svc.Create(ctx, owner, tasks.CreateInput{SessionID: session.SessionID}, store.Idempotency{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeTask(t, created.JSON).TaskID
+}
+
 // A command decided on a stale cached snapshot loses the compare-and-set and
 // is decided again on the stored task the script returned, and on that task
 // alone: nothing of the stale snapshot may leak into the write.
@@ -41,20 +62,7 @@ func TestRunRetriesOnTheStoredTaskOnly(t *testing.T) {
 		s := storetest.Open(t, sc, metrics.New())
 		a, other := replica(s), replica(s)
 		owner := authz.Principal{ID: "stale-owner"}
-		ses := sessions.NewService(sessions.Config{}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), time.Now)
-		sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, store.Idempotency{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var session sessions.Session
-		if err := json.Unmarshal(sraw, &session); err != nil {
-			t.Fatal(err)
-		}
-		created, err := a.Create(ctx, owner, tasks.CreateInput{SessionID: session.SessionID}, store.Idempotency{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := decodeTask(t, created.JSON).TaskID
+		id := startTask(t, s, a, owner)
 		ask := func(rid string) tasks.Command {
 			return tasks.Command{Kind: tasks.CmdRequireInput, Requests: []tasks.InputRequest{{RequestID: rid, Prompt: "ok?"}}}
 		}

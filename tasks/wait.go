@@ -21,47 +21,201 @@ const MaxWait = 60 * time.Second
 // out, the caller leaves or the server drains.
 func (s *Service) WaitFor(ctx context.Context, p authz.Principal, id string, wait time.Duration,
 	done func(Task) bool) (Task, []byte, error) {
-	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
-	defer w.Stop()
-	t, raw, err := s.read(ctx, p, id)
-	if err == nil && !done(t) && wait > 0 {
-		t, raw, err = s.waitFrom(ctx, w, p, id, t, raw, s.now().Add(min(wait, MaxWait)), done)
-	}
-	if err != nil {
-		return Task{}, nil, err
-	}
-	s.links.ShowTask(&t)
-	return t, s.links.Task(raw), nil
+	return s.PollFor(ctx, p, id, wait, done).Wait(ctx)
 }
 
-// waitFrom waits, from the task as the caller knows it, until done holds or
-// the deadline: WaitFor in the stored form, after its first read.
-func (s *Service) waitFrom(ctx context.Context, w *store.Waiter, p authz.Principal, id string, t Task, raw []byte,
-	deadline time.Time, done func(Task) bool) (Task, []byte, error) {
-	var err error
-	for {
-		wk, why := w.Next(ctx, deadline)
-		switch why {
-		case store.Woken:
-			if wk.Revision <= t.Revision {
-				continue
-			}
-			if next, ok := decodeSnapshot(wk); ok {
-				t, raw = next, wk.Snapshot
+// WaitKinds is the long-poll of GET /v1/tasks/{id}?afterRevision=N&kinds=:
+// it answers the task once its log holds, after revision after, an event of
+// one of kinds, or when the wait runs out. A wake-up of other kinds is left
+// aside without a read; the log is read at the start when the task is past
+// after already, when a wake-up may have been missed (a gap in the
+// revisions, or types it does not name), and on the slow re-check.
+func (s *Service) WaitKinds(ctx context.Context, p authz.Principal, id string, after int64, kinds store.Kinds,
+	wait time.Duration) (Task, []byte, error) {
+	return s.PollKinds(ctx, p, id, after, kinds, wait).Wait(ctx)
+}
+
+// A Poll is a long-poll on a task, begun: its waiter registered and its
+// first read made. Either it has its answer already (Waits is false), or it
+// waits for it, blocking the caller (Wait) or parked, holding no goroutine
+// (Park).
+type Poll struct {
+	s        *Service
+	w        *store.Waiter
+	cond     condition
+	waits    bool
+	deadline time.Time
+	err      error
+}
+
+// condition is what a poll waits for, with the task as the poll knows it.
+type condition interface {
+	// step takes one result of the waiter's Next: whether the poll answers
+	// now (always, with an error).
+	step(ctx context.Context, wk store.Wake, why store.Reason) (bool, error)
+	// task is the task to answer with, and its stored form.
+	task() (Task, []byte)
+}
+
+// knownTask is the task as a poll knows it: its stored form and revision,
+// all that a poll keeps while it waits (the decoded task is 400 bytes and
+// its strings more, for every parked poll). The stored form is decoded
+// again when the poll answers, unless the task was kept decoded to answer
+// with at once.
+type knownTask struct {
+	raw      []byte
+	revision int64
+	decoded  *Task
+}
+
+// know takes t, decoded from raw, as the task known; keep keeps t decoded,
+// for a poll about to answer with it.
+func (k *knownTask) know(t Task, raw []byte, keep bool) {
+	k.raw, k.revision, k.decoded = raw, t.Revision, nil
+	if keep {
+		k.decoded = &t
+	}
+}
+
+func (k *knownTask) task() (Task, []byte) {
+	if k.decoded != nil {
+		return *k.decoded, k.raw
+	}
+	var t Task
+	_ = json.Unmarshal(k.raw, &t) // it was decoded once already
+	return t, k.raw
+}
+
+// PollFor begins WaitFor: the task read, and the wait ahead when done(task)
+// is false.
+func (s *Service) PollFor(ctx context.Context, p authz.Principal, id string, wait time.Duration,
+	done func(Task) bool) *Poll {
+	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
+	t, raw, err := s.read(ctx, p, id)
+	waits := err == nil && wait > 0 && !done(t)
+	c := &revisionCondition{s: s, p: p, id: id, done: done}
+	c.know(t, raw, !waits)
+	return s.poll(w, c, waits, s.now().Add(min(wait, MaxWait)), err)
+}
+
+// PollKinds begins WaitKinds: the task read, the log too when the task is
+// past after already, and the wait ahead when no event of kinds is there.
+func (s *Service) PollKinds(ctx context.Context, p authz.Principal, id string, after int64, kinds store.Kinds,
+	wait time.Duration) *Poll {
+	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
+	t, raw, err := s.read(ctx, p, id)
+	part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
+	c := &kindsCondition{s: s, w: w, part: part, id: id, session: t.SessionID, after: after, kinds: kinds, known: t.Revision}
+	c.know(t, raw, wait <= 0)
+	found := false
+	if err == nil && wait > 0 && t.Revision > after {
+		found, err = c.look(ctx, after)
+	}
+	return s.poll(w, c, err == nil && wait > 0 && !found, s.now().Add(min(wait, MaxWait)), err)
+}
+
+// poll is a Poll on waiter w, which it stops at once when there is nothing
+// to wait for.
+func (s *Service) poll(w *store.Waiter, c condition, waits bool, deadline time.Time, err error) *Poll {
+	if !waits {
+		w.Stop()
+	}
+	return &Poll{s: s, w: w, cond: c, waits: waits, deadline: deadline, err: err}
+}
+
+// Waits reports whether the poll has its answer still to wait for.
+func (p *Poll) Waits() bool { return p.waits }
+
+// Wait waits for the poll's answer, blocking the caller; ctx ending is the
+// caller leaving.
+func (p *Poll) Wait(ctx context.Context) (Task, []byte, error) {
+	if p.waits {
+		defer p.w.Stop()
+		for {
+			if wk, why := p.w.Next(ctx, p.deadline); p.answers(ctx, wk, why) {
 				break
 			}
-			fallthrough
-		case store.Recheck:
-			if t, raw, err = s.read(ctx, p, id); err != nil {
-				return t, raw, err
-			}
-		default:
-			return t, raw, nil
-		}
-		if done(t) {
-			return t, raw, nil
 		}
 	}
+	return p.answer()
+}
+
+// Park waits for the poll's answer holding no goroutine, and calls answer
+// with it once: at once when the poll does not wait, else on a goroutine of
+// its own. ctx is the context of the reads the wait makes; Leave, not ctx
+// ending, says the caller has left.
+func (p *Poll) Park(ctx context.Context, answer func(Task, []byte, error)) {
+	if !p.waits {
+		answer(p.answer())
+		return
+	}
+	p.w.Park(p.deadline, func(wk store.Wake, why store.Reason) {
+		if p.answers(ctx, wk, why) {
+			p.w.Stop()
+			answer(p.answer())
+		}
+	})
+}
+
+// Leave tells a parked poll that its caller has left: it answers at once,
+// with what it knows.
+func (p *Poll) Leave() { p.w.Leave() }
+
+// answers hands one result of the waiter's Next to the condition: whether
+// the poll answers now.
+func (p *Poll) answers(ctx context.Context, wk store.Wake, why store.Reason) bool {
+	done, err := p.cond.step(ctx, wk, why)
+	p.err = err
+	return done || err != nil
+}
+
+// answer is the poll's answer: the task as the condition knows it, with its
+// answer links, or the error that ended the poll.
+func (p *Poll) answer() (Task, []byte, error) {
+	if p.err != nil {
+		return Task{}, nil, p.err
+	}
+	t, raw := p.cond.task()
+	p.s.links.ShowTask(&t)
+	return t, p.s.links.Task(raw), nil
+}
+
+// revisionCondition is the condition of WaitFor: done(task), the task kept
+// up to date from the wake-ups' snapshots and, without one or on the slow
+// re-check, by a read.
+type revisionCondition struct {
+	knownTask
+	s    *Service
+	p    authz.Principal
+	id   string
+	done func(Task) bool
+}
+
+func (c *revisionCondition) step(ctx context.Context, wk store.Wake, why store.Reason) (bool, error) {
+	switch why {
+	case store.Woken:
+		if wk.Revision <= c.revision {
+			return false, nil
+		}
+		if next, ok := decodeSnapshot(wk); ok {
+			return c.take(next, wk.Snapshot), nil
+		}
+	case store.Recheck:
+	default: // the wait ran out, the caller left or the server drains: the task as known
+		return true, nil
+	}
+	t, raw, err := c.s.read(ctx, c.p, c.id)
+	if err != nil {
+		return true, err
+	}
+	return c.take(t, raw), nil
+}
+
+// take knows t: whether it is done.
+func (c *revisionCondition) take(t Task, raw []byte) bool {
+	done := c.done(t)
+	c.know(t, raw, done)
+	return done
 }
 
 // decodeSnapshot is the task a wake-up carries, if it carries one.
@@ -86,101 +240,84 @@ func IsTerminal(t Task) bool { return t.Status.Terminal() }
 // executor has stopped its outside work.
 func IsReleased(t Task) bool { return t.ReleasedAt != nil }
 
-// WaitKinds is the long-poll of GET /v1/tasks/{id}?afterRevision=N&kinds=:
-// it answers the task once its log holds, after revision after, an event of
-// one of kinds, or when the wait runs out. A wake-up of other kinds is left
-// aside without a read; the log is read at the start when the task is past
-// after already, when a wake-up may have been missed (a gap in the
-// revisions, or types it does not name), and on the slow re-check.
-func (s *Service) WaitKinds(ctx context.Context, p authz.Principal, id string, after int64, kinds store.Kinds,
-	wait time.Duration) (Task, []byte, error) {
-	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
-	defer w.Stop()
-	t, raw, err := s.read(ctx, p, id)
-	if err == nil {
-		t, raw, err = s.waitKinds(ctx, w, id, t, raw, after, kinds, wait)
-	}
-	if err != nil {
-		return Task{}, nil, err
-	}
-	s.links.ShowTask(&t)
-	return t, s.links.Task(raw), nil
+// kindsCondition is the condition of WaitKinds: an event of kinds in the
+// task's log after revision after.
+type kindsCondition struct {
+	knownTask
+	s    *Service
+	w    *store.Waiter
+	part int
+	id   string
+	// session is the task's session, whose log holds the events the
+	// task's log names.
+	session string
+	after   int64
+	kinds   store.Kinds
+	known   int64 // every event up to it has been judged
+	stale   bool  // the task is older than known: a wake-up without a snapshot
 }
 
-// waitKinds is WaitKinds in the stored form, after its first read.
-func (s *Service) waitKinds(ctx context.Context, w *store.Waiter, id string, t Task, raw []byte, after int64,
-	kinds store.Kinds, wait time.Duration) (Task, []byte, error) {
-	part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
-	known := t.Revision // every event up to it has been judged
-	stale := false      // t is older than known: a wake-up without a snapshot
-	// look reads the log after from (and the task): whether an event of
-	// kinds is there.
-	look := func(from int64) (bool, error) {
-		found, cur, err := s.store.TaskKindsAfter(ctx, part, id, t.SessionID, from, kinds)
-		if err != nil {
-			return false, err
+func (c *kindsCondition) step(ctx context.Context, wk store.Wake, why store.Reason) (bool, error) {
+	switch why {
+	case store.Woken:
+		switch judge(wk, c.known, c.after, c.kinds) {
+		case wakeKnown:
+			return false, nil
+		case wakeUnclear:
+			return c.look(ctx, max(c.known, c.after))
 		}
-		var next Task
-		if err := json.Unmarshal(cur, &next); err != nil {
-			return false, err
+		c.known = wk.Revision
+		answers := wk.Revision > c.after && c.kinds.MayConcern(wk)
+		if next, ok := decodeSnapshot(wk); ok {
+			c.know(next, wk.Snapshot, answers)
+			c.stale = false
+		} else {
+			c.stale = true
 		}
-		s.cache.put(id, next.Revision, cur)
-		t, raw, stale = next, cur, false
-		known = max(known, next.Revision)
-		return found, nil
-	}
-	answer := func() (Task, []byte, error) {
-		if stale {
-			var err error
-			if t, raw, err = s.load(ctx, part, id); err != nil {
-				return Task{}, nil, err
-			}
+		if !answers {
+			c.w.Ignore()
+			return false, nil
 		}
-		return t, raw, nil
+		return true, c.refresh(ctx)
+	case store.Recheck:
+		return c.look(ctx, max(c.known, c.after))
+	case store.Timeout:
+		return true, c.refresh(ctx)
 	}
-	if wait <= 0 {
-		return t, raw, nil // no wait: the task as it is, as without kinds
+	return true, nil // the caller left, or the server drains: answer what is known
+}
+
+// look reads the log after from (and the task): whether an event of kinds
+// is there.
+func (c *kindsCondition) look(ctx context.Context, from int64) (bool, error) {
+	found, cur, err := c.s.store.TaskKindsAfter(ctx, c.part, c.id, c.session, from, c.kinds)
+	if err != nil {
+		return false, err
 	}
-	if t.Revision > after {
-		if found, err := look(after); err != nil || found {
-			return t, raw, err
-		}
+	var next Task
+	if err := json.Unmarshal(cur, &next); err != nil {
+		return false, err
 	}
-	deadline := s.now().Add(min(wait, MaxWait))
-	for {
-		wk, why := w.Next(ctx, deadline)
-		switch why {
-		case store.Woken:
-			switch judge(wk, known, after, kinds) {
-			case wakeKnown:
-				continue
-			case wakeUnclear:
-				if found, err := look(max(known, after)); err != nil || found {
-					return t, raw, err
-				}
-				continue
-			}
-			known = wk.Revision
-			if next, ok := decodeSnapshot(wk); ok {
-				t, raw, stale = next, wk.Snapshot, false
-			} else {
-				stale = true
-			}
-			if wk.Revision <= after || !kinds.MayConcern(wk) {
-				w.Ignore()
-				continue
-			}
-			return answer()
-		case store.Recheck:
-			if found, err := look(max(known, after)); err != nil || found {
-				return t, raw, err
-			}
-		case store.Timeout:
-			return answer()
-		default: // the caller left, or the server drains: answer what is known
-			return t, raw, nil
-		}
+	c.s.cache.put(c.id, next.Revision, cur)
+	c.know(next, cur, found)
+	c.stale = false
+	c.known = max(c.known, next.Revision)
+	return found, nil
+}
+
+// refresh reads the task when the one known is older than a wake-up that
+// carried no snapshot.
+func (c *kindsCondition) refresh(ctx context.Context) error {
+	if !c.stale {
+		return nil
 	}
+	t, raw, err := c.s.load(ctx, c.part, c.id)
+	if err != nil {
+		return err
+	}
+	c.know(t, raw, true)
+	c.stale = false
+	return nil
 }
 
 // wakeVerdict is what a waiter with kinds makes of a wake-up.
@@ -252,13 +389,13 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 	} else {
 		err = json.Unmarshal(raw, &t)
 	}
-	if err == nil && !IsReleased(t) {
-		t, raw, err = s.waitFrom(ctx, w, p, id, t, raw, deadline, IsReleased)
-	}
-	if err != nil {
+	waits := err == nil && !IsReleased(t)
+	c := &revisionCondition{s: s, p: p, id: id, done: IsReleased}
+	c.know(t, raw, !waits)
+	if _, raw, err = s.poll(w, c, waits, deadline, err).Wait(ctx); err != nil {
 		return store.Reply{}, err
 	}
-	return store.Reply{JSON: s.links.Task(raw), Replayed: reply.Replayed}, nil
+	return store.Reply{JSON: raw, Replayed: reply.Replayed}, nil
 }
 
 // Draining is closed when the server begins to shut down.

@@ -1,0 +1,187 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/taskhook/taskhook/tasks"
+)
+
+// A task long-poll that must wait is parked where it can be (see Parking):
+// its connection is taken off the server before the poll's first read, and
+// its answer is written to the connection later, as net/http would have
+// written it, then logged and counted as any request's.
+
+// pollAnswer writes the answer of a task long-poll.
+type pollAnswer func(w http.ResponseWriter, r *http.Request, t tasks.Task, raw []byte, err error)
+
+// servePoll answers a task long-poll that begin begins (its first read).
+// A poll with a wait is parked when it can be: its connection is taken off
+// the server before the first read; else it waits in this handler.
+func (a *api) servePoll(w http.ResponseWriter, r *http.Request, wait time.Duration,
+	begin func(context.Context) *tasks.Poll, answer pollAnswer) {
+	if wait > 0 && a.park(w, r, begin, answer) {
+		return
+	}
+	t, raw, err := begin(r.Context()).Wait(r.Context())
+	answer(w, r, t, raw, err)
+}
+
+// park takes the request's connection off the server, then has Parking
+// begin the poll and parks it. The answer is written, logged and counted
+// as the handler would have. It reports false, having
+// changed nothing, when the request cannot be parked: no Parking, HTTP/2 or
+// 1.0, a request with a body, or a writer that cannot give up its
+// connection (tests' recorders).
+func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Context) *tasks.Poll, answer pollAnswer) bool {
+	rec := recorderOf(w)
+	if a.parking == nil || a.parking.watch == nil || a.parking.isClosed() || rec == nil || rec.status != 0 ||
+		r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
+		return false
+	}
+	header := saveHeader(w.Header())
+	conn, next, ok := a.parking.take(w)
+	if !ok {
+		return false
+	}
+	rec.parked = true
+	start, req := rec.start, detach(r) // neither rec nor r is kept: they hold the server's buffers
+	a.parking.firstRead(func() {
+		poll := begin(req.ctx)
+		release := a.parking.watchPoll(conn, poll)
+		poll.Park(req.ctx, func(t tasks.Task, raw []byte, err error) {
+			release()
+			r := req.request()
+			res := &lateResponse{header: header.header()}
+			late := &statusRecorder{ResponseWriter: res, start: start}
+			func() {
+				defer a.settle(late, r)
+				answer(late, r, t, raw, err)
+			}()
+			a.parking.answered(conn, next, res, !req.close && !isClosed(a.tasks.Draining()))
+		})
+	})
+	return true
+}
+
+// lateResponse is the http.ResponseWriter of a parked poll's answer: it
+// keeps what the answer writes, then sends it on the connection as net/http
+// would have sent it, with the length of the body.
+type lateResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (l *lateResponse) Header() http.Header { return l.header }
+
+func (l *lateResponse) WriteHeader(status int) {
+	if l.status == 0 {
+		l.status = status
+	}
+}
+
+func (l *lateResponse) Write(b []byte) (int, error) {
+	l.WriteHeader(http.StatusOK)
+	return l.body.Write(b)
+}
+
+// send writes the response to c; without keep it says the connection
+// closes. The bytes are those net/http writes: the handler's headers in
+// order, then Date, Content-Length and Connection.
+func (l *lateResponse) send(c net.Conn, keep bool) error {
+	l.WriteHeader(http.StatusOK)
+	text := http.StatusText(l.status)
+	if text == "" {
+		text = "status code " + strconv.Itoa(l.status)
+	}
+	var b bytes.Buffer
+	b.Grow(256 + l.body.Len())
+	b.WriteString("HTTP/1.1 " + strconv.Itoa(l.status) + " " + text + "\r\n")
+	_ = l.header.Write(&b)
+	b.WriteString("Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n")
+	b.WriteString("Content-Length: " + strconv.Itoa(l.body.Len()) + "\r\n")
+	if !keep {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
+	b.Write(l.body.Bytes())
+	_, err := c.Write(b.Bytes())
+	return err
+}
+
+// recorderOf is the request's statusRecorder (observe's), under any
+// wrappers that say what they wrap.
+func recorderOf(w http.ResponseWriter) *statusRecorder {
+	for {
+		switch v := w.(type) {
+		case *statusRecorder:
+			return v
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = v.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+// parkedRequest is what the answer to a parked request needs of it once its
+// handler has returned: net/http ends a request's context and chi reuses
+// its route context then, and the rest of it (headers, URL) is not kept
+// while it waits.
+type parkedRequest struct {
+	ctx    context.Context // its id and route, for the log
+	method string
+	close  bool // it asked to close the connection
+}
+
+func detach(r *http.Request) parkedRequest {
+	ctx := context.WithValue(context.Background(), requestIDKey, requestID(r.Context()))
+	ctx = context.WithValue(ctx, routeKey, routeOf(r))
+	return parkedRequest{ctx: ctx, method: r.Method, close: r.Close}
+}
+
+// request is the request as the answer's writing and logging see it: its
+// method, id and route (no headers, an empty URL).
+func (p parkedRequest) request() *http.Request {
+	r := &http.Request{Method: p.method, URL: &url.URL{}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}, Close: p.close}
+	return r.WithContext(p.ctx)
+}
+
+// savedHeader is a response header kept while its request is parked, in a
+// smaller form than a map: names and values in turn.
+type savedHeader []string
+
+func saveHeader(h http.Header) savedHeader {
+	var s savedHeader
+	for name, values := range h {
+		for _, v := range values {
+			s = append(s, name, v)
+		}
+	}
+	return s
+}
+
+func (s savedHeader) header() http.Header {
+	h := make(http.Header, len(s)/2)
+	for i := 0; i+1 < len(s); i += 2 {
+		h[s[i]] = append(h[s[i]], s[i+1])
+	}
+	return h
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
