@@ -209,6 +209,37 @@ func TestTaskLogStoresNoEventTwice(t *testing.T) {
 	})
 }
 
+// When retention has trimmed a task's first events from the session log, a
+// read of the task's log passes over their ids and answers the rest, a full
+// page of them, in order.
+func TestTaskLogPassesOverTrimmedEvents(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		events := make([]string, 8)
+		for i := range events {
+			events[i] = fmt.Sprintf(`{"type":"e%d"}`, i)
+		}
+		f.apply(t, id, 1, store.Idempotency{}, events...)
+		all, err := s.ReadLog(ctx, f.taskLog(id), "", 100)
+		if err != nil || len(all) != 9 {
+			t.Fatalf("task log: %d events, %v", len(all), err)
+		}
+		// Trim everything up to the task's fourth event (e2) from the session log.
+		if err := s.RDB.XTrimMinID(ctx, s.Keys.SessionLog(f.part, f.session), all[4].ID).Err(); err != nil {
+			t.Fatal(err)
+		}
+		page, err := s.ReadLog(ctx, f.taskLog(id), "", 3)
+		if err != nil || len(page) != 3 || page[0].ID != all[4].ID || page[2].ID != all[6].ID {
+			t.Fatalf("first page after the trim: %+v %v; want the 3 events from %s", page, err, all[4].ID)
+		}
+		r, err := s.ReadLog(ctx, f.taskLog(id), page[2].ID, 3)
+		if err != nil || len(r) != 2 || r[1].ID != all[8].ID {
+			t.Fatalf("next page: %+v %v; want the last 2 events", r, err)
+		}
+	})
+}
+
 // A task whose log was written as a stream of its own (before the index)
 // keeps it: later events are appended to that stream and reads find them
 // all, in order.
