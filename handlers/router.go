@@ -1,6 +1,8 @@
 // Package handlers is the HTTP layer: chi routes that decode and validate a
 // request, call a service and map its errors to the contract's codes. It
-// holds no business rules.
+// holds no business rules. It also owns how connections are held: Parking
+// keeps waiting long-polls and connections that wait for a request off
+// net/http's goroutine per connection.
 //
 // It imports the services (tasks, sessions, hooks), problem, store, authz,
 // metrics and api/wire; no service imports it.
