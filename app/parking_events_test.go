@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"runtime"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -72,19 +74,7 @@ func TestParkedEventPollsHoldNoGoroutine(t *testing.T) {
 	const n = 200
 	srv, cl, token, task := parkingServer(t)
 	after, _ := cursors(t, cl, task.SessionID, task.TaskID)
-	before := runtime.NumGoroutine()
-	conns := make([]*rawConn, n)
-	for i := range conns {
-		conns[i] = dial(t, srv)
-		conns[i].send(t, "/v1/sessions/"+task.SessionID+"/events?after="+after+"&wait=30s", token)
-	}
-	storetest.WaitFor(t, "every poll to park", func() bool {
-		waiters, parked, _ := gauges(srv)
-		return waiters == n && parked == n
-	})
-	storetest.WaitFor(t, "fewer goroutines than half the polls", func() bool {
-		return runtime.NumGoroutine()-before < n/2
-	})
+	conns := parkPolls(t, srv, token, "/v1/sessions/"+task.SessionID+"/events?after="+after+"&wait=30s", n)
 	progress(t, cl, task.TaskID)
 	for i, c := range conns {
 		res, body, _ := c.answer(t)
@@ -97,84 +87,80 @@ func TestParkedEventPollsHoldNoGoroutine(t *testing.T) {
 }
 
 // A parked poll of events answers, byte for byte but its date, what the same
-// poll waiting in its handler answers (HTTP/1.0, which is never parked): of
-// a session's log and of a task's, with kinds that leave an event aside,
-// and for a log that is not there.
+// poll waiting in its handler answers (HTTP/1.0, which is never parked), on
+// every store backend: of a session's log and of a task's, with kinds that
+// leave an event aside, when the wait runs out (the empty page, its cursor
+// where the poll began), and for a log that is not there.
 func TestParkedEventPollAnswersAsWaitingInTheHandler(t *testing.T) {
 	t.Parallel()
-	srv, cl, token, task := parkingServer(t)
-	sessionAfter, taskAfter := cursors(t, cl, task.SessionID, task.TaskID)
-	// both sends path parked and waiting in the handler, and waits until
-	// both wait.
-	both := func(path, requestID string) (parked, waiting *rawConn) {
-		t.Helper()
-		parked, waiting = dial(t, srv), dial(t, srv)
-		parked.send(t, path, token, "X-Request-Id: "+requestID)
-		waiting.sendProto(t, "HTTP/1.0", path, token, "X-Request-Id: "+requestID)
-		storetest.WaitFor(t, "one poll parked and one waiting in its handler", func() bool {
-			waiters, parkedPolls, _ := gauges(srv)
-			return waiters == 2 && parkedPolls == 1
+	apptest.EachBackend(t, app.Config{RecheckInterval: time.Hour}, func(t *testing.T, srv *apptest.Server) {
+		token := apptest.Token(t, "parker")
+		cl := client.New(srv.URL, token)
+		_, task := apptest.SessionWithTask(t, context.Background(), cl, client.CreateTaskInput{})
+		sessionAfter, taskAfter := cursors(t, cl, task.SessionID, task.TaskID)
+		// send sends path twice: to be parked, and to wait in the handler.
+		send := func(path, requestID string) (parked, waiting *rawConn) {
+			parked, waiting = dial(t, srv), dial(t, srv)
+			parked.send(t, path, token, "X-Request-Id: "+requestID)
+			waiting.sendProto(t, "HTTP/1.0", path, token, "X-Request-Id: "+requestID)
+			return parked, waiting
+		}
+		// both sends path as send does, and waits until both polls wait.
+		both := func(path, requestID string) (parked, waiting *rawConn) {
+			t.Helper()
+			parked, waiting = send(path, requestID)
+			storetest.WaitFor(t, "one poll parked and one waiting in its handler", func() bool {
+				waiters, parkedPolls, _ := gauges(srv)
+				return waiters == 2 && parkedPolls == 1
+			})
+			return parked, waiting
+		}
+		// answers reads the two answers, fails unless they are alike, and
+		// returns the parked one's.
+		answers := func(what string, parked, waiting *rawConn) (*http.Response, client.EventPage) {
+			t.Helper()
+			res, body, parkedRaw := parked.answer(t)
+			_, _, waitedRaw := waiting.answer(t)
+			sameAnswer(t, what, parkedRaw, waitedRaw)
+			if res.StatusCode != http.StatusOK {
+				return res, client.EventPage{}
+			}
+			return res, eventPage(t, body)
+		}
+
+		parked, waiting := both("/v1/sessions/"+task.SessionID+"/events?after="+sessionAfter+"&wait=30s", "rq_session")
+		progress(t, cl, task.TaskID)
+		res, page := answers("the session's log", parked, waiting)
+		if res.StatusCode != http.StatusOK || len(page.Events) != 1 || page.Events[0].Type != "task.progress" {
+			t.Fatalf("the session's log answered %d %+v, want 200 and the progress", res.StatusCode, page)
+		}
+
+		ignored := testutil.ToFloat64(srv.App.Metrics.WakeupsIgnored)
+		parked, waiting = both("/v1/tasks/"+task.TaskID+"/events?after="+taskAfter+"&kinds=task.message&wait=30s", "rq_kinds")
+		progress(t, cl, task.TaskID)
+		storetest.WaitFor(t, "both polls to leave the progress aside", func() bool {
+			return testutil.ToFloat64(srv.App.Metrics.WakeupsIgnored) >= ignored+2
 		})
-		return parked, waiting
-	}
+		if _, err := cl.Message(context.Background(), task.TaskID, "need a decision", nil); err != nil {
+			t.Fatalf("Message: %v", err)
+		}
+		res, page = answers("the task's messages", parked, waiting)
+		if res.StatusCode != http.StatusOK || len(page.Events) != 1 || page.Events[0].Type != "task.message" ||
+			page.Cursor != page.Events[0].ID {
+			t.Fatalf("the task's messages answered %d %+v, want 200 and the message alone", res.StatusCode, page)
+		}
 
-	parked, waiting := both("/v1/sessions/"+task.SessionID+"/events?after="+sessionAfter+"&wait=30s", "rq_session")
-	progress(t, cl, task.TaskID)
-	res, body, parkedRaw := parked.answer(t)
-	_, _, waitedRaw := waiting.answer(t)
-	if page := eventPage(t, body); res.StatusCode != http.StatusOK || len(page.Events) != 1 || page.Events[0].Type != "task.progress" {
-		t.Fatalf("the session's log answered %d %s, want 200 and the progress", res.StatusCode, body)
-	}
-	sameAnswer(t, "the session's log", parkedRaw, waitedRaw)
+		after := page.Cursor
+		parked, waiting = send("/v1/tasks/"+task.TaskID+"/events?after="+after+"&wait=1s", "rq_empty")
+		res, page = answers("a wait that runs out", parked, waiting)
+		if res.StatusCode != http.StatusOK || len(page.Events) != 0 || page.Cursor != after {
+			t.Fatalf("a wait that runs out answered %d %+v, want 200, no event and the cursor %s", res.StatusCode, page, after)
+		}
 
-	ignored := testutil.ToFloat64(srv.App.Metrics.WakeupsIgnored)
-	parked, waiting = both("/v1/tasks/"+task.TaskID+"/events?after="+taskAfter+"&kinds=task.message&wait=30s", "rq_kinds")
-	progress(t, cl, task.TaskID)
-	storetest.WaitFor(t, "both polls to leave the progress aside", func() bool {
-		return testutil.ToFloat64(srv.App.Metrics.WakeupsIgnored) >= ignored+2
-	})
-	if _, err := cl.Message(context.Background(), task.TaskID, "need a decision", nil); err != nil {
-		t.Fatalf("Message: %v", err)
-	}
-	res, body, parkedRaw = parked.answer(t)
-	_, _, waitedRaw = waiting.answer(t)
-	page := eventPage(t, body)
-	if res.StatusCode != http.StatusOK || len(page.Events) != 1 || page.Events[0].Type != "task.message" ||
-		page.Cursor != page.Events[0].ID {
-		t.Fatalf("the task's messages answered %d %s, want 200 and the message alone", res.StatusCode, body)
-	}
-	sameAnswer(t, "the task's messages", parkedRaw, waitedRaw)
-
-	missing := "/v1/sessions/ses_0000000000000000000000000000/events?wait=30s"
-	parked, waiting = dial(t, srv), dial(t, srv)
-	parked.send(t, missing, token, "X-Request-Id: rq_missing")
-	waiting.sendProto(t, "HTTP/1.0", missing, token, "X-Request-Id: rq_missing")
-	res, _, parkedRaw = parked.answer(t)
-	_, _, waitedRaw = waiting.answer(t)
-	if res.StatusCode != http.StatusNotFound {
-		t.Fatalf("a missing session: %d, want 404", res.StatusCode)
-	}
-	sameAnswer(t, "a missing session", parkedRaw, waitedRaw)
-}
-
-// A parked poll of events whose wait runs out answers the empty page, its
-// cursor where the poll began, as one waiting in its handler does.
-func TestParkedEventPollAnswersWhenTheWaitRunsOut(t *testing.T) {
-	t.Parallel()
-	srv, cl, token, task := parkingServer(t)
-	after, _ := cursors(t, cl, task.SessionID, task.TaskID)
-	path := "/v1/sessions/" + task.SessionID + "/events?after=" + after + "&wait=1s"
-	parked, waiting := dial(t, srv), dial(t, srv)
-	parked.send(t, path, token, "X-Request-Id: rq_empty")
-	waiting.sendProto(t, "HTTP/1.0", path, token, "X-Request-Id: rq_empty")
-	res, body, parkedRaw := parked.answer(t)
-	_, _, waitedRaw := waiting.answer(t)
-	if page := eventPage(t, body); res.StatusCode != http.StatusOK || len(page.Events) != 0 || page.Cursor != after {
-		t.Fatalf("answered %d %s, want 200, no event and the cursor %s", res.StatusCode, body, after)
-	}
-	sameAnswer(t, "an empty wait", parkedRaw, waitedRaw)
-	storetest.WaitFor(t, "the connection of the parked poll to be kept", func() bool {
-		_, _, idle := gauges(srv)
-		return idle == 1
+		parked, waiting = send("/v1/sessions/ses_0000000000000000000000000000/events?wait=30s", "rq_missing")
+		res, _ = answers("a missing session", parked, waiting)
+		if res.StatusCode != http.StatusNotFound {
+			t.Fatalf("a missing session: %d, want 404", res.StatusCode)
+		}
 	})
 }
