@@ -129,19 +129,7 @@ func progress(t *testing.T, cl *client.Client, id string) {
 func TestParkedPollsHoldNoGoroutine(t *testing.T) {
 	const n = 200
 	srv, cl, token, task := parkingServer(t)
-	before := runtime.NumGoroutine()
-	conns := make([]*rawConn, n)
-	for i := range conns {
-		conns[i] = dial(t, srv)
-		conns[i].send(t, "/v1/tasks/"+task.TaskID+"?afterRevision=1&wait=30s", token)
-	}
-	storetest.WaitFor(t, "every poll to park", func() bool {
-		waiters, parked, _ := gauges(srv)
-		return waiters == n && parked == n
-	})
-	storetest.WaitFor(t, "fewer goroutines than half the polls", func() bool {
-		return runtime.NumGoroutine()-before < n/2
-	})
+	conns := parkPolls(t, srv, token, "/v1/tasks/"+task.TaskID+"?afterRevision=1&wait=30s", n)
 	progress(t, cl, task.TaskID)
 	for i, c := range conns {
 		res, body, _ := c.answer(t)
@@ -149,6 +137,28 @@ func TestParkedPollsHoldNoGoroutine(t *testing.T) {
 			t.Fatalf("poll %d answered %d %s, want 200 and revision 2", i, res.StatusCode, body)
 		}
 	}
+}
+
+// parkPolls sends n long-polls of path, each on a connection of its own,
+// and waits until every one is parked and the server holds fewer goroutines
+// than half their number more than before: waiting in their handlers they
+// would hold two each (net/http's, and its reader's).
+func parkPolls(t *testing.T, srv *apptest.Server, token, path string, n int) []*rawConn {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = dial(t, srv)
+		conns[i].send(t, path, token)
+	}
+	storetest.WaitFor(t, "every poll to park", func() bool {
+		waiters, parked, _ := gauges(srv)
+		return waiters == float64(n) && parked == float64(n)
+	})
+	storetest.WaitFor(t, "fewer goroutines than half the polls", func() bool {
+		return runtime.NumGoroutine()-before < n/2
+	})
+	return conns
 }
 
 // datePattern is a response's Date line, the one part of two answers to the

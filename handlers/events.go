@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,10 +16,15 @@ import (
 // readLog reads one page of a log for a route (a task's or a session's).
 type readLog func(q store.LogQuery) (store.LogPage, error)
 
+// pollLog begins a read of a route's log (a task's or a session's): ctx is
+// the context of its reads.
+type pollLog func(ctx context.Context, q store.LogQuery) *store.LogPoll
+
 // serveEvents answers GET .../events in its JSON form, {events, cursor}, or
 // as server-sent events. With ?kinds= only the events of those types are
-// answered; the cursor still moves past the others.
-func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read readLog) {
+// answered; the cursor still moves past the others. A JSON read that waits
+// is parked where it can be, as a task long-poll is.
+func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, poll pollLog) {
 	q := r.URL.Query()
 	after := q.Get("after")
 	kinds, err := parseKinds(r)
@@ -35,7 +41,9 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read readLog) 
 			a.writeError(w, r, invalidRequest(field, "is not an event id"))
 			return
 		}
-		a.streamEvents(w, r, after, kinds, read)
+		a.streamEvents(w, r, after, kinds, func(q store.LogQuery) (store.LogPage, error) {
+			return poll(r.Context(), q).Wait(r.Context())
+		})
 		return
 	}
 	if after != "" && !store.ValidStreamID(after) {
@@ -52,7 +60,14 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, read readLog) 
 		a.writeError(w, r, err)
 		return
 	}
-	page, err := read(store.LogQuery{After: after, Limit: limit, Wait: wait, Kinds: kinds})
+	query := store.LogQuery{After: after, Limit: limit, Wait: wait, Kinds: kinds}
+	a.serveLongPoll(w, r, wait, func(ctx context.Context) longPoll {
+		return logPoll{poll(ctx, query), a.writeEventsPage}
+	})
+}
+
+// writeEventsPage writes a page of a log in the JSON form of GET .../events.
+func (a *api) writeEventsPage(w http.ResponseWriter, r *http.Request, page store.LogPage, err error) {
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -9,27 +9,78 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
 
-// A task long-poll that must wait is parked where it can be (see Parking):
+// A long-poll that must wait (a task's, or a JSON read of an event log) is parked where it can be (see Parking):
 // its connection is taken off the server before the poll's first read, and
 // its answer is written to the connection later, as net/http would have
 // written it, then logged and counted as any request's.
 
+// A longPoll is a long-poll begun (a task's, or a log's): whether it waits,
+// how it is told its caller left, and its answer, waited for in the handler
+// (wait) or parked (park), as what writes it.
+type longPoll interface {
+	Waits() bool
+	Leave()
+	wait(ctx context.Context) respond
+	park(ctx context.Context, answered func(respond))
+}
+
+// respond writes a long-poll's answer.
+type respond func(w http.ResponseWriter, r *http.Request)
+
 // pollAnswer writes the answer of a task long-poll.
 type pollAnswer func(w http.ResponseWriter, r *http.Request, t tasks.Task, raw []byte, err error)
 
+// taskPoll is a task long-poll, with what writes its answer.
+type taskPoll struct {
+	*tasks.Poll
+	answer pollAnswer
+}
+
+func (p taskPoll) wait(ctx context.Context) respond { return p.respond(p.Wait(ctx)) }
+
+func (p taskPoll) park(ctx context.Context, answered func(respond)) {
+	p.Park(ctx, func(t tasks.Task, raw []byte, err error) { answered(p.respond(t, raw, err)) })
+}
+
+func (p taskPoll) respond(t tasks.Task, raw []byte, err error) respond {
+	return func(w http.ResponseWriter, r *http.Request) { p.answer(w, r, t, raw, err) }
+}
+
+// logPoll is a read of an event log that may wait, with what writes its
+// answer.
+type logPoll struct {
+	*store.LogPoll
+	answer func(w http.ResponseWriter, r *http.Request, page store.LogPage, err error)
+}
+
+func (p logPoll) wait(ctx context.Context) respond { return p.respond(p.Wait(ctx)) }
+
+func (p logPoll) park(ctx context.Context, answered func(respond)) {
+	p.Park(ctx, func(page store.LogPage, err error) { answered(p.respond(page, err)) })
+}
+
+func (p logPoll) respond(page store.LogPage, err error) respond {
+	return func(w http.ResponseWriter, r *http.Request) { p.answer(w, r, page, err) }
+}
+
 // servePoll answers a task long-poll that begin begins (its first read).
-// A poll with a wait is parked when it can be: its connection is taken off
-// the server before the first read; else it waits in this handler.
 func (a *api) servePoll(w http.ResponseWriter, r *http.Request, wait time.Duration,
 	begin func(context.Context) *tasks.Poll, answer pollAnswer) {
-	if wait > 0 && a.park(w, r, begin, answer) {
+	a.serveLongPoll(w, r, wait, func(ctx context.Context) longPoll { return taskPoll{begin(ctx), answer} })
+}
+
+// serveLongPoll answers a long-poll that begin begins (its first read).
+// A poll with a wait is parked when it can be: its connection is taken off
+// the server before the first read; else it waits in this handler.
+func (a *api) serveLongPoll(w http.ResponseWriter, r *http.Request, wait time.Duration, begin func(context.Context) longPoll) {
+	if wait > 0 && a.park(w, r, begin) {
 		return
 	}
-	t, raw, err := begin(r.Context()).Wait(r.Context())
-	answer(w, r, t, raw, err)
+	begin(r.Context()).wait(r.Context())(w, r)
 }
 
 // park takes the request's connection off the server, then has Parking
@@ -38,7 +89,7 @@ func (a *api) servePoll(w http.ResponseWriter, r *http.Request, wait time.Durati
 // changed nothing, when the request cannot be parked: no Parking, HTTP/2 or
 // 1.0, a request with a body, or a writer that cannot give up its
 // connection (tests' recorders).
-func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Context) *tasks.Poll, answer pollAnswer) bool {
+func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Context) longPoll) bool {
 	rec := recorderOf(w)
 	if a.parking == nil || a.parking.watch == nil || a.parking.isClosed() || rec == nil || rec.status != 0 ||
 		r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
@@ -54,14 +105,14 @@ func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Co
 	a.parking.firstRead(func() {
 		poll := begin(req.ctx)
 		release := a.parking.watchPoll(conn, poll)
-		poll.Park(req.ctx, func(t tasks.Task, raw []byte, err error) {
+		poll.park(req.ctx, func(answer respond) {
 			release()
 			r := req.request()
 			res := &lateResponse{header: header.header()}
 			late := &statusRecorder{ResponseWriter: res, start: start}
 			func() {
 				defer a.settle(late, r)
-				answer(late, r, t, raw, err)
+				answer(late, r)
 			}()
 			a.parking.answered(conn, next, res, !req.close && !isClosed(a.tasks.Draining()))
 		})

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/metrics"
-	"github.com/taskhook/taskhook/tasks"
 )
 
 // net/http gives every connection a goroutine, grown to 16 KiB of stack by
@@ -21,7 +20,7 @@ import (
 // Parking holds connections with none of it while they wait: a long-poll
 // (HTTP/1.1) whose connection is taken off the server before its first
 // read, which then runs on one of a few goroutines (FirstReads), and which
-// waits parked (tasks.Poll.Park); a connection whose client has not sent its next
+// waits parked (tasks.Poll.Park, store.LogPoll.Park); a connection whose client has not sent its next
 // request yet, after such a poll's answer; and a new connection whose
 // client has not sent its first request yet. One epoll set (connWatch)
 // tells when a client sends or hangs up, and the connection then goes to
@@ -234,7 +233,7 @@ func (p *Parking) take(w http.ResponseWriter) (net.Conn, []byte, bool) {
 
 // watchPoll counts a poll that waits as parked, and has it leave when its
 // client hangs up, until the returned func is called.
-func (p *Parking) watchPoll(c net.Conn, poll *tasks.Poll) (release func()) {
+func (p *Parking) watchPoll(c net.Conn, poll longPoll) (release func()) {
 	if !poll.Waits() {
 		return func() {}
 	}

@@ -30,8 +30,9 @@ func (a *api) listSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) sessionEvents(w http.ResponseWriter, r *http.Request) {
-	a.serveEvents(w, r, func(q store.LogQuery) (store.LogPage, error) {
-		return a.sessions.Events(r.Context(), principal(r), chi.URLParam(r, "sessionId"), q)
+	p, id := principal(r), chi.URLParam(r, "sessionId")
+	a.serveEvents(w, r, func(ctx context.Context, q store.LogQuery) *store.LogPoll {
+		return a.sessions.PollEvents(ctx, p, id, q)
 	})
 }
 

@@ -93,8 +93,9 @@ func (a *api) listTasks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) taskEvents(w http.ResponseWriter, r *http.Request) {
-	a.serveEvents(w, r, func(q store.LogQuery) (store.LogPage, error) {
-		return a.tasks.Events(r.Context(), principal(r), chi.URLParam(r, "taskId"), q)
+	p, id := principal(r), chi.URLParam(r, "taskId")
+	a.serveEvents(w, r, func(ctx context.Context, q store.LogQuery) *store.LogPoll {
+		return a.tasks.PollEvents(ctx, p, id, q)
 	})
 }
 

@@ -174,15 +174,22 @@ func (s *Service) List(ctx context.Context, p authz.Principal, status string, af
 // when the query names some, waiting up to its wait for an event when there
 // is none.
 func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q store.LogQuery) (store.LogPage, error) {
+	return s.PollEvents(ctx, p, id, q).Wait(ctx)
+}
+
+// PollEvents begins Events: the session read (which checks access) and its
+// log, and the wait ahead when the log has nothing for the query and it
+// waits.
+func (s *Service) PollEvents(ctx context.Context, p authz.Principal, id string, q store.LogQuery) *store.LogPoll {
 	w := s.fanin.Wait(store.WaitKey(store.WakeSession, id))
-	defer w.Stop()
 	if _, _, err := s.Get(ctx, p, id); err != nil {
-		return store.LogPage{}, err
+		w.Stop()
+		return store.FailedLogPoll(err)
 	}
 	part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
-	page, err := s.fanin.ReadLog(ctx, w, s.store.Keys.SessionEvents(part, id), q)
+	poll := s.fanin.PollLog(ctx, w, s.store.Keys.SessionEvents(part, id), q)
 	if s.cfg.AnswerLinks != nil {
-		page.Entries = s.cfg.AnswerLinks.Events(page.Entries)
+		poll.Shown(s.cfg.AnswerLinks.Events)
 	}
-	return page, err
+	return poll
 }

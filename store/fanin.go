@@ -60,6 +60,12 @@ func (f *FanIn) ReadLog(ctx context.Context, w *Waiter, log Log, q LogQuery) (Lo
 	return f.logs.Read(ctx, w, log, q)
 }
 
+// PollLog begins ReadLog: the first read made, and the wait ahead when
+// nothing is there and the query waits. The poll stops w once answered.
+func (f *FanIn) PollLog(ctx context.Context, w *Waiter, log Log, q LogQuery) *LogPoll {
+	return f.logs.Poll(ctx, w, log, q)
+}
+
 // Start runs the readers. It is idempotent; after Stop it does nothing.
 func (f *FanIn) Start(ctx context.Context) error {
 	f.mu.Lock()

@@ -38,60 +38,162 @@ const maxKindsLooks = 16
 // until the wait, on the reader's clock, runs out. With kinds, a wake-up
 // whose event types are none of them is left aside without a read.
 func (l LogReader) Read(ctx context.Context, w *Waiter, log Log, q LogQuery) (LogPage, error) {
-	deadline := l.now().Add(q.Wait)
-	page := LogPage{Cursor: q.After}
-	looks := 0
-	for {
-		more := false
-		if q.Kinds.All() {
-			entries, err := l.store.ReadLog(ctx, log, page.Cursor, q.Limit)
-			if err != nil {
-				return page, err
+	return l.poll(ctx, w, log, q, false).Wait(ctx)
+}
+
+// Poll begins Read: the first read made, and the wait ahead when it found
+// nothing and the query waits. The poll owns w: it stops it once it has its
+// answer.
+func (l LogReader) Poll(ctx context.Context, w *Waiter, log Log, q LogQuery) *LogPoll {
+	return l.poll(ctx, w, log, q, true)
+}
+
+// poll begins a read on w, which the poll stops once answered when it owns
+// it; else w stays the caller's, who may read again with it.
+func (l LogReader) poll(ctx context.Context, w *Waiter, log Log, q LogQuery, owns bool) *LogPoll {
+	p := &LogPoll{l: l, w: w, owns: owns, log: log, q: q, deadline: l.now().Add(q.Wait), page: LogPage{Cursor: q.After}}
+	found, err := p.read(ctx)
+	p.err = err
+	p.waits = err == nil && !found && q.Wait > 0
+	if !p.waits {
+		p.stop()
+	}
+	return p
+}
+
+// A LogPoll is a read of a log, begun: its first read made. Either it has
+// its answer already (Waits is false), or it waits for an event, blocking
+// the caller (Wait) or parked, holding no goroutine (Park). Both take the
+// waiter's events through one step, so they answer alike.
+type LogPoll struct {
+	l        LogReader
+	w        *Waiter
+	owns     bool // it stops w once answered
+	log      Log
+	q        LogQuery
+	deadline time.Time
+	page     LogPage
+	waits    bool
+	err      error
+	show     func([]LogEntry) []LogEntry
+}
+
+// FailedLogPoll is a poll that answers err at once: its log could not be
+// read (not found, not the caller's).
+func FailedLogPoll(err error) *LogPoll { return &LogPoll{err: err} }
+
+// Shown has the poll's answer go through show (the answer links) before it
+// is given.
+func (p *LogPoll) Shown(show func([]LogEntry) []LogEntry) *LogPoll {
+	p.show = show
+	return p
+}
+
+// Waits reports whether the poll has its answer still to wait for.
+func (p *LogPoll) Waits() bool { return p.waits }
+
+// Wait waits for the poll's answer, blocking the caller; ctx ending is the
+// caller leaving.
+func (p *LogPoll) Wait(ctx context.Context) (LogPage, error) {
+	if p.waits {
+		defer p.stop()
+		for {
+			if wk, why := p.w.Next(ctx, p.deadline); p.step(ctx, wk, why) {
+				break
 			}
-			page.Entries = entries
-			if n := len(entries); n > 0 {
-				page.Cursor = entries[n-1].ID
-			}
-		} else {
-			r, err := l.store.readLogKinds(ctx, log, page.Cursor, q.Limit, q.Kinds)
-			if err != nil {
-				return page, err
-			}
-			page.Entries = r.entries
-			if r.last != "" {
-				page.Cursor = r.last
-			}
-			looks++
-			more = r.more && looks < maxKindsLooks
 		}
-		if len(page.Entries) > 0 {
-			return page, nil
+	}
+	return p.answer()
+}
+
+// Park waits for the poll's answer holding no goroutine, and calls answer
+// with it once: at once when the poll does not wait, else on a goroutine of
+// its own. ctx is the context of the reads the wait makes; Leave, not ctx
+// ending, says the caller has left.
+func (p *LogPoll) Park(ctx context.Context, answer func(LogPage, error)) {
+	if !p.waits {
+		answer(p.answer())
+		return
+	}
+	p.w.Park(p.deadline, func(wk Wake, why Reason) {
+		if p.step(ctx, wk, why) {
+			p.stop()
+			answer(p.answer())
 		}
-		if more {
-			continue
-		}
-		if q.Wait <= 0 || !l.await(ctx, w, deadline, q.Kinds) {
-			return page, nil
-		}
-		looks = 0
+	})
+}
+
+// Leave tells a parked poll that its caller has left: it answers at once,
+// with what it found.
+func (p *LogPoll) Leave() {
+	if p.w != nil {
+		p.w.Leave()
 	}
 }
 
-// await waits for a wake-up that may concern kinds, or the safety-net
-// re-check. It reports false when the wait ran out or the caller left.
-func (l LogReader) await(ctx context.Context, w *Waiter, deadline time.Time, kinds Kinds) bool {
-	for {
-		wk, why := w.Next(ctx, deadline)
-		switch why {
-		case Woken:
-			if kinds.MayConcern(wk) {
-				return true
-			}
-			w.Ignore()
-		case Recheck:
-			return true
-		default:
+// step takes one result of the waiter's Next: whether the poll answers now.
+// A wake-up that may concern the query's kinds, or the safety-net re-check,
+// reads the log again; one of other kinds is left aside without a read.
+func (p *LogPoll) step(ctx context.Context, wk Wake, why Reason) bool {
+	switch why {
+	case Woken:
+		if !p.q.Kinds.MayConcern(wk) {
+			p.w.Ignore()
 			return false
 		}
+	case Recheck:
+	default: // the wait ran out, the caller left or the server drains: the page as read
+		return true
+	}
+	found, err := p.read(ctx)
+	p.err = err
+	return found || err != nil
+}
+
+// read reads the log after the page's cursor: whether it found events. With
+// kinds it looks on past events of other kinds, up to maxKindsLooks scripts.
+func (p *LogPoll) read(ctx context.Context) (bool, error) {
+	for looks := 1; ; looks++ {
+		more := false
+		if p.q.Kinds.All() {
+			entries, err := p.l.store.ReadLog(ctx, p.log, p.page.Cursor, p.q.Limit)
+			if err != nil {
+				return false, err
+			}
+			p.page.Entries = entries
+			if n := len(entries); n > 0 {
+				p.page.Cursor = entries[n-1].ID
+			}
+		} else {
+			r, err := p.l.store.readLogKinds(ctx, p.log, p.page.Cursor, p.q.Limit, p.q.Kinds)
+			if err != nil {
+				return false, err
+			}
+			p.page.Entries = r.entries
+			if r.last != "" {
+				p.page.Cursor = r.last
+			}
+			more = r.more && looks < maxKindsLooks
+		}
+		if len(p.page.Entries) > 0 || !more {
+			return len(p.page.Entries) > 0, nil
+		}
+	}
+}
+
+// answer is the poll's answer: the page found, shown, or the error that
+// ended the poll with the page as far as it was read.
+func (p *LogPoll) answer() (LogPage, error) {
+	page := p.page
+	if p.show != nil {
+		page.Entries = p.show(page.Entries)
+	}
+	return page, p.err
+}
+
+// stop stops the poll's waiter, when it owns one.
+func (p *LogPoll) stop() {
+	if p.owns && p.w != nil {
+		p.w.Stop()
 	}
 }

@@ -349,16 +349,21 @@ func judge(wk store.Wake, known, after int64, kinds store.Kinds) wakeVerdict {
 // the query names some; with wait, an empty read blocks until an event
 // arrives.
 func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q store.LogQuery) (store.LogPage, error) {
+	return s.PollEvents(ctx, p, id, q).Wait(ctx)
+}
+
+// PollEvents begins Events: the task read (which checks access) and its
+// log, and the wait ahead when the log has nothing for the query and it
+// waits.
+func (s *Service) PollEvents(ctx context.Context, p authz.Principal, id string, q store.LogQuery) *store.LogPoll {
 	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
-	defer w.Stop()
 	t, _, err := s.read(ctx, p, id)
 	if err != nil {
-		return store.LogPage{}, err
+		w.Stop()
+		return store.FailedLogPoll(err)
 	}
 	part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
-	page, err := s.fanin.ReadLog(ctx, w, s.store.Keys.TaskEvents(part, t.TaskID, t.SessionID), q)
-	page.Entries = s.links.Events(page.Entries)
-	return page, err
+	return s.fanin.PollLog(ctx, w, s.store.Keys.TaskEvents(part, t.TaskID, t.SessionID), q).Shown(s.links.Events)
 }
 
 // Cancel cancels the task and, with a wait, waits up to it for the executor
