@@ -15,13 +15,14 @@ local all = #ARGV < 5
 local limit, max_entries, max_bytes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local out = {'ok', '', '0'}
 local start, looked, bytes, kept = ARGV[1], 0, 0, 0
+local slog = joined_log(KEYS[1], KEYS[2])
 while true do
   local n = math.min(64, max_entries - looked)
   if n <= 0 or bytes >= max_bytes then
     out[3] = '1'
     return out
   end
-  local entries = log_range(KEYS[1], KEYS[2], start, n, false)
+  local entries = log_range(KEYS[1], slog, start, n, false)
   for _, e in ipairs(entries) do
     local ev = e[2][2]
     looked, bytes = looked + 1, bytes + #ev

@@ -80,14 +80,23 @@ local function task_log_append(key, id, ev, stream)
   end
 end
 
+-- joined_log is the session log slog that a task's log at key is joined
+-- with to read it, or nil when key is a stream of its own (a session's log,
+-- given no slog, or a task's of the older layout). A script that reads a
+-- log in several calls to log_range asks once.
+local function joined_log(key, slog)
+  if slog and not is_stream(key) then return slog end
+  return nil
+end
+
 -- log_range reads up to n entries of a log as XRANGE (or, with rev,
 -- XREVRANGE) answers them, from start: '-' or '+' for an end, an id, or
 -- '(' and an id to leave that id out. The log is the stream at key, or,
--- with slog, a task's log: its index at key joined with the session log
--- slog. An id whose event the session log no longer holds (trimmed) is
--- passed over.
+-- with slog (see joined_log), a task's log: its index at key joined with the
+-- session log slog. An id whose event the session log no longer holds
+-- (trimmed) is passed over.
 local function log_range(key, slog, start, n, rev)
-  if not slog or is_stream(key) then
+  if not slog then
     if rev then return redis.call('XREVRANGE', key, start, '-', 'COUNT', n) end
     return redis.call('XRANGE', key, start, '+', 'COUNT', n)
   end
