@@ -97,11 +97,7 @@ func (p *LogPoll) Waits() bool { return p.waits }
 func (p *LogPoll) Wait(ctx context.Context) (LogPage, error) {
 	if p.waits {
 		defer p.stop()
-		for {
-			if wk, why := p.w.Next(ctx, p.deadline); p.step(ctx, wk, why) {
-				break
-			}
-		}
+		p.w.Until(ctx, p.deadline, func(wk Wake, why Reason) bool { return p.step(ctx, wk, why) })
 	}
 	return p.answer()
 }

@@ -136,6 +136,17 @@ func (w *Waiter) Next(ctx context.Context, deadline time.Time) (Wake, Reason) {
 	}
 }
 
+// Until calls step with what each Next returns until step says the wait is
+// over: the wait of a long-poll that blocks its caller, where Park is that
+// of one parked.
+func (w *Waiter) Until(ctx context.Context, deadline time.Time, step func(Wake, Reason) bool) {
+	for {
+		if wk, why := w.Next(ctx, deadline); step(wk, why) {
+			return
+		}
+	}
+}
+
 // Park waits as calling Next in a loop would, but holds no goroutine while
 // it waits: step is called with what each Next would have returned, one call
 // at a time, each on a goroutine that lives for the call, until the owner

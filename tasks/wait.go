@@ -131,11 +131,7 @@ func (p *Poll) Waits() bool { return p.waits }
 func (p *Poll) Wait(ctx context.Context) (Task, []byte, error) {
 	if p.waits {
 		defer p.w.Stop()
-		for {
-			if wk, why := p.w.Next(ctx, p.deadline); p.answers(ctx, wk, why) {
-				break
-			}
-		}
+		p.w.Until(ctx, p.deadline, func(wk store.Wake, why store.Reason) bool { return p.answers(ctx, wk, why) })
 	}
 	return p.answer()
 }
