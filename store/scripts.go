@@ -160,12 +160,13 @@ func (s *scripts) preload(ctx context.Context, rdb redis.UniversalClient) error 
 // makes a second run answer what the first one did. A timeout is not
 // retried: the request's time is spent, and the caller answers 503 with the
 // outcome unknown. The client library itself never re-sends (MaxRetries is
-// off), so a stall costs one timeout, not two. A script that answers false
-// (or nothing) replies nil.
+// off), so a stall costs one timeout, not two. Scripts of concurrent
+// requests share round trips (groupCommit). A script that answers false (or
+// nothing) replies nil.
 func (s *Store) exec(ctx context.Context, sc *redis.Script, rerun bool, keys []string, args []any) (any, error) {
-	reply, err := sc.Run(ctx, s.RDB, keys, args...).Result()
+	reply, err := s.commit.run(ctx, sc, keys, args)
 	if err != nil && rerun && connectionLost(err) && ctx.Err() == nil {
-		reply, err = sc.Run(ctx, s.RDB, keys, args...).Result()
+		reply, err = s.commit.run(ctx, sc, keys, args)
 	}
 	if errors.Is(err, redis.Nil) {
 		return nil, nil

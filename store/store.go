@@ -81,7 +81,8 @@ type Store struct {
 	Kind       string
 
 	scripts   *scripts
-	embedded  *embedded // the in-process server, when no Redis is configured
+	commit    *groupCommit // sends the scripts of concurrent requests together
+	embedded  *embedded    // the in-process server, when no Redis is configured
 	newClient func(pool int) redis.UniversalClient
 	timeout   time.Duration
 	metrics   *metrics.Metrics
@@ -165,6 +166,7 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 	}
 	s.timeout = cfg.Timeout
 	s.RDB = s.client(cfg.PoolSize)
+	s.commit = newGroupCommit(s.RDB, commitLanes)
 	if err := s.Ready(ctx); err != nil && log != nil {
 		log.Warn("store not ready at start", "kind", s.Kind, "err", err)
 	}
@@ -185,6 +187,7 @@ func (s *Store) Ready(ctx context.Context) error {
 
 // Close closes the client and stops the embedded server.
 func (s *Store) Close() error {
+	s.commit.close()
 	err := s.RDB.Close()
 	if s.embedded != nil {
 		s.embedded.close()

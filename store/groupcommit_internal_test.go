@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// gate holds the first command sent through a client until it is opened,
+// and records the size of every pipeline (a new connection's set-up aside).
+type gate struct {
+	held      chan struct{} // closed when the first command is held
+	open      chan struct{}
+	first     sync.Once
+	mu        sync.Mutex
+	pipelines []int
+}
+
+func newGate() *gate { return &gate{held: make(chan struct{}), open: make(chan struct{})} }
+
+func (g *gate) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" || cmd.Name() == "eval" {
+			g.hold()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !handshake(cmds) {
+			g.mu.Lock()
+			g.pipelines = append(g.pipelines, len(cmds))
+			g.mu.Unlock()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (g *gate) hold() {
+	g.first.Do(func() {
+		close(g.held)
+		<-g.open
+	})
+}
+
+// groupCommitClients are the clients the test runs on: the embedded server,
+// and the test Redis when one is configured.
+func groupCommitClients(t *testing.T) map[string]redis.UniversalClient {
+	t.Helper()
+	out := map[string]redis.UniversalClient{}
+	emb, opts := openEmbedded(Config{})
+	t.Cleanup(emb.close)
+	out["embedded"] = redis.NewClient(opts)
+	if u := os.Getenv("TASKHOOK_TEST_REDIS_URL"); u != "" {
+		o, err := redis.ParseURL(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["redis"] = redis.NewClient(o)
+	}
+	for _, c := range out {
+		t.Cleanup(func() { c.Close() })
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or a minute has passed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// While a lane has a batch on the wire, the scripts that come wait and go
+// out together as one pipeline, each caller answered with its own reply; a
+// caller that gives up while queued is answered at once and its script is
+// never sent.
+func TestGroupCommitSendsWaitingScriptsAsOnePipeline(t *testing.T) {
+	for name, rdb := range groupCommitClients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			g := newGate()
+			rdb.AddHook(g)
+			commit := newGroupCommit(rdb, 1)
+			defer commit.close()
+			// A script body of the test's own, so its first EVALSHA meets
+			// NOSCRIPT and the batch must fall back to EVAL.
+			prefix := fmt.Sprintf("gc%d:", time.Now().UnixNano())
+			sc := redis.NewScript("-- " + prefix + "\nredis.call('INCR', KEYS[1]) return ARGV[1]")
+			busy := redis.NewScript("-- " + prefix + " busy\nreturn ARGV[1]")
+			t.Cleanup(func() {
+				keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+				if len(keys) > 0 {
+					rdb.Del(ctx, keys...)
+				}
+			})
+
+			first := make(chan error, 1)
+			go func() {
+				reply, err := commit.run(ctx, busy, []string{prefix + "first"}, []any{"first"})
+				if err == nil && reply != "first" {
+					err = fmt.Errorf("reply %v", reply)
+				}
+				first <- err
+			}()
+			<-g.held // the only lane is busy with the first script
+
+			const n = 10
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			for i := range n {
+				wg.Go(func() {
+					want := strconv.Itoa(i)
+					reply, err := commit.run(ctx, sc, []string{prefix + want}, []any{want})
+					if err == nil && reply != want {
+						err = fmt.Errorf("caller %d got reply %v", i, reply)
+					}
+					errs[i] = err
+				})
+			}
+			gone, cancel := context.WithCancel(ctx)
+			quit := make(chan error, 1)
+			go func() {
+				_, err := commit.run(gone, sc, []string{prefix + "gone"}, []any{"gone"})
+				quit <- err
+			}()
+			waitFor(t, "every script to queue", func() bool { return commit.pending() == n+1 })
+			cancel()
+			if err := <-quit; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the caller that gave up got %v, want context.Canceled", err)
+			}
+
+			close(g.open)
+			if err := <-first; err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			g.mu.Lock()
+			pipelines := g.pipelines
+			g.mu.Unlock()
+			// One pipeline of EVALSHAs (all NOSCRIPT), one of EVALs.
+			if len(pipelines) != 2 || pipelines[0] != n || pipelines[1] != n {
+				t.Errorf("pipelines of %v commands, want [%d %d]", pipelines, n, n)
+			}
+			for i := range n {
+				if v, _ := rdb.Get(ctx, prefix+strconv.Itoa(i)).Result(); v != "1" {
+					t.Errorf("script %d ran %q times, want once", i, v)
+				}
+			}
+			if ran, _ := rdb.Exists(ctx, prefix+"gone").Result(); ran != 0 {
+				t.Errorf("the script of the caller that gave up was sent")
+			}
+		})
+	}
+}
+
+// A closed group commit answers every queued and later call with
+// redis.ErrClosed, and none waits.
+func TestGroupCommitClosedAnswersAtOnce(t *testing.T) {
+	rdb := groupCommitClients(t)["embedded"]
+	g := newGate()
+	rdb.AddHook(g)
+	commit := newGroupCommit(rdb, 1)
+	sc := redis.NewScript("return 1")
+	busy := make(chan error, 1)
+	go func() {
+		_, err := commit.run(context.Background(), sc, []string{"k"}, nil)
+		busy <- err
+	}()
+	<-g.held
+	queued := make(chan error, 1)
+	go func() {
+		_, err := commit.run(context.Background(), sc, []string{"k"}, nil)
+		queued <- err
+	}()
+	waitFor(t, "the second script to queue", func() bool { return commit.pending() == 1 })
+	closed := make(chan struct{})
+	go func() { commit.close(); close(closed) }()
+	if err := <-queued; !errors.Is(err, redis.ErrClosed) {
+		t.Errorf("a queued call got %v, want redis.ErrClosed", err)
+	}
+	close(g.open)
+	<-closed
+	if err := <-busy; err != nil {
+		t.Errorf("the call on the wire got %v, want its answer", err)
+	}
+	if _, err := commit.run(context.Background(), sc, []string{"k"}, nil); !errors.Is(err, redis.ErrClosed) {
+		t.Errorf("a call after close got %v, want redis.ErrClosed", err)
+	}
+}
+
+var _ redis.Hook = (*gate)(nil)
