@@ -104,10 +104,11 @@ func TestIdempotencyKeys(t *testing.T) {
 	}
 }
 
-// A repeat of POST /v1/tasks with the key of an earlier create but another
-// session is a different body: 409, never a second task, wherever the two
-// sessions live.
-func TestTaskCreateKeyAcrossSessions(t *testing.T) {
+// A repeat of a create (POST /v1/tasks, POST /v1/hooks) with the key of an
+// earlier create but another session is a different body: 409, never a
+// second task or hook, wherever the two sessions live; a create's key is the
+// caller's across partitions.
+func TestCreateKeyAcrossSessions(t *testing.T) {
 	apptest.EachBackend(t, app.Config{}, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		cl := srv.Client(t, "idem-sessions")
@@ -130,6 +131,24 @@ func TestTaskCreateKeyAcrossSessions(t *testing.T) {
 		if err != nil || len(page.Items) != 0 {
 			t.Fatalf("a task was created in the second session: %+v %v", page, err)
 		}
+
+		hook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: first.SessionID}, client.WithIdempotencyKey("h-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: second.SessionID}, client.WithIdempotencyKey("h-1")); !client.IsCode(err, client.CodeIdempotencyConflict) {
+			t.Fatalf("a hook, same key, another session: %v", err)
+		}
+		var hookMeta client.Response
+		againHook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: first.SessionID}, client.WithIdempotencyKey("h-1"), client.WithResponse(&hookMeta))
+		if err != nil || !hookMeta.Replayed || againHook.HookID != hook.HookID {
+			t.Fatalf("a hook, same key, same body: %+v %v %+v", againHook, err, hookMeta)
+		}
+		hooks, err := cl.ListHooks(ctx, client.ListHooksParams{SessionID: second.SessionID})
+		if err != nil || len(hooks.Items) != 0 {
+			t.Fatalf("a hook was created in the second session: %+v %v", hooks, err)
+		}
+
 		// A refused create stores nothing: its key stays free for another body.
 		if _, err := cl.CancelSession(ctx, first.SessionID, ""); err != nil {
 			t.Fatal(err)
@@ -142,31 +161,6 @@ func TestTaskCreateKeyAcrossSessions(t *testing.T) {
 			t.Fatalf("the key of a refused create, another body: %v", err)
 		}
 	})
-}
-
-// The same for hooks: a hook create's key is the caller's across partitions.
-func TestHookCreateKeyAcrossSessions(t *testing.T) {
-	t.Parallel()
-	srv := apptest.Standalone(t, app.Config{})
-	ctx := context.Background()
-	cl := srv.Client(t, "idem-hooks")
-	first, second := sessionsInTwoPartitions(t, cl)
-	hook, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: first.SessionID}, client.WithIdempotencyKey("h-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: second.SessionID}, client.WithIdempotencyKey("h-1")); !client.IsCode(err, client.CodeIdempotencyConflict) {
-		t.Fatalf("same key, another session: %v", err)
-	}
-	var meta client.Response
-	again, err := cl.CreateHook(ctx, client.CreateHookInput{SessionID: first.SessionID}, client.WithIdempotencyKey("h-1"), client.WithResponse(&meta))
-	if err != nil || !meta.Replayed || again.HookID != hook.HookID {
-		t.Fatalf("same key, same body: %+v %v %+v", again, err, meta)
-	}
-	list, err := cl.ListHooks(ctx, client.ListHooksParams{SessionID: second.SessionID})
-	if err != nil || len(list.Items) != 0 {
-		t.Fatalf("a hook was created in the second session: %+v %v", list, err)
-	}
 }
 
 // sessionsInTwoPartitions opens sessions until two live in different

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/client"
 )
 
 // stepTimeout bounds each step a test takes in the browser.
@@ -143,8 +146,279 @@ func jsString(s string) string {
 	return `"` + r.Replace(s) + `"`
 }
 
-// server starts a server for a browser test on the embedded store.
-func server(t *testing.T) *apptest.Server {
+// start opens a tab of the browser and starts a server with cfg for a
+// browser test, on the embedded store and with a short WakeBlock; ctx bounds
+// the test's own calls to the server, and ends with the test.
+func start(t *testing.T, cfg app.Config) (tab context.Context, srv *apptest.Server, ctx context.Context) {
 	t.Helper()
-	return apptest.Embedded(t, app.Config{WakeBlock: 500 * time.Millisecond})
+	tab = browser(t)
+	cfg.WakeBlock = 500 * time.Millisecond
+	srv = apptest.Embedded(t, cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return tab, srv, ctx
+}
+
+// TestAnswerPageInBrowser opens an answer page from a task's answerUrl,
+// clicks an option and sees the done page; the answer is the task's.
+func TestAnswerPageInBrowser(t *testing.T) {
+	tab, srv, ctx := start(t, app.Config{})
+	alice := srv.Client(t, "alice")
+
+	_, task := apptest.SessionWithTask(t, ctx, alice, client.CreateTaskInput{Kind: "release", Label: "Release 2.4.0"})
+	asked, err := alice.RequireInput(ctx, task.TaskID, []client.InputRequest{{
+		RequestID: "publish", Prompt: "Publish release 2.4.0 to customers?",
+		Options: []client.Choice{
+			{ID: "publish", Label: "Publish", Style: "primary", Description: "tag v2.4.0 and announce"},
+			{ID: "hold", Label: "Hold", Style: "danger"},
+		},
+		AllowFreeform: true,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerURL := asked.InputRequests[0].AnswerURL
+
+	do(t, tab, "open the answer page",
+		chromedp.Navigate(answerURL),
+		chromedp.WaitVisible(chromedp.CSS(`button[name="optionId"][value="publish"]`)),
+		chromedp.WaitVisible(chromedp.ID("answer-text")),
+	)
+	if got := eval[string](t, tab, `getComputedStyle(document.querySelector(".page-card")).borderTopLeftRadius`); got != "10px" {
+		t.Fatalf("the stylesheet did not load under the page's policy (card radius %q)", got)
+	}
+	screenshot(t, tab, "answer-page.png")
+
+	do(t, tab, "click Publish",
+		chromedp.Click(chromedp.CSS(`button[name="optionId"][value="publish"]`)),
+		chromedp.WaitVisible(chromedp.ID("answer-result")),
+	)
+	until(t, tab, "the done page", `document.getElementById("answer-result").textContent.includes("Answered.") &&
+		document.querySelector(".answer strong").textContent === "Publish" && document.querySelector("form") === null`)
+	if url := eval[string](t, tab, `location.href`); url != answerURL {
+		t.Errorf("after the answer the page is %q, want the answer URL", url)
+	}
+	screenshot(t, tab, "answer-done.png")
+
+	got, err := alice.GetTask(ctx, task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "working" || len(got.InputResponses) != 1 ||
+		got.InputResponses[0] != (client.InputResponse{RequestID: "publish", OptionID: "publish"}) {
+		t.Fatalf("after the click: status %s, answers %+v", got.Status, got.InputResponses)
+	}
+
+	// A reload shows the answer again and answers nothing.
+	do(t, tab, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("answer-result")))
+	again, err := alice.GetTask(ctx, task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Revision != got.Revision {
+		t.Errorf("a reload changed the task: revision %d, then %d", got.Revision, again.Revision)
+	}
+}
+
+// signIn opens the console and signs in with token.
+func signIn(t *testing.T, tab context.Context, srv *apptest.Server, token string) {
+	t.Helper()
+	do(t, tab, "open the console and sign in",
+		chromedp.Navigate(srv.URL+"/console/"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SetValue(chromedp.ID("token"), token),
+		chromedp.Click(chromedp.ID("signin-button")),
+		chromedp.WaitVisible(chromedp.ID("app")),
+	)
+	until(t, tab, "the token kept in sessionStorage, the page's URL without it",
+		`sessionStorage.getItem("taskhook.token") === `+jsString(token)+` && !location.href.includes("ey")`)
+}
+
+// TestConsoleAnswersLive signs in to the console, sees a question the test
+// asks through the API appear, follows the task live and answers it with a
+// click: the task goes back to working, in the page and through the API.
+func TestConsoleAnswersLive(t *testing.T) {
+	tab, srv, ctx := start(t, app.Config{})
+	alice := srv.Client(t, "alice")
+
+	signIn(t, tab, srv, apptest.Token(t, "alice"))
+	if got := eval[string](t, tab, `getComputedStyle(document.querySelector(".topbar")).display`); got != "flex" {
+		t.Fatalf("the stylesheet did not load under the page's policy (topbar display %q)", got)
+	}
+
+	// Everything from here happens after the page is open.
+	_, task := apptest.SessionWithTask(t, ctx, alice, client.CreateTaskInput{Kind: "devbox", Label: "Deploy acme/api"})
+	msg := "tests passed"
+	if _, err := alice.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: &msg, Progress: map[string]any{"percent": 80}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.RequireInput(ctx, task.TaskID, []client.InputRequest{{
+		RequestID: "deploy", Prompt: "Deploy acme/api to staging?",
+		Options: []client.Choice{
+			{ID: "yes", Label: "Deploy", Style: "primary", Description: "build 2f9c1e"},
+			{ID: "no", Label: "Not now", Style: "danger"},
+		},
+		AllowFreeform: true,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The question shows up among those waiting for the signed-in principal.
+	inboxCard := `#inbox article[data-task-id="` + task.TaskID + `"][data-request-id="deploy"]`
+	do(t, tab, "the question in the inbox", chromedp.WaitVisible(chromedp.CSS(inboxCard+` button[data-option-id="yes"]`)))
+
+	// Open the task: its events follow live.
+	do(t, tab, "open the task",
+		chromedp.Click(chromedp.CSS(`#tasks button[data-task-id="`+task.TaskID+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#detail-live.live-on`)),
+		chromedp.WaitVisible(chromedp.CSS(`#detail-cards article[data-request-id="deploy"] button[data-option-id="yes"]`)),
+	)
+	until(t, tab, "the task shown as waiting", `document.getElementById("detail-status").dataset.status === "input_required"`)
+	if _, err := alice.Message(ctx, task.TaskID, "staging is free", nil); err != nil {
+		t.Fatal(err)
+	}
+	until(t, tab, "the message, live",
+		`[...document.querySelectorAll('#timeline li[data-type="task.message"] .t-text')].some(e => e.textContent === "staging is free")`)
+	screenshot(t, tab, "console.png")
+
+	// Answer with a click.
+	do(t, tab, "click Deploy", chromedp.Click(chromedp.CSS(`#detail-cards article[data-request-id="deploy"] button[data-option-id="yes"]`)))
+	until(t, tab, "the task shown as working", `document.getElementById("detail-status").dataset.status === "working"`)
+	until(t, tab, "the answer in the log, live",
+		`[...document.querySelectorAll('#timeline li[data-type="input.resolved"] .t-text')].some(e => e.textContent === "yes")`)
+	until(t, tab, "the inbox card gone", `document.querySelector(`+jsString(inboxCard)+`) === null`)
+
+	got, err := alice.GetTask(ctx, task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "working" || len(got.InputResponses) != 1 || got.InputResponses[0] != (client.InputResponse{RequestID: "deploy", OptionID: "yes"}) {
+		t.Fatalf("after the click: status %s, answers %+v", got.Status, got.InputResponses)
+	}
+}
+
+// TestConsoleSignInRefused: a token the service refuses is not kept.
+func TestConsoleSignInRefused(t *testing.T) {
+	tab, srv, _ := start(t, app.Config{})
+	do(t, tab, "sign in with a bad token",
+		chromedp.Navigate(srv.URL+"/console/"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SetValue(chromedp.ID("token"), "not-a-token"),
+		chromedp.Click(chromedp.ID("signin-button")),
+		chromedp.WaitVisible(chromedp.ID("signin-error")),
+	)
+	if kept := eval[bool](t, tab, `sessionStorage.getItem("taskhook.token") !== null`); kept {
+		t.Fatal("a refused token was kept")
+	}
+}
+
+// TestNoTokenInLogsOrMetrics runs a whole flow, in the console, on an
+// answer page and through the API, then reads the server's logs (at debug
+// level) and /metrics: no token used on the way appears in either, not the
+// JWT, not an answer token, not a hook token, not a token the server did not
+// know.
+func TestNoTokenInLogsOrMetrics(t *testing.T) {
+	tab, srv, ctx := start(t, app.Config{LogLevel: "debug"})
+	jwt := apptest.Token(t, "alice")
+	alice := client.New(srv.URL, jwt)
+	anyone := client.New(srv.URL, "")
+
+	// The console, signed in with the JWT.
+	signIn(t, tab, srv, jwt)
+
+	_, task := apptest.SessionWithTask(t, ctx, alice, client.CreateTaskInput{Kind: "devbox", Label: "secrets"})
+	hook, err := alice.CreateHook(ctx, client.CreateHookInput{TaskID: task.TaskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anyone.Post(ctx, hook.URL, []byte(`{"build":"ok"}`), http.Header{"Content-Type": {"application/json"}}); err != nil {
+		t.Fatal(err)
+	}
+	asked, err := alice.RequireInput(ctx, task.TaskID, []client.InputRequest{
+		{RequestID: "console", Prompt: "Answer me in the console?"},
+		{RequestID: "page", Prompt: "Answer me on the page?"},
+		{RequestID: "api", Prompt: "Answer me through the API?", AllowFreeform: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := map[string]string{}
+	for _, r := range asked.InputRequests {
+		urls[r.RequestID] = r.AnswerURL
+	}
+	secrets := map[string]string{"JWT": jwt, "JWT signature": jwt[strings.LastIndexByte(jwt, '.')+1:], "hook token": hook.Token}
+	for id, u := range urls {
+		secrets["answer token of "+id] = u[strings.LastIndexByte(u, '/')+1:]
+	}
+	unknown := urls["api"][:len(urls["api"])-6] + "AAAAAA"
+	secrets["unknown answer token"] = unknown[strings.LastIndexByte(unknown, '/')+1:]
+
+	// Console: open the task and answer with a click.
+	do(t, tab, "answer in the console",
+		chromedp.Click(chromedp.CSS(`#tasks button[data-task-id="`+task.TaskID+`"]`), chromedp.RetryInterval(50*time.Millisecond)),
+		chromedp.Click(chromedp.CSS(`#detail-cards article[data-request-id="console"] button[data-option-id="yes"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#detail-cards article[data-request-id="console"]`)),
+	)
+	// Answer page: open, click, see the done page, reload.
+	do(t, tab, "answer on the page",
+		chromedp.Navigate(urls["page"]),
+		chromedp.Click(chromedp.CSS(`button[name="optionId"][value="no"]`)),
+		chromedp.WaitVisible(chromedp.ID("answer-result")),
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.ID("answer-result")),
+		chromedp.Navigate(unknown),
+		chromedp.WaitVisible(chromedp.ID("problem")),
+	)
+	// API: read the request as JSON, answer it, answer again (410), and an
+	// unknown token (404).
+	for _, u := range []string{urls["api"], unknown} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	if _, err := anyone.AnswerInput(ctx, urls["api"], "", "because"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anyone.AnswerInput(ctx, urls["api"], "", "again"); !client.IsCode(err, client.CodeInputClosed) {
+		t.Fatalf("a second answer: %v", err)
+	}
+	if _, err := anyone.AnswerInput(ctx, unknown, "yes", ""); !client.IsCode(err, client.CodeNotFound) {
+		t.Fatalf("an unknown token: %v", err)
+	}
+	done, err := alice.Complete(ctx, task.TaskID, map[string]any{"ok": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done.InputResponses) != 3 {
+		t.Fatalf("answers recorded: %+v", done.InputResponses)
+	}
+	if _, err := anyone.Post(ctx, hook.URL, []byte(`{}`), nil); !client.IsCode(err, client.CodeHookClosed) {
+		t.Fatalf("a post after the end: %v", err)
+	}
+
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := srv.Logs.String()
+	for _, route := range []string{`/v1/input/{token}`, `/v1/callback/{token}`, `/v1/tasks/{taskId}/input`, `/console/*`} {
+		if !strings.Contains(logs, route) || !strings.Contains(string(metrics), route) {
+			t.Errorf("the flow left no trace of %s in the logs and metrics: the scan below proves nothing", route)
+		}
+	}
+	for what, secret := range secrets {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the logs hold the %s", what)
+		}
+		if strings.Contains(string(metrics), secret) {
+			t.Errorf("/metrics holds the %s", what)
+		}
+	}
 }
