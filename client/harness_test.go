@@ -32,6 +32,18 @@ func eachStore(t *testing.T, cfg app.Config, fn func(t *testing.T, e *env)) {
 	})
 }
 
+// eachTask runs the test in parallel with the others and fn like
+// eachStore, with a test context and a task of alice's that fn has to
+// itself.
+func eachTask(t *testing.T, cfg app.Config, fn func(t *testing.T, ctx context.Context, e *env, task *client.Task)) {
+	t.Helper()
+	t.Parallel()
+	eachStore(t, cfg, func(t *testing.T, e *env) {
+		ctx := testContext(t)
+		fn(t, ctx, e, newTask(t, ctx, e.alice))
+	})
+}
+
 // withTestDefaults shortens the fan-in readers' blocking read: a server's
 // Stop waits for it to return (see the report on shutdown).
 func withTestDefaults(cfg app.Config) app.Config {
