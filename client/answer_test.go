@@ -12,7 +12,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -33,10 +32,9 @@ func (n *noAuthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // TestAnswerURL drives a request's answerUrl as a channel would: no JWT, one
 // answer per request, the same rules as POST /v1/tasks/{id}/input.
 func TestAnswerURL(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, withTestDefaults(app.Config{}))
+	eachStore(t, app.Config{}, func(t *testing.T, e *env) {
+		srv, owner := e.srv, e.alice
 		ctx := context.Background()
-		owner := newClient(t, srv.URL, apptest.Token(t, "alice"))
 		tr := &noAuthTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
 		t.Cleanup(tr.next.(*http.Transport).CloseIdleConnections)
 		// The channel's client holds a token of its own: AnswerInput must not send it.
@@ -161,10 +159,9 @@ func TestAnswerURL(t *testing.T) {
 // URL moves the task back to working; after the task ends, a request still
 // open answers 410.
 func TestAnswerURLBackToWorking(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, withTestDefaults(app.Config{}))
+	eachStore(t, app.Config{}, func(t *testing.T, e *env) {
+		owner := e.alice
 		ctx := context.Background()
-		owner := newClient(t, srv.URL, apptest.Token(t, "alice"))
 		channel := newClient(t, "http://unused.invalid", "")
 		ses := apptest.Session(t, ctx, owner)
 		ask := func() *client.Task {
@@ -224,10 +221,9 @@ func TestAnswerURLBackToWorking(t *testing.T) {
 // no Redis key or value under the test's prefix holds a token or an answer
 // URL; yet the URL is in every view SPEC names, the same in all, and works.
 func TestAnswerTokensNotInRedis(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, withTestDefaults(app.Config{}))
+	eachStore(t, app.Config{}, func(t *testing.T, e *env) {
+		srv, sc, owner := e.srv, e.srv.Store, e.alice
 		ctx := testContext(t)
-		owner := newClient(t, srv.URL, apptest.Token(t, "alice"))
 		channel := newClient(t, "http://unused.invalid", "")
 		ses, task := apptest.SessionWithTask(t, ctx, owner, client.CreateTaskInput{})
 		asked, err := owner.RequireInput(ctx, task.TaskID, []client.InputRequest{

@@ -38,10 +38,7 @@ func (c *Client) Post(ctx context.Context, callbackURL string, body []byte, head
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
+	defer drainClose(resp.Body)
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxPostAnswer))
 	if err != nil {
 		return nil, fmt.Errorf("taskhook: read the answer to a post (status %d): %w", resp.StatusCode, err)
@@ -100,10 +97,7 @@ func (c *Client) AnswerInput(ctx context.Context, answerURL, optionID, text stri
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
+	defer drainClose(resp.Body)
 	var out InputAnswer
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, fmt.Errorf("taskhook: decode the answer to an input answer (status %d): %w", resp.StatusCode, err)
@@ -151,10 +145,7 @@ func (c *Client) postCapability(ctx context.Context, what, rawURL string, body [
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return resp, nil
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
+	defer drainClose(resp.Body)
 	if token := path.Base(req.URL.Path); len(token) > 1 {
 		// In case a proxy's page echoes the path: redacted in the whole
 		// answer, before an excerpt of it can cut the token short.

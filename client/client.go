@@ -226,10 +226,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		// A *url.Error names the URL, never the headers: no token in it.
 		return 0, fmt.Errorf("taskhook: %w", err)
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
-		_ = resp.Body.Close()
-	}()
+	defer drainClose(resp.Body)
 	if cl.meta != nil {
 		*cl.meta = Response{
 			Status:    resp.StatusCode,
@@ -248,6 +245,13 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// drainClose reads what is left of an answer's body, up to 64 KiB, and
+// closes it: a drained body lets the connection be reused.
+func drainClose(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	_ = body.Close()
 }
 
 // httpFor returns the HTTP client of one call: a long-poll (a wait in the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -77,22 +76,12 @@ type DeadLetterPage struct {
 func (c *Client) DeadLetters(ctx context.Context, sessionID, after string, limit int, opts ...CallOption) (*DeadLetterPage, error) {
 	q := url.Values{}
 	setNonEmpty(q, "after", after)
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	var page DeadLetterPage
-	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+segment(sessionID)+"/notify/dead-letters", q, nil, &page, opts); err != nil {
-		return nil, err
-	}
-	return &page, nil
+	setPaging(q, limit, "")
+	return fetch[DeadLetterPage](ctx, c, http.MethodGet, "/v1/sessions/"+segment(sessionID)+"/notify/dead-letters", q, nil, opts)
 }
 
 func (c *Client) addEndpoint(ctx context.Context, owner string, in EndpointRequest, opts []CallOption) (*Endpoint, error) {
-	var ep Endpoint
-	if _, err := c.do(ctx, http.MethodPost, owner+"/notify", nil, in, &ep, opts); err != nil {
-		return nil, err
-	}
-	return &ep, nil
+	return fetch[Endpoint](ctx, c, http.MethodPost, owner+"/notify", nil, in, opts)
 }
 
 // endpoints reads an endpoint list ({"notify": [...]}) a call answers.

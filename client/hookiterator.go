@@ -79,10 +79,6 @@ func (h *HookHandle) Events(ctx context.Context, opts HookEventsOptions) iter.Se
 		// body returned from are acked; the one it left is not.
 		defer r.ackOnExit(ctx)
 		for ctx.Err() == nil {
-			if err := r.ack(ctx); err != nil {
-				r.fail(ctx, yield, err)
-				return
-			}
 			b, err := r.next(ctx)
 			if err != nil {
 				r.fail(ctx, yield, err)
@@ -133,12 +129,15 @@ func newHookReader(h *HookHandle, o HookEventsOptions) *hookReader {
 	return r
 }
 
-// next reads the next batch, waiting for one. The read says whether the
-// hook is closed, decided with the batch itself: a closed hook gets no more
-// events, so a batch that says closed, brings nothing and leaves nothing
-// pending in the group (nothing to ack, here or elsewhere) ends the
-// iteration. Called after ack, so the body's finished events are acked.
+// next acks the events the body finished, then reads the next batch,
+// waiting for one. The read says whether the hook is closed, decided with
+// the batch itself: a closed hook gets no more events, so a batch that says
+// closed, brings nothing and leaves nothing pending in the group (nothing
+// to ack, here or elsewhere) ends the iteration.
 func (r *hookReader) next(ctx context.Context) (*HookBatch, error) {
+	if err := r.ack(ctx); err != nil {
+		return nil, err
+	}
 	b, err := r.readBatch(ctx, r.read)
 	if err != nil || b.HookStatus != HookClosed || len(b.Events) > 0 || b.Pending > 0 || len(r.done) > 0 {
 		return b, err

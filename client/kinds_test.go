@@ -59,17 +59,13 @@ func waitSleepsThroughProgress(t *testing.T, ctx context.Context, srv *apptest.S
 // Across replicas too: the waiting replica learns the event types from the
 // wake-ups the scripts write, not from its own writes.
 func TestWaitTaskKindsSleepsThroughProgress(t *testing.T) {
-	t.Parallel()
 	onEveryTopology(t, waitSleepsThroughProgress)
 }
 
 // A wait with kinds answers at once when an event of its kinds is in the
 // log after the revision already, and only then.
 func TestWaitTaskKindsLooksAtTheLogFirst(t *testing.T) {
-	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		ctx := testContext(t)
-		task := newTask(t, ctx, e.alice)
+	eachTask(t, noRecheck, func(t *testing.T, ctx context.Context, e *env, task *client.Task) {
 		msg, err := e.alice.Message(ctx, task.TaskID, "hello", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -108,10 +104,7 @@ func types(evs []client.Event) []string {
 // A read with kinds answers only those events, and its cursor moves past
 // the others; with a wait, it sleeps through the others.
 func TestTaskEventsKinds(t *testing.T) {
-	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		ctx := testContext(t)
-		task := newTask(t, ctx, e.alice)
+	eachTask(t, noRecheck, func(t *testing.T, ctx context.Context, e *env, task *client.Task) {
 		if _, err := e.alice.Message(ctx, task.TaskID, "one", nil); err != nil {
 			t.Fatal(err)
 		}
@@ -180,10 +173,7 @@ func TestSessionEventsKinds(t *testing.T) {
 // A stream with kinds sends only those events, and resumes after the last
 // one it sent.
 func TestStreamKinds(t *testing.T) {
-	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		ctx := testContext(t)
-		task := newTask(t, ctx, e.alice)
+	eachTask(t, noRecheck, func(t *testing.T, ctx context.Context, e *env, task *client.Task) {
 		if _, err := e.alice.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("a")}); err != nil {
 			t.Fatal(err)
 		}

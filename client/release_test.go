@@ -14,10 +14,7 @@ import (
 // release is a revision with a task.released event in both logs, and
 // changes nothing else.
 func TestRelease(t *testing.T) {
-	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		ctx := testContext(t)
-		task := newTask(t, ctx, e.alice)
+	eachTask(t, noRecheck, func(t *testing.T, ctx context.Context, e *env, task *client.Task) {
 
 		_, err := e.alice.Release(ctx, task.TaskID)
 		if te := wantCode(t, err, http.StatusConflict, client.CodeTaskNotTerminal); te.Task == nil || te.Task.Status != client.StatusWorking {
@@ -78,10 +75,7 @@ func TestRelease(t *testing.T) {
 
 // A cancel with a wait answers once the executor released the task.
 func TestCancelWaitAnswersWhenReleased(t *testing.T) {
-	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		ctx := testContext(t)
-		task := newTask(t, ctx, e.alice)
+	eachTask(t, noRecheck, func(t *testing.T, ctx context.Context, e *env, task *client.Task) {
 		done := inBackground(ctx, func(ctx context.Context) (*client.Task, error) {
 			return e.alice.Cancel(ctx, task.TaskID, "not needed", client.WithReleaseWait(longWait))
 		})
@@ -107,10 +101,7 @@ func TestCancelWaitAnswersWhenReleased(t *testing.T) {
 // When the wait runs out first, the answer is the cancelled task, without
 // releasedAt; a task released already answers at once.
 func TestCancelWaitRunsOut(t *testing.T) {
-	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		ctx := testContext(t)
-		task := newTask(t, ctx, e.alice)
+	eachTask(t, noRecheck, func(t *testing.T, ctx context.Context, e *env, task *client.Task) {
 		got, err := e.alice.Cancel(ctx, task.TaskID, "", client.WithReleaseWait(200*time.Millisecond))
 		if err != nil || got.Status != client.StatusCancelled || got.ReleasedAt != nil {
 			t.Fatalf("cancel with a short wait: %+v %v", got, err)

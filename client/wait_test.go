@@ -71,11 +71,12 @@ func stillWaiting[T any](t *testing.T, done <-chan waited[T], what string) {
 // makes.
 type wakeCheck func(t *testing.T, ctx context.Context, srv *apptest.Server, waiter, poster *client.Client)
 
-// onEveryTopology runs check on every store with one client as both waiter
-// and poster, and on every shared store with the waiter on one replica and
-// the poster on another.
+// onEveryTopology runs the test in parallel with the others, and check on
+// every store with one client as both waiter and poster, and on every
+// shared store with the waiter on one replica and the poster on another.
 func onEveryTopology(t *testing.T, check wakeCheck) {
 	t.Helper()
+	t.Parallel()
 	t.Run("one server", func(t *testing.T) {
 		t.Parallel()
 		eachStore(t, noRecheck, func(t *testing.T, e *env) {
@@ -128,15 +129,11 @@ func waitWakesOn(t *testing.T, ctx context.Context, srv *apptest.Server, waiter,
 // A wait wakes on progress, also on one replica when the change is made
 // through another replica of the same Redis.
 func TestWaitTaskWakesOnProgress(t *testing.T) {
-	t.Parallel()
 	onEveryTopology(t, waitWakesOn)
 }
 
 func TestResultWakesOnComplete(t *testing.T) {
-	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		ctx := testContext(t)
-		task := newTask(t, ctx, e.alice)
+	eachTask(t, noRecheck, func(t *testing.T, ctx context.Context, e *env, task *client.Task) {
 		type result struct {
 			task     *client.Task
 			terminal bool
@@ -161,10 +158,7 @@ func TestResultWakesOnComplete(t *testing.T) {
 }
 
 func TestTaskEventsWaitForTheNextEvent(t *testing.T) {
-	t.Parallel()
-	eachStore(t, noRecheck, func(t *testing.T, e *env) {
-		ctx := testContext(t)
-		task := newTask(t, ctx, e.alice)
+	eachTask(t, noRecheck, func(t *testing.T, ctx context.Context, e *env, task *client.Task) {
 		first, err := e.alice.TaskEvents(ctx, task.TaskID, client.EventsParams{})
 		if err != nil || len(first.Events) != 1 {
 			t.Fatalf("TaskEvents: %+v, %v", first, err)
@@ -186,10 +180,7 @@ func TestTaskEventsWaitForTheNextEvent(t *testing.T) {
 // A long-poll is not cut short by an HTTP client whose own timeout is
 // shorter than the wait; without a change it answers the task as it is.
 func TestWaitOutlastsTheHTTPTimeout(t *testing.T) {
-	t.Parallel()
-	eachStore(t, app.Config{}, func(t *testing.T, e *env) {
-		ctx := testContext(t)
-		task := newTask(t, ctx, e.alice)
+	eachTask(t, app.Config{}, func(t *testing.T, ctx context.Context, e *env, task *client.Task) {
 		short := client.New(e.url, apptest.Token(t, "alice"), client.WithHTTPClient(&http.Client{Timeout: 100 * time.Millisecond}))
 
 		got, err := short.WaitTask(ctx, task.TaskID, task.Revision, 500*time.Millisecond)
