@@ -185,8 +185,8 @@ func (s *Service) endCancel(ctx context.Context, part int, id, reason string, id
 		return nil, false, err
 	}
 	res, err := s.store.EndCancel(ctx, store.SessionCancelDone{
-		Partition: part, ID: id, Event: ev, Response: body, Cancelled: len(ids), Now: now,
-		Retention: s.cfg.Retention, Idem: idem,
+		LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.Retention, Idem: idem},
+		ID:       id, Event: ev, Response: body, Cancelled: len(ids),
 	})
 	if err != nil {
 		return nil, false, err

@@ -183,8 +183,9 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	// a repeat naming another session a conflict too.
 	res, err := store.ClaimedCreate(ctx, s.store, idem, func() (store.Result, error) {
 		return s.store.CreateTask(ctx, store.TaskCreate{
-			Partition: part, ID: t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
-			JSON: raw, Event: ev, Now: now, ExpiresAt: expires.Time, Retention: s.cfg.MaxTTL, Idem: idem,
+			LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: idem},
+			ID:       t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
+			JSON: raw, Event: ev, ExpiresAt: expires.Time,
 			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive, Endpoints: records,
 		})
 	}, func(r store.Result) bool {
@@ -397,9 +398,10 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			}
 		}
 		res, err := s.store.ApplyTask(ctx, store.TaskUpdate{
-			Partition: part, ID: id, SessionID: t.SessionID, ExpectRevision: t.Revision,
-			Status: string(change.Task.Status), JSON: next, Events: evs, Now: now,
-			Retention: s.cfg.MaxTTL, Idem: idem, AnswerTokens: tokens, SigninAttempts: attempts,
+			LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: idem},
+			ID:       id, SessionID: t.SessionID, ExpectRevision: t.Revision,
+			Status: string(change.Task.Status), JSON: next, Events: evs,
+			AnswerTokens: tokens, SigninAttempts: attempts,
 			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
 			Owner:     t.Owner, OldStatus: string(t.Status),
 		})
