@@ -427,9 +427,9 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			// Decode into a fresh Task: decoding into t would keep the stale
 			// snapshot's fields that the stored json omits (inputRequests,
 			// statusMessage, ...).
-			var cur Task
-			if err := json.Unmarshal(res.Current, &cur); err != nil {
-				return store.Reply{}, fmt.Errorf("decode task: %w", err)
+			cur, err := decodeTask(res.Current)
+			if err != nil {
+				return store.Reply{}, err
 			}
 			t, raw = cur, res.Current
 			s.cache.put(id, t.Revision, raw)
@@ -526,9 +526,9 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 // CancelChange decides the cancellation of one stored task for a session
 // being cancelled: ok is false when the task is already terminal.
 func CancelChange(raw []byte, reason string, now time.Time) (store.TaskCancel, bool, error) {
-	var t Task
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return store.TaskCancel{}, false, fmt.Errorf("decode task: %w", err)
+	t, err := decodeTask(raw)
+	if err != nil {
+		return store.TaskCancel{}, false, err
 	}
 	change, err := Apply(t, Command{Kind: CmdCancel, Reason: reason}, now)
 	if err != nil || !change.Changed {
