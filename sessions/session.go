@@ -114,9 +114,9 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 		records.Response = s.cfg.Notify.SealReplay(p, resp)
 	}
 	res, err := s.store.CreateSession(ctx, store.SessionCreate{
-		LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.Retention, Idem: idem},
-		ID:       ses.SessionID, Owner: p.ID, JSON: raw, Event: ev,
-		ExpiresAt: now.Add(s.cfg.TTL), Endpoints: records,
+		LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.Retention, Idem: idem},
+		NewRecord: store.NewRecord{ID: ses.SessionID, JSON: raw, Event: ev, ExpiresAt: now.Add(s.cfg.TTL), Endpoints: records},
+		Owner:     p.ID,
 	})
 	if err != nil {
 		return nil, false, err

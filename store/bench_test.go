@@ -26,7 +26,8 @@ func BenchmarkApplyScript(b *testing.B) {
 		workers.Add(1)
 		id := ids.New(ids.TaskPrefix, benchPart)
 		if _, err := s.CreateTask(ctx, store.TaskCreate{LogWrite: store.LogWrite{Partition: benchPart, Now: now, Retention: time.Hour},
-			ID: id, SessionID: session, Principal: "bench", JSON: snapshot, Event: event, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			NewRecord: store.NewRecord{ID: id, JSON: snapshot, Event: event, ExpiresAt: now.Add(time.Hour)},
+			SessionID: session, Principal: "bench"}); err != nil {
 			b.Error(err)
 			return
 		}
@@ -57,7 +58,8 @@ func BenchmarkCreateScript(b *testing.B) {
 		for pb.Next() {
 			now := time.Now()
 			res, err := s.CreateTask(ctx, store.TaskCreate{LogWrite: store.LogWrite{Partition: benchPart, Now: now, Retention: time.Hour},
-				ID: ids.New(ids.TaskPrefix, benchPart), SessionID: session, Principal: "bench", JSON: snapshot, Event: event, ExpiresAt: now.Add(time.Hour)})
+				NewRecord: store.NewRecord{ID: ids.New(ids.TaskPrefix, benchPart), JSON: snapshot, Event: event, ExpiresAt: now.Add(time.Hour)},
+				SessionID: session, Principal: "bench"})
 			if err != nil || res.Outcome != store.OK {
 				b.Errorf("create: %v %+v", err, res.Outcome)
 				return
@@ -77,7 +79,8 @@ func benchSession(b *testing.B, life time.Duration) (*store.Store, string, time.
 	session := ids.New(ids.SessionPrefix, benchPart)
 	now := time.Now()
 	if _, err := s.CreateSession(context.Background(), store.SessionCreate{LogWrite: store.LogWrite{Partition: benchPart, Now: now, Retention: time.Hour},
-		ID: session, Owner: "bench", JSON: []byte(`{}`), Event: []byte(`{}`), ExpiresAt: now.Add(life)}); err != nil {
+		NewRecord: store.NewRecord{ID: session, JSON: []byte(`{}`), Event: []byte(`{}`), ExpiresAt: now.Add(life)},
+		Owner:     "bench"}); err != nil {
 		b.Fatal(err)
 	}
 	return s, session, now

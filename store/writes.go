@@ -124,15 +124,21 @@ type LogWrite struct {
 // minID is the oldest stream id the logs the write appends to keep.
 func (w LogWrite) minID() string { return logMinID(w.Now, w.Retention) }
 
-// SessionCreate is a new session to write.
-type SessionCreate struct {
-	LogWrite
+// NewRecord is what a create writes of the new session or task: its id and
+// json, its created event, its expiry and its notification endpoints.
+type NewRecord struct {
 	ID        string
-	Owner     string
 	JSON      []byte
 	Event     []byte
 	ExpiresAt time.Time
 	Endpoints NewEndpoints
+}
+
+// SessionCreate is a new session to write.
+type SessionCreate struct {
+	LogWrite
+	NewRecord
+	Owner string
 }
 
 // CreateSession writes a session and its session.created event in one script.
@@ -154,17 +160,13 @@ func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, err
 // TaskCreate is a new task to write.
 type TaskCreate struct {
 	LogWrite
-	ID        string
+	NewRecord
 	SessionID string
 	Principal string
 	Admin     bool
-	JSON      []byte
-	Event     []byte
-	ExpiresAt time.Time
 	Requester string
 	Kind      string // "" for none
 	MaxLive   int    // most live tasks the session may hold; 0: no limit
-	Endpoints NewEndpoints
 }
 
 // CreateTask writes the receipt: the task, its task.created event in both

@@ -183,10 +183,10 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	// a repeat naming another session a conflict too.
 	res, err := store.ClaimedCreate(ctx, s.store, idem, func() (store.Result, error) {
 		return s.store.CreateTask(ctx, store.TaskCreate{
-			LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: idem},
-			ID:       t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
-			JSON: raw, Event: ev, ExpiresAt: expires.Time,
-			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive, Endpoints: records,
+			LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: idem},
+			NewRecord: store.NewRecord{ID: t.TaskID, JSON: raw, Event: ev, ExpiresAt: expires.Time, Endpoints: records},
+			SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
+			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
 		})
 	}, func(r store.Result) bool {
 		return r.Outcome == store.SessionMissing || r.Outcome == store.SessionNotActive || r.Outcome == store.TooManyTasks
