@@ -13,10 +13,6 @@ import (
 	"github.com/taskhook/taskhook/store"
 )
 
-func (a *api) createHook(w http.ResponseWriter, r *http.Request) {
-	serveCreate(a, w, r, a.hooks.Create, "/v1/hooks/", func(v struct{ HookID string }) string { return v.HookID })
-}
-
 func (a *api) getHook(w http.ResponseWriter, r *http.Request) {
 	_, raw, err := a.hooks.Get(r.Context(), principal(r), chi.URLParam(r, "hookId"))
 	a.writeRead(w, r, raw, err)

@@ -32,16 +32,18 @@ func serveWrite[In any](a *api, w http.ResponseWriter, r *http.Request, status i
 	writeReplayable(w, status, reply.JSON, reply.Replayed)
 }
 
-// serveCreate is serveWrite for a route that creates a record: 201, with
-// Location at base and the id the reply names.
-func serveCreate[In, T any](a *api, w http.ResponseWriter, r *http.Request, run write[In], base string, id func(T) string) {
-	serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in In, idem store.Idempotency) (store.Reply, error) {
-		reply, err := run(ctx, p, in, idem)
-		if err == nil {
-			setLocation(w, base, reply.JSON, id)
-		}
-		return reply, err
-	})
+// creates is the handler of a route that creates a record with run:
+// serveWrite with 201, and Location at base and the id the reply names.
+func creates[In, T any](a *api, run write[In], base string, id func(T) string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in In, idem store.Idempotency) (store.Reply, error) {
+			reply, err := run(ctx, p, in, idem)
+			if err == nil {
+				setLocation(w, base, reply.JSON, id)
+			}
+			return reply, err
+		})
+	}
 }
 
 // writeRead answers a read with the stored JSON it found, or with its

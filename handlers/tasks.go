@@ -14,10 +14,6 @@ import (
 	"github.com/taskhook/taskhook/tasks"
 )
 
-func (a *api) createTask(w http.ResponseWriter, r *http.Request) {
-	serveCreate(a, w, r, a.tasks.Create, "/v1/tasks/", func(v struct{ TaskID string }) string { return v.TaskID })
-}
-
 // getTask reads a task; with afterRevision and wait it long-polls until the
 // revision is above afterRevision or, with kinds, until an event of those
 // types is in the log after it.

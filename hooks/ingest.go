@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -158,7 +157,7 @@ func (s *Service) Ingest(ctx context.Context, t Target, cb Callback) (Accepted, 
 		s.count(outcomeRateLimited)
 		return Accepted{}, &RateLimitedError{RetryAfter: res.RetryAfter}
 	}
-	return Accepted{}, fmt.Errorf("ingest: unexpected outcome %d", res.Outcome)
+	return Accepted{}, res.Outcome.Unexpected("ingest")
 }
 
 // resolve finds the hook of a token hash: from this replica's cache, or

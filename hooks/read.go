@@ -3,7 +3,6 @@ package hooks
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -157,7 +156,7 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 		case store.TooManyGroups:
 			return Batch{}, problem.Invalid("group", "the hook has %d consumer groups already", s.cfg.MaxGroups)
 		default:
-			return Batch{}, fmt.Errorf("read hook: unexpected outcome %d", b.Outcome)
+			return Batch{}, b.Outcome.Unexpected("read hook")
 		}
 		s.observeRead(b)
 		out := Batch{

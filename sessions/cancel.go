@@ -11,7 +11,6 @@ import (
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
@@ -185,8 +184,8 @@ func (s *Service) endCancel(ctx context.Context, part int, id, reason string, id
 		return nil, false, err
 	}
 	res, err := s.store.EndCancel(ctx, store.SessionCancelDone{
-		Partition: part, ID: id, Event: ev, Response: body, Cancelled: len(ids), Now: now,
-		Retention: s.cfg.Retention, Idem: idem,
+		LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.Retention, Idem: idem},
+		ID:       id, Event: ev, Response: body, Cancelled: len(ids),
 	})
 	if err != nil {
 		return nil, false, err
@@ -203,35 +202,6 @@ func (s *Service) endCancel(ctx context.Context, part int, id, reason string, id
 		return nil, false, nil
 	}
 	return nil, false, nil // tasks left: another round
-}
-
-// Reset is cancel, then a new active session with the same owner, metadata
-// and notification endpoints (the same ids, addresses, kinds and secrets). The new session is created under the caller's idempotency key,
-// so a repeated reset answers with the same new session.
-func (s *Service) Reset(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error) {
-	if _, _, err := s.Cancel(ctx, p, id, reason, store.Idempotency{}); err != nil {
-		return nil, false, err
-	}
-	old, _, err := s.Get(ctx, p, id)
-	if err != nil {
-		return nil, false, err
-	}
-	part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
-	carried, err := s.store.EndpointSecrets(ctx, s.store.Keys.Session(part, id))
-	if err != nil {
-		return nil, false, err
-	}
-	views, err := callbacks.Views(carried.List)
-	if err != nil {
-		return nil, false, err
-	}
-	owner := authz.Principal{ID: old.Owner}
-	raw, replay, err := s.create(ctx, owner, old.Metadata, views, carried, idem)
-	if err != nil {
-		return nil, false, err
-	}
-	body, err := json.Marshal(map[string]any{"previousSessionId": id, "session": json.RawMessage(raw)})
-	return body, replay, err
 }
 
 // pause waits d, or less when ctx ends first.

@@ -114,8 +114,9 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 		records.Response = s.cfg.Notify.SealReplay(p, resp)
 	}
 	res, err := s.store.CreateSession(ctx, store.SessionCreate{
-		Partition: part, ID: ses.SessionID, Owner: p.ID, JSON: raw, Event: ev, Now: now,
-		ExpiresAt: now.Add(s.cfg.TTL), Retention: s.cfg.Retention, Idem: idem, Endpoints: records,
+		LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.Retention, Idem: idem},
+		NewRecord: store.NewRecord{ID: ses.SessionID, JSON: raw, Event: ev, ExpiresAt: now.Add(s.cfg.TTL), Endpoints: records},
+		Owner:     p.ID,
 	})
 	if err != nil {
 		return nil, false, err
@@ -125,6 +126,35 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 	}
 	reply, err := s.cfg.Notify.Settle(p, res.Outcome, res.ReplayBody, "create session")
 	return reply.JSON, reply.Replayed, err
+}
+
+// Reset is cancel, then a new active session with the same owner, metadata
+// and notification endpoints (the same ids, addresses, kinds and secrets). The new session is created under the caller's idempotency key,
+// so a repeated reset answers with the same new session.
+func (s *Service) Reset(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error) {
+	if _, _, err := s.Cancel(ctx, p, id, reason, store.Idempotency{}); err != nil {
+		return nil, false, err
+	}
+	old, _, err := s.Get(ctx, p, id)
+	if err != nil {
+		return nil, false, err
+	}
+	part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
+	carried, err := s.store.EndpointSecrets(ctx, s.store.Keys.Session(part, id))
+	if err != nil {
+		return nil, false, err
+	}
+	views, err := callbacks.Views(carried.List)
+	if err != nil {
+		return nil, false, err
+	}
+	owner := authz.Principal{ID: old.Owner}
+	raw, replay, err := s.create(ctx, owner, old.Metadata, views, carried, idem)
+	if err != nil {
+		return nil, false, err
+	}
+	body, err := json.Marshal(map[string]any{"previousSessionId": id, "session": json.RawMessage(raw)})
+	return body, replay, err
 }
 
 // Get reads a session its owner (or an admin) may see.

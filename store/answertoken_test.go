@@ -15,10 +15,11 @@ import (
 func (f fixture) askWithToken(t *testing.T, id, hash, value string, expires time.Time) {
 	t.Helper()
 	res, err := f.s.ApplyTask(context.Background(), store.TaskUpdate{
-		Partition: f.part, ID: id, SessionID: f.session, ExpectRevision: 1, Status: "input_required",
-		JSON: []byte(`{"rev":2}`), Events: [][]byte{[]byte(`{"type":"input.requested"}`)}, Now: time.Now(),
-		Retention: time.Hour, AnswerTokens: []store.AnswerToken{{Hash: hash, Value: []byte(value)}},
-		ExpiresAt: expires, Owner: "alice", OldStatus: "working",
+		LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
+		ID:       id, SessionID: f.session, ExpectRevision: 1, Status: "input_required",
+		JSON: []byte(`{"rev":2}`), Events: [][]byte{[]byte(`{"type":"input.requested"}`)},
+		AnswerTokens: []store.AnswerToken{{Hash: hash, Value: []byte(value)}},
+		ExpiresAt:    expires, Owner: "alice", OldStatus: "working",
 	})
 	if err != nil || res.Outcome != store.OK {
 		t.Fatalf("apply with an answer token: %+v %v", res, err)

@@ -25,15 +25,16 @@ func BenchmarkApplyScript(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		workers.Add(1)
 		id := ids.New(ids.TaskPrefix, benchPart)
-		if _, err := s.CreateTask(ctx, store.TaskCreate{Partition: benchPart, ID: id, SessionID: session, Principal: "bench",
-			JSON: snapshot, Event: event, Now: now, ExpiresAt: now.Add(time.Hour), Retention: time.Hour}); err != nil {
+		if _, err := s.CreateTask(ctx, store.TaskCreate{LogWrite: store.LogWrite{Partition: benchPart, Now: now, Retention: time.Hour},
+			NewRecord: store.NewRecord{ID: id, JSON: snapshot, Event: event, ExpiresAt: now.Add(time.Hour)},
+			SessionID: session, Principal: "bench"}); err != nil {
 			b.Error(err)
 			return
 		}
 		rev := int64(1)
 		for pb.Next() {
-			res, err := s.ApplyTask(ctx, store.TaskUpdate{Partition: benchPart, ID: id, SessionID: session, ExpectRevision: rev,
-				Status: "working", JSON: snapshot, Events: [][]byte{event}, Now: time.Now(), Retention: time.Hour})
+			res, err := s.ApplyTask(ctx, store.TaskUpdate{LogWrite: store.LogWrite{Partition: benchPart, Now: time.Now(), Retention: time.Hour},
+				ID: id, SessionID: session, ExpectRevision: rev, Status: "working", JSON: snapshot, Events: [][]byte{event}})
 			if err != nil || res.Outcome != store.OK {
 				b.Errorf("apply: %v %+v", err, res.Outcome)
 				return
@@ -56,8 +57,9 @@ func BenchmarkCreateScript(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			now := time.Now()
-			res, err := s.CreateTask(ctx, store.TaskCreate{Partition: benchPart, ID: ids.New(ids.TaskPrefix, benchPart), SessionID: session,
-				Principal: "bench", JSON: snapshot, Event: event, Now: now, ExpiresAt: now.Add(time.Hour), Retention: time.Hour})
+			res, err := s.CreateTask(ctx, store.TaskCreate{LogWrite: store.LogWrite{Partition: benchPart, Now: now, Retention: time.Hour},
+				NewRecord: store.NewRecord{ID: ids.New(ids.TaskPrefix, benchPart), JSON: snapshot, Event: event, ExpiresAt: now.Add(time.Hour)},
+				SessionID: session, Principal: "bench"})
 			if err != nil || res.Outcome != store.OK {
 				b.Errorf("create: %v %+v", err, res.Outcome)
 				return
@@ -76,8 +78,9 @@ func benchSession(b *testing.B, life time.Duration) (*store.Store, string, time.
 	s := storetest.Open(b, storetest.Standalone(b), nil)
 	session := ids.New(ids.SessionPrefix, benchPart)
 	now := time.Now()
-	if _, err := s.CreateSession(context.Background(), store.SessionCreate{Partition: benchPart, ID: session, Owner: "bench",
-		JSON: []byte(`{}`), Event: []byte(`{}`), Now: now, ExpiresAt: now.Add(life), Retention: time.Hour}); err != nil {
+	if _, err := s.CreateSession(context.Background(), store.SessionCreate{LogWrite: store.LogWrite{Partition: benchPart, Now: now, Retention: time.Hour},
+		NewRecord: store.NewRecord{ID: session, JSON: []byte(`{}`), Event: []byte(`{}`), ExpiresAt: now.Add(life)},
+		Owner:     "bench"}); err != nil {
 		b.Fatal(err)
 	}
 	return s, session, now

@@ -48,8 +48,9 @@ func newFixture(t *testing.T, s *store.Store, owner string) fixture {
 	part := 3 % s.Partitions
 	f := fixture{s: s, part: part, session: ids.New(ids.SessionPrefix, part), now: time.Now()}
 	res, err := s.CreateSession(context.Background(), store.SessionCreate{
-		Partition: part, ID: f.session, Owner: owner, JSON: []byte(`{"s":1}`), Event: []byte(`{"type":"session.created"}`),
-		Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour,
+		LogWrite:  store.LogWrite{Partition: part, Now: f.now, Retention: time.Hour},
+		NewRecord: store.NewRecord{ID: f.session, JSON: []byte(`{"s":1}`), Event: []byte(`{"type":"session.created"}`), ExpiresAt: f.now.Add(time.Hour)},
+		Owner:     owner,
 	})
 	if err != nil || res.Outcome != store.OK {
 		t.Fatalf("create session: %v %+v", err, res)
@@ -61,8 +62,9 @@ func (f fixture) createTask(t *testing.T, principal string, idem store.Idempoten
 	t.Helper()
 	id := ids.New(ids.TaskPrefix, f.part)
 	res, err := f.s.CreateTask(context.Background(), store.TaskCreate{
-		Partition: f.part, ID: id, SessionID: f.session, Principal: principal, JSON: []byte(`{"rev":1}`),
-		Event: []byte(`{"type":"task.created"}`), Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour, Idem: idem,
+		LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour, Idem: idem},
+		NewRecord: store.NewRecord{ID: id, JSON: []byte(`{"rev":1}`), Event: []byte(`{"type":"task.created"}`), ExpiresAt: f.now.Add(time.Hour)},
+		SessionID: f.session, Principal: principal,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +79,9 @@ func (f fixture) apply(t *testing.T, id string, expect int64, idem store.Idempot
 		evs[i] = []byte(e)
 	}
 	res, err := f.s.ApplyTask(context.Background(), store.TaskUpdate{
-		Partition: f.part, ID: id, SessionID: f.session, ExpectRevision: expect, Status: "working",
-		JSON: fmt.Appendf(nil, `{"rev":%d}`, expect+1), Events: evs, Now: time.Now(), Retention: time.Hour, Idem: idem,
+		LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour, Idem: idem},
+		ID:       id, SessionID: f.session, ExpectRevision: expect, Status: "working",
+		JSON: fmt.Appendf(nil, `{"rev":%d}`, expect+1), Events: evs,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -320,8 +323,9 @@ func TestCreateTaskChecksTheSession(t *testing.T) {
 		}
 		id := ids.New(ids.TaskPrefix, f.part)
 		res, err := s.CreateTask(context.Background(), store.TaskCreate{
-			Partition: f.part, ID: id, SessionID: f.session, Principal: "root", Admin: true, JSON: []byte(`{}`),
-			Event: []byte(`{}`), Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour,
+			LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour},
+			NewRecord: store.NewRecord{ID: id, JSON: []byte(`{}`), Event: []byte(`{}`), ExpiresAt: f.now.Add(time.Hour)},
+			SessionID: f.session, Principal: "root", Admin: true,
 		})
 		if err != nil || res.Outcome != store.OK {
 			t.Fatalf("admin create: %+v %v", res, err)
@@ -342,8 +346,9 @@ func TestTasksExpire(t *testing.T) {
 		id := ids.New(ids.TaskPrefix, f.part)
 		now := time.Now()
 		res, err := s.CreateTask(context.Background(), store.TaskCreate{
-			Partition: f.part, ID: id, SessionID: f.session, Principal: "alice", JSON: []byte(`{}`),
-			Event: []byte(`{}`), Now: now, ExpiresAt: now.Add(300 * time.Millisecond), Retention: time.Hour,
+			LogWrite:  store.LogWrite{Partition: f.part, Now: now, Retention: time.Hour},
+			NewRecord: store.NewRecord{ID: id, JSON: []byte(`{}`), Event: []byte(`{}`), ExpiresAt: now.Add(300 * time.Millisecond)},
+			SessionID: f.session, Principal: "alice",
 		})
 		if err != nil || res.Outcome != store.OK {
 			t.Fatal(res, err)
@@ -412,8 +417,9 @@ func TestListIndexedBoundsPageBytes(t *testing.T) {
 		for range 7 {
 			id := ids.New(ids.TaskPrefix, f.part)
 			res, err := s.CreateTask(context.Background(), store.TaskCreate{
-				Partition: f.part, ID: id, SessionID: f.session, Principal: "alice", JSON: []byte(big),
-				Event: []byte(`{"type":"task.created"}`), Now: f.now, ExpiresAt: f.now.Add(time.Hour), Retention: time.Hour,
+				LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour},
+				NewRecord: store.NewRecord{ID: id, JSON: []byte(big), Event: []byte(`{"type":"task.created"}`), ExpiresAt: f.now.Add(time.Hour)},
+				SessionID: f.session, Principal: "alice",
 			})
 			if err != nil || res.Outcome != store.OK {
 				t.Fatal(res, err)
@@ -509,8 +515,9 @@ func TestTasksExtendTheirSession(t *testing.T) {
 		later := f.now.Add(48 * time.Hour)
 		id := ids.New(ids.TaskPrefix, f.part)
 		res, err := s.CreateTask(ctx, store.TaskCreate{
-			Partition: f.part, ID: id, SessionID: f.session, Principal: "alice", JSON: []byte(`{}`),
-			Event: []byte(`{}`), Now: f.now, ExpiresAt: later, Retention: time.Hour,
+			LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour},
+			NewRecord: store.NewRecord{ID: id, JSON: []byte(`{}`), Event: []byte(`{}`), ExpiresAt: later},
+			SessionID: f.session, Principal: "alice",
 		})
 		if err != nil || res.Outcome != store.OK {
 			t.Fatal(res, err)

@@ -38,6 +38,13 @@ func startFanIn(t *testing.T, s *store.Store) (*store.FanIn, *metrics.Metrics) {
 	return fan, m
 }
 
+// localFanIn is a fan-in on no store: its waiters, woken by Notify only, and
+// its metrics.
+func localFanIn(cfg store.FanInConfig) (*store.FanIn, *metrics.Metrics) {
+	m := metrics.New()
+	return store.NewFanIn(nil, cfg, m, nil, time.Now), m
+}
+
 // eachBackendWithFanIn runs fn on every backend with a store, a fan-in on
 // it, the fan-in's metrics and a fixture of alice's.
 func eachBackendWithFanIn(t *testing.T, fn func(t *testing.T, s *store.Store, fan *store.FanIn, m *metrics.Metrics, f fixture)) {
@@ -132,7 +139,7 @@ func TestWakesNameTheirEventTypes(t *testing.T) {
 // Wakes a waiter has not read yet are coalesced: one wake stands for all of
 // them, the newest revision of a task winning whatever order they came in.
 func TestWaitersCoalescePendingWakes(t *testing.T) {
-	fan := store.NewFanIn(nil, store.FanInConfig{}, metrics.New(), nil, time.Now)
+	fan, _ := localFanIn(store.FanInConfig{})
 	// coalesced is what a waiter on key reads once the wakes came.
 	coalesced := func(t *testing.T, key string, wakes ...store.Wake) store.Wake {
 		t.Helper()

@@ -43,7 +43,13 @@ func Settle(o Outcome, replay []byte, what string) (Reply, error) {
 	case Missing:
 		return Reply{}, problem.ErrNotFound
 	}
-	return Reply{}, fmt.Errorf("%s: unexpected outcome %d", what, o)
+	return Reply{}, o.Unexpected(what)
+}
+
+// Unexpected is the error of an outcome that what (the write or read, for
+// the error) does not expect.
+func (o Outcome) Unexpected(what string) error {
+	return fmt.Errorf("%s: unexpected outcome %d", what, o)
 }
 
 // ClaimedCreate runs a create whose record lives in a partition its body

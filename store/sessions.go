@@ -133,14 +133,11 @@ func (s *Store) CancelledSoFar(ctx context.Context, p int, sessionID string) ([]
 // SessionCancelDone ends a cancel: the session.cancelled event and the answer
 // kept for a repeat.
 type SessionCancelDone struct {
-	Partition int
+	LogWrite
 	ID        string
 	Event     []byte
 	Response  []byte
 	Cancelled int // the length of the cancelled list the event names
-	Now       time.Time
-	Retention time.Duration
-	Idem      Idempotency
 }
 
 // EndCancel writes the end of a cancel. Outcome OK, Replayed, IdemConflict,
@@ -152,7 +149,7 @@ func (s *Store) EndCancel(ctx context.Context, w SessionCancelDone) (Result, err
 		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.SessionLive(p, w.ID),
 		s.Keys.SessionCancelled(p, w.ID), s.Keys.Cancels(p), idemKey, s.Keys.Wake(p), s.Keys.Outbox(p),
 	}
-	args := []any{idemHash, idemTTL, ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.Event, w.Response, w.Cancelled}
+	args := []any{idemHash, idemTTL, ms(w.Now), w.minID(), w.ID, w.Event, w.Response, w.Cancelled}
 	return s.scripts.sessionCancelDone.run(ctx, s, keys, args...)
 }
 

@@ -51,8 +51,9 @@ func (f fixture) cancelTasks(t *testing.T, now time.Time, cs ...store.TaskCancel
 func (f fixture) endCancel(t *testing.T, cancelled int, idem store.Idempotency) store.Result {
 	t.Helper()
 	res, err := f.s.EndCancel(context.Background(), store.SessionCancelDone{
-		Partition: f.part, ID: f.session, Event: []byte(`{"type":"session.cancelled"}`), Response: []byte(`{"answer":1}`),
-		Cancelled: cancelled, Now: time.Now(), Retention: time.Hour, Idem: idem,
+		LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour, Idem: idem},
+		ID:       f.session, Event: []byte(`{"type":"session.cancelled"}`), Response: []byte(`{"answer":1}`),
+		Cancelled: cancelled,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 )
 
@@ -71,8 +70,7 @@ func TestParkedWaiter(t *testing.T) {
 	far := time.Now().Add(time.Hour)
 
 	t.Run("wakes, counted as waiting until Stop", func(t *testing.T) {
-		m := metrics.New()
-		fan := store.NewFanIn(nil, store.FanInConfig{Recheck: time.Hour}, m, nil, time.Now)
+		fan, m := localFanIn(store.FanInConfig{Recheck: time.Hour})
 		// A wake that came before Park is kept, as for Next.
 		w, steps := park(t, fan, far, func(*store.Waiter) { fan.Notify(task(2)) })
 		if s := wantStep(t, steps, store.Woken); s.wk.Revision != 2 {
@@ -98,7 +96,7 @@ func TestParkedWaiter(t *testing.T) {
 		}
 	})
 	t.Run("the re-check, then the deadline", func(t *testing.T) {
-		fan := store.NewFanIn(nil, store.FanInConfig{Recheck: time.Millisecond}, metrics.New(), nil, time.Now)
+		fan, _ := localFanIn(store.FanInConfig{Recheck: time.Millisecond})
 		_, steps := park(t, fan, time.Now().Add(50*time.Millisecond), nil, store.Timeout)
 		wantStep(t, steps, store.Recheck)
 		for s := nextStep(t, steps); s.why != store.Timeout; s = nextStep(t, steps) {
@@ -108,7 +106,7 @@ func TestParkedWaiter(t *testing.T) {
 		}
 	})
 	t.Run("a deadline passed already", func(t *testing.T) {
-		fan := store.NewFanIn(nil, store.FanInConfig{}, metrics.New(), nil, time.Now)
+		fan, _ := localFanIn(store.FanInConfig{})
 		_, steps := park(t, fan, time.Now().Add(-time.Second), nil, store.Timeout)
 		wantStep(t, steps, store.Timeout)
 	})
@@ -120,7 +118,7 @@ func TestParkedWaiter(t *testing.T) {
 		{"the server drains", func(fan *store.FanIn, _ *store.Waiter) { fan.Drain() }},
 	} {
 		t.Run(c.name+", after or before Park", func(t *testing.T) {
-			fan := store.NewFanIn(nil, store.FanInConfig{}, metrics.New(), nil, time.Now)
+			fan, _ := localFanIn(store.FanInConfig{})
 			w, steps := park(t, fan, far, nil, store.Gone)
 			c.gone(fan, w)
 			wantStep(t, steps, store.Gone)

@@ -110,18 +110,35 @@ func logMinID(now time.Time, retention time.Duration) string {
 	return strconv.FormatInt(now.Add(-retention).UnixMilli(), 10)
 }
 
-// SessionCreate is a new session to write.
-type SessionCreate struct {
+// LogWrite is what every write that appends events to a log and keeps its
+// answer for a repeat carries: the partition, the time of the write, how
+// long the logs it appends to keep events, and the request's idempotency
+// key.
+type LogWrite struct {
 	Partition int
-	ID        string
-	Owner     string
-	JSON      []byte
-	Event     []byte
 	Now       time.Time
-	ExpiresAt time.Time
 	Retention time.Duration
 	Idem      Idempotency
+}
+
+// minID is the oldest stream id the logs the write appends to keep.
+func (w LogWrite) minID() string { return logMinID(w.Now, w.Retention) }
+
+// NewRecord is what a create writes of the new session or task: its id and
+// json, its created event, its expiry and its notification endpoints.
+type NewRecord struct {
+	ID        string
+	JSON      []byte
+	Event     []byte
+	ExpiresAt time.Time
 	Endpoints NewEndpoints
+}
+
+// SessionCreate is a new session to write.
+type SessionCreate struct {
+	LogWrite
+	NewRecord
+	Owner string
 }
 
 // CreateSession writes a session and its session.created event in one script.
@@ -134,7 +151,7 @@ func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, err
 	}
 	args := []any{
 		idemHash, idemTTL, w.ID, w.Owner, w.JSON, ms(w.Now),
-		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention),
+		ms(w.ExpiresAt), w.Event, w.minID(),
 	}
 	args = append(args, w.Endpoints.args()...)
 	return s.scripts.sessionCreate.run(ctx, s, keys, args...)
@@ -142,21 +159,14 @@ func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, err
 
 // TaskCreate is a new task to write.
 type TaskCreate struct {
-	Partition int
-	ID        string
+	LogWrite
+	NewRecord
 	SessionID string
 	Principal string
 	Admin     bool
-	JSON      []byte
-	Event     []byte
-	Now       time.Time
-	ExpiresAt time.Time
-	Retention time.Duration
-	Idem      Idempotency
 	Requester string
 	Kind      string // "" for none
 	MaxLive   int    // most live tasks the session may hold; 0: no limit
-	Endpoints NewEndpoints
 }
 
 // CreateTask writes the receipt: the task, its task.created event in both
@@ -178,7 +188,7 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	}
 	args := []any{
 		idemHash, idemTTL, w.Principal, admin, w.ID, w.JSON, ms(w.Now),
-		ms(w.ExpiresAt), w.Event, logMinID(w.Now, w.Retention), wakeCarries(w.JSON), w.SessionID,
+		ms(w.ExpiresAt), w.Event, w.minID(), wakeCarries(w.JSON), w.SessionID,
 		w.MaxLive, w.Requester, w.Kind,
 	}
 	args = append(args, w.Endpoints.args()...)
@@ -187,16 +197,13 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 
 // TaskUpdate is one change to write, computed from ExpectRevision.
 type TaskUpdate struct {
-	Partition      int
+	LogWrite
 	ID             string
 	SessionID      string
 	ExpectRevision int64
 	Status         string
 	JSON           []byte
 	Events         [][]byte
-	Now            time.Time
-	Retention      time.Duration
-	Idem           Idempotency
 	AnswerTokens   []AnswerToken // the answer tokens of the requests this change adds
 	SigninAttempts []AnswerToken // the sign-in attempts this change starts, by token hash
 	ExpiresAt      time.Time     // the task's expiry, when the mappings of AnswerTokens end
@@ -232,7 +239,7 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		s.Keys.Session(p, w.SessionID), s.Keys.Outbox(p))
 	args := make([]any, 0, 14+len(w.Events)+len(w.AnswerTokens))
 	args = append(args, idemHash, idemTTL, w.ExpectRevision, w.Status, w.JSON,
-		ms(w.Now), logMinID(w.Now, w.Retention), w.ID, w.SessionID, wakeCarries(w.JSON), len(w.Events))
+		ms(w.Now), w.minID(), w.ID, w.SessionID, wakeCarries(w.JSON), len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -187,9 +186,9 @@ func (s *Service) answerOne(ctx context.Context, requester, taskID string, answe
 	if err != nil {
 		return Task{}, false, answerError(err)
 	}
-	var done Task
-	if err := json.Unmarshal(reply.JSON, &done); err != nil {
-		return Task{}, false, fmt.Errorf("decode task: %w", err)
+	done, err := decodeTask(reply.JSON)
+	if err != nil {
+		return Task{}, false, err
 	}
 	return done, reply.Replayed, nil
 }

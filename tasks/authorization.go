@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -54,9 +53,9 @@ func (s *Service) RequireAuthorization(ctx context.Context, p authz.Principal, i
 	if err != nil {
 		return InputRequest{}, err
 	}
-	var t Task
-	if err := json.Unmarshal(reply.JSON, &t); err != nil {
-		return InputRequest{}, fmt.Errorf("decode task: %w", err)
+	t, err := decodeTask(reply.JSON)
+	if err != nil {
+		return InputRequest{}, err
 	}
 	if open := t.openAuthorization(req.Connection, askedAt); open != nil {
 		return *open, nil
@@ -86,11 +85,7 @@ func (s *Service) ResolveAuthorization(ctx context.Context, id, requestID, outco
 		}
 		return Task{}, err
 	}
-	var done Task
-	if err := json.Unmarshal(reply.JSON, &done); err != nil {
-		return Task{}, fmt.Errorf("decode task: %w", err)
-	}
-	return done, nil
+	return decodeTask(reply.JSON)
 }
 
 // OpenAuthorization is the task's open sign-in request for a connection, if

@@ -6,6 +6,9 @@
 package tasks
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
 )
@@ -26,6 +29,15 @@ func (s Status) Terminal() bool { return wire.Terminal(s) }
 
 // Task is the durable record, exactly as the API shows it.
 type Task wire.Task[events.Time, Status]
+
+// decodeTask reads a task record as the store holds it, into a fresh Task.
+func decodeTask(raw []byte) (Task, error) {
+	var t Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return Task{}, fmt.Errorf("decode task: %w", err)
+	}
+	return t, nil
+}
 
 type (
 	// TaskError is why a task failed.

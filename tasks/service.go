@@ -183,9 +183,10 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	// a repeat naming another session a conflict too.
 	res, err := store.ClaimedCreate(ctx, s.store, idem, func() (store.Result, error) {
 		return s.store.CreateTask(ctx, store.TaskCreate{
-			Partition: part, ID: t.TaskID, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
-			JSON: raw, Event: ev, Now: now, ExpiresAt: expires.Time, Retention: s.cfg.MaxTTL, Idem: idem,
-			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive, Endpoints: records,
+			LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: idem},
+			NewRecord: store.NewRecord{ID: t.TaskID, JSON: raw, Event: ev, ExpiresAt: expires.Time, Endpoints: records},
+			SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
+			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
 		})
 	}, func(r store.Result) bool {
 		return r.Outcome == store.SessionMissing || r.Outcome == store.SessionNotActive || r.Outcome == store.TooManyTasks
@@ -397,9 +398,10 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			}
 		}
 		res, err := s.store.ApplyTask(ctx, store.TaskUpdate{
-			Partition: part, ID: id, SessionID: t.SessionID, ExpectRevision: t.Revision,
-			Status: string(change.Task.Status), JSON: next, Events: evs, Now: now,
-			Retention: s.cfg.MaxTTL, Idem: idem, AnswerTokens: tokens, SigninAttempts: attempts,
+			LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: idem},
+			ID:       id, SessionID: t.SessionID, ExpectRevision: t.Revision,
+			Status: string(change.Task.Status), JSON: next, Events: evs,
+			AnswerTokens: tokens, SigninAttempts: attempts,
 			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
 			Owner:     t.Owner, OldStatus: string(t.Status),
 		})
@@ -425,9 +427,9 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			// Decode into a fresh Task: decoding into t would keep the stale
 			// snapshot's fields that the stored json omits (inputRequests,
 			// statusMessage, ...).
-			var cur Task
-			if err := json.Unmarshal(res.Current, &cur); err != nil {
-				return store.Reply{}, fmt.Errorf("decode task: %w", err)
+			cur, err := decodeTask(res.Current)
+			if err != nil {
+				return store.Reply{}, err
 			}
 			t, raw = cur, res.Current
 			s.cache.put(id, t.Revision, raw)
@@ -524,9 +526,9 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 // CancelChange decides the cancellation of one stored task for a session
 // being cancelled: ok is false when the task is already terminal.
 func CancelChange(raw []byte, reason string, now time.Time) (store.TaskCancel, bool, error) {
-	var t Task
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return store.TaskCancel{}, false, fmt.Errorf("decode task: %w", err)
+	t, err := decodeTask(raw)
+	if err != nil {
+		return store.TaskCancel{}, false, err
 	}
 	change, err := Apply(t, Command{Kind: CmdCancel, Reason: reason}, now)
 	if err != nil || !change.Changed {
