@@ -392,15 +392,6 @@ func eventPage(t *testing.T, body []byte) client.EventPage {
 	return page
 }
 
-// eventTypes are the types of the page's events, in order.
-func eventTypes(page client.EventPage) []string {
-	types := make([]string, len(page.Events))
-	for i, e := range page.Events {
-		types[i] = e.Type
-	}
-	return types
-}
-
 // cursors are where the task's log and its session's log end now.
 func cursors(t *testing.T, cl *client.Client, sessionID, taskID string) (session, task string) {
 	t.Helper()
