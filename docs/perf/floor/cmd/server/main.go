@@ -4,11 +4,13 @@
 // one machine. It keeps none of taskhook's rules: no idempotency, no event
 // logs to read back, no ownership, no limits. Each task command is one JWT
 // check, one JSON decode and one EVALSHA of the kit's six-write
-// transition-shaped script; each hook post is one XADD.
+// transition-shaped script; each hook post is one XADD; a long-poll of a task
+// waits in its handler on a channel that the task's complete closes on the
+// same process (no Redis traffic, no parking).
 //
 // Run the unchanged kit against it from this folder:
 //
-//	cd docs/perf/floor && ../../../../shared/perf/side-by-side.sh lifecycle
+//	cd docs/perf/floor && ../../../../shared/perf/side-by-side.sh lifecycle   # ingest, waiters
 //
 // (the kit builds ./cmd/server from the folder it is run in). It reads the
 // kit's settings: TASKHOOK_ADDR, TASKHOOK_REDIS_URL, TASKHOOK_JWT_SECRET and
@@ -24,6 +26,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +52,7 @@ type floor struct {
 	secret []byte
 	public string
 	ids    atomic.Int64
+	ended  sync.Map // task id → chan struct{}, closed when the task completes
 }
 
 func main() {
@@ -64,11 +68,18 @@ func main() {
 		reply(w, http.StatusCreated, map[string]string{"sessionId": "ses_" + f.next()})
 	}))
 	mux.HandleFunc("POST /v1/tasks", f.authed(func(w http.ResponseWriter, r *http.Request) {
-		f.apply(w, r, "task_"+f.next(), http.StatusCreated)
+		id := "task_" + f.next()
+		f.ended.Store(id, make(chan struct{}))
+		f.apply(w, r, id, http.StatusCreated)
 	}))
 	mux.HandleFunc("POST /v1/tasks/{id}/{command}", f.authed(func(w http.ResponseWriter, r *http.Request) {
-		f.apply(w, r, r.PathValue("id"), http.StatusOK)
+		if f.apply(w, r, r.PathValue("id"), http.StatusOK) && r.PathValue("command") == "complete" {
+			if ch, ok := f.ended.LoadAndDelete(r.PathValue("id")); ok {
+				close(ch.(chan struct{}))
+			}
+		}
 	}))
+	mux.HandleFunc("GET /v1/tasks/{id}", f.authed(f.wait))
 	mux.HandleFunc("POST /v1/hooks", f.authed(func(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusCreated, map[string]string{"url": f.public + "/v1/callback/" + f.next()})
 	}))
@@ -96,21 +107,44 @@ func (f *floor) authed(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// apply runs one task command: decode, one script, answer the snapshot.
-func (f *floor) apply(w http.ResponseWriter, r *http.Request, id string, code int) {
+// apply runs one task command: decode, one script, answer the snapshot. It
+// reports whether the command was applied.
+func (f *floor) apply(w http.ResponseWriter, r *http.Request, id string, code int) bool {
 	var in map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil && !errors.Is(err, io.EOF) {
 		http.Error(w, "bad body", http.StatusBadRequest)
-		return
+		return false
 	}
 	snap, _ := json.Marshal(map[string]any{"taskId": id, "status": "working", "input": in})
 	keys := []string{"fl:t:" + id, "fl:t:" + id + ":log", "fl:s:log", "fl:cmd:" + f.next(), "fl:wake"}
 	rev, err := transition.Run(r.Context(), f.rdb, keys, snap).Int64()
 	if err != nil {
 		http.Error(w, "unavailable", http.StatusServiceUnavailable)
-		return
+		return false
 	}
 	reply(w, code, map[string]any{"taskId": id, "status": "working", "revision": rev})
+	return true
+}
+
+// wait answers a long-poll of a task once the task completes, or when
+// ?wait runs out.
+func (f *floor) wait(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	wait, err := time.ParseDuration(r.URL.Query().Get("wait"))
+	if err != nil {
+		wait = 0
+	}
+	if ch, ok := f.ended.Load(id); ok {
+		t := time.NewTimer(min(wait, time.Minute))
+		defer t.Stop()
+		select {
+		case <-ch.(chan struct{}):
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	reply(w, http.StatusOK, map[string]any{"taskId": id})
 }
 
 // ingest stores one hook post in its queue.
