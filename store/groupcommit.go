@@ -39,9 +39,33 @@ type scriptRun struct {
 	done  chan struct{}
 }
 
-// maxBatch bounds one pipeline, so a burst of calls is answered in a few
-// round trips rather than one very long one.
-const maxBatch = 64
+// maxBatch and maxBatchBytes bound one pipeline, so a burst of calls is
+// answered in a few round trips rather than one very long one, and a large
+// body (a hook post of up to a MiB) does not hold many small commands behind
+// its write.
+const (
+	maxBatch      = 64
+	maxBatchBytes = 256 << 10
+)
+
+// size is about how many bytes the script's arguments take on the wire.
+func (c *scriptRun) size() int {
+	n := 0
+	for _, k := range c.keys {
+		n += len(k)
+	}
+	for _, a := range c.args {
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += len(v)
+		default:
+			n += 8
+		}
+	}
+	return n
+}
 
 // commitLanes is how many batches may be on the wire at once. More than one,
 // so that a slow script or a stalled cluster node does not hold every other
@@ -85,11 +109,17 @@ func (g *groupCommit) signal() {
 	}
 }
 
-// take removes up to maxBatch queued scripts, oldest first.
+// take removes queued scripts, oldest first: up to maxBatch of them, and no
+// more once they carry maxBatchBytes of arguments (the first is taken
+// whatever its size).
 func (g *groupCommit) take(batch []*scriptRun) []*scriptRun {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := min(len(g.queue), maxBatch)
+	n, size := 0, 0
+	for n < len(g.queue) && n < maxBatch && (n == 0 || size < maxBatchBytes) {
+		size += g.queue[n].size()
+		n++
+	}
 	batch = append(batch[:0], g.queue[:n]...)
 	clear(g.queue[:n])
 	g.queue = g.queue[n:]

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,6 +172,50 @@ func TestGroupCommitSendsWaitingScriptsAsOnePipeline(t *testing.T) {
 				t.Errorf("the script of the caller that gave up was sent")
 			}
 		})
+	}
+}
+
+// A pipeline stops taking scripts once they carry maxBatchBytes of
+// arguments: large bodies do not all go out in one write.
+func TestGroupCommitBoundsABatchByBytes(t *testing.T) {
+	rdb := groupCommitClients(t)["embedded"]
+	ctx := context.Background()
+	g := newGate()
+	rdb.AddHook(g)
+	commit := newGroupCommit(rdb, 1)
+	defer commit.close()
+	sc := redis.NewScript("return #ARGV[1]")
+	if err := sc.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := commit.run(ctx, sc, []string{"k"}, []any{"x"})
+		first <- err
+	}()
+	<-g.held
+	big := strings.Repeat("b", maxBatchBytes*3/4)
+	sizes := []int{len(big), len(big), len(big), 1, 1}
+	var wg sync.WaitGroup
+	for i, n := range sizes {
+		wg.Go(func() {
+			reply, err := commit.run(ctx, sc, []string{"k"}, []any{big[:n]})
+			if err != nil || reply != int64(n) {
+				t.Errorf("script %d: %v, %v; want %d", i, reply, err, n)
+			}
+		})
+		waitFor(t, "the script to queue", func() bool { return commit.pending() == i+1 })
+	}
+	close(g.open)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// The first two large ones pass the bound; the third goes with the small.
+	if !slices.Equal(g.pipelines, []int{2, 3}) {
+		t.Errorf("pipelines of %v scripts, want [2 3]", g.pipelines)
 	}
 }
 
