@@ -109,20 +109,30 @@ func (g *groupCommit) signal() {
 	}
 }
 
-// take removes queued scripts, oldest first: up to maxBatch of them, and no
-// more once they carry maxBatchBytes of arguments (the first is taken
-// whatever its size).
+// take removes queued scripts, oldest first: the oldest, and after it those
+// of the same pool (whose traffic it is: requests' or the background
+// readers', counted apart), up to maxBatch of them and no more once they
+// carry maxBatchBytes of arguments. Scripts of the other pool keep their
+// places.
 func (g *groupCommit) take(batch []*scriptRun) []*scriptRun {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n, size := 0, 0
-	for n < len(g.queue) && n < maxBatch && (n == 0 || size < maxBatchBytes) {
-		size += g.queue[n].size()
-		n++
+	batch = batch[:0]
+	if len(g.queue) == 0 {
+		return batch
 	}
-	batch = append(batch[:0], g.queue[:n]...)
-	clear(g.queue[:n])
-	g.queue = g.queue[n:]
+	pool, size := poolOf(g.queue[0].ctx), 0
+	left := g.queue[:0]
+	for _, c := range g.queue {
+		if len(batch) < maxBatch && (len(batch) == 0 || size < maxBatchBytes) && poolOf(c.ctx) == pool {
+			batch = append(batch, c)
+			size += c.size()
+			continue
+		}
+		left = append(left, c)
+	}
+	clear(g.queue[len(left):])
+	g.queue = left
 	if len(g.queue) > 0 {
 		g.signal() // another lane may take the rest
 	}
@@ -184,7 +194,8 @@ func (g *groupCommit) send(batch []*scriptRun) {
 	}
 	// The batch outlives any one caller's context (a caller that gives up is
 	// answered at once); it keeps the first caller's values, which say whose
-	// traffic it is, and the store's own timeout bounds it.
+	// traffic it is (every script of a batch is of one pool), and the
+	// store's own timeout bounds it.
 	ctx := context.WithoutCancel(live[0].ctx)
 	if len(live) == 1 {
 		c := live[0]

@@ -23,6 +23,7 @@ type gate struct {
 	first     sync.Once
 	mu        sync.Mutex
 	pipelines []int
+	pools     []string // the pool each pipeline was counted in
 }
 
 func newGate() *gate { return &gate{held: make(chan struct{}), open: make(chan struct{})} }
@@ -43,6 +44,7 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 		if !handshake(cmds) {
 			g.mu.Lock()
 			g.pipelines = append(g.pipelines, len(cmds))
+			g.pools = append(g.pools, poolOf(ctx))
 			g.mu.Unlock()
 		}
 		return next(ctx, cmds)
@@ -216,6 +218,47 @@ func TestGroupCommitBoundsABatchByBytes(t *testing.T) {
 	// The first two large ones pass the bound; the third goes with the small.
 	if !slices.Equal(g.pipelines, []int{2, 3}) {
 		t.Errorf("pipelines of %v scripts, want [2 3]", g.pipelines)
+	}
+}
+
+// A batch holds the scripts of one pool, so that the round trips of
+// requests and of the background readers are counted apart; the others keep
+// their places in the queue.
+func TestGroupCommitBatchesOnePoolAtATime(t *testing.T) {
+	rdb := groupCommitClients(t)["embedded"]
+	ctx := context.Background()
+	g := newGate()
+	rdb.AddHook(g)
+	commit := newGroupCommit(rdb, 1)
+	defer commit.close()
+	sc := redis.NewScript("return 1")
+	if err := sc.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := commit.run(ctx, sc, []string{"k"}, nil)
+		first <- err
+	}()
+	<-g.held
+	var wg sync.WaitGroup
+	for i, c := range []context.Context{ctx, Background(ctx), ctx, Background(ctx), ctx} {
+		wg.Go(func() {
+			if _, err := commit.run(c, sc, []string{"k"}, nil); err != nil {
+				t.Errorf("script %d: %v", i, err)
+			}
+		})
+		waitFor(t, "the script to queue", func() bool { return commit.pending() == i+1 })
+	}
+	close(g.open)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !slices.Equal(g.pipelines, []int{3, 2}) || !slices.Equal(g.pools, []string{"requests", "wakeups"}) {
+		t.Errorf("pipelines of %v scripts in pools %v, want [3 2] in [requests wakeups]", g.pipelines, g.pools)
 	}
 }
 
