@@ -203,34 +203,11 @@ func (g *groupCommit) send(batch []*scriptRun) {
 		close(c.done)
 		return
 	}
-	cmds := g.pipeline(ctx, live, (*redis.Script).EvalSha)
-	var again []*scriptRun
-	var at []int
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			again = append(again, live[i])
-			at = append(at, i)
-		}
-	}
-	if len(again) > 0 {
-		for i, cmd := range g.pipeline(ctx, again, (*redis.Script).Eval) {
-			cmds[at[i]] = cmd
-		}
-	}
+	cmds := evalPipeline(ctx, g.rdb, len(live), func(i int) (*redis.Script, []string, []any) {
+		return live[i].sc, live[i].keys, live[i].args
+	})
 	for i, c := range live {
 		c.reply, c.err = cmds[i].Result()
 		close(c.done)
 	}
-}
-
-type evalFunc func(*redis.Script, context.Context, redis.Scripter, []string, ...any) *redis.Cmd
-
-func (g *groupCommit) pipeline(ctx context.Context, runs []*scriptRun, eval evalFunc) []*redis.Cmd {
-	pipe := g.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(runs))
-	for i, c := range runs {
-		cmds[i] = eval(c.sc, ctx, pipe, c.keys, c.args...)
-	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	return cmds
 }

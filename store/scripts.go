@@ -178,45 +178,16 @@ func (s *Store) exec(ctx context.Context, sc *redis.Script, rerun bool, keys []s
 }
 
 // execAll sends a read-only script once per call in one pipeline (each call
-// may touch another slot), and sends again with its body the calls a Redis
-// that lost its scripts refused (NOSCRIPT). Nothing is sent twice after a
+// may touch another slot; see evalPipeline). Nothing is sent twice after a
 // lost connection.
 func (s *Store) execAll(ctx context.Context, sc *redis.Script, calls []scriptCall) ([]any, error) {
 	if len(calls) == 1 {
 		reply, err := s.exec(ctx, sc, readsOrOnce, calls[0].keys, calls[0].args)
 		return []any{reply}, err
 	}
-	type eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd
-	send := func(run eval, which []int) ([]*redis.Cmd, error) {
-		pipe := s.RDB.Pipeline()
-		cmds := make([]*redis.Cmd, len(which))
-		for i, c := range which {
-			cmds[i] = run(ctx, pipe, calls[c].keys, calls[c].args...)
-		}
-		_, err := pipe.Exec(ctx)
-		return cmds, err
-	}
-	all := make([]int, len(calls))
-	for i := range all {
-		all[i] = i
-	}
-	cmds, err := send(sc.EvalSha, all)
-	var again []int
-	for i, c := range cmds {
-		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			again = append(again, i)
-		}
-	}
-	if len(again) > 0 {
-		evals, eerr := send(sc.Eval, again)
-		for i, c := range again {
-			cmds[c] = evals[i]
-		}
-		err = eerr
-	}
-	if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return nil, unavailable(err)
-	}
+	cmds := evalPipeline(ctx, s.RDB, len(calls), func(i int) (*redis.Script, []string, []any) {
+		return sc, calls[i].keys, calls[i].args
+	})
 	out := make([]any, len(cmds))
 	for i, c := range cmds {
 		v, err := c.Result()
@@ -229,4 +200,37 @@ func (s *Store) execAll(ctx context.Context, sc *redis.Script, calls []scriptCal
 		out[i] = v
 	}
 	return out, nil
+}
+
+// evalPipeline sends n script calls as EVALSHAs in one pipeline, then, in a
+// second, as EVALs with their bodies the calls that a Redis which lost its
+// scripts refused (NOSCRIPT). Each command carries its own answer or error.
+func evalPipeline(ctx context.Context, rdb redis.UniversalClient, n int, call func(i int) (*redis.Script, []string, []any)) []*redis.Cmd {
+	send := func(eval func(*redis.Script, context.Context, redis.Scripter, []string, ...any) *redis.Cmd, which []int) []*redis.Cmd {
+		pipe := rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(which))
+		for i, c := range which {
+			sc, keys, args := call(c)
+			cmds[i] = eval(sc, ctx, pipe, keys, args...)
+		}
+		_, _ = pipe.Exec(ctx) // the error is each failed command's own
+		return cmds
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	cmds := send((*redis.Script).EvalSha, all)
+	var again []int
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		for i, c := range send((*redis.Script).Eval, again) {
+			cmds[again[i]] = c
+		}
+	}
+	return cmds
 }
