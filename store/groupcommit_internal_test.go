@@ -51,6 +51,13 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 	}
 }
 
+// recorded is the size and the pool of each pipeline sent so far.
+func (g *gate) recorded() ([]int, []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.pipelines), slices.Clone(g.pools)
+}
+
 func (g *gate) hold() {
 	g.first.Do(func() {
 		close(g.held)
@@ -89,6 +96,43 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// heldLane is a group commit of one lane on rdb, the lane held on a first
+// script until release, which also checks that script's answer.
+func heldLane(t *testing.T, rdb redis.UniversalClient) (commit *groupCommit, g *gate, release func()) {
+	t.Helper()
+	g = newGate()
+	rdb.AddHook(g)
+	commit = newGroupCommit(rdb, 1)
+	first := make(chan error, 1)
+	go func() {
+		reply, err := commit.run(context.Background(), redis.NewScript("return 'first'"), []string{"k"}, nil)
+		if err == nil && reply != "first" {
+			err = fmt.Errorf("the first script answered %v", reply)
+		}
+		first <- err
+	}()
+	<-g.held
+	return commit, g, func() {
+		t.Helper()
+		close(g.open)
+		if err := <-first; err != nil {
+			t.Fatalf("the script on the wire: %v", err)
+		}
+	}
+}
+
+// queueInTurn starts call(i) for each i below n, each once the one before
+// has queued behind the held lane.
+func queueInTurn(t *testing.T, commit *groupCommit, n int, call func(i int)) *sync.WaitGroup {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { call(i) })
+		waitFor(t, "the script to queue", func() bool { return commit.pending() == i+1 })
+	}
+	return &wg
+}
+
 // While a lane has a batch on the wire, the scripts that come wait and go
 // out together as one pipeline, each caller answered with its own reply; a
 // caller that gives up while queued is answered at once and its script is
@@ -97,31 +141,18 @@ func TestGroupCommitSendsWaitingScriptsAsOnePipeline(t *testing.T) {
 	for name, rdb := range groupCommitClients(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			g := newGate()
-			rdb.AddHook(g)
-			commit := newGroupCommit(rdb, 1)
+			commit, g, release := heldLane(t, rdb)
 			defer commit.close()
 			// A script body of the test's own, so its first EVALSHA meets
 			// NOSCRIPT and the batch must fall back to EVAL.
 			prefix := fmt.Sprintf("gc%d:", time.Now().UnixNano())
 			sc := redis.NewScript("-- " + prefix + "\nredis.call('INCR', KEYS[1]) return ARGV[1]")
-			busy := redis.NewScript("-- " + prefix + " busy\nreturn ARGV[1]")
 			t.Cleanup(func() {
 				keys, _ := rdb.Keys(ctx, prefix+"*").Result()
 				if len(keys) > 0 {
 					rdb.Del(ctx, keys...)
 				}
 			})
-
-			first := make(chan error, 1)
-			go func() {
-				reply, err := commit.run(ctx, busy, []string{prefix + "first"}, []any{"first"})
-				if err == nil && reply != "first" {
-					err = fmt.Errorf("reply %v", reply)
-				}
-				first <- err
-			}()
-			<-g.held // the only lane is busy with the first script
 
 			const n = 10
 			var wg sync.WaitGroup
@@ -148,21 +179,15 @@ func TestGroupCommitSendsWaitingScriptsAsOnePipeline(t *testing.T) {
 				t.Fatalf("the caller that gave up got %v, want context.Canceled", err)
 			}
 
-			close(g.open)
-			if err := <-first; err != nil {
-				t.Fatal(err)
-			}
+			release()
 			wg.Wait()
 			for _, err := range errs {
 				if err != nil {
 					t.Error(err)
 				}
 			}
-			g.mu.Lock()
-			pipelines := g.pipelines
-			g.mu.Unlock()
 			// One pipeline of EVALSHAs (all NOSCRIPT), one of EVALs.
-			if len(pipelines) != 2 || pipelines[0] != n || pipelines[1] != n {
+			if pipelines, _ := g.recorded(); !slices.Equal(pipelines, []int{n, n}) {
 				t.Errorf("pipelines of %v commands, want [%d %d]", pipelines, n, n)
 			}
 			for i := range n {
@@ -182,42 +207,25 @@ func TestGroupCommitSendsWaitingScriptsAsOnePipeline(t *testing.T) {
 func TestGroupCommitBoundsABatchByBytes(t *testing.T) {
 	rdb := groupCommitClients(t)["embedded"]
 	ctx := context.Background()
-	g := newGate()
-	rdb.AddHook(g)
-	commit := newGroupCommit(rdb, 1)
-	defer commit.close()
 	sc := redis.NewScript("return #ARGV[1]")
 	if err := sc.Load(ctx, rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
-	first := make(chan error, 1)
-	go func() {
-		_, err := commit.run(ctx, sc, []string{"k"}, []any{"x"})
-		first <- err
-	}()
-	<-g.held
+	commit, g, release := heldLane(t, rdb)
+	defer commit.close()
 	big := strings.Repeat("b", maxBatchBytes*3/4)
 	sizes := []int{len(big), len(big), len(big), 1, 1}
-	var wg sync.WaitGroup
-	for i, n := range sizes {
-		wg.Go(func() {
-			reply, err := commit.run(ctx, sc, []string{"k"}, []any{big[:n]})
-			if err != nil || reply != int64(n) {
-				t.Errorf("script %d: %v, %v; want %d", i, reply, err, n)
-			}
-		})
-		waitFor(t, "the script to queue", func() bool { return commit.pending() == i+1 })
-	}
-	close(g.open)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
+	wg := queueInTurn(t, commit, len(sizes), func(i int) {
+		reply, err := commit.run(ctx, sc, []string{"k"}, []any{big[:sizes[i]]})
+		if err != nil || reply != int64(sizes[i]) {
+			t.Errorf("script %d: %v, %v; want %d", i, reply, err, sizes[i])
+		}
+	})
+	release()
 	wg.Wait()
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	// The first two large ones pass the bound; the third goes with the small.
-	if !slices.Equal(g.pipelines, []int{2, 3}) {
-		t.Errorf("pipelines of %v scripts, want [2 3]", g.pipelines)
+	if pipelines, _ := g.recorded(); !slices.Equal(pipelines, []int{2, 3}) {
+		t.Errorf("pipelines of %v scripts, want [2 3]", pipelines)
 	}
 }
 
@@ -227,38 +235,23 @@ func TestGroupCommitBoundsABatchByBytes(t *testing.T) {
 func TestGroupCommitBatchesOnePoolAtATime(t *testing.T) {
 	rdb := groupCommitClients(t)["embedded"]
 	ctx := context.Background()
-	g := newGate()
-	rdb.AddHook(g)
-	commit := newGroupCommit(rdb, 1)
-	defer commit.close()
 	sc := redis.NewScript("return 1")
 	if err := sc.Load(ctx, rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
-	first := make(chan error, 1)
-	go func() {
-		_, err := commit.run(ctx, sc, []string{"k"}, nil)
-		first <- err
-	}()
-	<-g.held
-	var wg sync.WaitGroup
-	for i, c := range []context.Context{ctx, Background(ctx), ctx, Background(ctx), ctx} {
-		wg.Go(func() {
-			if _, err := commit.run(c, sc, []string{"k"}, nil); err != nil {
-				t.Errorf("script %d: %v", i, err)
-			}
-		})
-		waitFor(t, "the script to queue", func() bool { return commit.pending() == i+1 })
-	}
-	close(g.open)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
+	commit, g, release := heldLane(t, rdb)
+	defer commit.close()
+	ctxs := []context.Context{ctx, Background(ctx), ctx, Background(ctx), ctx}
+	wg := queueInTurn(t, commit, len(ctxs), func(i int) {
+		if _, err := commit.run(ctxs[i], sc, []string{"k"}, nil); err != nil {
+			t.Errorf("script %d: %v", i, err)
+		}
+	})
+	release()
 	wg.Wait()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !slices.Equal(g.pipelines, []int{3, 2}) || !slices.Equal(g.pools, []string{"requests", "wakeups"}) {
-		t.Errorf("pipelines of %v scripts in pools %v, want [3 2] in [requests wakeups]", g.pipelines, g.pools)
+	pipelines, pools := g.recorded()
+	if !slices.Equal(pipelines, []int{3, 2}) || !slices.Equal(pools, []string{"requests", "wakeups"}) {
+		t.Errorf("pipelines of %v scripts in pools %v, want [3 2] in [requests wakeups]", pipelines, pools)
 	}
 }
 
@@ -266,16 +259,8 @@ func TestGroupCommitBatchesOnePoolAtATime(t *testing.T) {
 // redis.ErrClosed, and none waits.
 func TestGroupCommitClosedAnswersAtOnce(t *testing.T) {
 	rdb := groupCommitClients(t)["embedded"]
-	g := newGate()
-	rdb.AddHook(g)
-	commit := newGroupCommit(rdb, 1)
 	sc := redis.NewScript("return 1")
-	busy := make(chan error, 1)
-	go func() {
-		_, err := commit.run(context.Background(), sc, []string{"k"}, nil)
-		busy <- err
-	}()
-	<-g.held
+	commit, _, release := heldLane(t, rdb)
 	queued := make(chan error, 1)
 	go func() {
 		_, err := commit.run(context.Background(), sc, []string{"k"}, nil)
@@ -287,11 +272,8 @@ func TestGroupCommitClosedAnswersAtOnce(t *testing.T) {
 	if err := <-queued; !errors.Is(err, redis.ErrClosed) {
 		t.Errorf("a queued call got %v, want redis.ErrClosed", err)
 	}
-	close(g.open)
+	release() // the call on the wire finishes with its answer
 	<-closed
-	if err := <-busy; err != nil {
-		t.Errorf("the call on the wire got %v, want its answer", err)
-	}
 	if _, err := commit.run(context.Background(), sc, []string{"k"}, nil); !errors.Is(err, redis.ErrClosed) {
 		t.Errorf("a call after close got %v, want redis.ErrClosed", err)
 	}
