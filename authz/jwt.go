@@ -2,8 +2,10 @@ package authz
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -45,6 +47,7 @@ const (
 	errTokenRejected   rejection = "token rejected"
 	errLifetime        rejection = "token lifetime (exp - iat) above the maximum age"
 	errExpiresTooLate  rejection = "token without iat expires beyond the maximum age from now"
+	errActFor          rejection = "act_for claim must be a list of non-empty principal ids"
 )
 
 // DefaultMaxAge is the longest lifetime a token may have when
@@ -175,11 +178,15 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 type tokenClaims struct {
 	jwt.RegisteredClaims
 	Scope string `json:"scope,omitempty"`
+	// ActFor is kept raw so that a claim of the wrong shape is refused with
+	// its own reason, and only once the signature has held.
+	ActFor json.RawMessage `json:"act_for,omitempty"`
 }
 
 // Verify checks token and returns its principal. Every error wraps
 // ErrInvalidToken. A token verified before is answered from memory until it
-// expires; the principal's Scopes are shared and must not be changed.
+// expires; the principal's Scopes and ActFor are shared and must not be
+// changed.
 func (v *Verifier) Verify(token string) (Principal, error) {
 	switch {
 	case token == "":
@@ -227,15 +234,50 @@ func (v *Verifier) verify(token string) (verifiedClaims, error) {
 	if claims.Subject == "" {
 		return verifiedClaims{}, errMissingSub
 	}
-	id := claims.Subject
-	if v.issuer != "" {
-		// Two issuers may hand out the same sub; the prefix keeps them apart.
-		id = v.issuer + "#" + claims.Subject
+	actFor, err := v.parseActFor(claims.ActFor)
+	if err != nil {
+		return verifiedClaims{}, err
 	}
 	return verifiedClaims{
-		principal: Principal{ID: id, Scopes: parseScopes(claims.Scope)},
+		principal: Principal{ID: v.principalID(claims.Subject), Scopes: parseScopes(claims.Scope), ActFor: actFor},
 		expires:   claims.ExpiresAt.Time, // the parser requires exp
 	}, nil
+}
+
+// principalID is the principal a subject of this verifier's tokens stands
+// for. Two issuers may hand out the same sub; the issuer's prefix keeps
+// them apart.
+func (v *Verifier) principalID(sub string) string {
+	if v.issuer == "" {
+		return sub
+	}
+	return v.issuer + "#" + sub
+}
+
+// parseActFor reads the act_for claim: absent or null is none; otherwise a
+// JSON list of non-empty strings, subjects of the same issuer as the token's
+// own sub, namespaced the same way (a token can never name another issuer's
+// principal). Anything else refuses the whole token, so a claim its issuer
+// got wrong is seen at once rather than quietly granting nothing.
+func (v *Verifier) parseActFor(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var subs []string
+	if err := json.Unmarshal(raw, &subs); err != nil {
+		return nil, errActFor
+	}
+	if len(subs) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(subs))
+	for i, sub := range subs {
+		if sub == "" {
+			return nil, errActFor
+		}
+		ids[i] = v.principalID(sub)
+	}
+	return ids, nil
 }
 
 // checkLifetime refuses a token that lives longer than the maximum age: by
@@ -349,6 +391,12 @@ func (v *Verifier) algorithmAllowed(alg any) bool {
 // issued at now and valid for ttl. It is meant for local development and
 // tests; production tokens come from an identity provider.
 func IssueDevToken(secret []byte, subject string, scopes []string, ttl time.Duration, now time.Time) (string, error) {
+	return IssueDevTokenActingFor(secret, subject, scopes, nil, ttl, now)
+}
+
+// IssueDevTokenActingFor is IssueDevToken with an act_for claim: the
+// principals (bare subjects) the token may name as a task's requester.
+func IssueDevTokenActingFor(secret []byte, subject string, scopes, actFor []string, ttl time.Duration, now time.Time) (string, error) {
 	switch {
 	case len(secret) < minHMACSecretLength:
 		return "", fmt.Errorf("authz: HMAC secret must be at least %d bytes", minHMACSecretLength)
@@ -362,13 +410,21 @@ func IssueDevToken(secret []byte, subject string, scopes []string, ttl time.Dura
 			return "", fmt.Errorf("authz: scope %q is empty or has a space", s)
 		}
 	}
+	var actForClaim json.RawMessage
+	if len(actFor) > 0 {
+		if slices.Contains(actFor, "") {
+			return "", errors.New("authz: act_for holds an empty principal")
+		}
+		actForClaim, _ = json.Marshal(actFor) // strings: cannot fail
+	}
 	claims := tokenClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Subject:   subject,
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 		},
-		Scope: strings.Join(scopes, " "),
+		Scope:  strings.Join(scopes, " "),
+		ActFor: actForClaim,
 	}
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
 	if err != nil {

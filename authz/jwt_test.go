@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"slices"
@@ -296,6 +297,98 @@ func TestVerifyAdminScope(t *testing.T) {
 	}
 }
 
+// The act_for claim: a list of subjects, namespaced like sub when an issuer
+// is configured; any other shape refuses the token with its own reason, but
+// only once the signature has held.
+func TestVerifyActFor(t *testing.T) {
+	t.Parallel()
+	k := sharedKeys()
+	plain := newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac})
+	strict := newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac, Audience: testAudience, Issuer: testIssuer})
+	tests := []struct {
+		name   string
+		actFor any // nil: no claim
+		raw    string
+		forged bool // signed with another key
+		want   rejection
+		plain  []string // the principal's ActFor on each verifier
+		strict []string
+	}{
+		{name: "absent"},
+		{name: "null", raw: "null"},
+		{name: "empty list", actFor: []string{}},
+		{name: "one", actFor: []string{"bob"}, plain: []string{"bob"}, strict: []string{testIssuer + "#bob"}},
+		{name: "two", actFor: []string{"bob", "carol"}, plain: []string{"bob", "carol"},
+			strict: []string{testIssuer + "#bob", testIssuer + "#carol"}},
+		{name: "an entry with a hash is still a sub of this issuer", actFor: []string{"https://evil.example#bob"},
+			plain: []string{"https://evil.example#bob"}, strict: []string{testIssuer + "#https://evil.example#bob"}},
+		{name: "a string", actFor: "bob", want: errActFor},
+		{name: "a number", actFor: 42, want: errActFor},
+		{name: "an object", actFor: map[string]any{"bob": true}, want: errActFor},
+		{name: "a number in the list", actFor: []any{"bob", 7}, want: errActFor},
+		{name: "a list in the list", actFor: []any{[]string{"bob"}}, want: errActFor},
+		{name: "an empty entry", actFor: []string{"bob", ""}, want: errActFor},
+		{name: "a null entry", raw: `["bob",null]`, want: errActFor},
+		{name: "bad shape under a bad signature", actFor: "bob", forged: true, want: errSignature},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			edits := jwt.MapClaims{"aud": testAudience, "iss": testIssuer}
+			switch {
+			case tc.raw != "":
+				edits["act_for"] = json.RawMessage(tc.raw)
+			case tc.actFor != nil:
+				edits["act_for"] = tc.actFor
+			}
+			key := k.hmac
+			if tc.forged {
+				key = k.otherHMAC
+			}
+			token := sign(t, jwt.SigningMethodHS256, key, "", claims(edits))
+			for name, v := range map[string]*Verifier{"plain": plain, "strict": strict} {
+				p, err := v.Verify(token)
+				if tc.want != "" {
+					if !errors.Is(err, tc.want) || p.ID != "" || p.ActFor != nil {
+						t.Errorf("%s: %+v, %v; want %q", name, p, err, tc.want)
+					}
+					assertSafeMessage(t, err, token)
+					continue
+				}
+				want := tc.plain
+				if name == "strict" {
+					want = tc.strict
+				}
+				if err != nil || !slices.Equal(p.ActFor, want) {
+					t.Errorf("%s: ActFor %q, %v; want %q", name, p.ActFor, err, want)
+				}
+			}
+		})
+	}
+}
+
+// A token's act_for lets it name exactly the principals it lists, of its
+// own issuer; admin names nobody else.
+func TestVerifyActForGrants(t *testing.T) {
+	t.Parallel()
+	k := sharedKeys()
+	v := newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac, Audience: testAudience, Issuer: testIssuer})
+	token := sign(t, jwt.SigningMethodHS256, k.hmac, "", claims(jwt.MapClaims{"aud": testAudience, "iss": testIssuer,
+		"sub": "agent", "scope": "admin", "act_for": []string{"alice"}}))
+	p, err := v.Verify(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for requester, want := range map[string]bool{
+		testIssuer + "#agent": true, testIssuer + "#alice": true, "alice": false,
+		testIssuer + "#bob": false, "https://evil.example#alice": false,
+	} {
+		if got := p.CanActFor(requester); got != want {
+			t.Errorf("CanActFor(%q) = %v, want %v", requester, got, want)
+		}
+	}
+}
+
 // A verifier without an injected clock checks tokens against the real one;
 // and the development token app.Run prints lives the default maximum age,
 // and is taken.
@@ -422,6 +515,41 @@ func TestIssueDevToken(t *testing.T) {
 	}
 	if p, err := v.Verify(noScopes); err != nil || p.Scopes != nil {
 		t.Errorf("no scopes: %+v, %v", p, err)
+	}
+}
+
+func TestIssueDevTokenActingFor(t *testing.T) {
+	t.Parallel()
+	k := sharedKeys()
+	v := newTestVerifier(t, VerifierConfig{HMACSecret: k.hmac})
+	token, err := IssueDevTokenActingFor(k.hmac, "agent", []string{"read"}, []string{"alice", "bob"}, time.Hour, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := v.Verify(token)
+	if err != nil || p.ID != "agent" || !slices.Equal(p.Scopes, []string{"read"}) || !slices.Equal(p.ActFor, []string{"alice", "bob"}) {
+		t.Fatalf("principal %+v, %v", p, err)
+	}
+	var c jwt.MapClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil {
+		t.Fatal(err)
+	}
+	if list, ok := c["act_for"].([]any); !ok || len(list) != 2 {
+		t.Errorf("act_for claim = %#v, want a list of two", c["act_for"])
+	}
+	plain, err := IssueDevToken(k.hmac, "agent", nil, time.Hour, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pc jwt.MapClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(plain, &pc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pc["act_for"]; ok {
+		t.Error("a token without act_for carries the claim")
+	}
+	if _, err := IssueDevTokenActingFor(k.hmac, "agent", nil, []string{"alice", ""}, time.Hour, testNow); err == nil {
+		t.Error("an empty act_for entry was signed")
 	}
 }
 

@@ -192,5 +192,5 @@ var allRejections = []rejection{
 	errCriticalHeader, errUnknownKID, errSignature, errExpired,
 	errNotYetValid, errIssuedInFuture, errMissingExp, errMissingSub,
 	errMissingAudience, errAudience, errMissingIssuer, errIssuer,
-	errTokenRejected, errLifetime, errExpiresTooLate,
+	errTokenRejected, errLifetime, errExpiresTooLate, errActFor,
 }

@@ -12,10 +12,19 @@ import (
 // ScopeAdmin is the scope that lets a principal see and change every object.
 const ScopeAdmin = "admin"
 
+// ScopeDelegate is the scope that lets a principal name any other principal
+// as the requester of the tasks it creates, and so use that principal's
+// provider tokens. Admin does not imply it: seeing every object is one
+// privilege, spending other people's provider accounts another.
+const ScopeDelegate = "delegate"
+
 // Principal is the authenticated caller.
 type Principal struct {
 	ID     string   // "sub", or "<iss>#<sub>" when an issuer is configured
 	Scopes []string // from the space-separated "scope" claim
+	// ActFor are the principals, besides itself, this one may name as a
+	// task's requester: the "act_for" claim, each entry namespaced as ID is.
+	ActFor []string
 }
 
 // Admin reports whether the principal has the admin scope.
@@ -28,6 +37,17 @@ func (p Principal) Admin() bool {
 // if some record was stored without an owner.
 func (p Principal) CanAccess(owner string) bool {
 	return (p.ID != "" && p.ID == owner) || p.Admin()
+}
+
+// CanActFor reports whether the principal may name requester as the
+// requester of a task: itself, anybody with the delegate scope, or a
+// principal its token lists in act_for. The admin scope does not help. An
+// empty ID or requester never matches.
+func (p Principal) CanActFor(requester string) bool {
+	if p.ID == "" || requester == "" {
+		return false
+	}
+	return requester == p.ID || slices.Contains(p.Scopes, ScopeDelegate) || slices.Contains(p.ActFor, requester)
 }
 
 type principalKey struct{}

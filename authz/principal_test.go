@@ -60,6 +60,40 @@ func TestPrincipalCanAccess(t *testing.T) {
 	}
 }
 
+func TestPrincipalCanActFor(t *testing.T) {
+	t.Parallel()
+	const idp = "https://idp.example#"
+	tests := []struct {
+		name      string
+		p         Principal
+		requester string
+		want      bool
+	}{
+		{name: "itself", p: Principal{ID: "alice"}, requester: "alice", want: true},
+		{name: "another, no grant", p: Principal{ID: "mallory"}, requester: "alice", want: false},
+		{name: "admin is not delegate", p: Principal{ID: "root", Scopes: []string{"admin"}}, requester: "alice", want: false},
+		{name: "delegate scope", p: Principal{ID: "agent", Scopes: []string{"delegate"}}, requester: "alice", want: true},
+		{name: "delegate among others", p: Principal{ID: "agent", Scopes: []string{"read", "delegate"}}, requester: "alice", want: true},
+		{name: "a scope like delegate", p: Principal{ID: "agent", Scopes: []string{"delegate:read", "Delegate"}}, requester: "alice", want: false},
+		{name: "listed in act_for", p: Principal{ID: "agent", ActFor: []string{"alice", "bob"}}, requester: "bob", want: true},
+		{name: "not listed in act_for", p: Principal{ID: "agent", ActFor: []string{"alice"}}, requester: "bob", want: false},
+		{name: "act_for is exact", p: Principal{ID: "agent", ActFor: []string{"alice"}}, requester: "alice2", want: false},
+		{name: "namespaced act_for", p: Principal{ID: idp + "agent", ActFor: []string{idp + "alice"}}, requester: idp + "alice", want: true},
+		{name: "bare sub is not the namespaced one", p: Principal{ID: idp + "agent", ActFor: []string{idp + "alice"}}, requester: "alice", want: false},
+		{name: "same sub of another issuer", p: Principal{ID: idp + "agent", ActFor: []string{idp + "alice"}}, requester: "https://evil.example#alice", want: false},
+		{name: "empty requester", p: Principal{ID: "agent", Scopes: []string{"delegate"}}, requester: "", want: false},
+		{name: "zero principal", p: Principal{Scopes: []string{"delegate"}, ActFor: []string{"alice"}}, requester: "alice", want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tc.p.CanActFor(tc.requester); got != tc.want {
+				t.Errorf("%+v.CanActFor(%q) = %v, want %v", tc.p, tc.requester, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestPrincipalContext(t *testing.T) {
 	t.Parallel()
 	if _, ok := FromContext(context.Background()); ok {
