@@ -28,7 +28,8 @@ func TestContractConnections(t *testing.T) {
 	file := providertest.WriteConnectionsFile(t,
 		prov.Connection("devbox", "path", "repo"), prov.Connection("google", "state", "email"))
 	srv := apptest.Embedded(t, app.Config{ConnectionsFile: file})
-	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
+	// Alice's tasks name other requesters: her token carries delegate.
+	alice := newCaller(t, srv.URL, apptest.Token(t, "alice", "delegate"))
 	bob := alice.as(apptest.Token(t, "bob"))
 	anon := alice.as("")
 	browser := anon.noRedirects()
@@ -128,6 +129,12 @@ func TestContractConnections(t *testing.T) {
 
 	// A form post to the path form, for another requester.
 	other := newTask("carol")
+	// Without the grant alice may neither name carol, nor use or drop her
+	// token through the task she named her in.
+	withoutGrant := alice.as(apptest.Token(t, "alice"))
+	withoutGrant.want(withoutGrant.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID, "requester": "carol"}), 403, "requester_not_allowed", nil)
+	withoutGrant.want(withoutGrant.do("POST", "/v1/tasks/"+other+"/authorizations", map[string]any{"connection": "devbox"}), 403, "requester_not_allowed", nil)
+	withoutGrant.want(withoutGrant.do("POST", "/v1/tasks/"+other+"/authorizations/devbox/reject", nil), 403, "requester_not_allowed", nil)
 	alice.want(alice.do("POST", "/v1/tasks/"+other+"/authorizations", map[string]any{"connection": "devbox"}), 202, "", &pending)
 	back, err := url.Parse(prov.Approve(t, pending.AuthorizationURL))
 	if err != nil {

@@ -357,6 +357,7 @@ func TestContract(t *testing.T) {
 	alice := newCaller(t, srv.URL, apptest.Token(t, "alice"))
 	bob := alice.as(apptest.Token(t, "bob"))
 	carol := alice.as(apptest.Token(t, "carol"))
+	aliceForCarol := alice.as(apptest.TokenActingFor(t, "alice", []string{"carol"}))
 	anon := alice.as("")
 
 	t.Run("system", func(t *testing.T) {
@@ -575,7 +576,8 @@ func TestContract(t *testing.T) {
 
 	t.Run("requester", func(t *testing.T) {
 		var tc task
-		alice.want(alice.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID, "requester": "carol"}), 201, "", &tc)
+		alice.want(alice.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID, "requester": "carol"}), 403, "requester_not_allowed", nil)
+		alice.want(aliceForCarol.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID, "requester": "carol"}), 201, "", &tc)
 		cp := "/v1/tasks/" + tc.TaskID
 		alice.want(alice.do("POST", cp+"/input-requests", map[string]any{"requests": []any{
 			map[string]any{"requestId": "ok", "prompt": "OK?", "display": "confirmation"}}}), 200, "", nil)
@@ -595,7 +597,7 @@ func TestContract(t *testing.T) {
 
 	t.Run("answer url", func(t *testing.T) {
 		var ta, asked task
-		alice.want(alice.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID, "requester": "carol"}), 201, "", &ta)
+		alice.want(aliceForCarol.do("POST", "/v1/tasks", map[string]any{"sessionId": ses.SessionID, "requester": "carol"}), 201, "", &ta)
 		tp := "/v1/tasks/" + ta.TaskID
 		alice.want(alice.do("POST", tp+"/input-requests", map[string]any{"requests": []any{
 			map[string]any{"requestId": "go", "prompt": "Go?"},

@@ -17,7 +17,7 @@ import (
 func TestContractSlack(t *testing.T) {
 	const secret = "slack-contract-secret"
 	srv := apptest.Embedded(t, app.Config{SlackSigningSecret: secret, SlackUsers: "U0ALICE=alice,U0BOB=bob"})
-	agent := newCaller(t, srv.URL, apptest.Token(t, "agent"))
+	agent := newCaller(t, srv.URL, apptest.TokenActingFor(t, "agent", []string{"alice"}))
 	var ses, task struct {
 		SessionID string `json:"sessionId"`
 		TaskID    string `json:"taskId"`

@@ -51,8 +51,15 @@ type signinEnv struct {
 }
 
 // startSignin runs a server with one connection, "devbox", to a fake
-// provider, on the standalone Redis.
+// provider, on the standalone Redis. Its owner, the executor, holds the
+// delegate scope: its tasks may name any requester.
 func startSignin(t *testing.T, callback string) *signinEnv {
+	t.Helper()
+	return startSigninOn(t, storetest.Standalone(t), callback)
+}
+
+// startSigninOn is startSignin on the store sc.
+func startSigninOn(t *testing.T, sc store.Config, callback string) *signinEnv {
 	t.Helper()
 	prov := providertest.New(t)
 	conns := []map[string]any{{
@@ -66,10 +73,9 @@ func startSignin(t *testing.T, callback string) *signinEnv {
 		t.Fatal(err)
 	}
 	clk := &clock{}
-	sc := storetest.Standalone(t)
 	srv := apptest.Start(t, sc, app.Config{ConnectionsFile: file, VaultKeys: "k1:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))),
 		Now: clk.Now})
-	return &signinEnv{srv: srv, sc: sc, prov: prov, clock: clk, owner: srv.Client(t, "exec-owner"),
+	return &signinEnv{srv: srv, sc: sc, prov: prov, clock: clk, owner: client.New(srv.URL, apptest.Token(t, "exec-owner", "delegate")),
 		web: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 

@@ -83,7 +83,8 @@ func TestOtherPrincipalsSeeNotFound(t *testing.T) {
 		t.Fatalf("mallory listing alice's session: %+v %v", tl, err)
 	}
 	// The requester may read and answer, not run the task.
-	task2, err := alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Requester: "bob"})
+	aliceForBob := alice.WithToken(apptest.TokenActingFor(t, "alice", []string{"bob"}))
+	task2, err := aliceForBob.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Requester: "bob"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func TestSlackInteractions(t *testing.T) {
 		SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice,U0BOB=bob,U0AGENT=agent",
 	})
 	ctx := context.Background()
-	agent, alice := srv.Client(t, "agent"), srv.Client(t, "alice")
+	agent, alice := srv.ClientActingFor(t, "agent", []string{"alice"}), srv.Client(t, "alice")
 	ses := apptest.Session(t, ctx, agent)
 	task, err := agent.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Label: "devbox", Requester: "alice"})
 	if err != nil {
@@ -237,7 +237,7 @@ func TestSlackInteractions(t *testing.T) {
 func TestSlackRender(t *testing.T) {
 	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
-	agent := srv.Client(t, "agent")
+	agent := srv.ClientActingFor(t, "agent", []string{"alice"})
 	ses := apptest.Session(t, ctx, agent)
 	task, err := agent.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Kind: "devbox", Requester: "alice"})
 	if err != nil {

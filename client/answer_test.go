@@ -33,7 +33,8 @@ func (n *noAuthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // answer per request, the same rules as POST /v1/tasks/{id}/input.
 func TestAnswerURL(t *testing.T) {
 	eachStore(t, app.Config{}, func(t *testing.T, e *env) {
-		srv, owner := e.srv, e.alice
+		// The owner's token lets it name carol as the requester.
+		srv, owner := e.srv, e.alice.WithToken(apptest.TokenActingFor(t, "alice", []string{"carol"}))
 		ctx := context.Background()
 		tr := &noAuthTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
 		t.Cleanup(tr.next.(*http.Transport).CloseIdleConnections)

@@ -73,6 +73,7 @@ const (
 	CodeInvalidRequest      = wire.CodeInvalidRequest
 	CodeUnauthorized        = wire.CodeUnauthorized
 	CodeNotFound            = wire.CodeNotFound
+	CodeRequesterNotAllowed = wire.CodeRequesterNotAllowed // 403: the token may not act for that requester (delegate scope or act_for needed)
 	CodeTaskTerminal        = wire.CodeTaskTerminal
 	CodeNotInputRequired    = wire.CodeNotInputRequired
 	CodeUnknownRequest      = wire.CodeUnknownRequest

@@ -146,7 +146,9 @@ func (s *Service) redirectURI(c Connection, token string) string {
 // Ask hands the owner of a task the requester's token for a connection, or,
 // when there is none to use, asks the requester to sign in: the task goes
 // input_required with an authorization request, and the answer is the
-// pending request (a second ask while it is open gets the same one).
+// pending request (a second ask while it is open gets the same one). The
+// caller must be able to act for the requester now, not only when the task
+// was created (see mayUseTokens).
 func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in wire.AuthorizationAsk,
 	idem store.Idempotency) (*wire.ConnectionToken, *wire.AuthorizationPending, error) {
 	if in.Connection == "" {
@@ -164,6 +166,9 @@ func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in 
 	want := union(c.Scopes, in.Scopes)
 	t, err := s.tasks.Owned(ctx, p, taskID)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := mayUseTokens(p, t); err != nil {
 		return nil, nil, err
 	}
 	if t.Status.Terminal() {
@@ -207,6 +212,18 @@ func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in 
 	}
 	return nil, &wire.AuthorizationPending{Status: "authorization_required", RequestID: open.RequestID, Connection: c.Name,
 		AuthorizationURL: links.SigninURL(taskID, open.RequestID, open.AuthorizationURL), ExpiresAt: open.ExpiresAt}, nil
+}
+
+// mayUseTokens refuses a caller who may read the task as its owner or an
+// admin but whose token may not act for the task's requester: an admin
+// that is not the owner, or an owner whose grant (delegate, act_for) its
+// token no longer carries. The requester's tokens, and whether they are
+// kept, are the requester's and its delegates' business only.
+func mayUseTokens(p authz.Principal, t tasks.Task) error {
+	if !p.CanActFor(t.Requester) {
+		return problem.ErrRequesterNotAllowed
+	}
+	return nil
 }
 
 // usable is the requester's token for c covering scopes, refreshed first
@@ -426,6 +443,9 @@ func (s *Service) Reject(ctx context.Context, p authz.Principal, taskID, name st
 	}
 	t, err := s.tasks.Owned(ctx, p, taskID)
 	if err != nil {
+		return wire.AuthorizationRejected{}, err
+	}
+	if err := mayUseTokens(p, t); err != nil {
 		return wire.AuthorizationRejected{}, err
 	}
 	raw, err := s.store.ConnectionToken(ctx, t.Requester, c.Name)

@@ -118,6 +118,9 @@ func toAPIError(err error) *APIError {
 		return apiError(http.StatusGone, wire.CodeInputClosed, "the input request is no longer open")
 	case errors.Is(err, hooks.ErrTaskTerminal):
 		return apiError(http.StatusConflict, wire.CodeTaskTerminal, "the task has ended")
+	case errors.Is(err, problem.ErrRequesterNotAllowed):
+		return apiError(http.StatusForbidden, wire.CodeRequesterNotAllowed,
+			"this token may not act for that requester: naming another principal needs the delegate scope or that principal in the act_for claim")
 	case errors.Is(err, problem.ErrSessionNotActive):
 		return apiError(http.StatusConflict, wire.CodeSessionNotActive, "the session is not active")
 	case errors.Is(err, problem.ErrTooManyEndpoints):

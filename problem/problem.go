@@ -1,9 +1,10 @@
 // Package problem holds the refusals every service shares: a request that
 // can never succeed as sent (a field at fault), a record that does not exist
-// for the caller, an idempotency key used again with another body, and a
-// session that takes no more work. Services return them, wrapped or not;
-// package handlers maps them to HTTP in one place. It imports nothing of the
-// project, so every package may import it.
+// for the caller, an idempotency key used again with another body, a
+// session that takes no more work, and a requester the caller may not act
+// for. Services return them, wrapped or not; package handlers maps them to
+// HTTP in one place. It imports nothing of the project, so every package may
+// import it.
 package problem
 
 import (
@@ -24,6 +25,10 @@ var (
 	// ErrTooManyEndpoints is a session or task that holds as many
 	// notification endpoints as it may.
 	ErrTooManyEndpoints = errors.New("too many notification endpoints")
+	// ErrRequesterNotAllowed is a task naming a requester its creator's
+	// token may not act for (authz.Principal.CanActFor), or a provider
+	// token asked for by a caller who may not act for the task's requester.
+	ErrRequesterNotAllowed = errors.New("requester not allowed")
 )
 
 // ValidationError is a request that can never succeed as sent: Field names

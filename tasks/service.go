@@ -137,6 +137,15 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err := s.checkCreate(in); err != nil {
 		return store.Reply{}, err
 	}
+	// A requester's provider tokens go to the task's owner, and its answers
+	// steer the task: naming anybody else needs a grant in the creator's
+	// token. Checked before anything is read or written, so a refused
+	// create stores nothing and a repeat under an Idempotency-Key cannot
+	// replay a task this token may not create now.
+	if in.Requester != "" && !p.CanActFor(in.Requester) {
+		s.count("create", problem.ErrRequesterNotAllowed)
+		return store.Reply{}, problem.ErrRequesterNotAllowed
+	}
 	now := s.now()
 	ttl := TTL(in.TTLMs, s.cfg.DefaultTTL, s.cfg.MaxTTL)
 	poll := s.cfg.PollInterval.Milliseconds()
@@ -450,6 +459,8 @@ func (s *Service) count(kind CommandKind, err error) {
 		outcome = "unavailable"
 	case errors.Is(err, problem.ErrNotFound):
 		outcome = "not_found"
+	case errors.Is(err, problem.ErrRequesterNotAllowed):
+		outcome = "forbidden"
 	default:
 		var verr *problem.ValidationError
 		if errors.As(err, &verr) {

@@ -7,6 +7,7 @@ const (
 	CodeInvalidRequest      = "invalid_request"
 	CodeUnauthorized        = "unauthorized"
 	CodeNotFound            = "not_found"
+	CodeRequesterNotAllowed = "requester_not_allowed" // 403: the caller's token may not act for that requester
 	CodeMethodNotAllowed    = "method_not_allowed"
 	CodeTaskTerminal        = "task_terminal"
 	CodeTaskNotTerminal     = "task_not_terminal" // 409: release of a task that has not ended

@@ -141,7 +141,14 @@ func (s *Server) Stop(t testing.TB) {
 // Token is a valid bearer token for subject.
 func Token(t testing.TB, subject string, scopes ...string) string {
 	t.Helper()
-	tok, err := authz.IssueDevToken([]byte(Secret), subject, scopes, time.Hour, time.Now())
+	return TokenActingFor(t, subject, nil, scopes...)
+}
+
+// TokenActingFor is a valid bearer token for subject whose act_for claim
+// lists the principals it may name as a task's requester.
+func TokenActingFor(t testing.TB, subject string, actFor []string, scopes ...string) string {
+	t.Helper()
+	tok, err := authz.IssueDevTokenActingFor([]byte(Secret), subject, scopes, actFor, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +159,13 @@ func Token(t testing.TB, subject string, scopes ...string) string {
 func (s *Server) Client(t testing.TB, subject string, opts ...client.Option) *client.Client {
 	t.Helper()
 	return client.New(s.URL, Token(t, subject), opts...)
+}
+
+// ClientActingFor is a client of the server whose token of subject may name
+// the principals actFor as its tasks' requesters.
+func (s *Server) ClientActingFor(t testing.TB, subject string, actFor []string, opts ...client.Option) *client.Client {
+	t.Helper()
+	return client.New(s.URL, TokenActingFor(t, subject, actFor), opts...)
 }
 
 // Session opens a session as cl, or fails the test.
