@@ -28,7 +28,9 @@ const (
 )
 
 // CreateTask is the body of POST /v1/tasks. J is the Go type of Input and
-// Metadata (see the package doc).
+// Metadata (see the package doc). Requester defaults to the caller; naming
+// anybody else needs the delegate scope or that principal in the act_for
+// claim of the caller's token (else 403 requester_not_allowed).
 type CreateTask[J any] struct {
 	SessionID      string            `json:"sessionId"`
 	Kind           string            `json:"kind,omitempty"`
