@@ -33,28 +33,35 @@ func TestPrincipalAdmin(t *testing.T) {
 func TestPrincipalCanAccess(t *testing.T) {
 	t.Parallel()
 	admin := []string{"admin"}
-	tests := []struct {
-		name  string
-		p     Principal
-		owner string
-		want  bool
-	}{
-		{name: "owner", p: Principal{ID: "alice"}, owner: "alice", want: true},
-		{name: "someone else", p: Principal{ID: "bob"}, owner: "alice", want: false},
-		{name: "admin of someone else", p: Principal{ID: "bob", Scopes: admin}, owner: "alice", want: true},
-		{name: "other scopes do not help", p: Principal{ID: "bob", Scopes: []string{"read"}}, owner: "alice", want: false},
-		{name: "issuer namespaced owner", p: Principal{ID: "https://idp.example#alice"}, owner: "https://idp.example#alice", want: true},
-		{name: "same sub other issuer", p: Principal{ID: "https://evil.example#alice"}, owner: "https://idp.example#alice", want: false},
-		{name: "bare sub is not the namespaced owner", p: Principal{ID: "alice"}, owner: "https://idp.example#alice", want: false},
-		{name: "zero principal and empty owner", p: Principal{}, owner: "", want: false},
-		{name: "zero principal", p: Principal{}, owner: "alice", want: false},
-		{name: "admin and empty owner", p: Principal{ID: "root", Scopes: admin}, owner: "", want: true},
-	}
+	askPrincipals(t, "CanAccess", Principal.CanAccess, []principalCase{
+		{name: "owner", p: Principal{ID: "alice"}, other: "alice", want: true},
+		{name: "someone else", p: Principal{ID: "bob"}, other: "alice", want: false},
+		{name: "admin of someone else", p: Principal{ID: "bob", Scopes: admin}, other: "alice", want: true},
+		{name: "other scopes do not help", p: Principal{ID: "bob", Scopes: []string{"read"}}, other: "alice", want: false},
+		{name: "issuer namespaced owner", p: Principal{ID: "https://idp.example#alice"}, other: "https://idp.example#alice", want: true},
+		{name: "same sub other issuer", p: Principal{ID: "https://evil.example#alice"}, other: "https://idp.example#alice", want: false},
+		{name: "bare sub is not the namespaced owner", p: Principal{ID: "alice"}, other: "https://idp.example#alice", want: false},
+		{name: "zero principal and empty owner", p: Principal{}, other: "", want: false},
+		{name: "zero principal", p: Principal{}, other: "alice", want: false},
+		{name: "admin and empty owner", p: Principal{ID: "root", Scopes: admin}, other: "", want: true},
+	})
+}
+
+// principalCase is one question put to a Principal about another principal
+// (the owner of an object, or a requester to name).
+type principalCase struct {
+	name  string
+	p     Principal
+	other string
+	want  bool
+}
+
+func askPrincipals(t *testing.T, method string, ask func(Principal, string) bool, tests []principalCase) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := tc.p.CanAccess(tc.owner); got != tc.want {
-				t.Errorf("%+v.CanAccess(%q) = %v, want %v", tc.p, tc.owner, got, tc.want)
+			if got := ask(tc.p, tc.other); got != tc.want {
+				t.Errorf("%+v.%s(%q) = %v, want %v", tc.p, method, tc.other, got, tc.want)
 			}
 		})
 	}
@@ -63,35 +70,22 @@ func TestPrincipalCanAccess(t *testing.T) {
 func TestPrincipalCanActFor(t *testing.T) {
 	t.Parallel()
 	const idp = "https://idp.example#"
-	tests := []struct {
-		name      string
-		p         Principal
-		requester string
-		want      bool
-	}{
-		{name: "itself", p: Principal{ID: "alice"}, requester: "alice", want: true},
-		{name: "another, no grant", p: Principal{ID: "mallory"}, requester: "alice", want: false},
-		{name: "admin is not delegate", p: Principal{ID: "root", Scopes: []string{"admin"}}, requester: "alice", want: false},
-		{name: "delegate scope", p: Principal{ID: "agent", Scopes: []string{"delegate"}}, requester: "alice", want: true},
-		{name: "delegate among others", p: Principal{ID: "agent", Scopes: []string{"read", "delegate"}}, requester: "alice", want: true},
-		{name: "a scope like delegate", p: Principal{ID: "agent", Scopes: []string{"delegate:read", "Delegate"}}, requester: "alice", want: false},
-		{name: "listed in act_for", p: Principal{ID: "agent", ActFor: []string{"alice", "bob"}}, requester: "bob", want: true},
-		{name: "not listed in act_for", p: Principal{ID: "agent", ActFor: []string{"alice"}}, requester: "bob", want: false},
-		{name: "act_for is exact", p: Principal{ID: "agent", ActFor: []string{"alice"}}, requester: "alice2", want: false},
-		{name: "namespaced act_for", p: Principal{ID: idp + "agent", ActFor: []string{idp + "alice"}}, requester: idp + "alice", want: true},
-		{name: "bare sub is not the namespaced one", p: Principal{ID: idp + "agent", ActFor: []string{idp + "alice"}}, requester: "alice", want: false},
-		{name: "same sub of another issuer", p: Principal{ID: idp + "agent", ActFor: []string{idp + "alice"}}, requester: "https://evil.example#alice", want: false},
-		{name: "empty requester", p: Principal{ID: "agent", Scopes: []string{"delegate"}}, requester: "", want: false},
-		{name: "zero principal", p: Principal{Scopes: []string{"delegate"}, ActFor: []string{"alice"}}, requester: "alice", want: false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if got := tc.p.CanActFor(tc.requester); got != tc.want {
-				t.Errorf("%+v.CanActFor(%q) = %v, want %v", tc.p, tc.requester, got, tc.want)
-			}
-		})
-	}
+	askPrincipals(t, "CanActFor", Principal.CanActFor, []principalCase{
+		{name: "itself", p: Principal{ID: "alice"}, other: "alice", want: true},
+		{name: "another, no grant", p: Principal{ID: "mallory"}, other: "alice", want: false},
+		{name: "admin is not delegate", p: Principal{ID: "root", Scopes: []string{"admin"}}, other: "alice", want: false},
+		{name: "delegate scope", p: Principal{ID: "agent", Scopes: []string{"delegate"}}, other: "alice", want: true},
+		{name: "delegate among others", p: Principal{ID: "agent", Scopes: []string{"read", "delegate"}}, other: "alice", want: true},
+		{name: "a scope like delegate", p: Principal{ID: "agent", Scopes: []string{"delegate:read", "Delegate"}}, other: "alice", want: false},
+		{name: "listed in act_for", p: Principal{ID: "agent", ActFor: []string{"alice", "bob"}}, other: "bob", want: true},
+		{name: "not listed in act_for", p: Principal{ID: "agent", ActFor: []string{"alice"}}, other: "bob", want: false},
+		{name: "act_for is exact", p: Principal{ID: "agent", ActFor: []string{"alice"}}, other: "alice2", want: false},
+		{name: "namespaced act_for", p: Principal{ID: idp + "agent", ActFor: []string{idp + "alice"}}, other: idp + "alice", want: true},
+		{name: "bare sub is not the namespaced one", p: Principal{ID: idp + "agent", ActFor: []string{idp + "alice"}}, other: "alice", want: false},
+		{name: "same sub of another issuer", p: Principal{ID: idp + "agent", ActFor: []string{idp + "alice"}}, other: "https://evil.example#alice", want: false},
+		{name: "empty requester", p: Principal{ID: "agent", Scopes: []string{"delegate"}}, other: "", want: false},
+		{name: "zero principal", p: Principal{Scopes: []string{"delegate"}, ActFor: []string{"alice"}}, other: "alice", want: false},
+	})
 }
 
 func TestPrincipalContext(t *testing.T) {
