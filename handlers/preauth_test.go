@@ -19,16 +19,8 @@ import (
 // server has no such metric.
 func metricOr0(t *testing.T, e *hookEnv, name string) float64 {
 	t.Helper()
-	for _, line := range strings.Split(scrape(t, e), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return f
-		}
-	}
-	return 0
+	v, _ := metricValue(t, e, name)
+	return v
 }
 
 // raiseOpenFiles makes sure this process may hold n open files, raising its
