@@ -20,9 +20,10 @@ import (
 // The server has no connection-wide read timeout: it would also cut
 // long-polls and event streams, which read no body. Instead each request
 // that carries a body gets a read deadline of its own while the body is
-// read, and the bytes of bodies held in memory are drawn from one budget
-// for the whole server, so slow or stalled uploads can pin neither
-// connections nor memory.
+// read, and the bytes of bodies held in memory are drawn from budgets for
+// the whole server (one for authenticated requests, one for the others:
+// preauth.go), so slow or stalled uploads can pin neither connections nor
+// memory.
 //
 // budgetWait is how long a read waits for room in the budget before it is
 // refused with 503 overloaded.
@@ -32,7 +33,7 @@ const budgetWait = time.Second
 type bodyGuard struct {
 	max     int64         // larger bodies are a 413
 	timeout time.Duration // the whole body must arrive within it
-	budget  *budget       // bytes of bodies held in memory, server-wide
+	budget  *budget       // bytes of authenticated bodies held in memory, server-wide
 	// preauth is the budget of bodies read before a bearer token was
 	// verified, and shares bounds what one client address holds of it.
 	preauth *budget
