@@ -160,6 +160,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		Store: a.Store, Verifier: verifier, Parking: a.Parking,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
+		MaxPreauthBodyBytes: cfg.MaxPreauthBodyBytes, MaxPreauthBodyBytesPerAddress: cfg.MaxPreauthBodyBytesPerAddress,
 		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst,
 	})
 	return a, nil

@@ -51,7 +51,13 @@ type Config struct {
 	HookBurst         int     // TASKHOOK_HOOK_BURST: callbacks a hook takes at once above its rate; default 100
 
 	BodyTimeout          time.Duration // TASKHOOK_BODY_TIMEOUT: a request's whole body must arrive within it; default 15s
-	MaxInflightBodyBytes int64         // TASKHOOK_MAX_INFLIGHT_BODY_BYTES: body bytes held in memory across all requests; default 64 MiB
+	MaxInflightBodyBytes int64         // TASKHOOK_MAX_INFLIGHT_BODY_BYTES: body bytes held in memory across authenticated requests; default 64 MiB
+	// TASKHOOK_MAX_PREAUTH_BODY_BYTES: body bytes held, apart, by requests
+	// not authenticated by a bearer token; default an eighth of the above.
+	// TASKHOOK_MAX_PREAUTH_BODY_BYTES_PER_ADDRESS: what one client address
+	// holds of them; default a quarter of that. Both at least MaxBodyBytes.
+	MaxPreauthBodyBytes           int64
+	MaxPreauthBodyBytesPerAddress int64
 
 	NotifyTimeout       time.Duration // TASKHOOK_NOTIFY_TIMEOUT: one notification delivery attempt; default 10s
 	NotifyConcurrency   int           // TASKHOOK_NOTIFY_CONCURRENCY: deliveries under way at once per replica; default 64
@@ -115,6 +121,12 @@ func (c Config) Validate() error {
 	}
 	if d := c.withDefaults(); c.MaxInflightBodyBytes < 0 || (c.MaxInflightBodyBytes > 0 && c.MaxInflightBodyBytes < d.MaxBodyBytes) {
 		errs = append(errs, errors.New("TASKHOOK_MAX_INFLIGHT_BODY_BYTES must be at least TASKHOOK_MAX_BODY_BYTES"))
+	}
+	if d := c.withDefaults(); c.MaxPreauthBodyBytes < 0 || (c.MaxPreauthBodyBytes > 0 && c.MaxPreauthBodyBytes < d.MaxBodyBytes) {
+		errs = append(errs, errors.New("TASKHOOK_MAX_PREAUTH_BODY_BYTES must be at least TASKHOOK_MAX_BODY_BYTES"))
+	} else if n := c.MaxPreauthBodyBytesPerAddress; n < 0 || (n > 0 && (n < d.MaxBodyBytes || n > d.MaxPreauthBodyBytes)) {
+		errs = append(errs, errors.New("TASKHOOK_MAX_PREAUTH_BODY_BYTES_PER_ADDRESS must be at least TASKHOOK_MAX_BODY_BYTES "+
+			"and at most TASKHOOK_MAX_PREAUTH_BODY_BYTES"))
 	}
 	if c.MaxTTL < 0 || c.DefaultTTL < 0 || (c.MaxTTL > 0 && c.DefaultTTL > c.MaxTTL) {
 		errs = append(errs, errors.New("TASKHOOK_DEFAULT_TTL must be positive and not above TASKHOOK_MAX_TTL"))
@@ -257,6 +269,9 @@ func (c Config) withDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.BodyTimeout = cmp.Or(c.BodyTimeout, 15*time.Second)
 	c.MaxInflightBodyBytes = cmp.Or(c.MaxInflightBodyBytes, 64<<20)
+	c.MaxPreauthBodyBytes = cmp.Or(c.MaxPreauthBodyBytes, max(c.MaxInflightBodyBytes/8, c.MaxBodyBytes))
+	c.MaxPreauthBodyBytesPerAddress = cmp.Or(c.MaxPreauthBodyBytesPerAddress,
+		min(max(c.MaxPreauthBodyBytes/4, c.MaxBodyBytes), c.MaxPreauthBodyBytes))
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 20*time.Second)
 	c.JWTMaxAge = cmp.Or(c.JWTMaxAge, authz.DefaultMaxAge)
 	return c
@@ -312,6 +327,8 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	parse("TASKHOOK_MAX_TASK_BYTES", into(&c.MaxTaskBytes, strconv.Atoi))
 	parse("TASKHOOK_BODY_TIMEOUT", into(&c.BodyTimeout, time.ParseDuration))
 	parse("TASKHOOK_MAX_INFLIGHT_BODY_BYTES", into(&c.MaxInflightBodyBytes, parseInt64))
+	parse("TASKHOOK_MAX_PREAUTH_BODY_BYTES", into(&c.MaxPreauthBodyBytes, parseInt64))
+	parse("TASKHOOK_MAX_PREAUTH_BODY_BYTES_PER_ADDRESS", into(&c.MaxPreauthBodyBytesPerAddress, parseInt64))
 	parse("TASKHOOK_JWT_MAX_AGE", into(&c.JWTMaxAge, time.ParseDuration))
 	fs.DurationVar(&c.JWTMaxAge, "jwt-max-age", c.JWTMaxAge, "longest token lifetime taken, such as 24h or 15m (TASKHOOK_JWT_MAX_AGE)")
 	parse("TASKHOOK_DEFAULT_TTL", into(&c.DefaultTTL, time.ParseDuration))

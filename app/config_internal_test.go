@@ -94,3 +94,24 @@ func TestVaultSource(t *testing.T) {
 		t.Fatal("a new seal is not with the first of TASKHOOK_VAULT_KEYS")
 	}
 }
+
+// The pre-auth body budget defaults to an eighth of the main one and one
+// address's share to a quarter of that, neither below one body's limit.
+func TestPreauthBodyDefaults(t *testing.T) {
+	for _, c := range []struct {
+		in                 Config
+		budget, perAddress int64
+	}{
+		{Config{}, 8 << 20, 2 << 20},
+		{Config{MaxInflightBodyBytes: 256 << 20}, 32 << 20, 8 << 20},
+		{Config{MaxInflightBodyBytes: 4 << 20}, 1 << 20, 1 << 20}, // one 1 MiB body
+		{Config{MaxPreauthBodyBytes: 20 << 20}, 20 << 20, 5 << 20},
+		{Config{MaxPreauthBodyBytesPerAddress: 8 << 20}, 8 << 20, 8 << 20}, // behind a proxy: one address is everybody
+	} {
+		d := c.in.withDefaults()
+		if d.MaxPreauthBodyBytes != c.budget || d.MaxPreauthBodyBytesPerAddress != c.perAddress || c.in.Validate() != nil {
+			t.Errorf("%+v: %d and %d per address (%v), want %d and %d", c.in, d.MaxPreauthBodyBytes,
+				d.MaxPreauthBodyBytesPerAddress, c.in.Validate(), c.budget, c.perAddress)
+		}
+	}
+}

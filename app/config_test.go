@@ -120,3 +120,29 @@ func TestHookLimitsAreValidated(t *testing.T) {
 		t.Errorf("limits in range: %v", err)
 	}
 }
+
+// TASKHOOK_MAX_PREAUTH_BODY_BYTES and its per-address share are read from
+// the environment, and sizes that cannot work are refused.
+func TestPreauthBodySettings(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"TASKHOOK_MAX_PREAUTH_BODY_BYTES": "16777216", "TASKHOOK_MAX_PREAUTH_BODY_BYTES_PER_ADDRESS": "4194304"}
+	cfg, err := app.FromEnv(nil, func(name string) string { return vars[name] })
+	if err != nil || cfg.MaxPreauthBodyBytes != 16<<20 || cfg.MaxPreauthBodyBytesPerAddress != 4<<20 {
+		t.Fatalf("from the environment: %d, %d, %v", cfg.MaxPreauthBodyBytes, cfg.MaxPreauthBodyBytesPerAddress, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a good config: %v", err)
+	}
+	for _, bad := range []app.Config{
+		{MaxPreauthBodyBytes: -1},
+		{MaxPreauthBodyBytes: 1 << 10}, // below the 1 MiB a body may be
+		{MaxPreauthBodyBytesPerAddress: -1},
+		{MaxPreauthBodyBytesPerAddress: 1 << 10},
+		{MaxPreauthBodyBytesPerAddress: 9 << 20},                               // above the default budget, 8 MiB
+		{MaxPreauthBodyBytes: 2 << 20, MaxPreauthBodyBytesPerAddress: 3 << 20}, // above the budget set
+	} {
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "TASKHOOK_MAX_PREAUTH_BODY_BYTES") {
+			t.Errorf("%d, %d: %v", bad.MaxPreauthBodyBytes, bad.MaxPreauthBodyBytesPerAddress, err)
+		}
+	}
+}

@@ -1,17 +1,20 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -252,6 +255,66 @@ func scanForSecrets(t *testing.T, e *signinEnv, taskID string, secrets []string)
 				t.Fatalf("a secret (%d bytes) is in clear in: %.200s", len(s), p)
 			}
 		}
+	}
+}
+
+// unsentForm posts a form to path that declares a body and sends none of
+// it: the answer, and whether the server then closed the connection.
+func (e *signinEnv) unsentForm(t *testing.T, path string) (status int, code string, closed bool) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: taskhook\r\n"+
+		"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 4096\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("POST with no body sent: %v", err)
+	}
+	var body struct{ Error struct{ Code string } }
+	_ = json.NewDecoder(res.Body).Decode(&body)
+	res.Body.Close()
+	_, err = br.ReadByte()
+	return res.StatusCode, body.Error.Code, errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// A form post to the callback whose attempt is unknown, used, or ran out is
+// answered from its path before any of its body is read (the body never
+// comes here); a live one is read and completes the sign-in.
+func TestSigninFormPostFindsTheAttemptFirst(t *testing.T) {
+	t.Parallel()
+	e := startSignin(t, "path")
+	task := e.task(t, "bob")
+	if status, code, closed := e.unsentForm(t, "/v1/connections/devbox/callback/sgn_nothing"); status != 404 || code != "not_found" || !closed {
+		t.Fatalf("an unknown attempt: %d %s (closed %v)", status, code, closed)
+	}
+
+	_, pending := e.ask(t, task.TaskID)
+	redirect, _ := url.Parse(e.prov.Approve(t, pending.AuthorizationURL))
+	res, err := e.web.PostForm(e.srv.URL+redirect.Path, redirect.Query())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "outcome=authorized") {
+		t.Fatalf("the form post: %d %q", res.StatusCode, loc)
+	}
+	if status, code, closed := e.unsentForm(t, redirect.Path); status != 404 || code != "not_found" || !closed {
+		t.Fatalf("a used attempt: %d %s (closed %v)", status, code, closed)
+	}
+
+	other := e.task(t, "carol")
+	_, pending = e.ask(t, other.TaskID)
+	redirect, _ = url.Parse(e.prov.Approve(t, pending.AuthorizationURL))
+	e.clock.Advance(16 * time.Minute)
+	if status, code, closed := e.unsentForm(t, redirect.Path); status != 410 || code != "signin_closed" || !closed {
+		t.Fatalf("an attempt that ran out: %d %s (closed %v)", status, code, closed)
 	}
 }
 

@@ -323,53 +323,73 @@ func (s *Service) save(ctx context.Context, requester, connection string, rec st
 	return s.store.PutConnectionToken(ctx, requester, connection, raw, s.cfg.TokenTTL)
 }
 
-// Callback is the provider's redirect: name the connection, pathToken the
-// attempt in the path ("" in state mode), params the query and form
-// parameters. It exchanges the code, keeps the token, closes the task's
-// request and returns the outcome: authorized, declined or failed.
+// A Landing is a provider's redirect whose sign-in attempt was found live:
+// Land finds it from the path and the query alone, so a form post naming
+// no live attempt is refused before its body is read, and Complete
+// finishes it with every parameter.
+type Landing struct {
+	c     Connection
+	token string
+	part  int
+	hash  string
+	rec   attempt
+}
+
+// Land finds the attempt a redirect to the connection name is for: the
+// token in its path (pathToken; "" in state mode), else the query's state.
 // problem.ErrNotFound: no such attempt, or used; ErrSigninClosed: ran out,
 // or its task ended.
-func (s *Service) Callback(ctx context.Context, name, pathToken string, params url.Values) (string, error) {
+func (s *Service) Land(ctx context.Context, name, pathToken string, query url.Values) (*Landing, error) {
 	c, ok := s.conns[name]
 	if !ok {
-		return "", problem.ErrNotFound
+		return nil, problem.ErrNotFound
 	}
-	state := params.Get("state")
-	token := state
+	token := query.Get("state")
 	if c.Callback == CallbackPath {
-		if pathToken == "" || subtle.ConstantTimeCompare([]byte(pathToken), []byte(state)) != 1 {
-			return "", problem.ErrNotFound
-		}
+		token = pathToken // the state, which may come in a form, must match it (Complete)
 	} else if pathToken != "" {
-		return "", problem.ErrNotFound
+		return nil, problem.ErrNotFound
 	}
 	part, ok := tokens.Parse(token, AttemptTokenPrefix, s.store.Partitions)
 	if !ok {
-		return "", problem.ErrNotFound
+		return nil, problem.ErrNotFound
 	}
 	hash := tokens.Hash(token)
 	raw, err := s.store.SigninAttempt(ctx, part, hash)
 	rec, err := store.Decode[attempt]("sign-in attempt", raw, err)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if !tokens.SameHash(rec.Hash, hash) || rec.Connection != c.Name {
-		return "", problem.ErrNotFound
+		return nil, problem.ErrNotFound
 	}
 	if !s.cfg.Now().Before(time.UnixMilli(rec.ExpiresAt)) {
-		return "", ErrSigninClosed
+		return nil, ErrSigninClosed
 	}
 	t, err := s.tasks.Stored(ctx, rec.TaskID)
 	if errors.Is(err, problem.ErrNotFound) || (err == nil && t.Status.Terminal()) {
-		return "", ErrSigninClosed
+		return nil, ErrSigninClosed
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if _, open := t.OpenAuthorization(c.Name); !open || !awaits(t, rec.RequestID) {
+		return nil, problem.ErrNotFound
+	}
+	return &Landing{c: c, token: token, part: part, hash: hash, rec: rec}, nil
+}
+
+// Complete finishes a landed redirect with its parameters (the form's and
+// the query's): it exchanges the code, keeps the token, closes the task's
+// request and returns the outcome: authorized, declined or failed. The
+// attempt serves once: problem.ErrNotFound when another request claimed it
+// first, or a state that is not the path's token.
+func (s *Service) Complete(ctx context.Context, l *Landing, params url.Values) (string, error) {
+	c, rec, token := l.c, l.rec, l.token
+	if c.Callback == CallbackPath && subtle.ConstantTimeCompare([]byte(token), []byte(params.Get("state"))) != 1 {
 		return "", problem.ErrNotFound
 	}
-	if claimed, err := s.store.ClaimSigninAttempt(ctx, part, hash); err != nil || !claimed {
+	if claimed, err := s.store.ClaimSigninAttempt(ctx, l.part, l.hash); err != nil || !claimed {
 		if err == nil {
 			err = problem.ErrNotFound
 		}

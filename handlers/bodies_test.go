@@ -98,17 +98,27 @@ func readRawAnswer(br *bufio.Reader) rawAnswer {
 // gauge is the value of an unlabelled metric of the server.
 func gauge(t *testing.T, e *hookEnv, name string) float64 {
 	t.Helper()
+	v, ok := metricValue(t, e, name)
+	if !ok {
+		t.Fatalf("no %s in the metrics", name)
+	}
+	return v
+}
+
+// metricValue is the value of an unlabelled metric of the server, if it
+// has one.
+func metricValue(t *testing.T, e *hookEnv, name string) (float64, bool) {
+	t.Helper()
 	for _, line := range strings.Split(scrape(t, e), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatalf("%s: %v", line, err)
 			}
-			return f
+			return f, true
 		}
 	}
-	t.Fatalf("no %s in the metrics", name)
-	return 0
+	return 0, false
 }
 
 // Bodies of unknown length (chunked) are read as they come, up to the

@@ -7,6 +7,7 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -19,9 +20,10 @@ import (
 // The server has no connection-wide read timeout: it would also cut
 // long-polls and event streams, which read no body. Instead each request
 // that carries a body gets a read deadline of its own while the body is
-// read, and the bytes of bodies held in memory are drawn from one budget
-// for the whole server, so slow or stalled uploads can pin neither
-// connections nor memory.
+// read, and the bytes of bodies held in memory are drawn from budgets for
+// the whole server (one for authenticated requests, one for the others:
+// preauth.go), so slow or stalled uploads can pin neither connections nor
+// memory.
 //
 // budgetWait is how long a read waits for room in the budget before it is
 // refused with 503 overloaded.
@@ -31,11 +33,27 @@ const budgetWait = time.Second
 type bodyGuard struct {
 	max     int64         // larger bodies are a 413
 	timeout time.Duration // the whole body must arrive within it
-	budget  *budget       // bytes of bodies held in memory, server-wide
+	budget  *budget       // bytes of authenticated bodies held in memory, server-wide
+	// preauth is the budget of bodies read before a bearer token was
+	// verified, and shares bounds what one client address holds of it.
+	preauth *budget
+	shares  *addressShares
 }
 
-func newBodyGuard(max int64, timeout time.Duration, size int64, gauge prometheus.Gauge) *bodyGuard {
-	return &bodyGuard{max: max, timeout: timeout, budget: &budget{sem: semaphore.NewWeighted(size), gauge: gauge}}
+// bodyLimits are the sizes a bodyGuard is made with.
+type bodyLimits struct {
+	max        int64         // one body
+	timeout    time.Duration // to read one body
+	inflight   int64         // the main budget
+	preauth    int64         // the pre-auth budget
+	perAddress int64         // one client address's share of the pre-auth budget
+}
+
+func newBodyGuard(l bodyLimits, gauge, preauthGauge prometheus.Gauge) *bodyGuard {
+	return &bodyGuard{max: l.max, timeout: l.timeout,
+		budget:  &budget{sem: semaphore.NewWeighted(l.inflight), gauge: gauge},
+		preauth: &budget{sem: semaphore.NewWeighted(l.preauth), gauge: preauthGauge},
+		shares:  &addressShares{most: l.perAddress, held: map[netip.Prefix]int64{}}}
 }
 
 // budget is the server's bytes of request bodies, its use shown as a gauge.
@@ -58,7 +76,9 @@ func (b *budget) release(n int64) {
 }
 
 // guard sets the body deadline of a request that carries a body and
-// releases what its read reserved when the handler is done. A handler that
+// releases what its read reserved when the handler is done. The body draws
+// on the pre-auth budget, within its client address's share, until
+// authenticated moves it to the main one. A handler that
 // answers without reading the whole body (an unknown capability token, a
 // refused bearer token, a body declared too large) hangs up: net/http would
 // otherwise wait for the rest of the body, however slowly it comes. It must
@@ -69,8 +89,8 @@ func (g *bodyGuard) guard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		b := &guardedBody{src: r.Body, w: w, rc: http.NewResponseController(w), budget: g.budget,
-			deadline: time.Now().Add(g.timeout)}
+		b := &guardedBody{src: r.Body, w: w, rc: http.NewResponseController(w), budget: g.preauth,
+			shares: g.shares, remote: r.RemoteAddr, deadline: time.Now().Add(g.timeout)}
 		_ = b.rc.SetReadDeadline(b.deadline)
 		defer b.finish()
 		r.Body = b
@@ -86,6 +106,8 @@ type guardedBody struct {
 	w        http.ResponseWriter // net/http's own
 	rc       *http.ResponseController
 	budget   *budget
+	shares   *addressShares // nil once the request is authenticated
+	remote   string         // the client's address, as net/http gives it
 	deadline time.Time
 	done     bool  // read to its end
 	hungUp   bool  // the rest of the body is not read
@@ -115,7 +137,17 @@ func (b *guardedBody) reserve(ctx context.Context, n int64) error {
 	}
 	ctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
+	var who netip.Prefix
+	if b.shares != nil {
+		who = clientOf(b.remote)
+		if !b.shares.take(who, n) {
+			return errShareFull
+		}
+	}
 	if err := b.budget.acquire(ctx, n); err != nil {
+		if b.shares != nil {
+			b.shares.give(who, n)
+		}
 		return err
 	}
 	b.reserved += n
@@ -141,6 +173,9 @@ func (b *guardedBody) finish() {
 	b.hangUp()
 	if b.reserved > 0 {
 		b.budget.release(b.reserved)
+		if b.shares != nil {
+			b.shares.give(clientOf(b.remote), b.reserved)
+		}
 		b.reserved = 0
 	}
 }
@@ -198,7 +233,7 @@ func (g *bodyGuard) readUpTo(r *http.Request, most int64) ([]byte, error) {
 	if size >= 0 {
 		limit = size
 		if err := b.reserve(r.Context(), size); err != nil {
-			return nil, g.budgetError(r)
+			return nil, g.budgetError(r, err)
 		}
 	}
 	var parts []*chunk
@@ -225,7 +260,7 @@ func (g *bodyGuard) readUpTo(r *http.Request, most int64) ([]byte, error) {
 		if total == int64(len(parts))*chunkSize {
 			if size < 0 {
 				if err := b.reserve(r.Context(), min(chunkSize, limit-total)); err != nil {
-					return nil, g.budgetError(r)
+					return nil, g.budgetError(r, err)
 				}
 			}
 			parts = append(parts, chunks.Get().(*chunk))
@@ -272,10 +307,15 @@ func (g *bodyGuard) readError(err error) error {
 }
 
 // budgetError is the answer to a read that found no room in the budget in
-// time: the server is busy, not the store or the client at fault.
-func (g *bodyGuard) budgetError(r *http.Request) error {
-	if r.Context().Err() != nil {
+// time: the server is busy, not the store or the client at fault; or, before
+// authentication, to one whose client address holds its whole share.
+func (g *bodyGuard) budgetError(r *http.Request, err error) error {
+	switch {
+	case r.Context().Err() != nil:
 		return r.Context().Err() // the client went away
+	case errors.Is(err, errShareFull):
+		return &APIError{Status: http.StatusTooManyRequests, Code: wire.CodeRateLimited, RetryAfter: retryAfterUnavailable,
+			Message: "this client address is sending as many request bodies as it may at once; retry shortly"}
 	}
 	return apiError(http.StatusServiceUnavailable, wire.CodeOverloaded,
 		"the server is taking in too many request bodies at once; retry shortly")

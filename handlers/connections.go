@@ -63,9 +63,16 @@ func (a *api) signOut(w http.ResponseWriter, r *http.Request) {
 }
 
 // connectionCallback is the provider's redirect after a sign-in. It reads
-// the query and, for a POST, the form; never headers or cookies.
+// the query and, for a POST, the form; never headers or cookies. The
+// attempt is found from the path and the query first: a form naming no
+// live attempt is not read.
 func (a *api) connectionCallback(w http.ResponseWriter, r *http.Request) {
 	params := r.URL.Query()
+	landed, err := a.connections.Land(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "token"), params)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	if r.Method == http.MethodPost {
 		// The body guard bounds it (413) and times it (408) like any body.
 		body, err := a.body.readUpTo(r, maxCallbackForm)
@@ -83,7 +90,7 @@ func (a *api) connectionCallback(w http.ResponseWriter, r *http.Request) {
 		}
 		params = form
 	}
-	outcome, err := a.connections.Callback(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "token"), params)
+	outcome, err := a.connections.Complete(r.Context(), landed, params)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

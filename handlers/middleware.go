@@ -160,6 +160,7 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			writeAPIError(w, e)
 			return
 		}
+		a.body.authenticated(r)
 		next.ServeHTTP(w, r.WithContext(authz.WithPrincipal(r.Context(), p)))
 	})
 }

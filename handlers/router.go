@@ -9,6 +9,7 @@
 package handlers
 
 import (
+	"cmp"
 	"github.com/taskhook/taskhook/api/wire"
 	"log/slog"
 	"net/http"
@@ -45,9 +46,15 @@ type Deps struct {
 
 	// BodyTimeout is how long a request's body may take to arrive (default
 	// 15s); MaxInflightBodyBytes bounds the body bytes held in memory across
-	// all requests (default 64 MiB, at least MaxBodyBytes).
+	// authenticated requests (default 64 MiB, at least MaxBodyBytes).
 	BodyTimeout          time.Duration
 	MaxInflightBodyBytes int64
+	// MaxPreauthBodyBytes bounds, apart, the bytes of bodies read before a
+	// bearer token is verified (default an eighth of MaxInflightBodyBytes),
+	// and MaxPreauthBodyBytesPerAddress what one client address holds of
+	// them (default a quarter of that); both are at least MaxBodyBytes.
+	MaxPreauthBodyBytes           int64
+	MaxPreauthBodyBytesPerAddress int64
 
 	// ListRate and ListBurst bound the lists one principal makes on this
 	// replica (default 20 a second, bursts of 10); a negative ListRate turns
@@ -105,7 +112,11 @@ func New(d Deps) http.Handler {
 		}
 		a.lists = newListLimiter(perSecond, burst)
 	}
-	a.body = newBodyGuard(maxBody, timeout, max(inflight, maxBody), d.Metrics.BodyBytes)
+	inflight = max(inflight, maxBody)
+	preauth := max(cmp.Or(d.MaxPreauthBodyBytes, inflight/8), maxBody)
+	perAddress := min(max(cmp.Or(d.MaxPreauthBodyBytesPerAddress, preauth/4), maxBody), preauth)
+	a.body = newBodyGuard(bodyLimits{max: maxBody, timeout: timeout, inflight: inflight, preauth: preauth, perAddress: perAddress},
+		d.Metrics.BodyBytes, d.Metrics.PreauthBodyBytes)
 	r := chi.NewRouter()
 	r.Use(a.body.guard, withRequestID, a.observe)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeAPIError(w, errNotFound) })

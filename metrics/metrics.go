@@ -21,6 +21,9 @@ type Metrics struct {
 	HTTPRequests *prometheus.CounterVec   // route, method, status
 	HTTPDuration *prometheus.HistogramVec // route, method
 	BodyBytes    prometheus.Gauge         // request body bytes held or reserved, out of the server's budget
+	// PreauthBodyBytes are those of requests not (yet) authenticated by a
+	// bearer token, out of the pre-auth budget.
+	PreauthBodyBytes prometheus.Gauge
 
 	TaskCommands *prometheus.CounterVec // command, outcome
 	TasksEntered *prometheus.CounterVec // status
@@ -81,6 +84,8 @@ func New() *Metrics {
 			[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 30, 60}, "route", "method"),
 		BodyBytes: gauge("taskhook_http_body_bytes_reserved",
 			"Bytes of the in-flight request body budget (TASKHOOK_MAX_INFLIGHT_BODY_BYTES) reserved by bodies being read or held."),
+		PreauthBodyBytes: gauge("taskhook_http_preauth_body_bytes_reserved",
+			"Bytes of the pre-auth body budget (TASKHOOK_MAX_PREAUTH_BODY_BYTES) reserved by bodies read before a bearer token is verified."),
 
 		TaskCommands: counters("taskhook_task_commands_total", "Task commands by kind and outcome.", "command", "outcome"),
 		TasksEntered: counters("taskhook_tasks_entered_total", "Tasks that entered each status through this replica.", "status"),
