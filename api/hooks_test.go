@@ -114,6 +114,8 @@ func TestContractHooks(t *testing.T) {
 			"verify": map[string]any{"scheme": "md5", "secret": "x"}}), 400, "invalid_request", nil)
 		alice.want(alice.do("POST", "/v1/hooks", map[string]any{"sessionId": ses.SessionID,
 			"response": map[string]any{"status": 500}}), 400, "invalid_request", nil)
+		alice.want(alice.do("POST", "/v1/hooks", map[string]any{"sessionId": ses.SessionID,
+			"response": map[string]any{"status": 200, "body": "<p>hi</p>", "contentType": "text/html"}}), 400, "invalid_request", nil)
 		alice.want(alice.do("POST", "/v1/hooks", map[string]any{"sessionId": "ses_nope"}), 404, "not_found", nil)
 		bob.want(bob.do("POST", "/v1/hooks", map[string]any{"taskId": tk.TaskID}), 404, "not_found", nil)
 		anon.want(anon.do("POST", "/v1/hooks", map[string]any{"taskId": tk.TaskID}), 401, "unauthorized", nil)
@@ -124,7 +126,7 @@ func TestContractHooks(t *testing.T) {
 	// Session hooks: static answers, a plain one, one to rate-limit, one to
 	// dead-letter.
 	static := create(map[string]any{"sessionId": ses.SessionID, "label": "static",
-		"response": map[string]any{"status": 200, "body": "<ok/>", "contentType": "application/xml"}})
+		"response": map[string]any{"status": 200, "body": "ok", "contentType": "text/plain"}})
 	empty := create(map[string]any{"sessionId": ses.SessionID, "response": map[string]any{"status": 204}})
 	plain := create(map[string]any{"sessionId": ses.SessionID, "ttlMs": 3_600_000})
 	limited := create(map[string]any{"sessionId": ses.SessionID, "label": "rate"})
@@ -173,8 +175,9 @@ func TestContractHooks(t *testing.T) {
 		// Static answers, for a stored post and for a duplicate alike.
 		for range 2 {
 			r := anon.want(anon.do("POST", callback(static), "x", "Content-Type", "text/plain", "Webhook-Id", "msg-1"), 200, "", nil)
-			if string(r.body) != "<ok/>" || r.header.Get("Content-Type") != "application/xml" {
-				t.Errorf("static answer: %q %q", r.body, r.header.Get("Content-Type"))
+			if string(r.body) != "ok" || r.header.Get("Content-Type") != "text/plain" ||
+				r.header.Get("Content-Security-Policy") != "sandbox; default-src 'none'" || r.header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("static answer: %q %v", r.body, r.header)
 			}
 		}
 		anon.want(anon.do("POST", callback(empty), "x", "Content-Type", "text/plain"), 204, "", nil)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -595,4 +596,41 @@ func TestNotificationsSurviveAKilledReplica(t *testing.T) {
 		"B resent them %v to %v after the kill (claim idle %v)",
 		events, len(recv.Got()), events, len(recv.Got())-events, takeover[0].Round(time.Millisecond),
 		takeover[len(takeover)-1].Round(time.Millisecond), claimIdle)
+}
+
+// With the guard on (the default), an endpoint on a special-purpose address
+// is refused at registration with 400 invalid_request naming its url, in a
+// create (notify[i].url) and in an add (notify.url), and nothing is kept.
+// Among them are blocks the guard once let through.
+func TestNotifyEndpointsOnSpecialAddressesAreRefused(t *testing.T) {
+	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	ctx := context.Background()
+	cl := client.New(srv.URL, apptest.Token(t, "guarded"))
+	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{
+		"http://127.0.0.1:9/", "http://198.18.0.1/", "http://192.0.0.9/", "http://192.0.2.1/",
+		"http://[::ffff:8.8.8.8]/", "http://[100::1]/", "http://[2001:db8::1]/", "http://[2001::1]/",
+		"http://[2002:808:808::1]/", "http://[64:ff9b::a00:1]/",
+	} {
+		ep := client.EndpointRequest{URL: target}
+		_, err := cl.CreateSession(ctx, client.CreateSessionInput{Notify: []client.EndpointRequest{{URL: "http://93.184.216.34/"}, ep}})
+		wantRefusedURL(t, target, err, "notify[1].url")
+		_, err = cl.AddSessionEndpoint(ctx, ses.SessionID, ep)
+		wantRefusedURL(t, target, err, "notify.url")
+	}
+	if eps, err := cl.SessionEndpoints(ctx, ses.SessionID); err != nil || len(eps) != 0 {
+		t.Errorf("endpoints kept: %+v %v", eps, err)
+	}
+}
+
+func wantRefusedURL(t *testing.T, target string, err error, field string) {
+	t.Helper()
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != 400 || ce.Code != client.CodeInvalidRequest ||
+		len(ce.Details) != 1 || ce.Details[0].Field != field || !strings.Contains(ce.Details[0].Message, "not allowed") {
+		t.Errorf("%s: %v, want 400 invalid_request naming %s", target, err, field)
+	}
 }

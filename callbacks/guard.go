@@ -55,10 +55,13 @@ type Resolver interface {
 
 var _ Resolver = (*net.Resolver)(nil)
 
-// Guard keeps outbound calls away from the service's own network: loopback,
-// private, link-local, shared (CGNAT), unique-local, multicast and reserved
-// addresses, the cloud metadata endpoints, and IPv6 forms that carry one of
-// those IPv4 addresses inside (IPv4-mapped, IPv4-compatible, NAT64, 6to4).
+// Guard keeps outbound calls away from the service's own network and from
+// addresses no receiver should have: every block of IANA's special-purpose
+// address registries (loopback, private, link-local, shared (CGNAT),
+// unique-local, documentation, benchmarking, protocol assignments, reserved
+// and the rest), multicast, IPv6 outside global unicast, the cloud metadata
+// endpoints, IPv4-mapped, IPv4-compatible and 6to4 addresses, and NAT64
+// addresses that carry a refused IPv4 address.
 //
 // It checks twice: CheckURL when an endpoint is registered, resolving its
 // host, and DialControl on every connection, on the address actually dialled.
@@ -104,6 +107,9 @@ func (g Guard) CheckURL(ctx context.Context, raw string) error {
 		if !ok {
 			return badURL("host could not be resolved")
 		}
+		// net.IP holds an IPv4 address in 16 bytes as often as in 4, and
+		// the dialer connects to it as IPv4: judge it as that.
+		addr = addr.Unmap()
 		if class, bad := disallowed(addr); bad {
 			return addressNotAllowed("host resolves to an address not allowed: " + class)
 		}
@@ -173,7 +179,12 @@ func parseTarget(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// Address ranges a target may not reach.
+// Address ranges a target may not reach: the blocks of IANA's IPv4 and IPv6
+// Special-Purpose Address Registries (RFC 6890 and the RFCs that updated
+// them), whole, globally reachable or not, since none is where a webhook
+// receiver lives; multicast; and, for IPv6, everything outside 2000::/3, the
+// only space IANA hands out as global unicast. A more specific block comes
+// before the block that holds it, so the reason names it.
 var (
 	v4Metadata = []netip.Addr{
 		netip.MustParseAddr("169.254.169.254"), // AWS, GCP, Azure, OpenStack and most others
@@ -182,32 +193,59 @@ var (
 	v6Metadata = []netip.Addr{
 		netip.MustParseAddr("fd00:ec2::254"), // AWS over IPv6
 	}
-	v4Broadcast = netip.MustParseAddr("255.255.255.255")
 
 	v4Ranges = []classRange{
 		{netip.MustParsePrefix("0.0.0.0/8"), "this network (0.0.0.0/8)"},
-		{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
 		{netip.MustParsePrefix("10.0.0.0/8"), "private"},
-		{netip.MustParsePrefix("172.16.0.0/12"), "private"},
-		{netip.MustParsePrefix("192.168.0.0/16"), "private"},
-		{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
 		{netip.MustParsePrefix("100.64.0.0/10"), "CGNAT"},
+		{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
+		{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
+		{netip.MustParsePrefix("172.16.0.0/12"), "private"},
+		{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments"},
+		{netip.MustParsePrefix("192.0.2.0/24"), "documentation"},
+		{netip.MustParsePrefix("192.31.196.0/24"), "AS112"},
+		{netip.MustParsePrefix("192.52.193.0/24"), "AMT"},
+		{netip.MustParsePrefix("192.88.99.0/24"), "6to4 relay anycast"},
+		{netip.MustParsePrefix("192.168.0.0/16"), "private"},
+		{netip.MustParsePrefix("192.175.48.0/24"), "AS112"},
+		{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
+		{netip.MustParsePrefix("198.51.100.0/24"), "documentation"},
+		{netip.MustParsePrefix("203.0.113.0/24"), "documentation"},
 		{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+		{netip.MustParsePrefix("255.255.255.255/32"), "broadcast"},
 		{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
 	}
 	v6Ranges = []classRange{
 		{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64"},
+		{netip.MustParsePrefix("100::/64"), "discard-only"},
+		{netip.MustParsePrefix("100:0:0:1::/64"), "dummy prefix"},
+		{netip.MustParsePrefix("2001::/32"), "Teredo"},
+		{netip.MustParsePrefix("2001:2::/48"), "benchmarking"},
+		{netip.MustParsePrefix("2001:10::/28"), "ORCHID"},
+		{netip.MustParsePrefix("2001:20::/28"), "ORCHIDv2"},
+		{netip.MustParsePrefix("2001::/23"), "IETF protocol assignments"},
+		{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
+		// 6to4 is refused whole rather than by the IPv4 address it
+		// carries: its relays are deprecated (RFC 7526), and a relay is a
+		// third party that would carry the call wherever that address is.
+		{netip.MustParsePrefix("2002::/16"), "6to4"},
+		{netip.MustParsePrefix("2620:4f:8000::/48"), "AS112"},
+		{netip.MustParsePrefix("3fff::/20"), "documentation"},
+		{netip.MustParsePrefix("5f00::/16"), "SRv6 SIDs"},
+		{netip.MustParsePrefix("fc00::/7"), "unique local"},
 		{netip.MustParsePrefix("fe80::/10"), "link-local"},
 		{netip.MustParsePrefix("fec0::/10"), "site-local"},
-		{netip.MustParsePrefix("fc00::/7"), "unique local"},
 		{netip.MustParsePrefix("ff00::/8"), "multicast"},
 	}
 
-	// IPv6 prefixes whose addresses carry an IPv4 address, checked as that
-	// IPv4 address. IPv4-mapped addresses are unmapped before these.
+	// v6GlobalUnicast is the only IPv6 space a target may be in, bar NAT64.
+	v6GlobalUnicast = netip.MustParsePrefix("2000::/3")
+	// v4Compatible (deprecated by RFC 4291) is refused whole: nothing routes
+	// it, and a stack that still does would reach the IPv4 address inside.
 	v4Compatible = netip.MustParsePrefix("::/96")
-	v4NAT64      = netip.MustParsePrefix("64:ff9b::/96")
-	v4In6to4     = netip.MustParsePrefix("2002::/16")
+	// v4NAT64 addresses reach the IPv4 address they carry through the
+	// network's translator, so they are judged as that address.
+	v4NAT64 = netip.MustParsePrefix("64:ff9b::/96")
 )
 
 type classRange struct {
@@ -216,15 +254,12 @@ type classRange struct {
 }
 
 // disallowed reports whether a target may not be addr, and if so what kind
-// of address it is, in words fit for an error message.
+// of address it is, in words fit for an error message. An IPv4-mapped
+// address (::ffff:a.b.c.d) is refused whole: it is how a URL writes an IPv4
+// address to slip past a check of IPv4 ranges, and no resolver's answer
+// reaches here in that form (CheckURL unmaps them).
 func disallowed(addr netip.Addr) (class string, bad bool) {
 	addr = addr.WithZone("")
-	if addr.Is4In6() {
-		if class, bad := disallowedV4(addr.Unmap()); bad {
-			return class + " (IPv4-mapped)", true
-		}
-		return "", false
-	}
 	if addr.Is4() {
 		return disallowedV4(addr)
 	}
@@ -240,15 +275,7 @@ func disallowedV4(addr netip.Addr) (string, bool) {
 	if addr.IsUnspecified() {
 		return "unspecified", true
 	}
-	if addr == v4Broadcast {
-		return "broadcast", true
-	}
-	for _, r := range v4Ranges {
-		if r.prefix.Contains(addr) {
-			return r.class, true
-		}
-	}
-	return "", false
+	return inRanges(addr, v4Ranges)
 }
 
 func disallowedV6(addr netip.Addr) (string, bool) {
@@ -258,36 +285,35 @@ func disallowedV6(addr netip.Addr) (string, bool) {
 		}
 	}
 	switch {
+	case addr.Is4In6():
+		return "IPv4-mapped", true
 	case addr.IsUnspecified():
 		return "unspecified", true
 	case addr.IsLoopback():
 		return "loopback", true
-	}
-	if v4, form, ok := embeddedV4(addr); ok {
-		if class, bad := disallowedV4(v4); bad {
-			return class + " (" + form + ")", true
+	case v4Compatible.Contains(addr):
+		return "IPv4-compatible", true
+	case v4NAT64.Contains(addr):
+		b := addr.As16()
+		if class, bad := disallowedV4(netip.AddrFrom4([4]byte(b[12:16]))); bad {
+			return class + " (NAT64)", true
 		}
+		return "", false
 	}
-	for _, r := range v6Ranges {
+	if class, bad := inRanges(addr, v6Ranges); bad {
+		return class, true
+	}
+	if !v6GlobalUnicast.Contains(addr) {
+		return "reserved", true
+	}
+	return "", false
+}
+
+func inRanges(addr netip.Addr, ranges []classRange) (string, bool) {
+	for _, r := range ranges {
 		if r.prefix.Contains(addr) {
 			return r.class, true
 		}
 	}
 	return "", false
-}
-
-// embeddedV4 returns the IPv4 address an IPv6 address carries, in the forms
-// that can lead a connection to it: IPv4-compatible (::a.b.c.d), NAT64
-// (64:ff9b::a.b.c.d) and 6to4 (2002:aabb:ccdd::/48).
-func embeddedV4(addr netip.Addr) (netip.Addr, string, bool) {
-	b := addr.As16()
-	switch {
-	case v4Compatible.Contains(addr):
-		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true
-	case v4NAT64.Contains(addr):
-		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
-	case v4In6to4.Contains(addr):
-		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
-	}
-	return netip.Addr{}, "", false
 }

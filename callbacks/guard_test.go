@@ -27,75 +27,160 @@ func (r fakeResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr
 	return out, nil
 }
 
-// refusedAddresses names one address of every class the guard refuses, and
-// the word its reason must contain.
+// refusedAddresses names, for every block of the IANA IPv4 and IPv6
+// special-purpose address registries and every other class the guard
+// refuses, its first and last address (and any address with a reason of its
+// own), with the word the reason must contain.
 var refusedAddresses = []struct {
 	addr  string
 	class string
 }{
 	// IPv4
-	{"127.0.0.1", "loopback"},
-	{"127.255.255.254", "loopback"},
 	{"0.0.0.0", "unspecified"},
-	{"0.1.2.3", "this network"},
-	{"10.0.0.1", "private"},
+	{"0.0.0.1", "this network"},
+	{"0.255.255.255", "this network"},
+	{"10.0.0.0", "private"},
 	{"10.255.255.255", "private"},
-	{"172.16.0.1", "private"},
-	{"172.31.255.255", "private"},
-	{"192.168.1.1", "private"},
-	{"169.254.0.1", "link-local"},
-	{"169.254.169.254", "metadata"},
-	{"100.64.0.1", "CGNAT"},
+	{"100.64.0.0", "CGNAT"},
 	{"100.127.255.255", "CGNAT"},
 	{"100.100.100.200", "metadata"},
-	{"224.0.0.1", "multicast"},
-	{"239.255.255.250", "multicast"},
-	{"240.0.0.1", "reserved"},
+	{"127.0.0.0", "loopback"},
+	{"127.0.0.1", "loopback"},
+	{"127.255.255.255", "loopback"},
+	{"169.254.0.0", "link-local"},
+	{"169.254.255.255", "link-local"},
+	{"169.254.169.254", "metadata"},
+	{"172.16.0.0", "private"},
+	{"172.31.255.255", "private"},
+	{"192.0.0.0", "IETF protocol assignments"},
+	{"192.0.0.9", "IETF protocol assignments"}, // PCP anycast: globally reachable, still no receiver
+	{"192.0.0.170", "IETF protocol assignments"},
+	{"192.0.0.255", "IETF protocol assignments"},
+	{"192.0.2.0", "documentation"},
+	{"192.0.2.255", "documentation"},
+	{"192.31.196.0", "AS112"},
+	{"192.31.196.255", "AS112"},
+	{"192.52.193.0", "AMT"},
+	{"192.52.193.255", "AMT"},
+	{"192.88.99.0", "6to4 relay anycast"},
+	{"192.88.99.255", "6to4 relay anycast"},
+	{"192.168.0.0", "private"},
+	{"192.168.255.255", "private"},
+	{"192.175.48.0", "AS112"},
+	{"192.175.48.255", "AS112"},
+	{"198.18.0.0", "benchmarking"},
+	{"198.19.255.255", "benchmarking"},
+	{"198.51.100.0", "documentation"},
+	{"198.51.100.255", "documentation"},
+	{"203.0.113.0", "documentation"},
+	{"203.0.113.255", "documentation"},
+	{"224.0.0.0", "multicast"},
+	{"239.255.255.255", "multicast"},
+	{"240.0.0.0", "reserved"},
+	{"255.255.255.254", "reserved"},
 	{"255.255.255.255", "broadcast"},
 	// IPv6
-	{"::1", "loopback"},
 	{"::", "unspecified"},
-	{"fe80::1", "link-local"},
-	{"fe80::1%eth0", "link-local"},
-	{"febf:ffff::1", "link-local"},
-	{"fec0::1", "site-local"},
-	{"fc00::1", "unique local"},
-	{"fd12:3456::1", "unique local"},
-	{"fd00:ec2::254", "metadata"},
-	{"ff02::1", "multicast"},
-	{"ff0e::1", "multicast"},
-	{"64:ff9b:1::1", "NAT64"},
-	// IPv4 addresses inside IPv6 ones
-	{"::ffff:127.0.0.1", "loopback (IPv4-mapped)"},
-	{"::ffff:10.0.0.1", "private (IPv4-mapped)"},
-	{"::ffff:169.254.169.254", "metadata (IPv4-mapped)"},
-	{"::ffff:0.0.0.0", "unspecified (IPv4-mapped)"},
-	{"::ffff:100.64.0.1", "CGNAT (IPv4-mapped)"},
-	{"::127.0.0.1", "loopback (IPv4-compatible)"},
-	{"::10.0.0.1", "private (IPv4-compatible)"},
-	{"::169.254.169.254", "metadata (IPv4-compatible)"},
+	{"::1", "loopback"},
+	{"::ffff:0.0.0.0", "IPv4-mapped"},
+	{"::ffff:127.0.0.1", "IPv4-mapped"},
+	{"::ffff:10.0.0.1", "IPv4-mapped"},
+	{"::ffff:169.254.169.254", "IPv4-mapped"},
+	{"::ffff:8.8.8.8", "IPv4-mapped"},
+	{"::ffff:255.255.255.255", "IPv4-mapped"},
+	{"::2", "IPv4-compatible"},
+	{"::127.0.0.1", "IPv4-compatible"},
+	{"::8.8.8.8", "IPv4-compatible"},
+	{"::255.255.255.255", "IPv4-compatible"},
+	{"64:ff9b::", "unspecified (NAT64)"},
+	{"64:ff9b::0.1.2.3", "this network (0.0.0.0/8) (NAT64)"},
 	{"64:ff9b::7f00:1", "loopback (NAT64)"},
 	{"64:ff9b::10.0.0.1", "private (NAT64)"},
 	{"64:ff9b::169.254.169.254", "metadata (NAT64)"},
-	{"2002:7f00:1::1", "loopback (6to4)"},
-	{"2002:c0a8:101::1", "private (6to4)"},
+	{"64:ff9b::198.18.0.1", "benchmarking (NAT64)"},
+	{"64:ff9b::192.0.2.1", "documentation (NAT64)"},
+	{"64:ff9b::255.255.255.255", "broadcast (NAT64)"},
+	{"64:ff9b:1::", "local-use NAT64"},
+	{"64:ff9b:1:ffff:ffff:ffff:ffff:ffff", "local-use NAT64"},
+	{"100::", "discard-only"},
+	{"100::ffff:ffff:ffff:ffff", "discard-only"},
+	{"100:0:0:1::", "dummy prefix"},
+	{"100:0:0:1:ffff:ffff:ffff:ffff", "dummy prefix"},
+	{"2001::", "Teredo"},
+	{"2001:0:ffff:ffff:ffff:ffff:ffff:ffff", "Teredo"},
+	{"2001:1::1", "IETF protocol assignments"},
+	{"2001:2::", "benchmarking"},
+	{"2001:2:0:ffff:ffff:ffff:ffff:ffff", "benchmarking"},
+	{"2001:3::1", "IETF protocol assignments"},
+	{"2001:4:112::1", "IETF protocol assignments"},
+	{"2001:10::", "ORCHID"},
+	{"2001:1f:ffff:ffff:ffff:ffff:ffff:ffff", "ORCHID"},
+	{"2001:20::", "ORCHIDv2"},
+	{"2001:2f:ffff:ffff:ffff:ffff:ffff:ffff", "ORCHIDv2"},
+	{"2001:30::1", "IETF protocol assignments"},
+	{"2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", "IETF protocol assignments"},
+	{"2001:db8::", "documentation"},
+	{"2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "documentation"},
+	{"2002::", "6to4"},
+	{"2002:7f00:1::1", "6to4"},
+	{"2002:808:808::1", "6to4"}, // a public IPv4 address inside: refused all the same
+	{"2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "6to4"},
+	{"2620:4f:8000::", "AS112"},
+	{"2620:4f:8000:ffff:ffff:ffff:ffff:ffff", "AS112"},
+	{"3fff::", "documentation"},
+	{"3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", "documentation"},
+	{"5f00::", "SRv6"},
+	{"5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "SRv6"},
+	{"fc00::", "unique local"},
+	{"fd12:3456::1", "unique local"},
+	{"fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "unique local"},
+	{"fd00:ec2::254", "metadata"},
+	{"fe80::", "link-local"},
+	{"fe80::1%eth0", "link-local"},
+	{"febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "link-local"},
+	{"fec0::", "site-local"},
+	{"feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "site-local"},
+	{"ff00::", "multicast"},
+	{"ff02::1", "multicast"},
+	{"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "multicast"},
+	// IPv6 outside 2000::/3, the global unicast space
+	{"::1:0:0:0", "reserved"},
+	{"200::1", "reserved"},
+	{"1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "reserved"},
+	{"4000::", "reserved"},
+	{"e000::1", "reserved"},
 }
 
+// allowedAddresses are public: among them the neighbours of the refused
+// blocks, so a block written too wide shows here.
 var allowedAddresses = []string{
 	"8.8.8.8",
 	"1.1.1.1",
 	"93.184.216.34",
-	"172.15.255.255", // just below 172.16/12
-	"172.32.0.0",     // just above
-	"100.63.255.255", // just below 100.64/10
-	"100.128.0.0",    // just above
-	"169.253.255.255",
+	"1.0.0.0", "9.255.255.255", "11.0.0.0",
+	"100.63.255.255", "100.128.0.0",
+	"126.255.255.255", "128.0.0.0",
+	"169.253.255.255", "169.255.0.0",
+	"172.15.255.255", "172.32.0.0",
+	"191.255.255.255", "192.0.1.0", "192.0.1.255", "192.0.3.0",
+	"192.31.195.255", "192.31.197.0",
+	"192.52.192.255", "192.52.194.0",
+	"192.88.98.255", "192.88.100.0",
+	"192.167.255.255", "192.169.0.0",
+	"192.175.47.255", "192.175.49.0",
+	"198.17.255.255", "198.20.0.0",
+	"198.51.99.255", "198.51.101.0",
+	"203.0.112.255", "203.0.114.0",
 	"223.255.255.255",
 	"2606:4700:4700::1111",
 	"2001:4860:4860::8888",
-	"::ffff:8.8.8.8",
-	"64:ff9b::808:808",
-	"2002:808:808::1",
+	"2000::", "2001:200::", "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db9::",
+	"2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2003::",
+	"2620:4f:7fff:ffff:ffff:ffff:ffff:ffff", "2620:4f:8001::",
+	"3ffe:ffff::1", "3fff:1000::",
+	"3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+	"64:ff9b::808:808", // NAT64 of a public IPv4 address
+	"64:ff9b::1.1.1.1",
 }
 
 // urlFor writes addr as the host of an https URL.
@@ -126,6 +211,11 @@ func TestCheckURLRefusesEveryClassOfAddress(t *testing.T) {
 func TestCheckURLRefusesNamesResolvingToEveryClass(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range refusedAddresses {
+		if netip.MustParseAddr(tc.addr).Is4In6() {
+			// A resolver's answer in this form is its IPv4 address:
+			// TestCheckURLJudgesResolvedIPv4AsIPv4.
+			continue
+		}
 		t.Run(tc.addr, func(t *testing.T) {
 			r := fakeResolver{
 				"hooks.example.com": {tc.addr},
@@ -141,6 +231,27 @@ func TestCheckURLRefusesNamesResolvingToEveryClass(t *testing.T) {
 			}
 		})
 	}
+}
+
+// net.IP holds an IPv4 address in 4 bytes or in 16 (::ffff:a.b.c.d) and the
+// dialer connects to either as IPv4, so a resolved address in the 16-byte
+// form is judged as its IPv4 address, while a URL that writes it so is
+// refused.
+func TestCheckURLJudgesResolvedIPv4AsIPv4(t *testing.T) {
+	ctx := context.Background()
+	in16 := func(s string) []net.IPAddr { return []net.IPAddr{{IP: net.ParseIP(s).To16()}} }
+	r := staticResolver{"public.example.com": in16("8.8.8.8"), "private.example.com": in16("10.0.0.1")}
+	if err := (Guard{Resolver: r}).CheckURL(ctx, "https://public.example.com/"); err != nil {
+		t.Errorf("a public IPv4 address in 16 bytes: %v", err)
+	}
+	assertAddressRefused(t, Guard{Resolver: r}.CheckURL(ctx, "https://private.example.com/"), "private")
+	assertAddressRefused(t, Guard{}.CheckURL(ctx, "https://[::ffff:8.8.8.8]/"), "IPv4-mapped")
+}
+
+type staticResolver map[string][]net.IPAddr
+
+func (r staticResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
+	return r[host], nil
 }
 
 func TestCheckURLAllowsPublicAddresses(t *testing.T) {
@@ -225,11 +336,13 @@ func TestCheckURLRefusesNamesThatDoNotResolve(t *testing.T) {
 
 func TestDialControlRefusesEveryClassOfAddress(t *testing.T) {
 	for _, tc := range refusedAddresses {
-		address := net.JoinHostPort(tc.addr, "443")
-		assertAddressRefused(t, Guard{}.DialControl("tcp", address, nil), tc.class)
-		if err := (Guard{AllowPrivate: true}).DialControl("tcp", address, nil); err != nil {
-			t.Errorf("%s with AllowPrivate: %v", address, err)
-		}
+		t.Run(tc.addr, func(t *testing.T) {
+			address := net.JoinHostPort(tc.addr, "443")
+			assertAddressRefused(t, Guard{}.DialControl("tcp", address, nil), tc.class)
+			if err := (Guard{AllowPrivate: true}).DialControl("tcp", address, nil); err != nil {
+				t.Errorf("%s with AllowPrivate: %v", address, err)
+			}
+		})
 	}
 	for _, addr := range allowedAddresses {
 		address := net.JoinHostPort(addr, "443")

@@ -1023,15 +1023,46 @@ func TestHookBodies(t *testing.T) {
 	}
 }
 
+// A static response is sent, to a new post and to a duplicate, with its
+// content type in the form it was checked in.
 func TestHookStaticResponse(t *testing.T) {
 	e := startEnv(t, storetest.Embedded(t), app.Config{})
-	_, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t),
-		Response: &client.HookResponse{Status: 200, Body: "<ok/>", ContentType: "application/xml"}})
+	hook, token := e.hook(t, client.CreateHookInput{SessionID: e.session(t),
+		Response: &client.HookResponse{Status: 200, Body: `{"ok":true}`, ContentType: "Application/JSON; Charset=UTF-8"}})
+	const kept = "application/json; charset=utf-8"
+	if got := e.getHook(t, hook).Response; got == nil || got.ContentType != kept {
+		t.Errorf("stored response %+v, want content type %q", got, kept)
+	}
 	for range 2 {
 		res, err := e.trySend(t, token, "x", "Webhook-Id", "same")
-		if err != nil || res.Status != 200 || string(res.Body) != "<ok/>" || res.Header.Get("Content-Type") != "application/xml" {
+		if err != nil || res.Status != 200 || string(res.Body) != `{"ok":true}` || res.Header.Get("Content-Type") != kept {
 			t.Fatalf("static response: %+v %v", res, err)
 		}
+	}
+}
+
+// A static response of a type a browser may run as a page (HTML, XML, SVG,
+// script, whatever is not on the allowlist, in any spelling) is refused at
+// creation, naming response.contentType, and no hook is made.
+func TestHookStaticResponseRefusesActiveTypes(t *testing.T) {
+	e := startEnv(t, storetest.Embedded(t), app.Config{})
+	ses := e.session(t)
+	for _, ct := range []string{
+		"text/html", "Text/HTML; charset=utf-8", "text/html;charset=UTF-8", "image/svg+xml", "text/xml",
+		"application/xml", "application/xhtml+xml", "text/javascript", "application/javascript",
+		"multipart/x-mixed-replace; boundary=b", "application/octet-stream", "text/plain; charset=utf-7",
+		"application/json; boundary=b",
+	} {
+		body, _ := json.Marshal(map[string]any{"sessionId": ses,
+			"response": map[string]any{"status": 200, "body": "<script>alert(1)</script>", "contentType": ct}})
+		a := e.do(t, "POST", "/v1/hooks", e.alice, body)
+		if a.status != 400 || a.str("error", "code") != "invalid_request" || a.str("error", "details", "0", "field") != "response.contentType" {
+			t.Errorf("%q: %d %s, want 400 invalid_request naming response.contentType", ct, a.status, a.raw)
+		}
+	}
+	list, err := e.api.ListHooks(t.Context(), client.ListHooksParams{SessionID: ses})
+	if err != nil || len(list.Items) != 0 {
+		t.Errorf("hooks made: %+v %v", list, err)
 	}
 }
 

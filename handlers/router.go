@@ -118,9 +118,12 @@ func New(d Deps) http.Handler {
 	a.body = newBodyGuard(bodyLimits{max: maxBody, timeout: timeout, inflight: inflight, preauth: preauth, perAddress: perAddress},
 		d.Metrics.BodyBytes, d.Metrics.PreauthBodyBytes)
 	r := chi.NewRouter()
-	r.Use(a.body.guard, withRequestID, a.observe)
+	r.Use(a.body.guard, withRequestID, capabilityHeaders, a.observe)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeAPIError(w, errNotFound) })
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		if allow := allowedMethods(r, req); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
 		writeAPIError(w, apiError(http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "method not allowed on this route"))
 	})
 
@@ -186,8 +189,9 @@ func New(d Deps) http.Handler {
 			}
 		})
 		// Capability routes: the token in the path is the credential.
-		r.With(answerPageHeaders).Get("/input/{token}", a.answerPage)
-		r.With(answerPageHeaders).Post("/input/{token}", a.answerInputAny)
+		// (capabilityHeaders sets their headers on every answer.)
+		r.Get("/input/{token}", a.answerPage)
+		r.Post("/input/{token}", a.answerInputAny)
 		if a.hooks != nil {
 			r.Post("/callback/{token}", a.callback)
 		}

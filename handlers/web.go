@@ -15,15 +15,6 @@ import (
 	"github.com/taskhook/taskhook/tasks"
 )
 
-// answerPageHeaders puts the answer page's headers (no-store, no referrer,
-// the strict policy) on every answer of an answer URL, JSON ones included.
-func answerPageHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		web.SetAnswerPageHeaders(w.Header())
-		next.ServeHTTP(w, r)
-	})
-}
-
 // answerPage shows the request an answer URL names, as an HTML page to a
 // browser and as JSON to anything else. A GET never answers.
 func (a *api) answerPage(w http.ResponseWriter, r *http.Request) {

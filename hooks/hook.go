@@ -13,10 +13,8 @@ package hooks
 
 import (
 	"errors"
-	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/taskhook/taskhook/problem"
@@ -146,13 +144,11 @@ func validateCreate(in *CreateInput) error {
 		if r.ContentType == "" {
 			r.ContentType = defaultResponse
 		}
-		if len(r.ContentType) > maxContentType || strings.ContainsAny(r.ContentType, "\r\n") {
-			return problem.Invalid("response.contentType", "is not a media type")
+		ct, err := responseContentType(r.ContentType)
+		if err != nil {
+			return err
 		}
-		mt, _, err := mime.ParseMediaType(r.ContentType)
-		if typ, sub, ok := strings.Cut(mt, "/"); err != nil || !ok || typ == "" || sub == "" {
-			return problem.Invalid("response.contentType", "is not a media type")
-		}
+		r.ContentType = ct
 	}
 	return nil
 }

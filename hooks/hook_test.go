@@ -53,6 +53,63 @@ func TestCreateInputValidate(t *testing.T) {
 	}
 }
 
+// A response may only be of a type a browser never runs; the type is kept
+// in the form it was checked in.
+func TestResponseContentTypes(t *testing.T) {
+	for _, ct := range []string{
+		"text/html", "Text/HTML; charset=utf-8", "TEXT/HTML", "text/html;charset=utf-8",
+		"application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml", "application/rss+xml",
+		"text/xsl", "application/xslt+xml", "application/mathml+xml",
+		"text/javascript", "application/javascript", "application/x-javascript", "application/ecmascript",
+		"text/ecmascript", "application/json+javascript", "text/vtt", "text/css", "application/pdf",
+		"multipart/x-mixed-replace; boundary=x", "multipart/form-data; boundary=x", "message/rfc822",
+		"application/octet-stream", "application/x-www-form-urlencoded", "image/png", "text/csv",
+		"application/+json", "application/json/x", "text/plain/html",
+		"text/plain; charset=utf-7", "application/json; charset=iso-8859-1", "text/plain; charset=utf-8; x=y",
+		"application/json; boundary=x", "text/plain, text/html", "text/plain\x00", "no type",
+	} {
+		in := CreateInput{SessionID: "s", Response: &Response{ContentType: ct}}
+		var verr *problem.ValidationError
+		if err := validateCreate(&in); !errors.As(err, &verr) || verr.Field != "response.contentType" {
+			t.Errorf("%q: %v, want a problem with response.contentType", ct, err)
+		}
+	}
+	for ct, kept := range map[string]string{
+		"":                                         "text/plain; charset=utf-8",
+		"text/plain":                               "text/plain",
+		"TEXT/Plain; Charset=\"UTF-8\"":            "text/plain; charset=utf-8",
+		"application/json":                         "application/json",
+		"Application/JSON;charset=utf-8":           "application/json; charset=utf-8",
+		"application/problem+json":                 "application/problem+json",
+		"application/vnd.github.v3+json":           "application/vnd.github.v3+json",
+		"application/scim+json; charset=utf-8":     "application/scim+json; charset=utf-8",
+		"text/plain;":                              "text/plain",
+		"text/plain; Charset=utf-8; charset=utf-8": "text/plain; charset=utf-8",
+	} {
+		in := CreateInput{SessionID: "s", Response: &Response{ContentType: ct}}
+		if err := validateCreate(&in); err != nil || in.Response.ContentType != kept {
+			t.Errorf("%q: %q %v, want %q", ct, in.Response.ContentType, err, kept)
+		}
+	}
+}
+
+// A response stored before active types were refused is sent as plain text;
+// one of an allowed type is sent as it is.
+func TestServableResponse(t *testing.T) {
+	if servable(nil) != nil {
+		t.Error("no response made one")
+	}
+	old := &Response{Status: 200, Body: "<script>alert(1)</script>", ContentType: "text/html"}
+	got := servable(old)
+	if got.ContentType != defaultResponse || got.Body != old.Body || got.Status != 200 || old.ContentType != "text/html" {
+		t.Errorf("stored text/html served as %+v (stored one now %+v)", got, old)
+	}
+	ok := &Response{Status: 201, Body: "{}", ContentType: "application/json"}
+	if servable(ok) != ok {
+		t.Errorf("an allowed response was changed")
+	}
+}
+
 func TestHookViewHasNoSecret(t *testing.T) {
 	h := Hook{HookID: "hook_x", Verify: viewOf(&Verify{Scheme: SchemeHMACSHA256, Secret: "s3cr3t", Header: "X-Sig"})}
 	b, err := json.Marshal(Created{Hook: h, Token: "whk_t", URL: "u"})

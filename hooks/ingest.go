@@ -180,6 +180,7 @@ func (s *Service) resolve(ctx context.Context, part int, hash string) (tokenEntr
 	if !tokens.SameHash(cfg.TokenHash, hash) {
 		return tokenEntry{}, ErrUnknownToken
 	}
+	cfg.Response = servable(cfg.Response)
 	e := tokenEntry{cfg: cfg, closesAt: tok.ClosesAt}
 	if !tok.Open {
 		e.closed = store.ClosedExplicitly

@@ -422,3 +422,59 @@ func TestNoTokenInLogsOrMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestHookResponseRunsNothingInBrowser has a page of another origin make the
+// browser post to a hook's callback URL with a form that submits itself, as
+// a hostile site would, in a tab signed in to the console. The hook's
+// static response, its body a script, shows as text in a sandbox: an opaque
+// origin that ran nothing and cannot read the console's token.
+func TestHookResponseRunsNothingInBrowser(t *testing.T) {
+	tab, srv, ctx := start(t, app.Config{})
+	alice := srv.Client(t, "alice")
+	ses, err := alice.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const payload = `<script>document.title = "ran"</script><img src=x onerror="document.title='ran'">`
+	hook, err := alice.CreateHook(ctx, client.CreateHookInput{SessionID: ses.SessionID,
+		Response: &client.HookResponse{Status: 200, Body: payload, ContentType: "text/plain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, tab, srv, apptest.Token(t, "alice"))
+
+	do(t, tab, "leave for another origin", chromedp.Navigate("about:blank"))
+	submit := `(() => {
+		const f = document.createElement("form");
+		f.method = "POST";
+		f.enctype = "text/plain";
+		f.action = ` + jsString(hook.URL) + `;
+		document.body.appendChild(f);
+		f.submit();
+	})()`
+	stepCtx, cancel := context.WithTimeout(tab, stepTimeout)
+	defer cancel()
+	resp, err := chromedp.RunResponse(stepCtx, chromedp.Evaluate[chromedp.Void](submit))
+	if err != nil {
+		t.Fatalf("the form post: %v", err)
+	}
+	if resp.Status != 200 {
+		t.Fatalf("the form post: status %d, want the hook's 200", resp.Status)
+	}
+	if body := eval[string](t, tab, `document.body.innerText`); body != payload {
+		t.Errorf("the answer shows %q, want the body as text", body)
+	}
+	if origin := eval[string](t, tab, `String(window.origin)`); origin != "null" {
+		t.Errorf("the answer runs as origin %q, want an opaque one (null)", origin)
+	}
+	if got := eval[string](t, tab, `document.title`); got == "ran" {
+		t.Error("the hook's script ran")
+	}
+	token := eval[string](t, tab, `(() => {
+		try { return String(sessionStorage.getItem("taskhook.token")); } catch (e) { return "refused: " + e.name; }
+	})()`)
+	if token != "refused: SecurityError" {
+		// Not the value: it is the signed-in token.
+		t.Errorf("the answer reads the console's session storage (%d characters)", len(token))
+	}
+}
