@@ -42,11 +42,13 @@ func (u Users) Principal(slackUserID string) (string, bool) {
 }
 
 func validUserID(id string) bool {
-	if len(id) < 2 || len(id) > maxUserIDLen || (id[0] != 'U' && id[0] != 'W') {
-		return false
-	}
-	for i := range len(id) {
-		if (id[i] < 'A' || id[i] > 'Z') && (id[i] < '0' || id[i] > '9') {
+	return len(id) >= 2 && len(id) <= maxUserIDLen && (id[0] == 'U' || id[0] == 'W') && upperAlnum(id)
+}
+
+// upperAlnum reports whether s is all A-Z and 0-9, as Slack's ids are.
+func upperAlnum(s string) bool {
+	for i := range len(s) {
+		if (s[i] < 'A' || s[i] > 'Z') && (s[i] < '0' || s[i] > '9') {
 			return false
 		}
 	}
