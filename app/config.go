@@ -161,6 +161,10 @@ func (c Config) Validate() error {
 	if _, err := slack.ParseChannels(c.SlackChannels); err != nil {
 		errs = append(errs, fmt.Errorf("TASKHOOK_SLACK_CHANNELS: %w", err))
 	}
+	if d := c.withDefaults(); c.SlackSigningSecret != "" && d.MaxBodyBytes < slack.MaxInteractionBytes {
+		errs = append(errs, fmt.Errorf("TASKHOOK_MAX_BODY_BYTES must be at least %d with TASKHOOK_SLACK_SIGNING_SECRET: "+
+			"a click sends back the whole message clicked", slack.MaxInteractionBytes))
+	}
 	if c.SlackChannels != "" && c.SlackBotToken == "" {
 		errs = append(errs, errors.New("TASKHOOK_SLACK_CHANNELS needs TASKHOOK_SLACK_BOT_TOKEN"))
 	}

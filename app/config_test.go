@@ -71,6 +71,12 @@ func TestSlackSettings(t *testing.T) {
 	if _, err := app.New(t.Context(), app.Config{SlackSigningSecret: "s3cret", SlackUsers: "alice"}, io.Discard); err == nil {
 		t.Error("a server started with a malformed TASKHOOK_SLACK_USERS")
 	}
+	// A click sends back the whole message: a body limit below the largest
+	// click would lose answers.
+	if err := (app.Config{SlackSigningSecret: "s3cret", MaxBodyBytes: 64 << 10}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "TASKHOOK_MAX_BODY_BYTES") {
+		t.Errorf("a body limit below a click: %v", err)
+	}
 }
 
 // TASKHOOK_SLACK_CHANNELS is read from the environment or a flag, and a
