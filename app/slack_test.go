@@ -286,13 +286,26 @@ func longRequests(n int) []client.InputRequest {
 	return reqs
 }
 
-// clickBody is the form Slack posts for a click on el (of block) in msg,
-// written the dearest way.
-func clickBody(t *testing.T, msg slack.Message, block slack.Block, el slack.Element, typed string) []byte {
+// clickAnswers posts the click Slack sends when alice acts on el (of
+// block) in msg, written the dearest way and more than atLeast bytes long,
+// and returns the task as the agent reads it once the click was taken.
+func clickAnswers(t *testing.T, srv *apptest.Server, agent *client.Client, taskID string, msg slack.Message,
+	block slack.Block, el slack.Element, typed string, atLeast int) *client.Task {
 	t.Helper()
 	body := slacktest.Form(slacktest.Click("U0ALICE", msg, block, el, typed), slacktest.Escaped)
 	t.Logf("the click is %d bytes (the cap %d)", len(body), slack.MaxInteractionBytes)
-	return body
+	if len(body) <= atLeast {
+		t.Fatalf("the click is only %d bytes", len(body))
+	}
+	r := slackApp{t: t, url: srv.URL}.post(body, time.Now(), slackSecret)
+	if r.status != 200 || !r.reply.ReplaceOriginal {
+		t.Fatalf("the click: %d %.300s", r.status, r.raw)
+	}
+	got, err := agent.GetTask(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // TestSlackClickOnAMessageOfTwelveRequests: Slack sends the whole message
@@ -311,18 +324,10 @@ func TestSlackClickOnAMessageOfTwelveRequests(t *testing.T) {
 			t.Fatalf("not every request shown: %d blocks", len(msg.Blocks))
 		}
 		block, button := control(t, msg, "answer:migration-step-11:choice-3")
-		body := clickBody(t, msg, block, button, "")
-		if len(body) <= 64<<10 {
-			t.Fatalf("the click is only %d bytes", len(body))
-		}
-		r := slackApp{t: t, url: srv.URL}.post(body, time.Now(), slackSecret)
-		if r.status != 200 || !r.reply.ReplaceOriginal {
-			t.Fatalf("the click: %d %s", r.status, r.raw)
-		}
-		got, err := agent.GetTask(ctx, task.TaskID)
-		if err != nil || len(got.InputResponses) != 1 || got.InputResponses[0].RequestID != "migration-step-11" ||
+		got := clickAnswers(t, srv, agent, task.TaskID, msg, block, button, "", 64<<10) // the cap it had
+		if len(got.InputResponses) != 1 || got.InputResponses[0].RequestID != "migration-step-11" ||
 			got.InputResponses[0].OptionID != "choice-3" {
-			t.Fatalf("the answer: %+v %v", got.InputResponses, err)
+			t.Fatalf("the answer: %+v", got.InputResponses)
 		}
 	})
 }
@@ -342,16 +347,8 @@ func TestSlackClickOnTheLargestMessage(t *testing.T) {
 	msg := rendered(t, agent, task.TaskID)
 	last := msg.Blocks[len(msg.Blocks)-2] // the last request shown: its input, then the count of those left out
 	typed := slacktest.Fill("😀", 8000)    // the longest answer a task takes
-	body := clickBody(t, msg, last, *last.Element, typed)
-	if len(body) <= 256<<10 {
-		t.Fatalf("the click is only %d bytes", len(body))
-	}
-	r := slackApp{t: t, url: srv.URL}.post(body, time.Now(), slackSecret)
-	if r.status != 200 || !r.reply.ReplaceOriginal {
-		t.Fatalf("the click: %d %.300s", r.status, r.raw)
-	}
-	got, err := agent.GetTask(ctx, task.TaskID)
-	if err != nil || len(got.InputResponses) != 1 || got.InputResponses[0].Text != typed {
-		t.Fatalf("the answer: %d responses, %v", len(got.InputResponses), err)
+	got := clickAnswers(t, srv, agent, task.TaskID, msg, last, *last.Element, typed, 256<<10)
+	if len(got.InputResponses) != 1 || got.InputResponses[0].Text != typed {
+		t.Fatalf("the answer: %d responses", len(got.InputResponses))
 	}
 }

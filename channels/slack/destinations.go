@@ -1,7 +1,7 @@
 package slack
 
 import (
-	"fmt"
+	"errors"
 	"slices"
 	"strings"
 )
@@ -21,31 +21,21 @@ const maxChannelNameLen = 80
 // empty list opens no channel. A malformed entry or a channel given twice is
 // an error, naming the entry by position only.
 func ParseChannels(s string) (Channels, error) {
-	channels := Channels{}
-	if strings.TrimSpace(s) == "" {
-		return channels, nil
-	}
-	for i, entry := range strings.Split(s, ",") {
-		channel, list, ok := strings.Cut(entry, "=")
-		channel = strings.TrimSpace(channel)
-		if !ok || !validListedChannel(channel) {
-			return nil, fmt.Errorf("entry %d: want CHANNEL=principal|principal..., a channel id of A-Z and 0-9 or #name", i+1)
-		}
-		if _, dup := channels[channel]; dup {
-			return nil, fmt.Errorf("entry %d: channel %s is listed twice", i+1, channel)
+	return parseEntries(s, func(channel, list string) ([]string, error) {
+		if !validListedChannel(channel) || list == "" {
+			return nil, errors.New("want CHANNEL=principal|principal..., a channel id of A-Z and 0-9 or #name")
 		}
 		var principals []string
 		for _, p := range strings.Split(list, "|") {
 			if p = strings.TrimSpace(p); p == "" {
-				return nil, fmt.Errorf("entry %d: an empty principal (want CHANNEL=principal|principal...)", i+1)
+				return nil, errors.New("an empty principal (want CHANNEL=principal|principal...)")
 			}
 			if !slices.Contains(principals, p) {
 				principals = append(principals, p)
 			}
 		}
-		channels[channel] = principals
-	}
-	return channels, nil
+		return principals, nil
+	})
 }
 
 // validListedChannel takes a channel id (C012AB: A-Z and 0-9) or #name.
