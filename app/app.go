@@ -130,7 +130,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	}
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log, time.Now)
 	guard := callbacks.Guard{AllowPrivate: cfg.AllowPrivateTargets}
-	a.Notify = callbacks.NewRegistrar(guard, a.Store, vault, cfg.SlackBotToken != "")
+	a.Notify = callbacks.NewRegistrar(guard, a.Store, vault, slackDestinations(cfg))
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
 		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify,
@@ -284,6 +284,17 @@ func slackPosting(cfg Config) *callbacks.SlackConfig {
 		return nil
 	}
 	return &callbacks.SlackConfig{Token: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL}
+}
+
+// slackDestinations is where Slack endpoints may post for whom, nil without
+// a bot token (Slack endpoints are refused).
+func slackDestinations(cfg Config) *slack.Destinations {
+	if cfg.SlackBotToken == "" {
+		return nil
+	}
+	channels, _ := slack.ParseChannels(cfg.SlackChannels) // Validate read them already
+	users, _ := slack.ParseUsers(cfg.SlackUsers)
+	return &slack.Destinations{Channels: channels, Users: users}
 }
 
 // loadConnections reads the connections file, when one is configured.

@@ -72,6 +72,7 @@ type Config struct {
 	SlackAPIURL        string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/
 	SlackSigningSecret string // TASKHOOK_SLACK_SIGNING_SECRET: the Slack app's signing secret; set, the interactions route is mounted
 	SlackUsers         string // TASKHOOK_SLACK_USERS: "U012AB=alice,U034CD=bob", the principal each Slack user answers as
+	SlackChannels      string // TASKHOOK_SLACK_CHANNELS: "C012=alice|bob,C034=carol", the principals whose endpoints may post to each channel
 
 	ConnectionsFile string        // TASKHOOK_CONNECTIONS_FILE: the OAuth connections executors may ask tokens of (JSON array)
 	VaultKeys       string        // TASKHOOK_VAULT_KEYS: "id:base64key,...", 32-byte keys; the first seals, all open
@@ -166,8 +167,18 @@ func (c Config) Validate() error {
 	if _, err := slack.ParseUsers(c.SlackUsers); err != nil {
 		errs = append(errs, fmt.Errorf("TASKHOOK_SLACK_USERS: %w", err))
 	}
-	if c.SlackUsers != "" && c.SlackSigningSecret == "" {
-		errs = append(errs, errors.New("TASKHOOK_SLACK_USERS needs TASKHOOK_SLACK_SIGNING_SECRET"))
+	if c.SlackUsers != "" && c.SlackSigningSecret == "" && c.SlackBotToken == "" {
+		errs = append(errs, errors.New("TASKHOOK_SLACK_USERS needs TASKHOOK_SLACK_SIGNING_SECRET or TASKHOOK_SLACK_BOT_TOKEN"))
+	}
+	if _, err := slack.ParseChannels(c.SlackChannels); err != nil {
+		errs = append(errs, fmt.Errorf("TASKHOOK_SLACK_CHANNELS: %w", err))
+	}
+	if d := c.withDefaults(); c.SlackSigningSecret != "" && d.MaxBodyBytes < slack.MaxInteractionBytes {
+		errs = append(errs, fmt.Errorf("TASKHOOK_MAX_BODY_BYTES must be at least %d with TASKHOOK_SLACK_SIGNING_SECRET: "+
+			"a click sends back the whole message clicked", slack.MaxInteractionBytes))
+	}
+	if c.SlackChannels != "" && c.SlackBotToken == "" {
+		errs = append(errs, errors.New("TASKHOOK_SLACK_CHANNELS needs TASKHOOK_SLACK_BOT_TOKEN"))
 	}
 	if c.SigninTTL < 0 {
 		errs = append(errs, errors.New("TASKHOOK_SIGNIN_TTL must not be negative"))
@@ -304,6 +315,7 @@ func FromEnv(args []string, getenv func(string) string) (Config, error) {
 	str(&c.AnswerKey, "answer-key", "TASKHOOK_ANSWER_KEY", "base64 key (at least 32 bytes) of answer tokens, the same on every replica")
 	str(&c.SlackSigningSecret, "slack-signing-secret", "TASKHOOK_SLACK_SIGNING_SECRET", "signing secret of the Slack app whose interactions answer tasks")
 	str(&c.SlackUsers, "slack-users", "TASKHOOK_SLACK_USERS", "Slack user id=principal pairs, comma-separated")
+	str(&c.SlackChannels, "slack-channels", "TASKHOOK_SLACK_CHANNELS", "channel=principal|principal entries, comma-separated: who may have the bot post where")
 	str(&c.LogLevel, "log-level", "TASKHOOK_LOG_LEVEL", "debug, info, warn or error")
 	str(&c.DebugAddr, "debug-addr", "TASKHOOK_DEBUG_ADDR", "serve net/http/pprof on this loopback address (off when empty)")
 	c.SlackBotToken = getenv("TASKHOOK_SLACK_BOT_TOKEN") // a secret: no flag, so it stays out of process lists

@@ -71,6 +71,46 @@ func TestSlackSettings(t *testing.T) {
 	if _, err := app.New(t.Context(), app.Config{SlackSigningSecret: "s3cret", SlackUsers: "alice"}, io.Discard); err == nil {
 		t.Error("a server started with a malformed TASKHOOK_SLACK_USERS")
 	}
+	// A click sends back the whole message: a body limit below the largest
+	// click would lose answers.
+	if err := (app.Config{SlackSigningSecret: "s3cret", MaxBodyBytes: 64 << 10}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "TASKHOOK_MAX_BODY_BYTES") {
+		t.Errorf("a body limit below a click: %v", err)
+	}
+}
+
+// TASKHOOK_SLACK_CHANNELS is read from the environment or a flag, and a
+// list that cannot be read, or one with no bot to post, refuses to start.
+func TestSlackChannelsSetting(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"TASKHOOK_SLACK_BOT_TOKEN": "xoxb-1", "TASKHOOK_SLACK_CHANNELS": "C012=alice|bob,C034=carol"}
+	cfg, err := app.FromEnv(nil, func(name string) string { return vars[name] })
+	if err != nil || cfg.SlackChannels != "C012=alice|bob,C034=carol" {
+		t.Fatalf("from the environment: %v, %v", cfg.SlackChannels, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a good config: %v", err)
+	}
+	if cfg, err := app.FromEnv([]string{"-slack-channels=#ops=dave"}, func(name string) string { return vars[name] }); err != nil || cfg.SlackChannels != "#ops=dave" {
+		t.Fatalf("from the flag: %v, %v", cfg.SlackChannels, err)
+	}
+	// The users map serves direct messages too: a bot token alone is enough.
+	if err := (app.Config{SlackBotToken: "xoxb-1", SlackUsers: "U012AB=alice"}).Validate(); err != nil {
+		t.Fatalf("users with a bot token only: %v", err)
+	}
+	for _, bad := range []app.Config{
+		{SlackBotToken: "xoxb-1", SlackChannels: "C012:alice"},
+		{SlackBotToken: "xoxb-1", SlackChannels: "C012=alice,C012=bob"},
+		{SlackBotToken: "xoxb-1", SlackChannels: "C012="},
+		{SlackChannels: "C012=alice"}, // no bot to post
+	} {
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "TASKHOOK_SLACK_CHANNELS") {
+			t.Errorf("%+v: %v", bad.SlackChannels, err)
+		}
+	}
+	if _, err := app.New(t.Context(), app.Config{SlackBotToken: "xoxb-1", SlackChannels: "general=alice"}, io.Discard); err == nil {
+		t.Error("a server started with a malformed TASKHOOK_SLACK_CHANNELS")
+	}
 }
 
 // A Redis store with connections and no vault keys refuses to start; bad

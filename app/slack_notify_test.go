@@ -108,7 +108,7 @@ func TestSlackEndpointPostsTheQuestionAndUpdatesIt(t *testing.T) {
 	slack := newFakeSlack(t)
 	slack.throttle = 1
 	srv := apptest.Standalone(t, app.Config{
-		SlackBotToken: slackToken, SlackAPIURL: slack.URL + "/api/", NotifyRetryBase: 1,
+		SlackBotToken: slackToken, SlackAPIURL: slack.URL + "/api/", NotifyRetryBase: 1, SlackChannels: "C0SLACK=slack-owner",
 	})
 	ctx := context.Background()
 	cl := client.New(srv.URL, apptest.Token(t, "slack-owner"))

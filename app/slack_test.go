@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/channels/slack"
+	"github.com/taskhook/taskhook/channels/slack/slacktest"
 	"github.com/taskhook/taskhook/client"
 )
 
@@ -264,5 +266,89 @@ func TestSlackRender(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("the route without a secret: %d", resp.StatusCode)
+	}
+}
+
+// longRequests are n questions as an agent might ask them: a paragraph of
+// context and five options with long labels each.
+func longRequests(n int) []client.InputRequest {
+	reqs := make([]client.InputRequest, n)
+	for i := range reqs {
+		r := client.InputRequest{RequestID: fmt.Sprintf("migration-step-%02d", i), Prompt: strings.Repeat(
+			"The migration of the billing service rewrites 4,812 rows of the invoices table; the dry run "+
+				"(https://ci.example.com/runs/99812) found 3 conflicts with open refunds. ", 12)}
+		for j := range 5 {
+			r.Options = append(r.Options, client.Choice{ID: fmt.Sprintf("choice-%d", j),
+				Label: fmt.Sprintf("Go ahead with plan %d, then page the on-call team of the billing service", j)})
+		}
+		reqs[i] = r
+	}
+	return reqs
+}
+
+// clickAnswers posts the click Slack sends when alice acts on el (of
+// block) in msg, written the dearest way and more than atLeast bytes long,
+// and returns the task as the agent reads it once the click was taken.
+func clickAnswers(t *testing.T, srv *apptest.Server, agent *client.Client, taskID string, msg slack.Message,
+	block slack.Block, el slack.Element, typed string, atLeast int) *client.Task {
+	t.Helper()
+	body := slacktest.Form(slacktest.Click("U0ALICE", msg, block, el, typed), slacktest.Escaped)
+	t.Logf("the click is %d bytes (the cap %d)", len(body), slack.MaxInteractionBytes)
+	if len(body) <= atLeast {
+		t.Fatalf("the click is only %d bytes", len(body))
+	}
+	r := slackApp{t: t, url: srv.URL}.post(body, time.Now(), slackSecret)
+	if r.status != 200 || !r.reply.ReplaceOriginal {
+		t.Fatalf("the click: %d %.300s", r.status, r.raw)
+	}
+	got, err := agent.GetTask(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestSlackClickOnAMessageOfTwelveRequests: Slack sends the whole message
+// back with a click, so a click on a message of twelve long questions is
+// well past 64 KiB; it is taken, and the answer recorded.
+func TestSlackClickOnAMessageOfTwelveRequests(t *testing.T) {
+	apptest.EachBackend(t, app.Config{SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice"}, func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		agent := srv.Client(t, "agent")
+		_, task := apptest.SessionWithTask(t, ctx, agent, client.CreateTaskInput{Label: "billing migration", Requester: "alice"})
+		if _, err := agent.RequireInput(ctx, task.TaskID, longRequests(12)); err != nil {
+			t.Fatal(err)
+		}
+		msg := rendered(t, agent, task.TaskID)
+		if len(msg.Blocks) != 1+2*12 {
+			t.Fatalf("not every request shown: %d blocks", len(msg.Blocks))
+		}
+		block, button := control(t, msg, "answer:migration-step-11:choice-3")
+		got := clickAnswers(t, srv, agent, task.TaskID, msg, block, button, "", 64<<10) // the cap it had
+		if len(got.InputResponses) != 1 || got.InputResponses[0].RequestID != "migration-step-11" ||
+			got.InputResponses[0].OptionID != "choice-3" {
+			t.Fatalf("the answer: %+v", got.InputResponses)
+		}
+	})
+}
+
+// TestSlackClickOnTheLargestMessage: the largest message taskhook renders
+// (as much as one call may ask, in characters that cost the most to
+// encode), clicked with the longest answer a task takes typed in, fits the
+// route's cap, and the answer is recorded.
+func TestSlackClickOnTheLargestMessage(t *testing.T) {
+	srv := apptest.Standalone(t, app.Config{SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice"})
+	ctx := context.Background()
+	agent := srv.Client(t, "agent")
+	_, task := apptest.SessionWithTask(t, ctx, agent, client.CreateTaskInput{Label: slacktest.Fill("🚀", 200), Requester: "alice"})
+	if _, err := agent.RequireInput(ctx, task.TaskID, slacktest.LargestRequests("😀")); err != nil {
+		t.Fatal(err)
+	}
+	msg := rendered(t, agent, task.TaskID)
+	last := msg.Blocks[len(msg.Blocks)-2] // the last request shown: its input, then the count of those left out
+	typed := slacktest.Fill("😀", 8000)    // the longest answer a task takes
+	got := clickAnswers(t, srv, agent, task.TaskID, msg, last, *last.Element, typed, 256<<10)
+	if len(got.InputResponses) != 1 || got.InputResponses[0].Text != typed {
+		t.Fatalf("the answer: %d responses", len(got.InputResponses))
 	}
 }

@@ -55,7 +55,7 @@ func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callb
 		t.Fatal(err)
 	}
 	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now) // not started: nothing here waits
-	reg := callbacks.NewRegistrar(guard, s, testVault, false)
+	reg := callbacks.NewRegistrar(guard, s, testVault, nil)
 	cfg.Guard = guard
 	cfg.Vault = testVault
 	d := callbacks.NewDispatcher(cfg, s, metrics.New(), nil, time.Now)

@@ -1,6 +1,7 @@
 package callbacks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
+	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/problem"
@@ -30,22 +32,32 @@ type Registrar struct {
 	guard Guard
 	store *store.Store
 	vault *authz.Vault // seals each endpoint's secret before it is stored
-	slack bool         // Slack endpoints may be registered (a bot token is configured)
+	// slackTo is where Slack endpoints may post for whom; nil: Slack
+	// endpoints are refused (no bot token is configured).
+	slackTo *slack.Destinations
 }
 
 // NewRegistrar wires the registrar; v seals endpoint secrets (the
-// dispatcher opens them with the same keys); slack says whether Slack
-// endpoints may be registered.
-func NewRegistrar(g Guard, s *store.Store, v *authz.Vault, slack bool) *Registrar {
-	return &Registrar{guard: g, store: s, vault: v, slack: slack}
+// dispatcher opens them with the same keys); slackTo says where Slack
+// endpoints may post, nil refusing them all.
+func NewRegistrar(g Guard, s *store.Store, v *authz.Vault, slackTo *slack.Destinations) *Registrar {
+	return &Registrar{guard: g, store: s, vault: v, slackTo: slackTo}
+}
+
+// Registrant is who registers endpoints: the principal asking, and the
+// requester whose own Slack user may be sent direct messages (a task's
+// requester; for a session, which has none, its owner).
+type Registrant struct {
+	Principal string
+	Requester string
 }
 
 // NewEndpoint checks one endpoint request (field names it in errors, e.g.
-// "notify[1]") and returns the endpoint as its creator sees it (the secret
-// of a URL endpoint included).
-func (r *Registrar) NewEndpoint(ctx context.Context, req wire.EndpointRequest, field string) (wire.Endpoint, error) {
+// "notify[1]") that who registers, and returns the endpoint as its creator
+// sees it (the secret of a URL endpoint included).
+func (r *Registrar) NewEndpoint(ctx context.Context, who Registrant, req wire.EndpointRequest, field string) (wire.Endpoint, error) {
 	if req.Slack != nil {
-		return r.newSlackEndpoint(req, field)
+		return r.newSlackEndpoint(who, req, field)
 	}
 	if req.URL == "" {
 		return wire.Endpoint{}, problem.Invalid(field+".url", "is required (or slack)")
@@ -77,15 +89,19 @@ func (r *Registrar) NewEndpoint(ctx context.Context, req wire.EndpointRequest, f
 }
 
 // newSlackEndpoint checks a Slack destination: the server must have a bot
-// token, and the request names a channel and no URL or secret.
-func (r *Registrar) newSlackEndpoint(req wire.EndpointRequest, field string) (wire.Endpoint, error) {
+// token, the request names a channel and no URL or secret, and the channel
+// is one who may have the bot post to (slack.Destinations.Allows).
+func (r *Registrar) newSlackEndpoint(who Registrant, req wire.EndpointRequest, field string) (wire.Endpoint, error) {
 	switch {
-	case !r.slack:
+	case r.slackTo == nil:
 		return wire.Endpoint{}, problem.Invalid(field+".slack", "Slack is not configured on this server (TASKHOOK_SLACK_BOT_TOKEN)")
 	case req.URL != "" || req.Secret != "":
 		return wire.Endpoint{}, problem.Invalid(field+".slack", "takes no url or secret")
 	case !validChannel(req.Slack.Channel):
 		return wire.Endpoint{}, problem.Invalid(field+".slack.channel", "must be a channel id or #name of at most 80 characters")
+	case !r.slackTo.Allows(req.Slack.Channel, who.Principal, who.Requester):
+		return wire.Endpoint{}, problem.Invalid(field+".slack.channel",
+			"is not open to you: name a channel TASKHOOK_SLACK_CHANNELS allows you, or the requester's own Slack user")
 	}
 	kinds, err := endpointKinds(req.Kinds, wire.DefaultSlackKinds, field+".kinds")
 	if err != nil {
@@ -110,9 +126,10 @@ func validChannel(c string) bool {
 	return true
 }
 
-// NewEndpoints checks the endpoints of a create (field "notify") and returns
-// them as their creator sees them and as the store keeps them.
-func (r *Registrar) NewEndpoints(ctx context.Context, reqs []wire.EndpointRequest) ([]wire.Endpoint, store.NewEndpoints, error) {
+// NewEndpoints checks the endpoints of a create (field "notify") that who
+// registers, and returns them as their creator sees them and as the store
+// keeps them.
+func (r *Registrar) NewEndpoints(ctx context.Context, who Registrant, reqs []wire.EndpointRequest) ([]wire.Endpoint, store.NewEndpoints, error) {
 	if r == nil && len(reqs) > 0 {
 		return nil, store.NewEndpoints{}, problem.Invalid("notify", "notification endpoints are not enabled on this server")
 	}
@@ -124,7 +141,7 @@ func (r *Registrar) NewEndpoints(ctx context.Context, reqs []wire.EndpointReques
 	}
 	out := make([]wire.Endpoint, len(reqs))
 	for i, req := range reqs {
-		ep, err := r.NewEndpoint(ctx, req, fmt.Sprintf("notify[%d]", i))
+		ep, err := r.NewEndpoint(ctx, who, req, fmt.Sprintf("notify[%d]", i))
 		if err != nil {
 			return nil, store.NewEndpoints{}, err
 		}
@@ -225,7 +242,13 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	if err != nil {
 		return store.Reply{}, err
 	}
-	ep, err := r.NewEndpoint(ctx, req, "notify")
+	who := Registrant{Principal: pr.ID}
+	if req.Slack != nil {
+		if who.Requester, err = r.requesterOf(ctx, pr, key); err != nil {
+			return store.Reply{}, err
+		}
+	}
+	ep, err := r.NewEndpoint(ctx, who, req, "notify")
 	if err != nil {
 		return store.Reply{}, err
 	}
@@ -253,6 +276,28 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 		return store.Reply{}, problem.ErrTooManyEndpoints
 	}
 	return r.Settle(pr, res.Outcome, res.ReplayBody, "add endpoint")
+}
+
+// requesterOf is whose own Slack user an endpoint added to the record at
+// key may message: a task's requester, a session's owner. Both are fixed
+// when the record is made, so what this read finds still holds when the
+// endpoint is written.
+func (r *Registrar) requesterOf(ctx context.Context, pr authz.Principal, key string) (string, error) {
+	raw, err := r.store.GetOwned(ctx, key, pr.ID, pr.Admin(), false)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", problem.ErrNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	var rec struct {
+		Owner     string `json:"owner"`
+		Requester string `json:"requester"`
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return "", fmt.Errorf("read the owner of %s: %w", key, err)
+	}
+	return cmp.Or(rec.Requester, rec.Owner), nil
 }
 
 // Remove deletes an endpoint, and returns the endpoints left; deliveries

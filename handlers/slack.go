@@ -24,8 +24,9 @@ type Slack struct {
 }
 
 const (
-	// maxSlackBody caps an interaction: Slack's payloads are a few KiB.
-	maxSlackBody = 64 << 10
+	// maxSlackBody caps an interaction, which echoes the whole message
+	// clicked: the largest a click on a message taskhook rendered can be.
+	maxSlackBody = slack.MaxInteractionBytes
 	// slackAnswerTime bounds the answer, so the reply is sent within the
 	// 3 seconds Slack waits for it.
 	slackAnswerTime = 2500 * time.Millisecond

@@ -71,7 +71,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
 		return nil, false, &problem.ValidationError{Field: "metadata", Message: "must be an object"}
 	}
-	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, in.Notify)
+	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, callbacks.Registrant{Principal: p.ID, Requester: p.ID}, in.Notify)
 	if err != nil {
 		return nil, false, err
 	}

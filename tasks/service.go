@@ -176,7 +176,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err != nil {
 		return store.Reply{}, err
 	}
-	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, in.Notify)
+	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, callbacks.Registrant{Principal: p.ID, Requester: t.Requester}, in.Notify)
 	if err != nil {
 		return store.Reply{}, err
 	}

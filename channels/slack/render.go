@@ -43,7 +43,8 @@ func (r ActionRef) encode() string {
 //
 // Caller text is escaped, so a prompt can neither mention (<!channel>) nor
 // link (<http://x|y>). Text longer than Block Kit takes is cut, and requests
-// beyond the block limit are counted, never shown: Render never fails.
+// beyond the block limit, or beyond what a click's payload may carry back
+// (MaxMessageEchoBytes), are counted, never shown: Render never fails.
 func Render[T any, S ~string](t wire.Task[T, S], asked []wire.InputRequest) Message {
 	title := cmp.Or(t.Label, t.Kind, "Task")
 	blocks := []Block{{Type: BlockHeader, Text: &Text{Type: TextPlain, Text: cut(title, MaxHeaderChars)}}}
@@ -52,23 +53,28 @@ func Render[T any, S ~string](t wire.Task[T, S], asked []wire.InputRequest) Mess
 		open = t.InputRequests
 	}
 	if len(open) > 0 {
-		for i, r := range open {
-			rb := requestBlocks(t.TaskID, r)
-			room := MaxBlocks
-			if i < len(open)-1 {
-				room-- // for the count of requests that do not fit
-			}
-			if len(blocks)+len(rb) > room {
-				blocks = append(blocks, section(fmt.Sprintf("…and %d more requests not shown here", len(open)-i)))
-				break
-			}
-			blocks = append(blocks, rb...)
-		}
 		fallback := escape(title) + ": " + escape(open[0].Prompt)
 		if len(open) > 1 {
 			fallback += fmt.Sprintf(" (and %d more)", len(open)-1)
 		}
-		return Message{Blocks: blocks, Text: cutEscaped(fallback, MaxTextChars)}
+		text := cutEscaped(fallback, MaxTextChars)
+		room := MaxMessageEchoBytes - echoBytes(Message{Blocks: blocks, Text: text})
+		for i, r := range open {
+			rb := requestBlocks(t.TaskID, r)
+			blockRoom, byteRoom := MaxBlocks, room
+			if i < len(open)-1 { // keep room for the count of requests that do not fit
+				blockRoom--
+				byteRoom -= echoBytes(notShown(len(open) - i))
+			}
+			size := echoBytes(rb)
+			if len(blocks)+len(rb) > blockRoom || size > byteRoom {
+				blocks = append(blocks, notShown(len(open)-i))
+				break
+			}
+			blocks = append(blocks, rb...)
+			room -= size
+		}
+		return Message{Blocks: blocks, Text: text}
 	}
 	lines := answerLines(t.Requester, t.InputResponses, asked)
 	if len(lines) > 0 {
@@ -119,6 +125,11 @@ func requestBlocks(taskID string, r wire.InputRequest) []Block {
 		})
 	}
 	return out
+}
+
+// notShown counts the requests a message has no room for.
+func notShown(n int) Block {
+	return section(fmt.Sprintf("…and %d more requests not shown here", n))
 }
 
 // buttonStyle maps an option's style: Slack knows primary and danger; a

@@ -1,9 +1,6 @@
 package slack
 
-import (
-	"fmt"
-	"strings"
-)
+import "errors"
 
 // Users maps Slack user ids to the principals they act as.
 type Users map[string]string
@@ -17,22 +14,12 @@ const maxUserIDLen = 32
 // server has an issuer). An empty list maps nobody. A malformed entry or a
 // Slack id given twice is an error, naming the entry by position only.
 func ParseUsers(s string) (Users, error) {
-	users := Users{}
-	if strings.TrimSpace(s) == "" {
-		return users, nil
-	}
-	for i, entry := range strings.Split(s, ",") {
-		id, principal, ok := strings.Cut(entry, "=")
-		id, principal = strings.TrimSpace(id), strings.TrimSpace(principal)
-		if !ok || !validUserID(id) || principal == "" {
-			return nil, fmt.Errorf("entry %d: want SLACK_USER_ID=principal, a Slack id of A-Z and 0-9 starting with U or W", i+1)
+	return parseEntries(s, func(id, principal string) (string, error) {
+		if !validUserID(id) || principal == "" {
+			return "", errors.New("want SLACK_USER_ID=principal, a Slack id of A-Z and 0-9 starting with U or W")
 		}
-		if _, dup := users[id]; dup {
-			return nil, fmt.Errorf("entry %d: Slack user %s is mapped twice", i+1, id)
-		}
-		users[id] = principal
-	}
-	return users, nil
+		return principal, nil
+	})
 }
 
 // Principal is who a Slack user acts as; false when unmapped.
@@ -42,11 +29,13 @@ func (u Users) Principal(slackUserID string) (string, bool) {
 }
 
 func validUserID(id string) bool {
-	if len(id) < 2 || len(id) > maxUserIDLen || (id[0] != 'U' && id[0] != 'W') {
-		return false
-	}
-	for i := range len(id) {
-		if (id[i] < 'A' || id[i] > 'Z') && (id[i] < '0' || id[i] > '9') {
+	return len(id) >= 2 && len(id) <= maxUserIDLen && (id[0] == 'U' || id[0] == 'W') && upperAlnum(id)
+}
+
+// upperAlnum reports whether s is all A-Z and 0-9, as Slack's ids are.
+func upperAlnum(s string) bool {
+	for i := range len(s) {
+		if (s[i] < 'A' || s[i] > 'Z') && (s[i] < '0' || s[i] > '9') {
 			return false
 		}
 	}

@@ -1,0 +1,4 @@
+package slack
+
+// EchoBytes is echoBytes, for the tests of package slack_test.
+var EchoBytes = echoBytes
