@@ -26,6 +26,7 @@ import (
 	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/hooks"
+	"github.com/taskhook/taskhook/loglimit"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
@@ -80,10 +81,9 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	level := slog.LevelInfo
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
-	a := &App{cfg: cfg, log: log, Metrics: metrics.New()}
+	a := &App{cfg: cfg, Metrics: metrics.New()}
+	log := newLogger(cfg, logOut, a.Metrics)
+	a.log = log
 
 	secret := []byte(cfg.JWTSecret)
 	if len(secret) == 0 && cfg.JWKSFile == "" {
@@ -262,6 +262,22 @@ func Run(ctx context.Context, cfg Config, logOut, out io.Writer) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
 	return a.Stop(stopCtx)
+}
+
+// logRepeatInterval is how often a warning that repeats while the store is
+// down is written at most.
+const logRepeatInterval = 30 * time.Second
+
+// newLogger is the service's JSON log. The warnings that repeat while Redis
+// is down (each reader's retries, go-redis's own lines) are written at most
+// once an interval each, the first in full, the next with the count of
+// those held back.
+func newLogger(cfg Config, out io.Writer, m *metrics.Metrics) *slog.Logger {
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	return slog.New(loglimit.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}), loglimit.Config{
+		Interval: logRepeatInterval, Limits: store.RepeatsWhileDown, Now: cfg.Now, Held: m.LogLinesSuppressed.Inc,
+	}))
 }
 
 // shortDuration writes 24h and 15m rather than 24h0m0s and 15m0s.

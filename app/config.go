@@ -70,8 +70,9 @@ type Config struct {
 	ConnectionsFile string        // TASKHOOK_CONNECTIONS_FILE: the OAuth connections executors may ask tokens of (JSON array)
 	VaultKeys       string        // TASKHOOK_VAULT_KEYS: "id:base64key,...", 32-byte keys; the first seals, all open
 	SigninTTL       time.Duration // TASKHOOK_SIGNIN_TTL: how long a sign-in URL works; default 15m
-	// Now is the clock of sign-ins and provider tokens; nil: time.Now.
-	// Tests move it to run attempts and tokens out.
+	// Now is the clock of sign-ins, provider tokens and the interval of the
+	// log's repeated warnings; nil: time.Now. Tests move it to run attempts
+	// and tokens out, and through an outage.
 	Now func() time.Time
 }
 
