@@ -20,6 +20,8 @@ FUZZTIME     ?= 3000x
 TEST_TIMEOUT ?= 12m
 ARGS         ?=
 BIN          ?= bin/taskhook
+# What taskhook --version and /v1/info report (make build).
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 TEST_ENV := scripts/test-env.sh
 
@@ -31,7 +33,7 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## static binary in bin/taskhook
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/server
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X github.com/taskhook/taskhook/app.Version=$(VERSION)' -o $(BIN) ./cmd/server
 
 run: ## build and start the server (flags in ARGS=...)
 	$(GO) run ./cmd/server $(ARGS)

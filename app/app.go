@@ -33,9 +33,6 @@ import (
 	"github.com/taskhook/taskhook/tasks"
 )
 
-// Version is set at build time.
-var Version = "dev"
-
 // How long the server, and Parking, wait for a connection's client to
 // send its next request, and its first.
 const (
@@ -105,6 +102,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnUnknownVariables(log, cfg.Environ, conns)
 	vault, vaultSource, err := cfg.vault()
 	if err != nil {
 		return nil, err
@@ -262,6 +260,23 @@ func Run(ctx context.Context, cfg Config, logOut, out io.Writer) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
 	return a.Stop(stopCtx)
+}
+
+// warnUnknownVariables logs each TASKHOOK_* variable of environ that no
+// setting reads, nor a connection's clientSecretEnv: most likely a typo,
+// whose setting keeps its default.
+func warnUnknownVariables(log *slog.Logger, environ []string, conns []connections.Connection) {
+	var known []string
+	for _, c := range conns {
+		known = append(known, c.ClientSecretEnv)
+	}
+	for _, u := range unknownVariables(environ, known) {
+		if u.closest != "" {
+			log.Warn("unknown TASKHOOK_ variable", "name", u.name, "didYouMean", u.closest)
+		} else {
+			log.Warn("unknown TASKHOOK_ variable", "name", u.name)
+		}
+	}
 }
 
 // logRepeatInterval is how often a warning that repeats while the store is
