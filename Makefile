@@ -4,7 +4,8 @@
 #   make test                 Redis up (standalone + 3-node cluster), go test -race, short fuzz pass
 #   make test PKG=./tasks     the same for some packages only (the fuzz pass still covers all)
 #   make bench BENCH=Apply    benchmarks against the test Redis, also saved to .tmp/bench.txt
-#   make run ARGS='-h'        the server, with the embedded store unless TASKHOOK_REDIS_URL is set
+#   make run ARGS='-h'        the server, with the embedded store unless TASKHOOK_REDIS_URL is set;
+#                             its development secret is kept in .tmp/dev-secret
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -35,8 +36,8 @@ help: ## list the targets
 build: ## static binary in bin/taskhook
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X github.com/taskhook/taskhook/app.Version=$(VERSION)' -o $(BIN) ./cmd/server
 
-run: ## build and start the server (flags in ARGS=...)
-	$(GO) run ./cmd/server $(ARGS)
+run: ## build and start the server (flags in ARGS=...); Ctrl-C stops it
+	scripts/run.sh $(ARGS)
 
 test: ## start Redis, run every test with -race, then fuzz each target for FUZZTIME
 	$(TEST_ENV) exec -- $(MAKE) --no-print-directory test-go fuzz

@@ -7,8 +7,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/channels/slack"
+	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/hooks"
@@ -60,8 +59,10 @@ type App struct {
 	// server's connections.
 	Parking *handlers.Parking
 
-	// DevSecret is the HS256 secret made up at start when none was configured
-	// (embedded store only), so `make run` can print a token for curl.
+	// DevSecret is the HS256 secret of a server with none configured
+	// (embedded store only), made at start or kept in
+	// TASKHOOK_DEV_SECRET_FILE, so `make run` can print a token for curl and
+	// the console.
 	DevSecret []byte
 
 	server   *http.Server
@@ -78,15 +79,16 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	var err error
 	a := &App{cfg: cfg, Metrics: metrics.New()}
 	log := newLogger(cfg, logOut, a.Metrics)
 	a.log = log
 
 	secret := []byte(cfg.JWTSecret)
 	if len(secret) == 0 && cfg.JWKSFile == "" {
-		a.DevSecret = make([]byte, 32)
-		_, _ = rand.Read(a.DevSecret)
-		a.DevSecret = []byte(base64.RawURLEncoding.EncodeToString(a.DevSecret))
+		if a.DevSecret, err = devSecret(cfg.DevSecretFile); err != nil {
+			return nil, err
+		}
 		secret = a.DevSecret
 	}
 	verifier, err := authz.NewVerifier(authz.VerifierConfig{
@@ -207,6 +209,16 @@ func (a *App) Start(ctx context.Context) error {
 // Addr is the address the server listens on.
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
+// ConsoleURL is the web console on the address the server listens on, as a
+// browser on this machine reaches it (localhost for all interfaces).
+func (a *App) ConsoleURL() string {
+	host, port, _ := net.SplitHostPort(a.Addr())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + web.ConsolePath
+}
+
 // Stop drains: it stops accepting, ends long-polls and streams, waits for
 // in-flight requests, then stops the workers and closes the store, all
 // within ctx.
@@ -252,7 +264,12 @@ func Run(ctx context.Context, cfg Config, logOut, out io.Writer) error {
 		ttl := min(24*time.Hour, a.cfg.JWTMaxAge)
 		tok, err := authz.IssueDevToken(a.DevSecret, "dev", nil, ttl, time.Now())
 		if err == nil {
-			fmt.Fprintf(out, "\nDevelopment token (subject \"dev\", valid %s):\n\n  export TOKEN=%s\n\n", shortDuration(ttl), tok)
+			kept := "made at start"
+			if a.cfg.DevSecretFile != "" {
+				kept = "kept in " + a.cfg.DevSecretFile
+			}
+			fmt.Fprintf(out, "\nDevelopment token (subject \"dev\", valid %s; its secret is %s):\n\n  export TOKEN=%s\n\n"+
+				"Console: %s (paste the token to sign in)\n\n", shortDuration(ttl), kept, tok, a.ConsoleURL())
 		}
 	}
 	<-ctx.Done()

@@ -59,6 +59,9 @@ type Config struct {
 	AllowPrivateTargets bool          // TASKHOOK_ALLOW_PRIVATE_TARGETS: let endpoints resolve to loopback, private and metadata addresses
 
 	DebugAddr string // TASKHOOK_DEBUG_ADDR: serve net/http/pprof here (loopback only); empty: off
+	// DevSecretFile keeps the development secret (no JWT secret or JWKS
+	// file, so the embedded store) across restarts: TASKHOOK_DEV_SECRET_FILE.
+	DevSecretFile string
 
 	SlackBotToken      string // TASKHOOK_SLACK_BOT_TOKEN: lets notify endpoints be Slack channels ({slack: {channel}})
 	SlackAPIURL        string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/

@@ -56,6 +56,7 @@ func settings(c *Config) []setting {
 		{"TASKHOOK_WAKE_BLOCK", "", "5s", "one blocking read of a fan-in reader", into(&c.WakeBlock, time.ParseDuration)},
 		{"TASKHOOK_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", into(&c.LogLevel, text)},
 		{"TASKHOOK_DEBUG_ADDR", "debug-addr", "(off)", "serve net/http/pprof on this loopback address", into(&c.DebugAddr, text)},
+		{"TASKHOOK_DEV_SECRET_FILE", "dev-secret-file", "(made at start)", "with no JWT secret, the development secret is kept in this file (mode 0600); make run: .tmp/dev-secret", into(&c.DevSecretFile, text)},
 		{"TASKHOOK_NOTIFY_TIMEOUT", "", "10s", "one notification delivery attempt", into(&c.NotifyTimeout, time.ParseDuration)},
 		{"TASKHOOK_NOTIFY_CONCURRENCY", "", "64", "notification deliveries under way at once on one replica", into(&c.NotifyConcurrency, strconv.Atoi)},
 		{"TASKHOOK_NOTIFY_RETRY_BASE", "", "15s", "the first retry's backoff", into(&c.NotifyRetryBase, time.ParseDuration)},
