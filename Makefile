@@ -4,7 +4,8 @@
 #   make test                 Redis up (standalone + 3-node cluster), go test -race, short fuzz pass
 #   make test PKG=./tasks     the same for some packages only (the fuzz pass still covers all)
 #   make bench BENCH=Apply    benchmarks against the test Redis, also saved to .tmp/bench.txt
-#   make run ARGS='-h'        the server, with the embedded store unless TASKHOOK_REDIS_URL is set
+#   make run ARGS='-h'        the server, with the embedded store unless TASKHOOK_REDIS_URL is set;
+#                             its development secret is kept in .tmp/dev-secret
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -20,6 +21,8 @@ FUZZTIME     ?= 3000x
 TEST_TIMEOUT ?= 12m
 ARGS         ?=
 BIN          ?= bin/taskhook
+# What taskhook --version and /v1/info report (make build).
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 TEST_ENV := scripts/test-env.sh
 
@@ -31,10 +34,10 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## static binary in bin/taskhook
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/server
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X github.com/taskhook/taskhook/app.Version=$(VERSION)' -o $(BIN) ./cmd/server
 
-run: ## build and start the server (flags in ARGS=...)
-	$(GO) run ./cmd/server $(ARGS)
+run: ## build and start the server (flags in ARGS=...); Ctrl-C stops it
+	scripts/run.sh $(ARGS)
 
 test: ## start Redis, run every test with -race, then fuzz each target for FUZZTIME
 	$(TEST_ENV) exec -- $(MAKE) --no-print-directory test-go fuzz

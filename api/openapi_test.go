@@ -30,7 +30,7 @@ import (
 )
 
 // publicRoutes need no token.
-var publicRoutes = []string{"/healthz", "/readyz", "/metrics", signedInRoute}
+var publicRoutes = []string{"/", "/healthz", "/readyz", "/metrics", signedInRoute}
 
 // signedInRoute is the page a finished provider sign-in lands on.
 const signedInRoute = "/v1/connections/signed-in"

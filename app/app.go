@@ -7,8 +7,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -23,17 +21,16 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/channels/slack"
+	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/hooks"
+	"github.com/taskhook/taskhook/loglimit"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
-
-// Version is set at build time.
-var Version = "dev"
 
 // How long the server, and Parking, wait for a connection's client to
 // send its next request, and its first.
@@ -62,8 +59,10 @@ type App struct {
 	// server's connections.
 	Parking *handlers.Parking
 
-	// DevSecret is the HS256 secret made up at start when none was configured
-	// (embedded store only), so `make run` can print a token for curl.
+	// DevSecret is the HS256 secret of a server with none configured
+	// (embedded store only), made at start or kept in
+	// TASKHOOK_DEV_SECRET_FILE, so `make run` can print a token for curl and
+	// the console.
 	DevSecret []byte
 
 	server   *http.Server
@@ -80,16 +79,16 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	level := slog.LevelInfo
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
-	a := &App{cfg: cfg, log: log, Metrics: metrics.New()}
+	var err error
+	a := &App{cfg: cfg, Metrics: metrics.New()}
+	log := newLogger(cfg, logOut, a.Metrics)
+	a.log = log
 
 	secret := []byte(cfg.JWTSecret)
 	if len(secret) == 0 && cfg.JWKSFile == "" {
-		a.DevSecret = make([]byte, 32)
-		_, _ = rand.Read(a.DevSecret)
-		a.DevSecret = []byte(base64.RawURLEncoding.EncodeToString(a.DevSecret))
+		if a.DevSecret, err = devSecret(cfg.DevSecretFile); err != nil {
+			return nil, err
+		}
 		secret = a.DevSecret
 	}
 	verifier, err := authz.NewVerifier(authz.VerifierConfig{
@@ -105,6 +104,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnUnknownVariables(log, cfg.Environ, conns)
 	vault, vaultSource, err := cfg.vault()
 	if err != nil {
 		return nil, err
@@ -210,6 +210,16 @@ func (a *App) Start(ctx context.Context) error {
 // Addr is the address the server listens on.
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
+// ConsoleURL is the web console on the address the server listens on, as a
+// browser on this machine reaches it (localhost for all interfaces).
+func (a *App) ConsoleURL() string {
+	host, port, _ := net.SplitHostPort(a.Addr())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + web.ConsolePath
+}
+
 // Stop drains: it stops accepting, ends long-polls and streams, waits for
 // in-flight requests, then stops the workers and closes the store, all
 // within ctx.
@@ -255,7 +265,12 @@ func Run(ctx context.Context, cfg Config, logOut, out io.Writer) error {
 		ttl := min(24*time.Hour, a.cfg.JWTMaxAge)
 		tok, err := authz.IssueDevToken(a.DevSecret, "dev", nil, ttl, time.Now())
 		if err == nil {
-			fmt.Fprintf(out, "\nDevelopment token (subject \"dev\", valid %s):\n\n  export TOKEN=%s\n\n", shortDuration(ttl), tok)
+			kept := "made at start"
+			if a.cfg.DevSecretFile != "" {
+				kept = "kept in " + a.cfg.DevSecretFile
+			}
+			fmt.Fprintf(out, "\nDevelopment token (subject \"dev\", valid %s; its secret is %s):\n\n  export TOKEN=%s\n\n"+
+				"Console: %s (paste the token to sign in)\n\n", shortDuration(ttl), kept, tok, a.ConsoleURL())
 		}
 	}
 	<-ctx.Done()
@@ -263,6 +278,39 @@ func Run(ctx context.Context, cfg Config, logOut, out io.Writer) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
 	return a.Stop(stopCtx)
+}
+
+// warnUnknownVariables logs each TASKHOOK_* variable of environ that no
+// setting reads, nor a connection's clientSecretEnv: most likely a typo,
+// whose setting keeps its default.
+func warnUnknownVariables(log *slog.Logger, environ []string, conns []connections.Connection) {
+	var known []string
+	for _, c := range conns {
+		known = append(known, c.ClientSecretEnv)
+	}
+	for _, u := range unknownVariables(environ, known) {
+		if u.closest != "" {
+			log.Warn("unknown TASKHOOK_ variable", "name", u.name, "didYouMean", u.closest)
+		} else {
+			log.Warn("unknown TASKHOOK_ variable", "name", u.name)
+		}
+	}
+}
+
+// logRepeatInterval is how often a warning that repeats while the store is
+// down is written at most.
+const logRepeatInterval = 30 * time.Second
+
+// newLogger is the service's JSON log. The warnings that repeat while Redis
+// is down (each reader's retries, go-redis's own lines) are written at most
+// once an interval each, the first in full, the next with the count of
+// those held back.
+func newLogger(cfg Config, out io.Writer, m *metrics.Metrics) *slog.Logger {
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	return slog.New(loglimit.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}), loglimit.Config{
+		Interval: logRepeatInterval, Limits: store.RepeatsWhileDown, Now: cfg.Now, Held: m.LogLinesSuppressed.Inc,
+	}))
 }
 
 // shortDuration writes 24h and 15m rather than 24h0m0s and 15m0s.

@@ -5,9 +5,7 @@ import (
 	"crypto/hkdf"
 	"crypto/sha256"
 	"errors"
-	"flag"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,6 +65,9 @@ type Config struct {
 	AllowPrivateTargets bool          // TASKHOOK_ALLOW_PRIVATE_TARGETS: let endpoints resolve to loopback, private and metadata addresses
 
 	DebugAddr string // TASKHOOK_DEBUG_ADDR: serve net/http/pprof here (loopback only); empty: off
+	// DevSecretFile keeps the development secret (no JWT secret or JWKS
+	// file, so the embedded store) across restarts: TASKHOOK_DEV_SECRET_FILE.
+	DevSecretFile string
 
 	SlackBotToken      string // TASKHOOK_SLACK_BOT_TOKEN: lets notify endpoints be Slack channels ({slack: {channel}})
 	SlackAPIURL        string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/
@@ -77,8 +78,13 @@ type Config struct {
 	ConnectionsFile string        // TASKHOOK_CONNECTIONS_FILE: the OAuth connections executors may ask tokens of (JSON array)
 	VaultKeys       string        // TASKHOOK_VAULT_KEYS: "id:base64key,...", 32-byte keys; the first seals, all open
 	SigninTTL       time.Duration // TASKHOOK_SIGNIN_TTL: how long a sign-in URL works; default 15m
-	// Now is the clock of sign-ins and provider tokens; nil: time.Now.
-	// Tests move it to run attempts and tokens out.
+	// Environ is the process's environment (NAME=value), as os.Environ gives
+	// it: New warns of each TASKHOOK_* name in it that no setting reads,
+	// naming the setting it may have meant. Values are never looked at.
+	Environ []string
+	// Now is the clock of sign-ins, provider tokens and the interval of the
+	// log's repeated warnings; nil: time.Now. Tests move it to run attempts
+	// and tokens out, and through an outage.
 	Now func() time.Time
 }
 
@@ -286,88 +292,4 @@ func (c Config) withDefaults() Config {
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 20*time.Second)
 	c.JWTMaxAge = cmp.Or(c.JWTMaxAge, authz.DefaultMaxAge)
 	return c
-}
-
-// into is a setter of *p that parses a variable's value with parse.
-func into[T any](p *T, parse func(string) (T, error)) func(string) error {
-	return func(v string) (err error) {
-		*p, err = parse(v)
-		return err
-	}
-}
-
-func parseInt64(v string) (int64, error)     { return strconv.ParseInt(v, 10, 64) }
-func parseFloat64(v string) (float64, error) { return strconv.ParseFloat(v, 64) }
-
-// FromEnv fills a Config from flags (first) and TASKHOOK_* variables.
-func FromEnv(args []string, getenv func(string) string) (Config, error) {
-	var c Config
-	fs := flag.NewFlagSet("taskhook", flag.ContinueOnError)
-	str := func(p *string, name, env, usage string) { fs.StringVar(p, name, getenv(env), usage+" ("+env+")") }
-	str(&c.Addr, "addr", "TASKHOOK_ADDR", "listen address")
-	str(&c.PublicURL, "public-url", "TASKHOOK_PUBLIC_URL", "base URL that outside systems reach")
-	str(&c.RedisURL, "redis-url", "TASKHOOK_REDIS_URL", "redis:// URL, or cluster nodes; empty for the embedded store")
-	str(&c.RedisPrefix, "redis-prefix", "TASKHOOK_REDIS_PREFIX", "key prefix")
-	str(&c.JWTSecret, "jwt-secret", "TASKHOOK_JWT_SECRET", "HS256 secret")
-	str(&c.JWKSFile, "jwks-file", "TASKHOOK_JWKS_FILE", "JWKS file of RS256/ES256/EdDSA keys")
-	str(&c.JWTAudience, "jwt-audience", "TASKHOOK_JWT_AUDIENCE", "required aud")
-	str(&c.JWTIssuer, "jwt-issuer", "TASKHOOK_JWT_ISSUER", "required iss")
-	str(&c.AnswerKey, "answer-key", "TASKHOOK_ANSWER_KEY", "base64 key (at least 32 bytes) of answer tokens, the same on every replica")
-	str(&c.SlackSigningSecret, "slack-signing-secret", "TASKHOOK_SLACK_SIGNING_SECRET", "signing secret of the Slack app whose interactions answer tasks")
-	str(&c.SlackUsers, "slack-users", "TASKHOOK_SLACK_USERS", "Slack user id=principal pairs, comma-separated")
-	str(&c.SlackChannels, "slack-channels", "TASKHOOK_SLACK_CHANNELS", "channel=principal|principal entries, comma-separated: who may have the bot post where")
-	str(&c.LogLevel, "log-level", "TASKHOOK_LOG_LEVEL", "debug, info, warn or error")
-	str(&c.DebugAddr, "debug-addr", "TASKHOOK_DEBUG_ADDR", "serve net/http/pprof on this loopback address (off when empty)")
-	c.SlackBotToken = getenv("TASKHOOK_SLACK_BOT_TOKEN") // a secret: no flag, so it stays out of process lists
-	str(&c.SlackAPIURL, "slack-api-url", "TASKHOOK_SLACK_API_URL", "Slack Web API base URL")
-	str(&c.ConnectionsFile, "connections-file", "TASKHOOK_CONNECTIONS_FILE", "JSON file of the OAuth connections")
-	c.VaultKeys = getenv("TASKHOOK_VAULT_KEYS") // secrets: no flag
-	var errs []error
-	parse := func(env string, set func(string) error) {
-		if v := getenv(env); v != "" {
-			if err := set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", env, err))
-			}
-		}
-	}
-	parse("TASKHOOK_REDIS_CLUSTER", into(&c.RedisCluster, strconv.ParseBool))
-	parse("TASKHOOK_PARTITIONS", into(&c.Partitions, strconv.Atoi))
-	parse("TASKHOOK_MAX_BODY_BYTES", into(&c.MaxBodyBytes, parseInt64))
-	parse("TASKHOOK_MAX_TASKS_PER_SESSION", into(&c.MaxTasksPerSession, strconv.Atoi))
-	parse("TASKHOOK_LIST_RATE", into(&c.ListRate, parseFloat64))
-	parse("TASKHOOK_LIST_BURST", into(&c.ListBurst, strconv.Atoi))
-	parse("TASKHOOK_MAX_TASK_BYTES", into(&c.MaxTaskBytes, strconv.Atoi))
-	parse("TASKHOOK_BODY_TIMEOUT", into(&c.BodyTimeout, time.ParseDuration))
-	parse("TASKHOOK_MAX_INFLIGHT_BODY_BYTES", into(&c.MaxInflightBodyBytes, parseInt64))
-	parse("TASKHOOK_MAX_PREAUTH_BODY_BYTES", into(&c.MaxPreauthBodyBytes, parseInt64))
-	parse("TASKHOOK_MAX_PREAUTH_BODY_BYTES_PER_ADDRESS", into(&c.MaxPreauthBodyBytesPerAddress, parseInt64))
-	parse("TASKHOOK_JWT_MAX_AGE", into(&c.JWTMaxAge, time.ParseDuration))
-	fs.DurationVar(&c.JWTMaxAge, "jwt-max-age", c.JWTMaxAge, "longest token lifetime taken, such as 24h or 15m (TASKHOOK_JWT_MAX_AGE)")
-	parse("TASKHOOK_DEFAULT_TTL", into(&c.DefaultTTL, time.ParseDuration))
-	parse("TASKHOOK_MAX_TTL", into(&c.MaxTTL, time.ParseDuration))
-	parse("TASKHOOK_SHUTDOWN_TIMEOUT", into(&c.ShutdownTimeout, time.ParseDuration))
-	parse("TASKHOOK_REDIS_TIMEOUT", into(&c.RedisTimeout, time.ParseDuration))
-	parse("TASKHOOK_RECHECK_INTERVAL", into(&c.RecheckInterval, time.ParseDuration))
-	parse("TASKHOOK_WAKE_BLOCK", into(&c.WakeBlock, time.ParseDuration))
-	parse("TASKHOOK_HOOK_MAX_DELIVERIES", into(&c.HookMaxDeliveries, strconv.Atoi))
-	parse("TASKHOOK_HOOK_RATE_LIMIT", into(&c.HookRateLimit, parseFloat64))
-	parse("TASKHOOK_HOOK_BURST", into(&c.HookBurst, strconv.Atoi))
-	parse("TASKHOOK_NOTIFY_TIMEOUT", into(&c.NotifyTimeout, time.ParseDuration))
-	parse("TASKHOOK_NOTIFY_CONCURRENCY", into(&c.NotifyConcurrency, strconv.Atoi))
-	parse("TASKHOOK_NOTIFY_RETRY_BASE", into(&c.NotifyRetryBase, time.ParseDuration))
-	parse("TASKHOOK_NOTIFY_MAX_ATTEMPTS", into(&c.NotifyMaxAttempts, strconv.Atoi))
-	parse("TASKHOOK_NOTIFY_CLAIM_IDLE", into(&c.NotifyClaimIdle, time.ParseDuration))
-	parse("TASKHOOK_SIGNIN_TTL", into(&c.SigninTTL, time.ParseDuration))
-	parse("TASKHOOK_ALLOW_PRIVATE_TARGETS", into(&c.AllowPrivateTargets, strconv.ParseBool))
-	if err := errors.Join(errs...); err != nil {
-		return c, err
-	}
-	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout,
-		"a request's whole body must arrive within it (TASKHOOK_BODY_TIMEOUT)")
-	fs.Int64Var(&c.MaxInflightBodyBytes, "max-inflight-body-bytes", c.MaxInflightBodyBytes,
-		"body bytes held in memory across all requests (TASKHOOK_MAX_INFLIGHT_BODY_BYTES)")
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	return c, nil
 }

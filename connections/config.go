@@ -8,12 +8,15 @@
 package connections
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Callback modes: where the provider's redirect carries the attempt.
@@ -64,7 +67,8 @@ func Parse(raw []byte, getenv func(string) string) ([]Connection, error) {
 	dec.DisallowUnknownFields()
 	var conns []Connection
 	if err := dec.Decode(&conns); err != nil {
-		return nil, fmt.Errorf("connections file: not a JSON array of connections: %w", err)
+		line, col := position(raw, errorOffset(raw, err))
+		return nil, fmt.Errorf("connections file: line %d, column %d: not a JSON array of connections: %w", line, col, err)
 	}
 	seen := map[string]bool{}
 	for i := range conns {
@@ -116,6 +120,37 @@ func Parse(raw []byte, getenv func(string) string) ([]Connection, error) {
 		}
 	}
 	return conns, nil
+}
+
+// errorOffset is where in raw the decoder stopped at err: the byte it could
+// not take, the end of a value of the wrong type, or an unknown field's name (the
+// decoder gives no offset for those; the first key of that name is the one
+// it refused first).
+func errorOffset(raw []byte, err error) int {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return int(syntax.Offset) - 1
+	case errors.As(err, &typ):
+		return int(typ.Offset) - 1
+	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		key := regexp.MustCompile(regexp.QuoteMeta(field) + `\s*:`)
+		if loc := key.FindIndex(raw); loc != nil {
+			return loc[0]
+		}
+	}
+	return len(raw) // cut short
+}
+
+// position is the line and column (from 1, in characters) of raw's byte at
+// offset.
+func position(raw []byte, offset int) (line, col int) {
+	offset = max(0, min(offset, len(raw)))
+	before := raw[:offset]
+	start := bytes.LastIndexByte(before, '\n') + 1
+	return bytes.Count(before, []byte("\n")) + 1, utf8.RuneCount(before[start:]) + 1
 }
 
 func httpURL(s string) bool {

@@ -40,3 +40,22 @@ func TestParseConnections(t *testing.T) {
 		}
 	}
 }
+
+// A file that is not JSON, or not the JSON of connections, is refused with
+// the line and column where reading it stopped.
+func TestParseNamesLineAndColumn(t *testing.T) {
+	t.Parallel()
+	getenv := func(string) string { return "" }
+	for name, c := range map[string]struct{ file, want string }{
+		"a trailing comma": {"[\n  {\"name\": \"a\",\n   }\n]", "line 3, column 4: "},
+		"a wrong type":     {"[\n  {\"name\": \"a\",\n   \"pkce\": \"yes\"}\n]", "line 3, column 16: "},
+		"an unknown field": {"[\n  {\"name\": \"a\",\n\n   \"colour\": 1}\n]", "line 4, column 4: "},
+		"cut short":        {"[\n  {\"name\": \"é\"", "line 2, column 15: "},
+		"an object":        {"{\"name\": \"a\"}", "line 1, column 1: "},
+	} {
+		_, err := Parse([]byte(c.file), getenv)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "not a JSON array of connections") {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+}

@@ -197,8 +197,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeRaw(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(literalHTMLChars(b))
 }
 
 func newErrorID() string {

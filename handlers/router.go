@@ -133,6 +133,7 @@ func New(d Deps) http.Handler {
 
 	// The web console: static files, no data without a bearer token. It is
 	// not part of the API document.
+	r.Get("/", a.root)
 	r.Get("/console", http.RedirectHandler(web.ConsolePath, http.StatusMovedPermanently).ServeHTTP)
 	r.Method(http.MethodGet, web.ConsolePath+"*", web.Console())
 

@@ -8,12 +8,28 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/problem"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
+
+// root sends a browser (a request that prefers HTML) to the web console;
+// any other client gets the JSON 404 of a path that is not the API's,
+// saying where the API and the console are.
+func (a *api) root(w http.ResponseWriter, r *http.Request) {
+	if web.WantsHTML(r) {
+		w.Header().Set("Location", web.ConsolePath)
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
+	writeAPIError(w, errNothingAtRoot)
+}
+
+var errNothingAtRoot = apiError(http.StatusNotFound, wire.CodeNotFound,
+	"no resource at /: the API is under /v1 (GET /v1/info), the web console at /console/")
 
 // answerPage shows the request an answer URL names, as an HTML page to a
 // browser and as JSON to anything else. A GET never answers.

@@ -56,6 +56,11 @@ type Metrics struct {
 	// signature_invalid, malformed, unread, challenge, ignored.
 	SlackInteractions *prometheus.CounterVec
 	Connections       Connections // provider sign-in
+
+	// LogLinesSuppressed are log records held back because the same message
+	// was written less than an interval before (a Redis outage repeats its
+	// warnings on every retry).
+	LogLinesSuppressed prometheus.Counter
 }
 
 // New makes a registry with every collector, plus the Go and process collectors.
@@ -114,6 +119,9 @@ func New() *Metrics {
 
 		SlackInteractions: counters("taskhook_slack_interactions_total",
 			"Requests to the Slack interactions route by outcome (an answer each, for answers).", "outcome"),
+
+		LogLinesSuppressed: counter("taskhook_log_lines_suppressed_total",
+			"Log records not written because the same message was written less than an interval before; the next line of it counts them."),
 	}
 	m.Notify = newNotify(r)
 	m.Connections = newConnections(r)

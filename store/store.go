@@ -86,6 +86,7 @@ type Store struct {
 	newClient func(pool int) redis.UniversalClient
 	timeout   time.Duration
 	metrics   *metrics.Metrics
+	unroute   func() // ends the routing of go-redis's lines to this store's log
 }
 
 // client makes a client of the store's Redis with its hooks.
@@ -124,7 +125,6 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	routeRedisLogs()
 	scripts, err := loadScripts()
 	if err != nil {
 		return nil, err
@@ -165,6 +165,7 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 		}
 	}
 	s.timeout = cfg.Timeout
+	s.unroute = routeRedisLogs(log)
 	s.RDB = s.client(cfg.PoolSize)
 	s.commit = newGroupCommit(s.RDB, commitLanes)
 	if err := s.Ready(ctx); err != nil && log != nil {
@@ -192,6 +193,7 @@ func (s *Store) Close() error {
 	if s.embedded != nil {
 		s.embedded.close()
 	}
+	s.unroute()
 	return err
 }
 
