@@ -136,7 +136,7 @@ func TestSlackEndpointPostsTheQuestionAndUpdatesIt(t *testing.T) {
 		t.Fatalf("the posts: %+v", calls)
 	}
 	req := asked.InputRequests[0]
-	if _, err := cl.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: req.RequestID, OptionID: req.Options[0].ID}}); err != nil {
+	if _, err := cl.Respond(ctx, task.TaskID, []client.Answer{{RequestID: req.RequestID, OptionID: req.Options[0].ID}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Complete(ctx, task.TaskID, nil); err != nil {

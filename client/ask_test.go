@@ -116,7 +116,7 @@ func TestAskServerFilledID(t *testing.T) {
 
 	done := ask(t, ctx, srv, alice, task.TaskID, client.InputRequest{Prompt: "Second?", AllowFreeform: true})
 	// Answering the other request wakes Ask, which goes on waiting.
-	if _, err := alice.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: "first", OptionID: "yes"}}); err != nil {
+	if _, err := alice.Respond(ctx, task.TaskID, []client.Answer{{RequestID: "first", OptionID: "yes"}}); err != nil {
 		t.Fatal(err)
 	}
 	now, err := alice.GetTask(ctx, task.TaskID)
@@ -128,7 +128,7 @@ func TestAskServerFilledID(t *testing.T) {
 	}
 	second := now.InputRequests[0].RequestID
 	awaitWaiting(t, srv)
-	if _, err := alice.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: second, Text: "because"}}); err != nil {
+	if _, err := alice.Respond(ctx, task.TaskID, []client.Answer{{RequestID: second, Text: "because"}}); err != nil {
 		t.Fatal(err)
 	}
 	got := askResult(t, ctx, done)

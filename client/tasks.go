@@ -21,8 +21,11 @@ type (
 	InputRequest = wire.InputRequest
 	// Choice is one option (button) of an input request.
 	Choice = wire.Option
-	// InputResponse is one answer to one input request.
-	InputResponse = wire.InputResponse
+	// Answer is one answer to one input request, as Respond sends it.
+	Answer = wire.Answer
+	// InputResponse is an answer as the task records it, with who gave it,
+	// when and through what (set by the server).
+	InputResponse = wire.InputResponse[time.Time]
 	// TaskError is why a task failed.
 	TaskError = wire.TaskError
 )
@@ -142,14 +145,15 @@ func (c *Client) RequireInput(ctx context.Context, id string, reqs []InputReques
 	return c.command(ctx, id, "/input-requests", body, opts)
 }
 
-// Respond answers input requests, all or nothing. Repeating an answer
-// already recorded is a safe no-op.
-func (c *Client) Respond(ctx context.Context, id string, resps []InputResponse, opts ...CallOption) (*Task, error) {
+// Respond answers input requests, all or nothing, as the client's
+// principal: the task records each answer with it, the time and via "api".
+// Repeating an answer already recorded is a safe no-op.
+func (c *Client) Respond(ctx context.Context, id string, answers []Answer, opts ...CallOption) (*Task, error) {
 	body := struct {
-		Responses []InputResponse `json:"responses"`
-	}{resps}
+		Responses []Answer `json:"responses"`
+	}{answers}
 	if body.Responses == nil {
-		body.Responses = []InputResponse{}
+		body.Responses = []Answer{}
 	}
 	return c.command(ctx, id, "/input", body, opts)
 }
