@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
@@ -248,10 +250,17 @@ func TestAnswerersComeFromTheServer(t *testing.T) {
 		first.Status != client.StatusInputRequired {
 		t.Fatalf("the decline: %+v", first)
 	}
+	answers := srv.App.Metrics.Answers
+	if n := testutil.ToFloat64(answers.WithLabelValues(client.ViaAPI, client.ActionDecline)); n != 1 {
+		t.Errorf("taskhook_answers_total{via=api,action=decline} = %v, want 1", n)
+	}
 	status, raw := postInput(t, srv, task.TaskID, `{"responses":[{"requestId":"notes","action":"decline"}]}`, "console")
 	var again client.Task
 	if status != http.StatusOK || json.Unmarshal([]byte(raw), &again) != nil || again.Revision != first.Revision ||
 		again.InputResponses[0] != first.InputResponses[0] {
 		t.Fatalf("the same decline from the console: %d %s, want the task unchanged", status, raw)
+	}
+	if n := testutil.ToFloat64(answers.WithLabelValues(client.ViaConsole, client.ActionDecline)); n != 0 {
+		t.Errorf("a repeated answer was counted: taskhook_answers_total{via=console,action=decline} = %v", n)
 	}
 }
