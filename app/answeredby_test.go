@@ -98,14 +98,28 @@ func answerChannels() []answerChannel {
 // X-Taskhook-Via when it is not empty.
 func postInput(t *testing.T, srv *apptest.Server, taskID, body, via string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/tasks/"+url.PathEscape(taskID)+"/input", strings.NewReader(body))
+	var header []string
+	if via != "" {
+		header = []string{"X-Taskhook-Via", via}
+	}
+	status, raw := callAs(t, srv, "alice", http.MethodPost, "/v1/tasks/"+url.PathEscape(taskID)+"/input", body, header...)
+	return status, string(raw)
+}
+
+// callAs sends a request as subject, with a JSON body when body is not
+// empty and the header name, value pairs given.
+func callAs(t *testing.T, srv *apptest.Server, subject, method, path, body string, header ...string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, "alice"))
-	req.Header.Set("Content-Type", "application/json")
-	if via != "" {
-		req.Header.Set("X-Taskhook-Via", via)
+	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, subject))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -113,7 +127,7 @@ func postInput(t *testing.T, srv *apptest.Server, taskID, body, via string) (int
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(raw)
+	return resp.StatusCode, raw
 }
 
 // Every channel an answer comes through records who gave it, when and
@@ -162,7 +176,10 @@ func TestAnswersRecordWhoWhenAndVia(t *testing.T) {
 				var stored struct {
 					InputResponses json.RawMessage `json:"inputResponses"`
 				}
-				getJSON(t, srv, "alice", "/v1/tasks/"+task.TaskID, &stored)
+				if status, raw := callAs(t, srv, "alice", http.MethodGet, "/v1/tasks/"+task.TaskID, ""); status != http.StatusOK ||
+					json.Unmarshal(raw, &stored) != nil {
+					t.Fatalf("GET the task: %d %s", status, raw)
+				}
 				check("the task", stored.InputResponses)
 
 				evs, err := agent.TaskEvents(ctx, task.TaskID, client.EventsParams{}, client.WithKinds(client.EventInputResolved))
@@ -190,25 +207,6 @@ func TestAnswersRecordWhoWhenAndVia(t *testing.T) {
 			})
 		}
 	})
-}
-
-// getJSON reads path as subject into v.
-func getJSON(t *testing.T, srv *apptest.Server, subject, path string, v any) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, subject))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, v) != nil {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, raw)
-	}
 }
 
 // No client says who answered, when or through what: the fields are refused
