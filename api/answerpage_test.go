@@ -20,8 +20,10 @@ type answerView struct {
 		ID string `json:"id"`
 	} `json:"options"`
 	Answer *struct {
-		OptionID string `json:"optionId"`
-		Text     string `json:"text"`
+		OptionID   string `json:"optionId"`
+		Text       string `json:"text"`
+		AnsweredAt string `json:"answeredAt"`
+		Via        string `json:"via"`
 	} `json:"answer"`
 }
 
@@ -121,13 +123,17 @@ func TestContractAnswerPage(t *testing.T) {
 		t.Errorf("Location %q, want the page", loc)
 	}
 	v = answerView{}
-	anon.want(anon.do("GET", page, nil), 200, "", &v)
-	if v.Status != "answered" || v.Answer == nil || v.Answer.OptionID != "yes" || v.Prompt != "Ship it?" {
+	r = anon.want(anon.do("GET", page, nil), 200, "", &v)
+	if v.Status != "answered" || v.Answer == nil || v.Answer.OptionID != "yes" || v.Prompt != "Ship it?" ||
+		v.Answer.Via != "answer_link" || v.Answer.AnsweredAt == "" {
 		t.Fatalf("answered view: %+v", v)
+	}
+	if strings.Contains(string(r.body), "answeredBy") {
+		t.Errorf("the view says who answered: %s", r.body)
 	}
 	r = anon.want(anon.do("GET", page, nil, "Accept", htmlAccept), 200, "", nil)
 	if !strings.Contains(string(r.body), "Answered.") || !strings.Contains(string(r.body), "<strong>Ship</strong>") ||
-		strings.Contains(string(r.body), "<form") {
+		!strings.Contains(string(r.body), "Answered through an answer link at 20") || strings.Contains(string(r.body), "<form") {
 		t.Errorf("the answered page: %s", r.body)
 	}
 	alice.want(alice.do("GET", "/v1/tasks/"+tk.TaskID, nil), 200, "", &now)

@@ -331,6 +331,40 @@ type task struct {
 	InputResponses []json.RawMessage
 }
 
+// wantAnswered wants the task's i-th answer to be want (a JSON object)
+// with an answeredAt in the contract's form besides.
+func wantAnswered(t *testing.T, tk task, i int, want string) {
+	t.Helper()
+	if len(tk.InputResponses) <= i {
+		t.Fatalf("no answer %d in %+v", i, tk.InputResponses)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(tk.InputResponses[i], &got); err != nil {
+		t.Fatal(err)
+	}
+	at, _ := got["answeredAt"].(string)
+	if _, err := time.Parse("2006-01-02T15:04:05.000Z", at); err != nil {
+		t.Errorf("answer %d: answeredAt %q is not RFC 3339 UTC with milliseconds", i, at)
+	}
+	delete(got, "answeredAt")
+	var w map[string]any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := json.Marshal(got); string(g) != mustJSON(t, w) {
+		t.Errorf("answer %d: %s, want %s", i, g, mustJSON(t, w))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 type inputRequest struct {
 	RequestID string `json:"requestId"`
 	Kind      string `json:"kind"`
@@ -554,6 +588,7 @@ func TestContract(t *testing.T) {
 		alice.want(answer(alice, map[string]any{"requestId": "pick"}), 400, "invalid_request", nil)
 		var got task
 		alice.want(answer(alice, map[string]any{"requestId": "pick", "optionId": "a"}), 200, "", &got)
+		wantAnswered(t, got, 0, `{"requestId":"pick","optionId":"a","answeredBy":"alice","via":"api"}`)
 		rev := got.Revision
 		alice.want(answer(alice, map[string]any{"requestId": "pick", "optionId": "a"}), 200, "", &got)
 		if got.Revision != rev {
@@ -565,13 +600,20 @@ func TestContract(t *testing.T) {
 			map[string]any{"requestId": confirm.RequestID, "optionId": "yes"},
 			map[string]any{"requestId": "why", "text": "because"},
 			map[string]any{"requestId": "why", "text": "twice"}), 400, "invalid_request", nil)
+		alice.want(answer(alice, map[string]any{"requestId": "why", "action": "decline", "text": "no"}), 400, "invalid_request", nil)
+		alice.want(answer(alice, map[string]any{"requestId": "why", "action": "maybe"}), 400, "invalid_request", nil)
+		alice.want(answer(alice, map[string]any{"requestId": "why", "text": "x", "via": "slack"}), 400, "invalid_request", nil)
+		alice.want(alice.do("POST", path+"/input", map[string]any{"responses": []any{
+			map[string]any{"requestId": "why", "text": "x"}}}, "X-Taskhook-Via", "slack"), 400, "invalid_request", nil)
 		var left task // a fresh one: the answer omits inputRequests once none is open
-		alice.want(answer(alice,
+		alice.want(alice.do("POST", path+"/input", map[string]any{"responses": []any{
 			map[string]any{"requestId": confirm.RequestID, "optionId": "yes"},
-			map[string]any{"requestId": "why", "text": "because"}), 200, "", &left)
+			map[string]any{"requestId": "why", "action": "decline"}}}, "X-Taskhook-Via", "console"), 200, "", &left)
 		if left.Status != "working" || len(left.InputRequests) != 0 {
 			t.Errorf("no request should be left: %+v", left)
 		}
+		wantAnswered(t, left, 1, `{"requestId":"`+confirm.RequestID+`","optionId":"yes","answeredBy":"alice","via":"console"}`)
+		wantAnswered(t, left, 2, `{"requestId":"why","action":"decline","answeredBy":"alice","via":"console"}`)
 	})
 
 	t.Run("requester", func(t *testing.T) {

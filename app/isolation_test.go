@@ -98,7 +98,7 @@ func TestOtherPrincipalsSeeNotFound(t *testing.T) {
 	if _, err := alice.RequireInput(ctx, task2.TaskID, []client.InputRequest{{RequestID: "q", Prompt: "ok?", Display: "confirmation"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := bob.Respond(ctx, task2.TaskID, []client.InputResponse{{RequestID: "q", OptionID: "yes"}}); err != nil || got.Status != client.StatusWorking {
+	if got, err := bob.Respond(ctx, task2.TaskID, []client.Answer{{RequestID: "q", OptionID: "yes"}}); err != nil || got.Status != client.StatusWorking {
 		t.Fatalf("requester answering: %+v %v", got, err)
 	}
 	// An admin may read anybody's task.

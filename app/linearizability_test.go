@@ -230,7 +230,7 @@ func run(ctx context.Context, cl *client.Client, in linInput) linOutput {
 	case "progress":
 		task, err = cl.Progress(ctx, in.Task, client.ProgressInput{StatusMessage: client.String("step")})
 	case "respond":
-		task, err = cl.Respond(ctx, in.Task, []client.InputResponse{{RequestID: fmt.Sprintf("q%d", in.Q), OptionID: "a"}})
+		task, err = cl.Respond(ctx, in.Task, []client.Answer{{RequestID: fmt.Sprintf("q%d", in.Q), OptionID: "a"}})
 	case "complete":
 		task, err = cl.Complete(ctx, in.Task, map[string]any{"ok": true})
 	case "fail":

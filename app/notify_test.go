@@ -131,7 +131,7 @@ func driveTaskLife(t *testing.T, cl *client.Client, id string) {
 		t.Fatal(err)
 	}
 	req := asked.InputRequests[0]
-	if _, err := cl.Respond(ctx, id, []client.InputResponse{{RequestID: req.RequestID, OptionID: req.Options[0].ID}}); err != nil {
+	if _, err := cl.Respond(ctx, id, []client.Answer{{RequestID: req.RequestID, OptionID: req.Options[0].ID}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Complete(ctx, id, map[string]any{"ok": true}); err != nil {

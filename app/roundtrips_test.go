@@ -134,7 +134,7 @@ func measureTaskCommands(t *testing.T, srv *apptest.Server, sesEndpoints, taskEn
 		return err
 	})
 	measure("respond", func() error {
-		_, err := cl.Respond(ctx, id, []client.InputResponse{{RequestID: "go", OptionID: "yes"}})
+		_, err := cl.Respond(ctx, id, []client.Answer{{RequestID: "go", OptionID: "yes"}})
 		return err
 	})
 	measure("complete (with an idempotency key)", func() error {

@@ -136,7 +136,7 @@ func TestSlackEndpointPostsTheQuestionAndUpdatesIt(t *testing.T) {
 		t.Fatalf("the posts: %+v", calls)
 	}
 	req := asked.InputRequests[0]
-	if _, err := cl.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: req.RequestID, OptionID: req.Options[0].ID}}); err != nil {
+	if _, err := cl.Respond(ctx, task.TaskID, []client.Answer{{RequestID: req.RequestID, OptionID: req.Options[0].ID}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Complete(ctx, task.TaskID, nil); err != nil {
@@ -145,6 +145,9 @@ func TestSlackEndpointPostsTheQuestionAndUpdatesIt(t *testing.T) {
 	storetest.WaitFor(t, "the message to show the end", func() bool {
 		return strings.Contains(slack.message("1700000000.1"), "Completed")
 	})
+	if msg := slack.message("1700000000.1"); !strings.Contains(msg, "Answered by slack-owner via API at \\u003c!date^") {
+		t.Fatalf("the message does not say who answered, how and when: %s", msg)
+	}
 	posts := 0
 	for _, c := range slack.snapshot() {
 		if c.Method == "/api/chat.postMessage" && !c.Limited {

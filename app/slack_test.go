@@ -176,8 +176,9 @@ func TestSlackInteractions(t *testing.T) {
 	}
 
 	r := sl.post(yesBy("U0ALICE"), time.Now(), slackSecret)
-	if r.status != 200 || !r.reply.ReplaceOriginal || r.reply.ResponseType != "" ||
-		!hasText(r.reply.Blocks, "Answered by alice: Yes") || r.reply.Text != "devbox: Answered by alice: Yes" {
+	const bySlack = "Answered by <@U0ALICE> (alice) via Slack at <!date^"
+	if r.status != 200 || !r.reply.ReplaceOriginal || r.reply.ResponseType != "" || !hasText(r.reply.Blocks, bySlack) ||
+		!strings.HasPrefix(r.reply.Text, "devbox: "+bySlack) || !strings.HasSuffix(r.reply.Text, ": Yes") {
 		t.Fatalf("the requester's click: %+v", r)
 	}
 	done, err := agent.GetTask(ctx, task.TaskID)
@@ -201,7 +202,7 @@ func TestSlackInteractions(t *testing.T) {
 		t.Fatalf("the input: %+v %+v", block, input)
 	}
 	r = sl.post(click("U0ALICE", block, input, "the cache was cold"), time.Now(), slackSecret)
-	if !r.reply.ReplaceOriginal || !hasText(r.reply.Blocks, "Answered by alice: the cache was cold") {
+	if !r.reply.ReplaceOriginal || !hasText(r.reply.Blocks, "UTC>: the cache was cold") {
 		t.Fatalf("typed answer: %+v", r)
 	}
 	typed, _ := agent.GetTask(ctx, task.TaskID)

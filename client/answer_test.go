@@ -115,7 +115,7 @@ func TestAnswerURL(t *testing.T) {
 			t.Fatalf("second answer: %v", err)
 		}
 		// Answered through /input, the URL is closed too.
-		if _, err := owner.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: "why", Text: "because"}}); err != nil {
+		if _, err := owner.Respond(ctx, task.TaskID, []client.Answer{{RequestID: "why", Text: "because"}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := channel.AnswerInput(ctx, urls["why"], "", "because"); !client.IsCode(err, client.CodeInputClosed) {

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/taskhook/taskhook/app/apptest"
@@ -116,7 +117,7 @@ func TestAskServerFilledID(t *testing.T) {
 
 	done := ask(t, ctx, srv, alice, task.TaskID, client.InputRequest{Prompt: "Second?", AllowFreeform: true})
 	// Answering the other request wakes Ask, which goes on waiting.
-	if _, err := alice.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: "first", OptionID: "yes"}}); err != nil {
+	if _, err := alice.Respond(ctx, task.TaskID, []client.Answer{{RequestID: "first", OptionID: "yes"}}); err != nil {
 		t.Fatal(err)
 	}
 	now, err := alice.GetTask(ctx, task.TaskID)
@@ -128,11 +129,59 @@ func TestAskServerFilledID(t *testing.T) {
 	}
 	second := now.InputRequests[0].RequestID
 	awaitWaiting(t, srv)
-	if _, err := alice.Respond(ctx, task.TaskID, []client.InputResponse{{RequestID: second, Text: "because"}}); err != nil {
+	if _, err := alice.Respond(ctx, task.TaskID, []client.Answer{{RequestID: second, Text: "because"}}); err != nil {
 		t.Fatal(err)
 	}
 	got := askResult(t, ctx, done)
 	if got.Answer == nil || got.Answer.RequestID != second || got.Answer.Text != "because" {
 		t.Fatalf("answer: %+v", got.Answer)
+	}
+}
+
+// TestStartAsk: StartAsk returns as soon as the question is asked, with the
+// answer URL to hand to a person; Wait then blocks until that person
+// answers, and the answer says it came through the link. A StartAsk retried
+// with its idempotency key after the answer asks nothing more, and its Wait
+// answers at once.
+func TestStartAsk(t *testing.T) {
+	ctx, srv, alice, task := askOn(t)
+
+	q, err := alice.StartAsk(ctx, task.TaskID, client.InputRequest{RequestID: "deploy", Prompt: "Deploy?"},
+		client.WithIdempotencyKey("ask-deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Request.RequestID != "deploy" || !strings.HasPrefix(q.Request.AnswerURL, srv.URL+"/v1/input/ans_") ||
+		q.Task.Status != client.StatusInputRequired {
+		t.Fatalf("the question: %+v, task %+v", q.Request, q.Task)
+	}
+	done := make(chan asked, 1)
+	go func() {
+		v, err := q.Wait(ctx)
+		done <- asked{v, err}
+	}()
+	awaitWaiting(t, srv)
+	if _, err := client.New(srv.URL, "").AnswerInput(ctx, q.Request.AnswerURL, "yes", ""); err != nil {
+		t.Fatal(err)
+	}
+	got := askResult(t, ctx, done)
+	if a := got.Answer; a == nil || a.RequestID != "deploy" || a.OptionID != "yes" || a.AnsweredBy != client.AnsweredByAnswerLink ||
+		a.Via != client.ViaAnswerLink || a.AnsweredAt.IsZero() {
+		t.Fatalf("answer: %+v", got.Answer)
+	}
+
+	again, err := alice.StartAsk(ctx, task.TaskID, client.InputRequest{RequestID: "deploy", Prompt: "Deploy?"},
+		client.WithIdempotencyKey("ask-deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Request.RequestID != "deploy" {
+		t.Fatalf("the retried question: %+v", again.Request)
+	}
+	if now, err := alice.GetTask(ctx, task.TaskID); err != nil || len(now.InputRequests) != 0 || now.Revision != got.Task.Revision {
+		t.Fatalf("the retry asked again: %+v %v", now, err)
+	}
+	if retried, err := again.Wait(ctx); err != nil || retried.Answer == nil || retried.Answer.OptionID != "yes" {
+		t.Fatalf("Wait of the retried question: %+v %v", retried, err)
 	}
 }

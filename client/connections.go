@@ -13,14 +13,35 @@ import (
 )
 
 type (
-	// ConnectionToken is a provider token the service handed to a task.
+	// ConnectionToken is a provider token the service handed to a task. Its
+	// fields:
+	//
+	//	Connection  string
+	//	AccessToken string   // keep it out of logs
+	//	TokenType   string
+	//	ExpiresAt   *string  // RFC 3339; nil: the provider gave no expiry
+	//	Scopes      []string
 	ConnectionToken = wire.ConnectionToken
 	// AuthorizationPending is a token request waiting for the requester to
-	// sign in: the task is input_required with the request.
+	// sign in: the task is input_required with the request. Its fields:
+	//
+	//	Status           string // authorization_required
+	//	RequestID        string
+	//	Connection       string
+	//	AuthorizationURL string // where the requester signs in
+	//	ExpiresAt        string // RFC 3339
 	AuthorizationPending = wire.AuthorizationPending
 	// AuthorizationRejected is what the loop guard did with a refused token.
+	// Its fields:
+	//
+	//	Connection string
+	//	Action     string // token_dropped or task_failed
 	AuthorizationRejected = wire.AuthorizationRejected
-	// ConnectionView is a connection the service signs people into.
+	// ConnectionView is a connection the service signs people into. Its
+	// fields:
+	//
+	//	Name   string
+	//	Scopes []string
 	ConnectionView = wire.ConnectionView
 )
 

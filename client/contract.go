@@ -24,6 +24,26 @@ const (
 	DisplayText         = wire.DisplayText
 )
 
+// Answer actions (Answer.Action; none accepts) and the channels an answer
+// comes through (InputResponse.Via).
+const (
+	ActionAccept  = wire.ActionAccept
+	ActionDecline = wire.ActionDecline
+	ActionCancel  = wire.ActionCancel
+
+	ViaAPI        = wire.ViaAPI
+	ViaConsole    = wire.ViaConsole
+	ViaAnswerLink = wire.ViaAnswerLink
+	ViaSlack      = wire.ViaSlack
+	ViaMCP        = wire.ViaMCP
+	ViaA2A        = wire.ViaA2A
+	ViaSignIn     = wire.ViaSignIn
+
+	// AnsweredByAnswerLink is the AnsweredBy of an answer given through an
+	// answer URL, which names no principal.
+	AnsweredByAnswerLink = wire.AnsweredByAnswerLink
+)
+
 // Session statuses.
 const (
 	SessionActive    = wire.SessionActive

@@ -14,14 +14,36 @@ type (
 	// POSTs events (URL) or the Slack channel it posts questions to
 	// (Slack), which event types (none: DefaultNotifyKinds, or
 	// DefaultSlackKinds) and the signing secret of a URL ("whsec_" and
-	// base64; the server makes one when empty).
+	// base64; the server makes one when empty). Its fields:
+	//
+	//	URL    string
+	//	Slack  *SlackTarget // instead of URL
+	//	Kinds  []string     // event types
+	//	Secret string
 	EndpointRequest = wire.EndpointRequest
-	// SlackTarget is the Slack channel of a Slack endpoint.
+	// SlackTarget is the Slack channel of a Slack endpoint. Its fields:
+	//
+	//	Channel string // an id such as C0123ABCD, or #name
 	SlackTarget = wire.SlackTarget
 	// Endpoint is a notification endpoint. Secret is set only in the answer
-	// that created it.
+	// that created it. Its fields:
+	//
+	//	EndpointID string
+	//	URL        string
+	//	Slack      *SlackTarget
+	//	Kinds      []string
+	//	Status     string       // active or dead
+	//	DeadReason string
+	//	Secret     string
 	Endpoint = wire.Endpoint
-	// DeadLetter is a notification the service gave up on.
+	// DeadLetter is a notification the service gave up on. Its fields:
+	//
+	//	EndpointID         string
+	//	EventID, EventType string
+	//	TaskID             string
+	//	Attempts           int
+	//	LastError          string
+	//	At                 time.Time
 	DeadLetter = wire.DeadLetter[time.Time]
 )
 

@@ -26,7 +26,10 @@ type Error struct {
 	retryAfterSent bool // the answer had a Retry-After, even one of 0
 }
 
-// Detail is one field problem of an invalid_request.
+// Detail is one field problem of an invalid_request. Its fields:
+//
+//	Field   string // as the body names it: "responses[0].optionId"
+//	Message string
 type Detail = wire.Detail
 
 func (e *Error) Error() string {

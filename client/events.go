@@ -13,7 +13,14 @@ import (
 )
 
 // Event is one entry of a session's or a task's log. ID is a cursor that
-// increases strictly within a log.
+// increases strictly within a log. Its fields:
+//
+//	ID                string
+//	Type              string          // EventTaskCreated, EventInputResolved, ...
+//	At                time.Time
+//	SessionID, TaskID string
+//	Revision          int64           // the task's revision after a task event
+//	Data              json.RawMessage // task.* events carry the task in data.task (see Task)
 type Event wire.Event[time.Time]
 
 // Task decodes the task snapshot that task.* events carry in data.task.

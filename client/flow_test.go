@@ -98,22 +98,28 @@ func TestTaskFlow(t *testing.T) {
 			t.Errorf("free-text request %+v", why)
 		}
 
-		task, err = c.Respond(ctx, id, []client.InputResponse{{RequestID: ask.RequestID, OptionID: "yes"}})
+		task, err = c.Respond(ctx, id, []client.Answer{{RequestID: ask.RequestID, OptionID: "yes"}})
 		if err != nil || task.Status != client.StatusInputRequired || task.Revision != 6 || len(task.InputRequests) != 1 {
 			t.Fatalf("first answer: %+v, %v", task, err)
 		}
 		// The same answer again is a safe no-op.
-		again, err := c.Respond(ctx, id, []client.InputResponse{{RequestID: ask.RequestID, OptionID: "yes"}})
+		again, err := c.Respond(ctx, id, []client.Answer{{RequestID: ask.RequestID, OptionID: "yes"}})
 		if err != nil || again.Revision != 6 {
 			t.Fatalf("repeated answer: %+v, %v", again, err)
 		}
-		task, err = c.Respond(ctx, id, []client.InputResponse{{RequestID: "why", Text: "tests pass"}})
+		task, err = c.Respond(ctx, id, []client.Answer{{RequestID: "why", Text: "tests pass"}})
 		if err != nil || task.Status != client.StatusWorking || task.Revision != 7 || len(task.InputRequests) != 0 {
 			t.Fatalf("second answer: %+v, %v", task, err)
 		}
-		wantAnswers := []client.InputResponse{{RequestID: ask.RequestID, OptionID: "yes"}, {RequestID: "why", Text: "tests pass"}}
-		if !slices.Equal(task.InputResponses, wantAnswers) {
-			t.Errorf("inputResponses %+v, want %+v", task.InputResponses, wantAnswers)
+		wantAnswers := []client.Answer{{RequestID: ask.RequestID, OptionID: "yes"}, {RequestID: "why", Text: "tests pass"}}
+		if len(task.InputResponses) != len(wantAnswers) {
+			t.Fatalf("inputResponses %+v, want %+v", task.InputResponses, wantAnswers)
+		}
+		for i, r := range task.InputResponses {
+			if r.Answer != wantAnswers[i] || r.AnsweredBy != "alice" || r.Via != client.ViaAPI || r.SlackUserID != "" ||
+				r.AnsweredAt.IsZero() || r.AnsweredAt.After(task.LastUpdatedAt) {
+				t.Errorf("inputResponses[%d] = %+v, want %+v answered by alice through the API", i, r, wantAnswers[i])
+			}
 		}
 
 		task, err = c.Complete(ctx, id, map[string]string{"url": "https://example.com/build/1"})

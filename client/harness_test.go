@@ -220,23 +220,23 @@ func TestErrorsDecode(t *testing.T) {
 		}
 
 		// State refusals carry the task as it is.
-		_, err = c.Respond(ctx, id, []client.InputResponse{{RequestID: "q1", OptionID: "yes"}})
+		_, err = c.Respond(ctx, id, []client.Answer{{RequestID: "q1", OptionID: "yes"}})
 		if se := wantCode(t, err, http.StatusConflict, client.CodeNotInputRequired); se.Task == nil || se.Task.Status != client.StatusWorking {
 			t.Errorf("not_input_required task %+v", se.Task)
 		}
 		if _, err := c.RequireInput(ctx, id, []client.InputRequest{{RequestID: "q1", Prompt: "Go?", Display: client.DisplayConfirmation}}); err != nil {
 			t.Fatalf("RequireInput: %v", err)
 		}
-		_, err = c.Respond(ctx, id, []client.InputResponse{{RequestID: "q2", OptionID: "yes"}})
+		_, err = c.Respond(ctx, id, []client.Answer{{RequestID: "q2", OptionID: "yes"}})
 		wantCode(t, err, http.StatusConflict, client.CodeUnknownRequest)
-		_, err = c.Respond(ctx, id, []client.InputResponse{{RequestID: "q1", Text: "free text"}})
+		_, err = c.Respond(ctx, id, []client.Answer{{RequestID: "q1", Text: "free text"}})
 		if ve := wantCode(t, err, http.StatusBadRequest, client.CodeInvalidRequest); len(ve.Details) != 1 {
 			t.Errorf("details %+v", ve.Details)
 		}
-		if _, err := c.Respond(ctx, id, []client.InputResponse{{RequestID: "q1", OptionID: "yes"}}); err != nil {
+		if _, err := c.Respond(ctx, id, []client.Answer{{RequestID: "q1", OptionID: "yes"}}); err != nil {
 			t.Fatalf("Respond: %v", err)
 		}
-		_, err = c.Respond(ctx, id, []client.InputResponse{{RequestID: "q1", OptionID: "no"}})
+		_, err = c.Respond(ctx, id, []client.Answer{{RequestID: "q1", OptionID: "no"}})
 		wantCode(t, err, http.StatusConflict, client.CodeInputConflict)
 
 		failed, err := c.Fail(ctx, id, "disk full", map[string]int{"free": 0})

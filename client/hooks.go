@@ -15,24 +15,58 @@ import (
 type (
 	// Hook is a callback URL that outside systems post to, with the durable
 	// queue a task reads them from. It never carries the token: only
-	// CreateHook's answer does.
+	// CreateHook's answer does. Its fields:
+	//
+	//	HookID                   string
+	//	Status                   string        // HookOpen or HookClosed
+	//	CloseReason              string        // one of the CloseReason* constants
+	//	Owner, SessionID, TaskID string
+	//	Label                    string
+	//	CreatedAt, ExpiresAt     time.Time
+	//	TTLMs                    int64
+	//	ClosedAt                 *time.Time
+	//	Verify                   *HookVerify   // without its secret
+	//	Response                 *HookResponse
+	//	DedupeHeader             string        // the header naming a provider's delivery id
 	Hook = wire.Hook[time.Time]
 	// CreatedHook is the answer to CreateHook: the hook, its token and its
 	// callback URL. They are shown this once (a replay of the create with
 	// the same idempotency key answers without them): hand URL to the
-	// outside system and keep neither in logs.
+	// outside system and keep neither in logs. Its fields:
+	//
+	//	Hook         // embedded: HookID, Status, ...
+	//	Token string
+	//	URL   string
 	CreatedHook = wire.CreatedHook[time.Time]
 	// HookVerify is the signature check a hook applies to every post before
 	// it stores anything. Secret is sent on create and never shown again.
+	// Its fields:
+	//
+	//	Scheme           string // one of the Verify* constants
+	//	Secret           string // standard-webhooks: "whsec_" + base64; the others: the shared secret
+	//	Header           string // hmac-sha256 only: the header holding the signature
+	//	Encoding         string // hmac-sha256 only: hex (the default) or base64
+	//	ToleranceSeconds int
 	HookVerify = wire.HookVerify
 	// HookResponse is a static answer the hook gives accepted posts instead
 	// of 202 {ok, eventId, duplicate}, for providers that want a particular
-	// one.
+	// one. Its fields:
+	//
+	//	Status      int    // 2xx; 0: 200
+	//	Body        string
+	//	ContentType string // never an active type such as HTML
 	HookResponse = wire.HookResponse
 )
 
 // CreateHookInput is the body of POST /v1/hooks. TaskID or SessionID is
-// required; a task's hook closes itself when the task ends.
+// required; a task's hook closes itself when the task ends. Its fields:
+//
+//	TaskID, SessionID string
+//	Label             string
+//	TTLMs             *int64        // nil: the server's default
+//	Verify            *HookVerify   // checked before a post is stored
+//	Response          *HookResponse // instead of 202 {ok, eventId, duplicate}
+//	DedupeHeader      string        // a header naming the provider's delivery id
 type CreateHookInput = wire.CreateHook[HookVerify]
 
 // CreateHook makes an open hook bound to a task or a session.
@@ -99,7 +133,13 @@ func (e HookEvent) Bytes() ([]byte, error) {
 // HookBatch is what one read of a consumer group delivered, and whether the
 // hook still takes posts. A closed hook gets no more events: once a batch
 // of a closed hook is empty and nothing is pending, the group has read
-// everything.
+// everything. Its fields:
+//
+//	Events          []HookEvent
+//	Group, Consumer string
+//	Pending         int64       // the group's unacknowledged events, these included
+//	HookStatus      string      // HookOpen or HookClosed, as of this read
+//	CloseReason     string      // when closed
 type HookBatch = wire.HookBatch[HookEvent]
 
 // HookReadParams is one read of a hook through a consumer group. Zero

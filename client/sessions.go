@@ -9,10 +9,21 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
-// Session is an agent's conversation: the owner scope of its tasks.
+// Session is an agent's conversation: the owner scope of its tasks. Its
+// fields:
+//
+//	SessionID                string
+//	Status                   string          // SessionActive or SessionCancelled
+//	Owner                    string          // the principal that opened it
+//	CreatedAt, LastUpdatedAt time.Time
+//	Metadata                 json.RawMessage
+//	Notify                   []Endpoint      // secrets only in CreateSession's answer
 type Session = wire.Session[time.Time]
 
-// CreateSessionInput is the body of POST /v1/sessions.
+// CreateSessionInput is the body of POST /v1/sessions. Its fields:
+//
+//	Metadata any               // an object
+//	Notify   []EndpointRequest // the answer shows each one's secret, once
 type CreateSessionInput = wire.CreateSession[any]
 
 // CreateSession opens an active session owned by the caller.

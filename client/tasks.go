@@ -11,28 +11,96 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 )
 
+// The request and response types below are api/wire's shapes, under the
+// client's names. go doc shows an alias's declaration, not the fields, so
+// each doc comment lists them (a test keeps the lists whole).
+
 type (
 	// Task is the durable record of one piece of background work; Terminal
-	// reports whether it has ended.
+	// reports whether it has ended. Its fields:
+	//
+	//	TaskID, SessionID        string
+	//	Owner                    string          // the principal that created it
+	//	Requester                string          // who may answer its questions
+	//	Status                   string          // StatusWorking, StatusInputRequired, StatusCompleted, ...
+	//	Revision                 int64           // +1 on every change
+	//	Kind, Label              string          // free text chosen by its creator
+	//	Input, Metadata          json.RawMessage
+	//	StatusMessage            string          // the latest progress text, or a reason
+	//	Progress                 json.RawMessage
+	//	InputRequests            []InputRequest  // only while input_required: the open ones
+	//	InputResponses           []InputResponse // every answer so far, oldest first
+	//	Result                   json.RawMessage // only when completed
+	//	Error                    *TaskError      // only when failed
+	//	CancelReason             string          // only when cancelled
+	//	ReleasedAt               *time.Time      // the executor stopped its outside work
+	//	CreatedAt, LastUpdatedAt time.Time
+	//	TTLMs                    *int64          // nil: no limit
+	//	ExpiresAt                *time.Time
+	//	PollIntervalMs           int64
+	//	Notify                   []Endpoint      // only in CreateTask's answer, with the secrets
 	Task = wire.Task[time.Time, string]
 	// InputRequest is a question for a human (kind ask) or a sign-in the
 	// task needs (kind authorization). AnswerURL and AuthorizationURL are
-	// filled by the server and never sent.
+	// filled by the server and never sent. Its fields:
+	//
+	//	RequestID        string   // empty: the server fills req_...
+	//	Kind             string   // KindAsk (the default) or KindAuthorization
+	//	Prompt           string
+	//	Display          string   // DisplayConfirmation, DisplaySelect or DisplayText
+	//	Options          []Choice // a confirmation gets yes and no when it names none
+	//	AllowFreeform    bool     // text is taken besides the options
+	//	AnswerURL        string   // a question's capability URL (server)
+	//	Connection       string   // a sign-in's connection
+	//	AuthorizationURL string   // where the requester signs in (server)
+	//	ExpiresAt        string   // RFC 3339
 	InputRequest = wire.InputRequest
-	// Choice is one option (button) of an input request.
+	// Choice is one option (button) of an input request. Its fields:
+	//
+	//	ID, Label   string
+	//	Description string
+	//	Style       string // primary, danger or default
 	Choice = wire.Option
-	// InputResponse is one answer to one input request.
-	InputResponse = wire.InputResponse
-	// TaskError is why a task failed.
+	// Answer is one answer to one input request, as Respond sends it. Its
+	// fields:
+	//
+	//	RequestID string
+	//	OptionID  string // one of the request's options
+	//	Text      string // free text, when the request takes it
+	//	Action    string // ActionAccept (the default: OptionID or Text required), ActionDecline or ActionCancel (neither)
+	Answer = wire.Answer
+	// InputResponse is an answer as the task records it, with who gave it,
+	// when and through what (set by the server). Its fields:
+	//
+	//	Answer                // RequestID, OptionID, Text, Action
+	//	AnsweredBy  string    // the principal, or AnsweredByAnswerLink
+	//	SlackUserID string    // with ViaSlack: the Slack user who acted
+	//	AnsweredAt  time.Time
+	//	Via         string    // ViaAPI, ViaConsole, ViaAnswerLink, ViaSlack, ...
+	InputResponse = wire.InputResponse[time.Time]
+	// TaskError is why a task failed. Its fields:
+	//
+	//	Message string
+	//	Data    json.RawMessage
 	TaskError = wire.TaskError
 )
 
 // CreateTaskInput is the body of POST /v1/tasks. Input is any value that
-// encodes as JSON (a json.RawMessage is sent as is).
+// encodes as JSON (a json.RawMessage is sent as is). Its fields:
+//
+//	SessionID      string            // required: one of the caller's active sessions
+//	Kind, Label    string            // free text, at most 200 bytes each
+//	Input          any               // what the executor needs
+//	Metadata       any               // an object
+//	TTLMs          *int64            // its lifetime, at least 1000; nil: the server's default
+//	PollIntervalMs *int64            // 100 to 3600000; nil: the server's default
+//	Requester      string            // who may answer its questions; empty: the caller
+//	Notify         []EndpointRequest // the answer shows each one's secret, once
 type CreateTaskInput = wire.CreateTask[any]
 
 // CreateTask starts a task in a session. The answer is the receipt: the task
-// is durable by the time it returns.
+// is durable by the time it returns. The fields in takes are listed under
+// CreateTaskInput, those of the answer under Task.
 func (c *Client) CreateTask(ctx context.Context, in CreateTaskInput, opts ...CallOption) (*Task, error) {
 	return fetch[Task](ctx, c, http.MethodPost, "/v1/tasks", nil, in, opts)
 }
@@ -142,14 +210,15 @@ func (c *Client) RequireInput(ctx context.Context, id string, reqs []InputReques
 	return c.command(ctx, id, "/input-requests", body, opts)
 }
 
-// Respond answers input requests, all or nothing. Repeating an answer
-// already recorded is a safe no-op.
-func (c *Client) Respond(ctx context.Context, id string, resps []InputResponse, opts ...CallOption) (*Task, error) {
+// Respond answers input requests, all or nothing, as the client's
+// principal: the task records each answer with it, the time and via "api".
+// Repeating an answer already recorded is a safe no-op.
+func (c *Client) Respond(ctx context.Context, id string, answers []Answer, opts ...CallOption) (*Task, error) {
 	body := struct {
-		Responses []InputResponse `json:"responses"`
-	}{resps}
+		Responses []Answer `json:"responses"`
+	}{answers}
 	if body.Responses == nil {
-		body.Responses = []InputResponse{}
+		body.Responses = []Answer{}
 	}
 	return c.command(ctx, id, "/input", body, opts)
 }

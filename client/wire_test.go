@@ -102,7 +102,7 @@ func TestRequestsOnTheWire(t *testing.T) {
 			return err
 		}, "POST", "/v1/tasks/t1/input-requests", `{"requests":[{"prompt":"Go?","options":[{"id":"y","label":"Yes"}]}]}`},
 		{"respond", func() error {
-			_, err := c.Respond(ctx, "t1", []client.InputResponse{{RequestID: "r", OptionID: "y"}})
+			_, err := c.Respond(ctx, "t1", []client.Answer{{RequestID: "r", OptionID: "y"}})
 			return err
 		}, "POST", "/v1/tasks/t1/input", `{"responses":[{"requestId":"r","optionId":"y"}]}`},
 		{"complete without result", func() error { _, err := c.Complete(ctx, "t1", nil); return err },

@@ -9,7 +9,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/taskhook/taskhook/api/wire"
-	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/problem"
@@ -100,8 +99,8 @@ func (a *api) slackInteractions(w http.ResponseWriter, r *http.Request) {
 		refusal  string
 	)
 	for _, ans := range in.Answers {
-		t, open, err := a.tasks.AnswerAs(ctx, authz.Principal{ID: who}, ans.TaskID,
-			tasks.InputResponse{RequestID: ans.RequestID, OptionID: ans.OptionID, Text: ans.Text})
+		t, open, err := a.tasks.AnswerAs(ctx, tasks.Answerer{By: who, SlackUserID: in.UserID, Via: wire.ViaSlack}, ans.TaskID,
+			tasks.Answer{RequestID: ans.RequestID, OptionID: ans.OptionID, Text: ans.Text})
 		if err != nil {
 			refusal = a.slackRefusal(r, err)
 			break

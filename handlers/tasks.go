@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/taskhook/taskhook/api/wire"
+
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -119,7 +121,7 @@ type (
 		Requests []requestBody `json:"requests"`
 	}
 	inputBody struct {
-		Responses []tasks.InputResponse `json:"responses"`
+		Responses []tasks.Answer `json:"responses"`
 	}
 	completeBody struct {
 		Result json.RawMessage `json:"result"`
@@ -181,6 +183,9 @@ func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 			return
 		}
 		cmd, err := decodeCommand(kind, body)
+		if err == nil && kind == tasks.CmdRespond {
+			cmd.Answerer, err = answererOf(r, p)
+		}
 		var reply store.Reply
 		if err == nil {
 			reply, err = a.tasks.Run(r.Context(), p, chi.URLParam(r, "taskId"), cmd, idem)
@@ -191,6 +196,23 @@ func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 		}
 		writeReplayable(w, http.StatusOK, reply.JSON, reply.Replayed)
 	}
+}
+
+// answererOf is who answers through POST .../input: the caller's principal,
+// through the face its X-Taskhook-Via header names (api when it names none).
+// The header only says which of the principal's own clients answered: who
+// answered is the token's to say, and the faces that answer without one
+// (answer links, Slack, MCP) record themselves.
+func answererOf(r *http.Request, p authz.Principal) (tasks.Answerer, error) {
+	via := r.Header.Get(wire.HeaderVia)
+	switch via {
+	case "":
+		via = wire.ViaAPI
+	case wire.ViaAPI, wire.ViaConsole:
+	default:
+		return tasks.Answerer{}, invalidRequest(wire.HeaderVia, "must be "+wire.ViaAPI+" or "+wire.ViaConsole)
+	}
+	return tasks.Answerer{By: p.ID, Via: via}, nil
 }
 
 // cancelTask cancels a task; with ?wait= it answers once the executor has

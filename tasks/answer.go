@@ -59,6 +59,7 @@ func expiresAt(t Task, now time.Time, max time.Duration) time.Time {
 type AnswerInput struct {
 	OptionID string `json:"optionId,omitempty"`
 	Text     string `json:"text,omitempty"`
+	Action   string `json:"action,omitempty"`
 }
 
 // Answered is what an answer URL answers with: not the task, which the
@@ -132,16 +133,21 @@ func (s *Service) ResolveAnswer(ctx context.Context, token string, idem store.Id
 	return AnswerTarget{ref: ref, requester: t.Requester}, nil
 }
 
-// Answer answers the request ResolveAnswer found, as the task's requester
-// and under the rules of respond. ErrInputClosed: the request was answered
-// or the task ended meanwhile.
+// answerLink is who answers through an answer URL: its holder, whoever
+// that is.
+var answerLink = Answerer{By: wire.AnsweredByAnswerLink, Via: wire.ViaAnswerLink}
+
+// Answer answers the request ResolveAnswer found, with the task requester's
+// rights and under the rules of respond; the task records it as given
+// through an answer link. ErrInputClosed: the request was answered or the
+// task ended meanwhile.
 func (s *Service) Answer(ctx context.Context, at AnswerTarget, in AnswerInput, idem store.Idempotency) (Answered, bool, error) {
 	ref := at.ref
 	if ref.TaskID == "" {
 		return Answered{}, false, errors.New("answer: the target was not resolved")
 	}
 	done, replayed, err := s.answerOne(ctx, at.requester, ref.TaskID,
-		InputResponse{RequestID: ref.RequestID, OptionID: in.OptionID, Text: in.Text}, idem)
+		Answer{RequestID: ref.RequestID, OptionID: in.OptionID, Text: in.Text, Action: in.Action}, answerLink, idem)
 	if err != nil {
 		return Answered{}, false, err
 	}
@@ -153,12 +159,13 @@ func (s *Service) Answer(ctx context.Context, at AnswerTarget, in AnswerInput, i
 var ErrNotRequester = errors.New("only the task's requester may answer")
 
 // AnswerAs answers one request of a task for a channel that knows who
-// answers (Slack): p must be the task's requester (ErrNotRequester; being its
-// owner or an admin is not enough), and the answer is judged as an answer
-// URL's is, so the request must still be open (ErrInputClosed). It returns
-// the task after the answer, as stored, and the requests that were open
-// before it, whose option labels say what the answer chose.
-func (s *Service) AnswerAs(ctx context.Context, p authz.Principal, taskID string, answer InputResponse) (Task, []InputRequest, error) {
+// answers (Slack): by.By must be the task's requester (ErrNotRequester;
+// being its owner or an admin is not enough), and the answer is judged as an
+// answer URL's is, so the request must still be open (ErrInputClosed). The
+// task records by with the answer. It returns the task after the answer, as
+// stored, and the requests that were open before it, whose option labels say
+// what the answer chose.
+func (s *Service) AnswerAs(ctx context.Context, by Answerer, taskID string, answer Answer) (Task, []InputRequest, error) {
 	part, err := ids.PartitionOf(taskID, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
 		return Task{}, nil, ErrInputClosed
@@ -171,17 +178,18 @@ func (s *Service) AnswerAs(ctx context.Context, p authz.Principal, taskID string
 			return Task{}, nil, answerError(err)
 		}
 	}
-	if p.ID == "" || p.ID != t.Requester {
+	if by.By == "" || by.By != t.Requester {
 		return Task{}, nil, ErrNotRequester
 	}
-	done, _, err := s.answerOne(ctx, t.Requester, taskID, answer, store.Idempotency{})
+	done, _, err := s.answerOne(ctx, t.Requester, taskID, answer, by, store.Idempotency{})
 	return done, t.InputRequests, err
 }
 
-// answerOne answers one request as the task's requester under the rules of
-// an answer URL, with the stored task as it is after.
-func (s *Service) answerOne(ctx context.Context, requester, taskID string, answer InputResponse, idem store.Idempotency) (Task, bool, error) {
-	cmd := Command{Kind: CmdRespond, OpenOnly: true, Responses: []InputResponse{answer}}
+// answerOne answers one request with the rights of the task's requester
+// under the rules of an answer URL, recorded as by's, with the stored task as
+// it is after.
+func (s *Service) answerOne(ctx context.Context, requester, taskID string, answer Answer, by Answerer, idem store.Idempotency) (Task, bool, error) {
+	cmd := Command{Kind: CmdRespond, OpenOnly: true, Responses: []Answer{answer}, Answerer: by}
 	reply, err := s.run(ctx, authz.Principal{ID: requester}, taskID, cmd, idem)
 	if err != nil {
 		return Task{}, false, answerError(err)

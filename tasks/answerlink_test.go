@@ -132,7 +132,7 @@ func TestAnswerLinksEvent(t *testing.T) {
 		}
 	}
 	resolved, _ := eventJSON(task, now, Emitted{Type: wire.EventInputResolved,
-		Data: map[string]any{"responses": []InputResponse{{RequestID: "go", Text: `"kind":"ask"`}}}}, snapshot)
+		Data: map[string]any{"responses": []InputResponse{{Answer: Answer{RequestID: "go", Text: `"kind":"ask"`}, AnsweredBy: "o", Via: wire.ViaAPI}}}}, snapshot)
 	if got := l.Event(resolved); !bytes.Equal(got, resolved) {
 		t.Errorf("an event with nothing to link changed: %s", got)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/problem"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tokens"
@@ -22,17 +23,27 @@ const (
 // and how it stands, the task's label and kind to recognise it by, and
 // nothing else of the task.
 type AnswerView struct {
-	TaskID        string         `json:"taskId"`
-	TaskKind      string         `json:"taskKind,omitempty"`
-	TaskLabel     string         `json:"taskLabel,omitempty"`
-	RequestID     string         `json:"requestId"`
-	Status        string         `json:"status"`
-	Prompt        string         `json:"prompt"`
-	Display       string         `json:"display,omitempty"`
-	Options       []Option       `json:"options"`
-	AllowFreeform bool           `json:"allowFreeform"`
-	ExpiresAt     string         `json:"expiresAt,omitempty"`
-	Answer        *InputResponse `json:"answer,omitempty"`
+	TaskID        string       `json:"taskId"`
+	TaskKind      string       `json:"taskKind,omitempty"`
+	TaskLabel     string       `json:"taskLabel,omitempty"`
+	RequestID     string       `json:"requestId"`
+	Status        string       `json:"status"`
+	Prompt        string       `json:"prompt"`
+	Display       string       `json:"display,omitempty"`
+	Options       []Option     `json:"options"`
+	AllowFreeform bool         `json:"allowFreeform"`
+	ExpiresAt     string       `json:"expiresAt,omitempty"`
+	Answer        *ShownAnswer `json:"answer,omitempty"`
+}
+
+// ShownAnswer is a recorded answer as the holder of an answer URL sees it:
+// what was answered, when and through what, but not by whom. A link may be
+// forwarded, and its holder need not learn the principals (or the Slack
+// users) behind a task.
+type ShownAnswer struct {
+	Answer
+	AnsweredAt events.Time `json:"answeredAt"`
+	Via        string      `json:"via"`
 }
 
 // TakesText reports whether the request takes a free-text answer.
@@ -74,8 +85,8 @@ func (s *Service) ViewAnswer(ctx context.Context, token string) (AnswerView, err
 	} else {
 		for i := range t.InputResponses {
 			if t.InputResponses[i].RequestID == ref.RequestID {
-				answer := t.InputResponses[i]
-				v.Status, v.Answer = AnswerAnswered, &answer
+				r := t.InputResponses[i]
+				v.Status, v.Answer = AnswerAnswered, &ShownAnswer{Answer: r.Answer, AnsweredAt: r.AnsweredAt, Via: r.Via}
 				break
 			}
 		}

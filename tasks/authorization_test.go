@@ -40,11 +40,14 @@ func TestApplyRequireAndResolveAuthorization(t *testing.T) {
 	if err != nil || !replaced.Changed || len(replaced.Task.InputRequests) != 1 || replaced.Task.InputRequests[0].RequestID != "a2" {
 		t.Fatalf("replace: %+v %v", replaced.Task, err)
 	}
-	if r := replaced.Task.InputResponses; len(r) != 1 || r[0].RequestID != "a1" || r[0].OptionID != OutcomeExpired {
+	signedIn := func(r InputResponse, at time.Time) bool {
+		return r.AnsweredBy == "r" && r.Via == wire.ViaSignIn && r.AnsweredAt == events.At(at) && r.SlackUserID == ""
+	}
+	if r := replaced.Task.InputResponses; len(r) != 1 || r[0].RequestID != "a1" || r[0].OptionID != OutcomeExpired || !signedIn(r[0], later) {
 		t.Fatalf("the expired request is not closed: %+v", r)
 	}
 
-	_, err = Apply(asked.Task, Command{Kind: CmdRespond, Responses: []InputResponse{{RequestID: "a1", OptionID: "authorized"}}}, now)
+	_, err = Apply(asked.Task, Command{Kind: CmdRespond, Responses: []Answer{{RequestID: "a1", OptionID: "authorized"}}, Answerer: Answerer{By: "r", Via: wire.ViaAPI}}, now)
 	var verr *problem.ValidationError
 	if !errors.As(err, &verr) {
 		t.Fatalf("an answer closed a sign-in: %v", err)
@@ -53,6 +56,9 @@ func TestApplyRequireAndResolveAuthorization(t *testing.T) {
 	done, err := Apply(asked.Task, Command{Kind: CmdResolveAuthorization, RequestID: "a1", Outcome: OutcomeDeclined}, now)
 	if err != nil || done.Task.Status != Working || len(done.Task.InputRequests) != 0 {
 		t.Fatalf("resolve: %+v %v", done.Task, err)
+	}
+	if r := done.Task.InputResponses; len(r) != 1 || r[0].OptionID != OutcomeDeclined || !signedIn(r[0], now) {
+		t.Fatalf("the sign-in's outcome is recorded as %+v", r)
 	}
 	if got := types(done); len(got) != 2 || got[0] != wire.EventAuthorizationCompleted || got[1] != wire.EventTaskStatus {
 		t.Fatalf("resolve events: %v", got)

@@ -50,7 +50,8 @@ type Command struct {
 	Text          string          // message
 	Data          json.RawMessage // message
 	Requests      []InputRequest  // require_input
-	Responses     []InputResponse // respond
+	Responses     []Answer        // respond
+	Answerer      Answerer        // respond: who answers and through what, recorded with each answer
 	OpenOnly      bool            // respond: through an answer URL, so each request must still be open
 	Result        json.RawMessage // complete
 	Error         *TaskError      // fail
@@ -131,15 +132,22 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 			{Type: wire.EventInputRequested, Data: map[string]any{"requests": cmd.Requests}},
 		}
 	case CmdRespond:
-		recorded, err := judgeResponses(task, cmd.Responses, cmd.OpenOnly)
+		if cmd.Answerer.By == "" || cmd.Answerer.Via == "" {
+			return Change{}, errors.New("respond: the command names nobody who answers")
+		}
+		answers, err := judgeResponses(task, cmd.Responses, cmd.OpenOnly)
 		if err != nil {
 			return Change{}, err
 		}
-		if len(recorded) == 0 {
+		if len(answers) == 0 {
 			return Change{Task: task}, nil // only answers already recorded: a safe retry
 		}
+		recorded := make([]InputResponse, len(answers))
+		for i, a := range answers {
+			recorded[i] = record(a, cmd.Answerer, now)
+		}
 		next.InputResponses = append(next.InputResponses, recorded...)
-		next.InputRequests = withoutAnswered(next.InputRequests, recorded)
+		next.InputRequests = withoutAnswered(next.InputRequests, answers)
 		emitted = []Emitted{{Type: wire.EventInputResolved, Data: map[string]any{"responses": recorded}}}
 		if len(next.InputRequests) == 0 {
 			next.Status = Working
@@ -166,10 +174,10 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		if open := task.openAuthorization(cmd.Authorization.Connection, asked); open != nil {
 			return Change{Task: task}, nil // a sign-in is pending: the same request answers
 		}
-		emitted = requireAuthorization(task, &next, *cmd.Authorization, asked)
+		emitted = requireAuthorization(&next, *cmd.Authorization, asked, now)
 	case CmdResolveAuthorization:
 		var err error
-		if emitted, err = resolveAuthorization(task, &next, cmd.RequestID, cmd.Outcome); err != nil {
+		if emitted, err = resolveAuthorization(task, &next, cmd.RequestID, cmd.Outcome, now); err != nil {
 			return Change{}, err
 		}
 	case CmdCancel:
@@ -229,14 +237,26 @@ func expired(r InputRequest, now time.Time) bool {
 	return err == nil && !now.Before(at)
 }
 
+// record is an answer as the task keeps it: with who gave it, through what,
+// and when.
+func record(a Answer, by Answerer, now time.Time) InputResponse {
+	return InputResponse{Answer: a, AnsweredBy: by.By, SlackUserID: by.SlackUserID, AnsweredAt: events.At(now), Via: by.Via}
+}
+
+// signIn is who closes a sign-in request: the requester, for whom the
+// provider's token is kept, through the connection's callback.
+func signIn(t *Task) Answerer { return Answerer{By: t.Requester, Via: wire.ViaSignIn} }
+
 // requireAuthorization adds a sign-in request to next. A request for the
-// same connection whose attempt ran out is closed with outcome expired in the
-// same change: its URL no longer works, and the new one takes its place.
-func requireAuthorization(task Task, next *Task, req InputRequest, now time.Time) []Emitted {
+// same connection whose attempt ran out (at asked) is closed with outcome
+// expired in the same change: its URL no longer works, and the new one takes
+// its place.
+func requireAuthorization(next *Task, req InputRequest, asked, now time.Time) []Emitted {
 	var left []InputRequest
 	for _, r := range next.InputRequests {
-		if r.Kind == wire.KindAuthorization && r.Connection == req.Connection && expired(r, now) {
-			next.InputResponses = append(next.InputResponses, InputResponse{RequestID: r.RequestID, OptionID: OutcomeExpired})
+		if r.Kind == wire.KindAuthorization && r.Connection == req.Connection && expired(r, asked) {
+			next.InputResponses = append(next.InputResponses,
+				record(Answer{RequestID: r.RequestID, OptionID: OutcomeExpired}, signIn(next), now))
 			continue
 		}
 		left = append(left, r)
@@ -253,7 +273,7 @@ func requireAuthorization(task Task, next *Task, req InputRequest, now time.Time
 
 // resolveAuthorization closes an open sign-in request with its outcome; the
 // task goes back to working once nothing else is open.
-func resolveAuthorization(task Task, next *Task, requestID, outcome string) ([]Emitted, error) {
+func resolveAuthorization(task Task, next *Task, requestID, outcome string, now time.Time) ([]Emitted, error) {
 	var req *InputRequest
 	for i, r := range task.InputRequests {
 		if r.RequestID == requestID && r.Kind == wire.KindAuthorization {
@@ -263,9 +283,9 @@ func resolveAuthorization(task Task, next *Task, requestID, outcome string) ([]E
 	if req == nil {
 		return nil, fmt.Errorf("%w: request %s", ErrInputClosed, requestID)
 	}
-	resp := InputResponse{RequestID: requestID, OptionID: outcome}
-	next.InputResponses = append(next.InputResponses, resp)
-	next.InputRequests = withoutAnswered(next.InputRequests, []InputResponse{resp})
+	resp := Answer{RequestID: requestID, OptionID: outcome}
+	next.InputResponses = append(next.InputResponses, record(resp, signIn(next), now))
+	next.InputRequests = withoutAnswered(next.InputRequests, []Answer{resp})
 	emitted := []Emitted{{Type: wire.EventAuthorizationCompleted,
 		Data: map[string]any{"requestId": requestID, "connection": req.Connection, "outcome": outcome}}}
 	if len(next.InputRequests) == 0 {
@@ -332,7 +352,7 @@ func checkNewRequests(task Task, reqs []InputRequest) error {
 // judgeResponses checks a batch of answers, all or nothing, and returns the
 // ones to record (answers already recorded are dropped as no-ops, unless
 // openOnly: an answer URL answers an open request once, then is closed).
-func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputResponse, error) {
+func judgeResponses(task Task, resps []Answer, openOnly bool) ([]Answer, error) {
 	if len(resps) == 0 {
 		return nil, problem.Invalid("responses", "must hold at least one response")
 	}
@@ -345,18 +365,21 @@ func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputRes
 		open[r.RequestID] = r
 	}
 	seen := make(map[string]bool, len(resps))
-	var record []InputResponse
+	var fresh []Answer
 	for i, r := range resps {
 		field := fmt.Sprintf("responses[%d]", i)
 		if seen[r.RequestID] {
 			return nil, problem.Invalid(field+".requestId", "%q is answered twice in one batch", r.RequestID)
 		}
 		seen[r.RequestID] = true
+		if err := checkAction(r, field); err != nil {
+			return nil, err
+		}
 		if prev, ok := answered[r.RequestID]; ok {
 			if openOnly {
 				return nil, fmt.Errorf("%w: request %s", ErrInputClosed, r.RequestID)
 			}
-			if !sameAnswer(prev, r) {
+			if !sameAnswer(prev.Answer, r) {
 				return nil, fmt.Errorf("%w: request %s", ErrInputConflict, r.RequestID)
 			}
 			continue
@@ -374,12 +397,12 @@ func judgeResponses(task Task, resps []InputResponse, openOnly bool) ([]InputRes
 		if err := accepts(req, r, field); err != nil {
 			return nil, err
 		}
-		record = append(record, r)
+		fresh = append(fresh, r)
 	}
-	return record, nil
+	return fresh, nil
 }
 
-func withoutAnswered(open []InputRequest, answered []InputResponse) []InputRequest {
+func withoutAnswered(open []InputRequest, answered []Answer) []InputRequest {
 	done := make(map[string]bool, len(answered))
 	for _, r := range answered {
 		done[r.RequestID] = true

@@ -31,9 +31,22 @@ var (
 // earlier in every fixture task; "pick", "name" and "note" are the open ones
 // of an input_required task; "go" is the one the require_input cells add.
 var (
-	done1 = tasks.InputResponse{RequestID: "done1", OptionID: "yes"}
-	done2 = tasks.InputResponse{RequestID: "done2", Text: "main"}
+	done1 = tasks.Answer{RequestID: "done1", OptionID: "yes"}
+	done2 = tasks.Answer{RequestID: "done2", Text: "main"}
 )
+
+// answerer is who answers in the respond cells; the fixture's earlier
+// answers came from someone else, through another channel, at updatedAt.
+var (
+	answerer = tasks.Answerer{By: "user:alice", Via: wire.ViaConsole}
+	earlier  = tasks.Answerer{By: "user:alice", SlackUserID: "U0ALICE", Via: wire.ViaSlack}
+)
+
+// recorded is an answer as the fixture task holds it.
+func recorded(a tasks.Answer) tasks.InputResponse {
+	return tasks.InputResponse{Answer: a, AnsweredBy: earlier.By, SlackUserID: earlier.SlackUserID,
+		AnsweredAt: updatedAt, Via: earlier.Via}
+}
 
 func yesNo() []tasks.Option {
 	return []tasks.Option{
@@ -79,7 +92,7 @@ func taskIn(status tasks.Status) tasks.Task {
 		Metadata:       json.RawMessage(`{"team":"infra"}`),
 		StatusMessage:  "cloning",
 		Progress:       json.RawMessage(`{"pct":10}`),
-		InputResponses: []tasks.InputResponse{done1, done2},
+		InputResponses: []tasks.InputResponse{recorded(done1), recorded(done2)},
 		CreatedAt:      createdAt, LastUpdatedAt: updatedAt,
 		TTLMs: &ttl, ExpiresAt: &expires, PollIntervalMs: 2000,
 	}
@@ -134,8 +147,8 @@ func requireInputCmd(reqs ...tasks.InputRequest) tasks.Command {
 	return tasks.Command{Kind: tasks.CmdRequireInput, Requests: reqs}
 }
 
-func respondCmd(resps ...tasks.InputResponse) tasks.Command {
-	return tasks.Command{Kind: tasks.CmdRespond, Responses: resps}
+func respondCmd(answers ...tasks.Answer) tasks.Command {
+	return tasks.Command{Kind: tasks.CmdRespond, Responses: answers, Answerer: answerer}
 }
 
 func openOnly(c tasks.Command) tasks.Command {
@@ -370,11 +383,24 @@ func wantOpen(ids ...string) func(*testing.T, tasks.Task, tasks.Change) {
 	}
 }
 
-func wantResponses(resps ...tasks.InputResponse) func(*testing.T, tasks.Task, tasks.Change) {
-	return func(t *testing.T, _ tasks.Task, got tasks.Change) {
+// wantResponses wants the task to hold these answers, oldest first: those
+// it held before as they were, each new one recorded as the answerer's, at
+// now.
+func wantResponses(answers ...tasks.Answer) func(*testing.T, tasks.Task, tasks.Change) {
+	return func(t *testing.T, before tasks.Task, got tasks.Change) {
 		t.Helper()
-		if !slices.Equal(got.Task.InputResponses, resps) {
-			t.Errorf("inputResponses = %+v, want %+v", got.Task.InputResponses, resps)
+		held := got.Task.InputResponses
+		if len(held) != len(answers) {
+			t.Fatalf("inputResponses = %+v, want %+v", held, answers)
+		}
+		for i, a := range answers {
+			want := tasks.InputResponse{Answer: a, AnsweredBy: answerer.By, AnsweredAt: events.At(now), Via: answerer.Via}
+			if i < len(before.InputResponses) {
+				want = before.InputResponses[i]
+			}
+			if held[i] != want {
+				t.Errorf("inputResponses[%d] = %+v, want %+v", i, held[i], want)
+			}
 		}
 	}
 }
@@ -486,7 +512,7 @@ func TestApplyCells(t *testing.T) {
 			status: tasks.InputRequired, changed: true, events: []string{wire.EventTaskStatus, wire.EventInputRequested},
 			check: all(wantOpen("go"), wantResponses(done1, done2)),
 		}},
-		{"working/respond", workingTask(), respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}),
+		{"working/respond", workingTask(), respondCmd(tasks.Answer{RequestID: "pick", OptionID: "eu"}),
 			refused(tasks.ErrNotInputRequired)},
 		{"working/respond identical to a recorded answer", workingTask(), respondCmd(done1),
 			unchanged(tasks.Working)},
@@ -508,15 +534,15 @@ func TestApplyCells(t *testing.T) {
 			check: all(wantOpen("pick", "name", "go"), wantResponses(done1, done2)),
 		}},
 		{"input_required/respond leaving a request open", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), want{
+			respondCmd(tasks.Answer{RequestID: "pick", OptionID: "eu"}), want{
 				status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
-				check: all(wantOpen("name"), wantResponses(done1, done2, tasks.InputResponse{RequestID: "pick", OptionID: "eu"})),
+				check: all(wantOpen("name"), wantResponses(done1, done2, tasks.Answer{RequestID: "pick", OptionID: "eu"})),
 			}},
 		{"input_required/respond answering the last open request", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}, tasks.InputResponse{RequestID: "name", Text: "feature/x"}), want{
+			respondCmd(tasks.Answer{RequestID: "pick", OptionID: "eu"}, tasks.Answer{RequestID: "name", Text: "feature/x"}), want{
 				status: tasks.Working, changed: true, events: []string{wire.EventInputResolved, wire.EventTaskStatus},
 				check: all(wantOpen(), wantResponses(done1, done2,
-					tasks.InputResponse{RequestID: "pick", OptionID: "eu"}, tasks.InputResponse{RequestID: "name", Text: "feature/x"})),
+					tasks.Answer{RequestID: "pick", OptionID: "eu"}, tasks.Answer{RequestID: "name", Text: "feature/x"})),
 			}},
 		{"input_required/complete", waitingTask(), completeCmd(), ended(tasks.Completed)},
 		{"input_required/fail", waitingTask(), failCmd(), ended(tasks.Failed)},
@@ -528,7 +554,7 @@ func TestApplyCells(t *testing.T) {
 	for _, task := range []func() tasks.Task{completedTask, failedTask, cancelledTask} {
 		for _, cmd := range []func() tasks.Command{
 			progressCmd, messageCmd, func() tasks.Command { return requireInputCmd() },
-			func() tasks.Command { return respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}) },
+			func() tasks.Command { return respondCmd(tasks.Answer{RequestID: "pick", OptionID: "eu"}) },
 			completeCmd, failCmd,
 		} {
 			c := applyCase{task: task(), cmd: cmd(), want: refused(tasks.ErrTerminal)}
@@ -559,83 +585,88 @@ func TestApplyCells(t *testing.T) {
 	runApplyCases(t, cases)
 }
 
+var (
+	declinePick = tasks.Answer{RequestID: "pick", Action: wire.ActionDecline}
+	cancelName  = tasks.Answer{RequestID: "name", Action: wire.ActionCancel}
+)
+
 // TestApplyAnswers covers the "Answers" rules of SPEC 3.2.
 func TestApplyAnswers(t *testing.T) {
 	t.Parallel()
-	pickEU := tasks.InputResponse{RequestID: "pick", OptionID: "eu"}
-	nameX := tasks.InputResponse{RequestID: "name", Text: "feature/x"}
+	pickEU := tasks.Answer{RequestID: "pick", OptionID: "eu"}
+	nameX := tasks.Answer{RequestID: "name", Text: "feature/x"}
 	cases := []applyCase{
 		// A request already answered: the same answer is a no-op, another one a conflict.
 		{"working/same option as recorded", workingTask(), respondCmd(done1), unchanged(tasks.Working)},
 		{"working/same text as recorded", workingTask(), respondCmd(done2), unchanged(tasks.Working)},
 		{"input_required/same answer as recorded", waitingTask(), respondCmd(done1), unchanged(tasks.InputRequired)},
 		{"working/other option than recorded", workingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "done1", OptionID: "no"}), refused(tasks.ErrInputConflict)},
+			respondCmd(tasks.Answer{RequestID: "done1", OptionID: "no"}), refused(tasks.ErrInputConflict)},
 		{"input_required/other option than recorded", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "done1", OptionID: "no"}), refused(tasks.ErrInputConflict)},
+			respondCmd(tasks.Answer{RequestID: "done1", OptionID: "no"}), refused(tasks.ErrInputConflict)},
 		{"input_required/other text than recorded", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "done2", Text: "dev"}), refused(tasks.ErrInputConflict)},
+			respondCmd(tasks.Answer{RequestID: "done2", Text: "dev"}), refused(tasks.ErrInputConflict)},
 		{"input_required/recorded text plus an option", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "done2", OptionID: "yes", Text: "main"}), refused(tasks.ErrInputConflict)},
+			respondCmd(tasks.Answer{RequestID: "done2", OptionID: "yes", Text: "main"}), refused(tasks.ErrInputConflict)},
 		{"working/recorded answer judged before status", workingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "done1", Text: "sure"}), refused(tasks.ErrInputConflict)},
+			respondCmd(tasks.Answer{RequestID: "done1", Text: "sure"}), refused(tasks.ErrInputConflict)},
 
 		// Through an answer URL (OpenOnly) a recorded answer closes the
 		// request, even the same answer; an open one is judged as usual.
 		{"open only/same answer as recorded", waitingTask(), openOnly(respondCmd(done1)), refused(tasks.ErrInputClosed)},
 		{"open only/other answer than recorded", waitingTask(),
-			openOnly(respondCmd(tasks.InputResponse{RequestID: "done1", OptionID: "no"})), refused(tasks.ErrInputClosed)},
+			openOnly(respondCmd(tasks.Answer{RequestID: "done1", OptionID: "no"})), refused(tasks.ErrInputClosed)},
 		{"open only/working, same answer as recorded", workingTask(), openOnly(respondCmd(done1)), refused(tasks.ErrInputClosed)},
 		{"open only/option not among the options", waitingTask(),
-			openOnly(respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "asia"})), invalid},
+			openOnly(respondCmd(tasks.Answer{RequestID: "pick", OptionID: "asia"})), invalid},
 
 		// An open request: the option must be its own; text only when freeform.
 		{"option not among the options", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "asia"}), invalid},
+			respondCmd(tasks.Answer{RequestID: "pick", OptionID: "asia"}), invalid},
 		{"option of another request", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "yes"}), invalid},
+			respondCmd(tasks.Answer{RequestID: "pick", OptionID: "yes"}), invalid},
 		{"text to a select without allowFreeform", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "pick", Text: "eu please"}), invalid},
+			respondCmd(tasks.Answer{RequestID: "pick", Text: "eu please"}), invalid},
 		{"option plus text to a select without allowFreeform", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu", Text: "eu please"}), invalid},
+			respondCmd(tasks.Answer{RequestID: "pick", OptionID: "eu", Text: "eu please"}), invalid},
 		{"option to a text request with no options", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "name", OptionID: "yes"}), invalid},
+			respondCmd(tasks.Answer{RequestID: "name", OptionID: "yes"}), invalid},
 		{"neither option nor text", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "pick"}), invalid},
+			respondCmd(tasks.Answer{RequestID: "pick"}), invalid},
 		{"text too long", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "name", Text: strings.Repeat("x", 8001)}), invalid},
+			respondCmd(tasks.Answer{RequestID: "name", Text: strings.Repeat("x", 8001)}), invalid},
 		{"text to display text", waitingTask(reqName(), reqNote()), respondCmd(nameX), want{
 			status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 			check: all(wantOpen("note"), wantResponses(done1, done2, nameX)),
 		}},
 		{"text to allowFreeform", waitingTask(reqName(), reqNote()),
-			respondCmd(tasks.InputResponse{RequestID: "note", Text: "use SSD"}), want{
+			respondCmd(tasks.Answer{RequestID: "note", Text: "use SSD"}), want{
 				status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 				check: wantOpen("name"),
 			}},
 		{"option to allowFreeform", waitingTask(reqName(), reqNote()),
-			respondCmd(tasks.InputResponse{RequestID: "note", OptionID: "nothing"}), want{
+			respondCmd(tasks.Answer{RequestID: "note", OptionID: "nothing"}), want{
 				status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
 				check: wantOpen("name"),
 			}},
 
 		// Any other id.
 		{"input_required/unknown id", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "nope", OptionID: "yes"}), refused(tasks.ErrUnknownRequest)},
+			respondCmd(tasks.Answer{RequestID: "nope", OptionID: "yes"}), refused(tasks.ErrUnknownRequest)},
 		{"working/unknown id", workingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "nope", OptionID: "yes"}), refused(tasks.ErrNotInputRequired)},
+			respondCmd(tasks.Answer{RequestID: "nope", OptionID: "yes"}), refused(tasks.ErrNotInputRequired)},
 
 		// A batch is all or nothing.
 		{"batch/good then bad option", waitingTask(),
-			respondCmd(pickEU, tasks.InputResponse{RequestID: "name", OptionID: "x"}), invalid},
+			respondCmd(pickEU, tasks.Answer{RequestID: "name", OptionID: "x"}), invalid},
 		{"batch/bad option then good", waitingTask(),
-			respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "asia"}, nameX), invalid},
+			respondCmd(tasks.Answer{RequestID: "pick", OptionID: "asia"}, nameX), invalid},
 		{"batch/good then unknown", waitingTask(),
-			respondCmd(pickEU, tasks.InputResponse{RequestID: "nope", OptionID: "yes"}), refused(tasks.ErrUnknownRequest)},
+			respondCmd(pickEU, tasks.Answer{RequestID: "nope", OptionID: "yes"}), refused(tasks.ErrUnknownRequest)},
 		{"batch/good then conflict", waitingTask(),
-			respondCmd(pickEU, nameX, tasks.InputResponse{RequestID: "done1", OptionID: "no"}), refused(tasks.ErrInputConflict)},
+			respondCmd(pickEU, nameX, tasks.Answer{RequestID: "done1", OptionID: "no"}), refused(tasks.ErrInputConflict)},
 		{"batch/no-op then unknown while working", workingTask(),
-			respondCmd(done1, tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrNotInputRequired)},
+			respondCmd(done1, tasks.Answer{RequestID: "pick", OptionID: "eu"}), refused(tasks.ErrNotInputRequired)},
 		{"batch/only no-ops while input_required", waitingTask(), respondCmd(done2, done1), unchanged(tasks.InputRequired)},
 		{"batch/only no-ops while working", workingTask(), respondCmd(done1, done2), unchanged(tasks.Working)},
 		{"batch/no-op plus a new answer records only the new one", waitingTask(), respondCmd(done1, pickEU), want{
@@ -648,7 +679,7 @@ func TestApplyAnswers(t *testing.T) {
 		}},
 		{"batch/same id twice, same answer", waitingTask(), respondCmd(pickEU, pickEU), invalid},
 		{"batch/same id twice, other answers", waitingTask(),
-			respondCmd(pickEU, tasks.InputResponse{RequestID: "pick", OptionID: "us"}), invalid},
+			respondCmd(pickEU, tasks.Answer{RequestID: "pick", OptionID: "us"}), invalid},
 		{"batch/recorded id twice", waitingTask(), respondCmd(done1, done1), invalid},
 		{"input_required/empty batch", waitingTask(), respondCmd(), invalid},
 		{"working/empty batch", workingTask(), respondCmd(), invalid},
@@ -656,6 +687,30 @@ func TestApplyAnswers(t *testing.T) {
 		// Terminal comes first, even for an answer identical to a recorded one.
 		{"completed/same answer as recorded", completedTask(), respondCmd(done1), refused(tasks.ErrTerminal)},
 		{"cancelled/same answer as recorded", cancelledTask(), respondCmd(done1), refused(tasks.ErrTerminal)},
+
+		// An action: accept by default; a decline or a cancel answers
+		// without an option or text.
+		{"decline leaves the others open", waitingTask(), respondCmd(declinePick), want{
+			status: tasks.InputRequired, changed: true, events: []string{wire.EventInputResolved},
+			check: all(wantOpen("name"), wantResponses(done1, done2, declinePick)),
+		}},
+		{"cancel of the last open request leaves input_required", waitingTask(reqName()), respondCmd(cancelName), want{
+			status: tasks.Working, changed: true, events: []string{wire.EventInputResolved, wire.EventTaskStatus},
+			check: all(wantOpen(), wantResponses(done1, done2, cancelName)),
+		}},
+		{"accept said out loud is the recorded accept", waitingTask(),
+			respondCmd(tasks.Answer{RequestID: "done1", OptionID: "yes", Action: wire.ActionAccept}), unchanged(tasks.InputRequired)},
+		{"decline of an accepted request", waitingTask(),
+			respondCmd(tasks.Answer{RequestID: "done1", Action: wire.ActionDecline}), refused(tasks.ErrInputConflict)},
+		{"decline with an option", waitingTask(),
+			respondCmd(tasks.Answer{RequestID: "pick", OptionID: "eu", Action: wire.ActionDecline}), invalid},
+		{"cancel with text", waitingTask(),
+			respondCmd(tasks.Answer{RequestID: "name", Text: "no", Action: wire.ActionCancel}), invalid},
+		{"unknown action", waitingTask(), respondCmd(tasks.Answer{RequestID: "pick", OptionID: "eu", Action: "maybe"}), invalid},
+		{"unknown action to a recorded request", waitingTask(),
+			respondCmd(tasks.Answer{RequestID: "done1", OptionID: "yes", Action: "maybe"}), invalid},
+		{"accept with neither option nor text", waitingTask(),
+			respondCmd(tasks.Answer{RequestID: "pick", Action: wire.ActionAccept}), invalid},
 	}
 	runApplyCases(t, cases)
 }
@@ -822,21 +877,21 @@ func TestApplyInputRoundTrip(t *testing.T) {
 	t.Parallel()
 	task := workingTask()
 	task = step(t, task, requireInputCmd(reqPick(), reqName())).Task
-	task = step(t, task, respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "us"})).Task
+	task = step(t, task, respondCmd(tasks.Answer{RequestID: "pick", OptionID: "us"})).Task
 	if task.Status != tasks.InputRequired {
 		t.Fatalf("after one of two answers: status %q, want input_required", task.Status)
 	}
-	task = step(t, task, respondCmd(tasks.InputResponse{RequestID: "name", Text: "main"})).Task
+	task = step(t, task, respondCmd(tasks.Answer{RequestID: "name", Text: "main"})).Task
 	if task.Status != tasks.Working || len(task.InputRequests) != 0 || task.Revision != 10 {
 		t.Fatalf("after both answers: status %q, open %q, revision %d, want working, none, 10",
 			task.Status, requestIDs(task.InputRequests), task.Revision)
 	}
 
-	retry := step(t, task, respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "us"}))
+	retry := step(t, task, respondCmd(tasks.Answer{RequestID: "pick", OptionID: "us"}))
 	if retry.Changed {
 		t.Errorf("a retried answer changed the task")
 	}
-	if _, err := tasks.Apply(task, respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}), now); !errors.Is(err, tasks.ErrInputConflict) {
+	if _, err := tasks.Apply(task, respondCmd(tasks.Answer{RequestID: "pick", OptionID: "eu"}), now); !errors.Is(err, tasks.ErrInputConflict) {
 		t.Errorf("a changed answer after resolution: err = %v, want ErrInputConflict", err)
 	}
 	var ve *problem.ValidationError
@@ -853,11 +908,46 @@ func TestApplyResultsDoNotShareStorage(t *testing.T) {
 	task.InputResponses = append(make([]tasks.InputResponse, 0, 16), task.InputResponses...)
 	task.InputRequests = append(make([]tasks.InputRequest, 0, 16), task.InputRequests...)
 
-	first := step(t, task, respondCmd(tasks.InputResponse{RequestID: "pick", OptionID: "eu"}))
+	first := step(t, task, respondCmd(tasks.Answer{RequestID: "pick", OptionID: "eu"}))
 	firstCopy := deepCopy(first.Task)
-	step(t, task, respondCmd(tasks.InputResponse{RequestID: "name", Text: "main"}))
+	step(t, task, respondCmd(tasks.Answer{RequestID: "name", Text: "main"}))
 	step(t, task, requireInputCmd(reqConfirm("go")))
 	if !reflect.DeepEqual(first.Task, firstCopy) {
 		t.Errorf("a later Apply changed an earlier result:\nbefore %+v\nafter  %+v", firstCopy, first.Task)
+	}
+}
+
+// Each answer is recorded with who gave it, through what and when, in the
+// task and in input.resolved; the same answer given again by anybody,
+// through any channel, is a no-op that keeps the first record; a respond
+// that names nobody is refused.
+func TestApplyRecordsWhoAnswered(t *testing.T) {
+	t.Parallel()
+	slack := tasks.Answerer{By: "user:alice", SlackUserID: "U0ALICE", Via: wire.ViaSlack}
+	cmd := tasks.Command{Kind: tasks.CmdRespond, Responses: []tasks.Answer{{RequestID: "pick", OptionID: "eu"}}, Answerer: slack}
+	got := step(t, waitingTask(), cmd)
+	want := tasks.InputResponse{Answer: tasks.Answer{RequestID: "pick", OptionID: "eu"}, AnsweredBy: "user:alice",
+		SlackUserID: "U0ALICE", AnsweredAt: events.At(now), Via: wire.ViaSlack}
+	if r := got.Task.InputResponses; len(r) != 3 || r[2] != want {
+		t.Fatalf("inputResponses = %+v, want the answer last as %+v", r, want)
+	}
+	data, _ := json.Marshal(got.Events[0].Data["responses"])
+	const wantData = `[{"requestId":"pick","optionId":"eu","answeredBy":"user:alice","slackUserId":"U0ALICE",` +
+		`"answeredAt":"2025-03-14T14:09:26.535Z","via":"slack"}]`
+	if got.Events[0].Type != wire.EventInputResolved || string(data) != wantData {
+		t.Errorf("%s data.responses = %s, want %s", got.Events[0].Type, data, wantData)
+	}
+
+	again := cmd
+	again.Answerer = tasks.Answerer{By: "user:bob", Via: wire.ViaAPI}
+	if retry := step(t, got.Task, again); retry.Changed || retry.Task.InputResponses[2] != want {
+		t.Errorf("the same answer from another channel changed the task: %+v", retry.Task.InputResponses)
+	}
+
+	for _, nobody := range []tasks.Answerer{{}, {By: "user:alice"}, {Via: wire.ViaAPI}} {
+		cmd.Answerer = nobody
+		if _, err := tasks.Apply(waitingTask(), cmd, now); err == nil {
+			t.Errorf("a respond answered by %+v was applied", nobody)
+		}
 	}
 }

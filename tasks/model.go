@@ -47,11 +47,33 @@ type (
 	InputRequest = wire.InputRequest
 	// Option is one button of a request.
 	Option = wire.Option
-	// InputResponse is one answer to one request.
-	InputResponse = wire.InputResponse
+	// Answer is one answer to one request, as a client gives it.
+	Answer = wire.Answer
+	// InputResponse is an answer as the task records it, with who gave it,
+	// when and through what.
+	InputResponse = wire.InputResponse[events.Time]
 )
 
-// sameAnswer reports whether two answers to one request say the same thing.
-func sameAnswer(r, o InputResponse) bool {
-	return r.OptionID == o.OptionID && r.Text == o.Text
+// Answerer is who gives the answers of a respond command and through what:
+// the face that heard them says so, never the answer's body. Apply records
+// it with each answer, and the time of the change.
+type Answerer struct {
+	By          string // the principal, or wire.AnsweredByAnswerLink
+	SlackUserID string // with Via slack: the Slack user who acted
+	Via         string // wire.ViaAPI, wire.ViaConsole, ...
+}
+
+// sameAnswer reports whether two answers to one request say the same
+// thing. Who gave them, when and how is no part of it: an answer retried
+// through another channel is the same answer.
+func sameAnswer(r, o Answer) bool {
+	return r.OptionID == o.OptionID && r.Text == o.Text && action(r) == action(o)
+}
+
+// action is what an answer does: accept unless it says otherwise.
+func action(a Answer) string {
+	if a.Action == "" {
+		return wire.ActionAccept
+	}
+	return a.Action
 }

@@ -109,8 +109,12 @@ func validateRequest(r InputRequest, field string) error {
 
 func freeform(r InputRequest) bool { return r.AllowFreeform || r.Display == wire.DisplayText }
 
-// accepts checks one answer against the open request it answers.
-func accepts(r InputRequest, resp InputResponse, field string) error {
+// accepts checks one answer against the open request it answers. A decline
+// or a cancel answers any question, and says nothing more.
+func accepts(r InputRequest, resp Answer, field string) error {
+	if action(resp) != wire.ActionAccept {
+		return nil
+	}
 	if resp.OptionID == "" && resp.Text == "" {
 		return problem.Invalid(field, "optionId or text is required")
 	}
@@ -126,6 +130,21 @@ func accepts(r InputRequest, resp InputResponse, field string) error {
 		}
 	}
 	return nil
+}
+
+// checkAction checks an answer's action, whatever request it answers: a
+// decline or a cancel says nothing more than that.
+func checkAction(resp Answer, field string) error {
+	switch resp.Action {
+	case "", wire.ActionAccept:
+		return nil
+	case wire.ActionDecline, wire.ActionCancel:
+		if resp.OptionID != "" || resp.Text != "" {
+			return problem.Invalid(field+".action", "a %s carries no optionId or text", resp.Action)
+		}
+		return nil
+	}
+	return problem.Invalid(field+".action", "must be %s, %s or %s", wire.ActionAccept, wire.ActionDecline, wire.ActionCancel)
 }
 
 func hasOption(r InputRequest, id string) bool {

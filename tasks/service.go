@@ -428,6 +428,11 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			if change.Task.Status != t.Status {
 				s.metrics.TasksEntered.WithLabelValues(string(change.Task.Status)).Inc()
 			}
+			if cmd.Kind == CmdRespond {
+				for _, r := range change.Task.InputResponses[len(t.InputResponses):] {
+					s.metrics.Answers.WithLabelValues(r.Via, action(r.Answer)).Inc()
+				}
+			}
 			return store.Reply{JSON: next}, nil
 		case store.Missing:
 			s.cache.drop(id)

@@ -71,7 +71,7 @@ func TestRunRetriesOnTheStoredTaskOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		// ... another replica answers r1: the task is working again ...
-		resp := tasks.Command{Kind: tasks.CmdRespond, Responses: []tasks.InputResponse{{RequestID: "r1", OptionID: "yes"}}}
+		resp := tasks.Command{Kind: tasks.CmdRespond, Responses: []tasks.Answer{{RequestID: "r1", OptionID: "yes"}}, Answerer: tasks.Answerer{By: owner.ID, Via: "api"}}
 		if _, err := other.Run(ctx, owner, id, resp, store.Idempotency{}); err != nil {
 			t.Fatal(err)
 		}

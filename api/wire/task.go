@@ -47,29 +47,29 @@ type CreateTask[J any] struct {
 // shows it. T is the Go type of its timestamps and S of its status (see the
 // package doc).
 type Task[T any, S ~string] struct {
-	TaskID         string          `json:"taskId"`
-	SessionID      string          `json:"sessionId"`
-	Owner          string          `json:"owner"`
-	Requester      string          `json:"requester"`
-	Status         S               `json:"status"`
-	Revision       int64           `json:"revision"`
-	Kind           string          `json:"kind,omitempty"`
-	Label          string          `json:"label,omitempty"`
-	Input          json.RawMessage `json:"input,omitempty"`
-	Metadata       json.RawMessage `json:"metadata,omitempty"`
-	StatusMessage  string          `json:"statusMessage,omitempty"`
-	Progress       json.RawMessage `json:"progress,omitempty"`
-	InputRequests  []InputRequest  `json:"inputRequests,omitempty"`
-	InputResponses []InputResponse `json:"inputResponses"`
-	Result         json.RawMessage `json:"result,omitempty"`
-	Error          *TaskError      `json:"error,omitempty"`
-	CancelReason   string          `json:"cancelReason,omitempty"`
-	ReleasedAt     *T              `json:"releasedAt,omitempty"` // the executor stopped its outside work (terminal tasks only)
-	CreatedAt      T               `json:"createdAt"`
-	LastUpdatedAt  T               `json:"lastUpdatedAt"`
-	TTLMs          *int64          `json:"ttlMs"`
-	ExpiresAt      *T              `json:"expiresAt"`
-	PollIntervalMs int64           `json:"pollIntervalMs"`
+	TaskID         string             `json:"taskId"`
+	SessionID      string             `json:"sessionId"`
+	Owner          string             `json:"owner"`
+	Requester      string             `json:"requester"`
+	Status         S                  `json:"status"`
+	Revision       int64              `json:"revision"`
+	Kind           string             `json:"kind,omitempty"`
+	Label          string             `json:"label,omitempty"`
+	Input          json.RawMessage    `json:"input,omitempty"`
+	Metadata       json.RawMessage    `json:"metadata,omitempty"`
+	StatusMessage  string             `json:"statusMessage,omitempty"`
+	Progress       json.RawMessage    `json:"progress,omitempty"`
+	InputRequests  []InputRequest     `json:"inputRequests,omitempty"`
+	InputResponses []InputResponse[T] `json:"inputResponses"`
+	Result         json.RawMessage    `json:"result,omitempty"`
+	Error          *TaskError         `json:"error,omitempty"`
+	CancelReason   string             `json:"cancelReason,omitempty"`
+	ReleasedAt     *T                 `json:"releasedAt,omitempty"` // the executor stopped its outside work (terminal tasks only)
+	CreatedAt      T                  `json:"createdAt"`
+	LastUpdatedAt  T                  `json:"lastUpdatedAt"`
+	TTLMs          *int64             `json:"ttlMs"`
+	ExpiresAt      *T                 `json:"expiresAt"`
+	PollIntervalMs int64              `json:"pollIntervalMs"`
 	// Notify is the task's notification endpoints, secrets included: only
 	// in the answer that created them. GET .../notify lists them later.
 	Notify []Endpoint `json:"notify,omitempty"`
@@ -110,9 +110,50 @@ type Option struct {
 	Style       string `json:"style,omitempty"` // primary, danger or default
 }
 
-// InputResponse is one answer to one input request.
-type InputResponse struct {
+// Answer actions. An answer without one accepts.
+const (
+	ActionAccept  = "accept"  // chose an option or wrote text
+	ActionDecline = "decline" // said no to the question without choosing
+	ActionCancel  = "cancel"  // dismissed the question
+)
+
+// Where an answer came from: InputResponse.Via.
+const (
+	ViaAPI        = "api"         // POST /v1/tasks/{taskId}/input with a bearer token
+	ViaConsole    = "console"     // the same route, from the web console (header X-Taskhook-Via: console)
+	ViaAnswerLink = "answer_link" // the answer URL, as JSON or through its answer page
+	ViaSlack      = "slack"       // a signed Slack interaction
+	ViaMCP        = "mcp"
+	ViaA2A        = "a2a"
+	ViaSignIn     = "sign_in" // a sign-in request, closed by its connection's callback
+)
+
+// AnsweredByAnswerLink is the answeredBy of an answer given through an
+// answer URL: the URL is the credential, so no principal is known.
+const AnsweredByAnswerLink = "answer-link"
+
+// HeaderVia is the request header by which a client of POST
+// /v1/tasks/{taskId}/input says which face it is (ViaAPI, the default, or
+// ViaConsole).
+const HeaderVia = "X-Taskhook-Via"
+
+// Answer is one answer to one input request, as a client sends it. With
+// Action accept (or none) OptionID or Text (or both) is required; decline
+// and cancel carry neither.
+type Answer struct {
 	RequestID string `json:"requestId"`
 	OptionID  string `json:"optionId,omitempty"`
 	Text      string `json:"text,omitempty"`
+	Action    string `json:"action,omitempty"`
+}
+
+// InputResponse is an answer as the task records it: what was answered, and
+// who, when and through what, which the server sets and no client sends.
+// T is the Go type of AnsweredAt.
+type InputResponse[T any] struct {
+	Answer
+	AnsweredBy  string `json:"answeredBy"`            // the principal, or AnsweredByAnswerLink
+	SlackUserID string `json:"slackUserId,omitempty"` // the Slack user who clicked (Via slack)
+	AnsweredAt  T      `json:"answeredAt"`
+	Via         string `json:"via"`
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -142,8 +143,10 @@ func buttonStyle(style string) string {
 	return ""
 }
 
-// answerLines say who answered what, escaped, oldest first.
-func answerLines(requester string, answers []wire.InputResponse, asked []wire.InputRequest) []string {
+// answerLines say who answered what, through what and when, escaped,
+// oldest first: "Answered by <@U012AB> (alice) via Slack at <date>: Yes". An
+// answer recorded without who gave it is shown as the requester's.
+func answerLines[T any](requester string, answers []wire.InputResponse[T], asked []wire.InputRequest) []string {
 	lines := make([]string, 0, len(answers))
 	for _, a := range answers {
 		said := a.OptionID
@@ -163,9 +166,71 @@ func answerLines(requester string, answers []wire.InputResponse, asked []wire.In
 		case a.Text != "":
 			said += " — " + a.Text
 		}
-		lines = append(lines, "Answered by "+escape(requester)+": "+escape(said))
+		line := "Answered"
+		switch a.Action {
+		case wire.ActionDecline:
+			line, said = "Declined", ""
+		case wire.ActionCancel:
+			line, said = "Dismissed", ""
+		}
+		line += answeredBy(requester, a.AnsweredBy, a.SlackUserID, a.Via)
+		if at, ok := timeOf(a.AnsweredAt); ok {
+			line += " at " + slackDate(at)
+		}
+		if said != "" {
+			line += ": " + escape(said)
+		}
+		lines = append(lines, line)
 	}
 	return lines
+}
+
+// answeredBy is " by WHO via CHANNEL" of an answer line, escaped: a Slack
+// user is mentioned beside the principal it acts as; an answer link names
+// nobody.
+func answeredBy(requester, by, slackUser, via string) string {
+	out := ""
+	switch {
+	case by == "":
+		out = " by " + escape(requester)
+	case by == wire.AnsweredByAnswerLink:
+	case slackUser != "" && validUserID(slackUser):
+		out = " by <@" + slackUser + "> (" + escape(by) + ")"
+	default:
+		out = " by " + escape(by)
+	}
+	if via == "" {
+		return out
+	}
+	name, ok := channelNames[via]
+	if !ok {
+		name = escape(via)
+	}
+	return out + " via " + name
+}
+
+// channelNames are the channels an answer comes through, as a reader names them.
+var channelNames = map[string]string{
+	wire.ViaAPI: "API", wire.ViaConsole: "console", wire.ViaAnswerLink: "answer link", wire.ViaSlack: "Slack",
+	wire.ViaMCP: "MCP", wire.ViaA2A: "A2A", wire.ViaSignIn: "sign-in",
+}
+
+// timeOf reads a timestamp of any Go type that encodes as an RFC 3339
+// string (the server's, the client's, raw JSON); false for any other.
+func timeOf[T any](v T) (time.Time, bool) {
+	raw, err := json.Marshal(v)
+	var s string
+	if err != nil || json.Unmarshal(raw, &s) != nil {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, s)
+	return at, err == nil && !at.IsZero()
+}
+
+// slackDate shows a time in each reader's own time zone, with the UTC time
+// as the text of clients that cannot.
+func slackDate(at time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", at.Unix(), at.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
 // outcome is how the task stands once nothing is open, escaped.

@@ -37,16 +37,34 @@ type renderCase struct {
 	want  string
 }
 
+// answerAt is when the rendered tasks' answers were given, as Slack's date
+// token shows it.
+const (
+	answerAt = "2023-11-14T22:13:20.000Z"
+	shownAt  = "<!date^1700000000^{date_short_pretty} {time}|2023-11-14 22:13 UTC>"
+)
+
+// answer is an answer as a task records it, given by by through via.
+func answer(a wire.Answer, by, slackUser, via string) wire.InputResponse[string] {
+	return wire.InputResponse[string]{Answer: a, AnsweredBy: by, SlackUserID: slackUser, AnsweredAt: answerAt, Via: via}
+}
+
+func answeredWith(r ...wire.InputResponse[string]) testTask {
+	return testTask{TaskID: taskID, Requester: "alice", Status: wire.StatusWorking, Kind: "devbox", InputResponses: r}
+}
+
 func renderCases() []renderCase {
 	answered := testTask{TaskID: taskID, Requester: "alice", Status: wire.StatusWorking, Kind: "devbox",
-		StatusMessage: "deploying", InputResponses: []wire.InputResponse{{RequestID: "deploy", OptionID: "yes"}}}
+		StatusMessage: "deploying", InputResponses: []wire.InputResponse[string]{
+			answer(wire.Answer{RequestID: "deploy", OptionID: "yes"}, "alice", "U0ALICE", wire.ViaSlack)}}
 	completed := answered
 	completed.Status, completed.Label = wire.StatusCompleted, ""
 	completed.Kind = ""
 	failed := testTask{TaskID: taskID, Requester: "alice", Status: wire.StatusFailed, Label: "devbox",
-		Error: &wire.TaskError{Message: "disk <full> & gone"}, InputResponses: []wire.InputResponse{}}
+		Error: &wire.TaskError{Message: "disk <full> & gone"}, InputResponses: []wire.InputResponse[string]{}}
 	cancelled := testTask{TaskID: taskID, Requester: "alice", Status: wire.StatusCancelled, Label: "devbox",
-		InputResponses: []wire.InputResponse{{RequestID: "why", Text: "flaky <test>"}}}
+		InputResponses: []wire.InputResponse[string]{answer(wire.Answer{RequestID: "why", Text: "flaky <test>"}, "alice", "", wire.ViaConsole)}}
+	bySlack := "Answered by <@U0ALICE> (alice) via Slack at " + shownAt
 	confirmButtons := wantActions(wantButton("deploy", "yes", "Yes", "primary"), wantButton("deploy", "no", "No", ""))
 	return []renderCase{
 		{name: "confirmation", task: waiting("devbox", confirm), want: wantMessage("devbox: Deploy to *staging*?",
@@ -64,15 +82,28 @@ func renderCases() []renderCase {
 				wantHeader("devbox"), wantSection("Deploy to *staging*?"), confirmButtons,
 				wantSection("Anything else?"), wantActions(wantButton("note", "none", "Nothing", "")), wantTextInput("note"))},
 		{name: "answered, label known", task: answered, asked: []wire.InputRequest{confirm}, want: wantMessage(
-			"devbox: Answered by alice: Yes", wantHeader("devbox"), wantSection("Answered by alice: Yes"))},
+			"devbox: "+bySlack+": Yes", wantHeader("devbox"), wantSection(bySlack+": Yes"))},
 		{name: "answered, label unknown", task: answered, want: wantMessage(
-			"devbox: Answered by alice: yes", wantHeader("devbox"), wantSection("Answered by alice: yes"))},
+			"devbox: "+bySlack+": yes", wantHeader("devbox"), wantSection(bySlack+": yes"))},
 		{name: "completed", task: completed, asked: []wire.InputRequest{confirm}, want: wantMessage(
-			"Task: Completed", wantHeader("Task"), wantSection("Answered by alice: Yes"), wantSection("Completed"))},
+			"Task: Completed", wantHeader("Task"), wantSection(bySlack+": Yes"), wantSection("Completed"))},
+		{name: "answered through an answer link, then declined in the console", task: answeredWith(
+			answer(wire.Answer{RequestID: "deploy", OptionID: "no"}, wire.AnsweredByAnswerLink, "", wire.ViaAnswerLink),
+			answer(wire.Answer{RequestID: "env", Action: wire.ActionDecline}, "bob <b>", "", wire.ViaConsole)),
+			asked: []wire.InputRequest{confirm, pick}, want: wantMessage(
+				"devbox: Declined by bob &lt;b&gt; via console at "+shownAt, wantHeader("devbox"),
+				wantSection("Answered via answer link at "+shownAt+": No\nDeclined by bob &lt;b&gt; via console at "+shownAt))},
+		{name: "dismissed through the API, by a Slack id that is no id", task: answeredWith(
+			answer(wire.Answer{RequestID: "deploy", Action: wire.ActionCancel}, "alice", "U1> <!channel", wire.ViaAPI)),
+			want: wantMessage("devbox: Dismissed by alice via API at "+shownAt, wantHeader("devbox"),
+				wantSection("Dismissed by alice via API at "+shownAt))},
+		{name: "answered before answers named who", task: answeredWith(
+			wire.InputResponse[string]{Answer: wire.Answer{RequestID: "deploy", OptionID: "yes"}}),
+			want: wantMessage("devbox: Answered by alice: yes", wantHeader("devbox"), wantSection("Answered by alice: yes"))},
 		{name: "failed", task: failed, want: wantMessage("devbox: Failed: disk &lt;full&gt; &amp; gone",
 			wantHeader("devbox"), wantSection("Failed: disk &lt;full&gt; &amp; gone"))},
 		{name: "cancelled after a typed answer", task: cancelled, want: wantMessage("devbox: Cancelled",
-			wantHeader("devbox"), wantSection("Answered by alice: flaky &lt;test&gt;"), wantSection("Cancelled"))},
+			wantHeader("devbox"), wantSection("Answered by alice via console at "+shownAt+": flaky &lt;test&gt;"), wantSection("Cancelled"))},
 		{name: "working, nothing asked", task: testTask{TaskID: taskID, Status: wire.StatusWorking, Kind: "devbox"},
 			want: wantMessage("devbox: Working", wantHeader("devbox"), wantSection("Working"))},
 		{name: "injection", task: waiting("<!here> box", wire.InputRequest{RequestID: "x", Kind: wire.KindAsk,

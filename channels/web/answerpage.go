@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -67,7 +68,16 @@ func (p AnswerPage) Title() string {
 // AnswerLabel is the answer recorded, as a person reads it: the label of the
 // option chosen (its id when the option is not known), or nothing.
 func (p AnswerPage) AnswerLabel() string {
-	if p.Answer == nil || p.Answer.OptionID == "" {
+	if p.Answer == nil {
+		return ""
+	}
+	switch p.Answer.Action {
+	case wire.ActionDecline:
+		return "Declined"
+	case wire.ActionCancel:
+		return "Dismissed"
+	}
+	if p.Answer.OptionID == "" {
 		return ""
 	}
 	for _, o := range p.Options {
@@ -76,6 +86,26 @@ func (p AnswerPage) AnswerLabel() string {
 		}
 	}
 	return p.Answer.OptionID
+}
+
+// channelNames name the channels an answer comes through, as the page's
+// reader knows them.
+var channelNames = map[string]string{
+	wire.ViaAPI: "the API", wire.ViaConsole: "the console", wire.ViaAnswerLink: "an answer link",
+	wire.ViaSlack: "Slack", wire.ViaMCP: "an MCP client", wire.ViaA2A: "an A2A client",
+}
+
+// AnsweredHow says when the answer was given and through what (never by
+// whom: see tasks.ShownAnswer), or nothing for an answer recorded without.
+func (p AnswerPage) AnsweredHow() string {
+	if p.Answer == nil || p.Answer.Via == "" || p.Answer.AnsweredAt.IsZero() {
+		return ""
+	}
+	via, ok := channelNames[p.Answer.Via]
+	if !ok {
+		via = p.Answer.Via
+	}
+	return "Answered through " + via + " at " + p.Answer.AnsweredAt.UTC().Format("2006-01-02 15:04 UTC") + "."
 }
 
 // RenderAnswer writes the answer page of a request, with status.

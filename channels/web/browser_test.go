@@ -194,7 +194,8 @@ func TestAnswerPageInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("answer-result")),
 	)
 	until(t, tab, "the done page", `document.getElementById("answer-result").textContent.includes("Answered.") &&
-		document.querySelector(".answer strong").textContent === "Publish" && document.querySelector("form") === null`)
+		document.querySelector(".answer strong").textContent === "Publish" && document.querySelector("form") === null &&
+		document.getElementById("answered-how").textContent.startsWith("Answered through an answer link at 20")`)
 	if url := eval[string](t, tab, `location.href`); url != answerURL {
 		t.Errorf("after the answer the page is %q, want the answer URL", url)
 	}
@@ -204,8 +205,8 @@ func TestAnswerPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != "working" || len(got.InputResponses) != 1 ||
-		got.InputResponses[0] != (client.InputResponse{RequestID: "publish", OptionID: "publish"}) {
+	if got.Status != "working" || len(got.InputResponses) != 1 || !answeredAs(got.InputResponses[0],
+		client.Answer{RequestID: "publish", OptionID: "publish"}, client.AnsweredByAnswerLink, client.ViaAnswerLink) {
 		t.Fatalf("after the click: status %s, answers %+v", got.Status, got.InputResponses)
 	}
 
@@ -292,9 +293,22 @@ func TestConsoleAnswersLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != "working" || len(got.InputResponses) != 1 || got.InputResponses[0] != (client.InputResponse{RequestID: "deploy", OptionID: "yes"}) {
+	if got.Status != "working" || len(got.InputResponses) != 1 ||
+		!answeredAs(got.InputResponses[0], client.Answer{RequestID: "deploy", OptionID: "yes"}, "alice", client.ViaConsole) {
 		t.Fatalf("after the click: status %s, answers %+v", got.Status, got.InputResponses)
 	}
+	// The console shows who answered, through what and when.
+	until(t, tab, "the answer shown with who gave it", `(() => {
+		const a = document.querySelector('#detail-answers li[data-request-id="deploy"]');
+		return a !== null && a.querySelector(".a-prompt").textContent === "Deploy acme/api to staging? → Deploy" &&
+			a.querySelector(".a-by").textContent.startsWith("by alice via console at ");
+	})()`)
+}
+
+// answeredAs reports whether r records answer, given by by through via, at
+// some time.
+func answeredAs(r client.InputResponse, answer client.Answer, by, via string) bool {
+	return r.Answer == answer && r.AnsweredBy == by && r.Via == via && r.SlackUserID == "" && !r.AnsweredAt.IsZero()
 }
 
 // TestConsoleSignInRefused: a token the service refuses is not kept.

@@ -257,7 +257,7 @@ func playHuman(ctx context.Context, c *client.Client, taskID string) answered {
 				continue
 			}
 			out.prompts = append(out.prompts, req.Prompt)
-			if _, err := c.Respond(ctx, taskID, []client.InputResponse{{RequestID: req.RequestID, OptionID: "continue"}}); err != nil {
+			if _, err := c.Respond(ctx, taskID, []client.Answer{{RequestID: req.RequestID, OptionID: "continue"}}); err != nil {
 				out.err = err
 				return out
 			}
@@ -350,7 +350,7 @@ func TestDevboxAgentHearsTheTask(t *testing.T) {
 					t.Fatalf("the question's event: %s (%v)", ev.Data, err)
 				}
 				req := data.Requests[0]
-				if _, err := c.Respond(ctx, ev.TaskID, []client.InputResponse{{RequestID: req.RequestID, OptionID: "continue"}}); err != nil {
+				if _, err := c.Respond(ctx, ev.TaskID, []client.Answer{{RequestID: req.RequestID, OptionID: "continue"}}); err != nil {
 					t.Fatal(err)
 				}
 			}

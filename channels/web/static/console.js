@@ -19,6 +19,7 @@
     revision: 0,      // the revision of the task shown
     lastEventId: "",  // where the live stream resumes
     timer: 0,
+    asked: new Map(), // the shown task's requests by id, answered ones included
   };
 
   // --- API -----------------------------------------------------------------
@@ -31,8 +32,8 @@
     }
   }
 
-  async function api(method, path, body) {
-    const headers = { Authorization: "Bearer " + state.token, Accept: "application/json" };
+  async function api(method, path, body, extra) {
+    const headers = Object.assign({ Authorization: "Bearer " + state.token, Accept: "application/json" }, extra);
     const init = { method, headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" };
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";
@@ -233,7 +234,8 @@
 
   // questionCard is an open request as a card: a button per option and a
   // text box when the request takes text. Answers go to the task's input
-  // route as the signed-in principal.
+  // route as the signed-in principal, saying it is the console, so the task
+  // records the answer as given here (via "console").
   function questionCard(task, req, withTask) {
     const card = el("article", {
       class: "card", "data-key": task.taskId + "\n" + req.requestId,
@@ -253,7 +255,7 @@
       show(error, false);
       try {
         await api("POST", "/v1/tasks/" + encodeURIComponent(task.taskId) + "/input",
-          { responses: [Object.assign({ requestId: req.requestId }, answer)] });
+          { responses: [Object.assign({ requestId: req.requestId }, answer)] }, { "X-Taskhook-Via": "console" });
         card.replaceChildren(el("p", { class: "prompt", text: req.prompt }),
           el("p", { class: "answered", text: "Answered." }));
         refresh();
@@ -304,7 +306,9 @@
     state.task = id;
     state.revision = 0;
     state.lastEventId = "";
+    state.asked = new Map();
     $("timeline").replaceChildren();
+    $("detail-answers").replaceChildren();
     show($("detail-empty"), false);
     show($("detail-body"), true);
     for (const row of document.querySelectorAll("#tasks .row")) {
@@ -347,6 +351,33 @@
     for (const r of open) {
       if (!have.has(t.taskId + "\n" + r.requestId)) cards.append(questionCard(t, r, false));
     }
+    for (const r of t.inputRequests || []) state.asked.set(r.requestId, r);
+    renderAnswers(t.inputResponses || []);
+  }
+
+  // renderAnswers lists each answered question with who answered it,
+  // through what and when, as the task records it.
+  const channels = { api: "API", console: "console", answer_link: "answer link", slack: "Slack", mcp: "MCP", a2a: "A2A", sign_in: "sign-in" };
+
+  function renderAnswers(answers) {
+    const list = $("detail-answers");
+    list.replaceChildren();
+    for (const a of answers) {
+      const req = state.asked.get(a.requestId);
+      const option = req && (req.options || []).find((o) => o.id === a.optionId);
+      let said = [option ? option.label : a.optionId, a.text].filter(Boolean).join(": ");
+      if (a.action === "decline") said = "declined";
+      if (a.action === "cancel") said = "dismissed";
+      let by = a.answeredBy === "answer-link" ? "through an answer link" : (a.answeredBy ? "by " + a.answeredBy : "");
+      if (a.slackUserId) by += " (Slack " + a.slackUserId + ")";
+      if (a.via && a.via !== "answer_link") by += " via " + (channels[a.via] || a.via);
+      const at = a.answeredAt ? new Date(a.answeredAt) : null;
+      if (at && !isNaN(at)) by += " at " + at.toLocaleString();
+      list.append(el("li", { "data-request-id": a.requestId },
+        el("span", { class: "a-prompt", text: (req && req.prompt ? req.prompt : a.requestId) + " → " + said }),
+        el("span", { class: "a-by", text: by.trim(), title: a.answeredAt || "" })));
+    }
+    show(list, answers.length > 0);
   }
 
   function describe(ev) {
@@ -453,6 +484,9 @@
       return;
     }
     if (id) state.lastEventId = id;
+    if (ev.type === "input.requested" && ev.taskId === state.task) {
+      for (const r of (ev.data && ev.data.requests) || []) state.asked.set(r.requestId, r);
+    }
     addEvent(ev);
     if (ev.data && ev.data.task) {
       renderTask(ev.data.task);
