@@ -192,6 +192,7 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 	defer d.readers.Done()
 	backoff := 100 * time.Millisecond
 	var lastClaim, lastDue, lastAge time.Time
+	claimFrom := "0-0" // where the pass of claims under way goes on; "0-0": none under way
 	ready := false
 	for ctx.Err() == nil {
 		if !ready {
@@ -218,11 +219,11 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 		}
 		var entries []store.OutboxEntry
 		var err error
-		if now := d.now(); now.Sub(lastClaim) >= d.cfg.ClaimIdle/2 {
-			entries, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, n)
-			if err == nil && len(entries) < n {
-				// All taken over; while claims come back full, more may
-				// be waiting, and the next loop claims again.
+		if now := d.now(); claimFrom != "0-0" || now.Sub(lastClaim) >= d.cfg.ClaimIdle/2 {
+			entries, claimFrom, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, claimFrom, n)
+			if err == nil && claimFrom == "0-0" {
+				// Every pending entry was looked at; until then, the next
+				// loop goes on from where this claim stopped.
 				lastClaim = now
 			}
 			entries = d.hold(p, entries)
@@ -231,7 +232,7 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 			entries, err = d.reader.ReadOutbox(ctx, p, d.cfg.Consumer, n, 0)
 			entries = d.hold(p, entries)
 		}
-		if err == nil && len(entries) == 0 {
+		if err == nil && len(entries) == 0 && claimFrom == "0-0" {
 			// Nothing to do: wait for an entry holding no slot. A slot held
 			// through a blocking read idles while other partitions wait
 			// for one, up to Block for each of them.
