@@ -151,27 +151,48 @@ type Target struct {
 }
 
 // Targets reads the record, secret and owner of each entry's endpoint, in
-// one round trip.
+// one round trip: one HMGET for each record the entries name, however many
+// of its endpoints they go to.
 func (s *Store) Targets(ctx context.Context, p int, entries []OutboxEntry) ([]Target, error) {
+	type recordRead struct {
+		fields []string       // nfy, owner, then sec:<endpoint id> of each endpoint asked for
+		at     map[string]int // endpoint id → its secret's place in fields
+		cmd    *redis.SliceCmd
+	}
+	reads := map[string]*recordRead{}
+	var order []string
+	for _, e := range entries {
+		key := s.EndpointRecord(p, e)
+		r := reads[key]
+		if r == nil {
+			r = &recordRead{fields: []string{"nfy", "owner"}, at: map[string]int{}}
+			reads[key] = r
+			order = append(order, key)
+		}
+		if _, ok := r.at[e.EndpointID]; !ok {
+			r.at[e.EndpointID] = len(r.fields)
+			r.fields = append(r.fields, "sec:"+e.EndpointID)
+		}
+	}
 	pipe := s.RDB.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(entries))
-	for i, e := range entries {
-		cmds[i] = pipe.HMGet(ctx, s.EndpointRecord(p, e), "nfy", "sec:"+e.EndpointID, "owner")
+	for _, key := range order {
+		reads[key].cmd = pipe.HMGet(ctx, key, reads[key].fields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable(err)
 	}
 	out := make([]Target, len(entries))
-	for i, c := range cmds {
-		v := c.Val()
-		if len(v) != 3 {
+	for i, e := range entries {
+		r := reads[s.EndpointRecord(p, e)]
+		v := r.cmd.Val()
+		if len(v) != len(r.fields) {
 			continue
 		}
 		if l, ok := v[0].(string); ok {
 			out[i].List = []byte(l)
 		}
-		out[i].Secret, _ = v[1].(string)
-		out[i].Owner, _ = v[2].(string)
+		out[i].Owner, _ = v[1].(string)
+		out[i].Secret, _ = v[r.at[e.EndpointID]].(string)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 func endpointList(id string) store.NewEndpoints {
 	return store.NewEndpoints{
 		List:    []byte(`[{"endpointId":"` + id + `","url":"http://receiver.example/n","kinds":["task.created"],"status":"active"}]`),
-		Secrets: []string{id, "whsec_unused"},
+		Secrets: []string{id, "whsec_of_" + id},
 	}
 }
 
@@ -76,25 +77,28 @@ func readOutbox(t *testing.T, s *store.Store, f fixture, consumer string) []stor
 }
 
 // Each entry's target names the owner of the record that holds its
-// endpoint, read with the endpoint: a task an admin made in alice's session
-// sends to the task's endpoint as the admin's and to the session's as
-// alice's.
+// endpoint, read with the endpoint and its secret: tasks an admin made in
+// alice's session send to each task's endpoint as the admin's and to the
+// session's as alice's.
 func TestOutboxTargetsNameTheRecordOwner(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
-		f := outboxFixture(t, s, "root", true, 1, "ep_task")
+		f := outboxFixture(t, s, "root", true, 2, "ep_task")
 		entries := readOutbox(t, s, f, "reader")
+		if len(entries) != 4 {
+			t.Fatalf("%d entries, want 4: two tasks, each to its endpoint and the session's", len(entries))
+		}
 		targets, err := s.Targets(context.Background(), f.part, entries)
 		if err != nil {
 			t.Fatal(err)
 		}
-		owners := map[string]string{}
-		for i, e := range entries {
-			owners[e.EndpointID] = targets[i].Owner
-		}
 		want := map[string]string{"ep_session": "alice", "ep_task": "root"}
-		if len(owners) != len(want) || owners["ep_session"] != want["ep_session"] || owners["ep_task"] != want["ep_task"] {
-			t.Fatalf("owners by endpoint %v, want %v", owners, want)
+		for i, e := range entries {
+			tg := targets[i]
+			if tg.Owner != want[e.EndpointID] || tg.Secret != "whsec_of_"+e.EndpointID || !strings.Contains(string(tg.List), e.EndpointID) {
+				t.Errorf("the target of an entry to %s: owner %q, secret %q, list %s; want owner %q and its own secret",
+					e.EndpointID, tg.Owner, tg.Secret, tg.List, want[e.EndpointID])
+			}
 		}
 	})
 }
