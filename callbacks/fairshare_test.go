@@ -15,6 +15,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
+	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/tasks"
@@ -64,13 +65,14 @@ func (r replica) createTasks(t *testing.T, who authz.Principal, sessionID string
 }
 
 // quietTenant has another owner's session, with one receiver on a host of
-// its own, send a burst once the hanging receivers hold share requests, and
-// waits for all of it. Each event is in the outbox behind every one to the
-// hanging receivers (one partition), so once the burst is in, the
-// dispatcher has placed them all: the hanging receivers then hold no more
-// than share.
-func quietTenant(t *testing.T, r replica, hanging *hangingReceivers, share int, what string) {
+// its own, send a burst once the hanging receivers hold share requests (the
+// share named), and waits for all of it. Each event is in the outbox behind
+// every one to the hanging receivers (one partition), so once the burst is
+// in, the dispatcher has placed them all: the hanging receivers then hold no
+// more than share, and the share named held some back.
+func quietTenant(t *testing.T, r replica, hanging *hangingReceivers, share int, name string) {
 	t.Helper()
+	what := "the " + name + "'s share"
 	storetest.WaitFor(t, what+" under way", func() bool { return hanging.holding() >= share })
 	const burst = 20
 	recv := receivertest.NewAt(t, "127.0.0.2", nil)
@@ -83,6 +85,9 @@ func quietTenant(t *testing.T, r replica, hanging *hangingReceivers, share int, 
 	}
 	if n := hanging.holding(); n > share {
 		t.Fatalf("the hanging receivers hold %d deliveries, more than %s of %d", n, what, share)
+	}
+	if got := testutil.ToFloat64(r.metrics.Notify.Deferred.WithLabelValues(name)); got == 0 {
+		t.Errorf("no delivery counted as deferred for %s", what)
 	}
 }
 
@@ -106,10 +111,7 @@ func TestDispatcherSharesSlotsByOwner(t *testing.T) {
 		ses := r.createSessionOf(t, a, eps...)
 		r.createTasks(t, a, ses.SessionID, 16) // 128 deliveries: twice every slot
 
-		quietTenant(t, r, hanging, share, "the owner's share")
-		if got := testutil.ToFloat64(r.metrics.Notify.Deferred.WithLabelValues("owner")); got == 0 {
-			t.Error("no delivery counted as deferred for its owner's share")
-		}
+		quietTenant(t, r, hanging, share, "owner")
 	})
 }
 
@@ -130,11 +132,20 @@ func TestDispatcherSharesSlotsByHost(t *testing.T) {
 			r.createTasks(t, who, ses.SessionID, 8) // 64 deliveries in all: every slot
 		}
 
-		quietTenant(t, r, hanging, share, "the host's share")
-		if got := testutil.ToFloat64(r.metrics.Notify.Deferred.WithLabelValues("host")); got == 0 {
-			t.Error("no delivery counted as deferred for its host's share")
-		}
+		quietTenant(t, r, hanging, share, "host")
 	})
+}
+
+// oneAtATime starts a replica whose endpoints take one delivery at a time
+// (an endpoint's share of 4 slots), and sends events to a session's endpoint
+// whose receiver hangs until released.
+func oneAtATime(t *testing.T, sc store.Config, events int) (replica, *receivertest.Receiver, sessions.Session) {
+	t.Helper()
+	r := startReplicaOn(t, sc, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Concurrency: 4})
+	recv := (&hangingReceivers{}).add(t, "127.0.0.1")
+	ses := r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: created})
+	r.createTasks(t, owner, ses.SessionID, events)
+	return r, recv, ses
 }
 
 // A delivery that waits for its share stays pending in the consumer group,
@@ -143,12 +154,7 @@ func TestDispatcherSharesSlotsByHost(t *testing.T) {
 func TestDispatcherKeepsWaitingDeliveriesPending(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		const events = 3
-		// An endpoint's share of 4 slots is one delivery.
-		r := startReplicaOn(t, sc, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Concurrency: 4})
-		hanging := &hangingReceivers{}
-		recv := hanging.add(t, "127.0.0.1")
-		ses := r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: created})
-		r.createTasks(t, owner, ses.SessionID, events)
+		r, recv, _ := oneAtATime(t, sc, events)
 
 		ctx := context.Background()
 		outbox, retries := r.store.Keys.Outbox(0), r.store.Keys.OutboxRetries(0)
@@ -196,12 +202,7 @@ func TestDispatcherKeepsWaitingDeliveriesPending(t *testing.T) {
 func TestDispatcherDropsWaitingDeliveriesOfARemovedEndpoint(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		const events = 3
-		// An endpoint's share of 4 slots is one delivery.
-		r := startReplicaOn(t, sc, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Concurrency: 4})
-		hanging := &hangingReceivers{}
-		recv := hanging.add(t, "127.0.0.1")
-		ses := r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: created})
-		r.createTasks(t, owner, ses.SessionID, events)
+		r, recv, ses := oneAtATime(t, sc, events)
 		storetest.WaitFor(t, "one delivery under way and the others waiting", func() bool {
 			return len(recv.Got()) == 1 && testutil.ToFloat64(r.metrics.Notify.Waiting) == events-1
 		})
