@@ -20,6 +20,7 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
@@ -378,6 +379,134 @@ func BenchmarkNotify(b *testing.B) {
 	b.ReportMetric(q(0.99), "lag-p99-ms")
 	b.ReportMetric(float64(recv.repeats), "repeats")
 	b.ReportMetric(float64(sharing)/float64(b.N), "shared-ids/op")
+}
+
+// BenchmarkNotifyFairShare measures one tenant's notifications while
+// another tenant's four endpoints hang (loopback receivers that take each
+// request and answer none until the round ends), against the same tenant
+// with nobody else about. Each op is one quiet and one hanging round; in
+// each, the tenant sends fairShareEvents task messages one at a time, each
+// timed from the call to its receipt, then a burst of as many without
+// waiting, timed from the first call to the last receipt. Before the
+// hanging round, the other tenant has sent enough events to fill every
+// delivery slot of the replica sixteen times over (its endpoints' shares
+// alone would let it take them all) and holds its share of them. Reported:
+// p50 and p99 of the single deliveries, the burst's duration, for each
+// round, and the ratio of the p50s.
+func BenchmarkNotifyFairShare(b *testing.B) {
+	const fairShareEvents = 200
+	srv := apptest.Start(b, storetest.Standalone(b), app.Config{
+		LogLevel: "warn", AllowPrivateTargets: true,
+		// The longest a hanging delivery holds a slot: without fair shares
+		// the other tenant waits about this long, with them not at all.
+		NotifyTimeout: 5 * time.Second,
+	})
+	ctx := context.Background()
+	quiet := client.New(srv.URL, apptest.Token(b, "bench-quiet-tenant"))
+	recv := receivertest.NewAt(b, "127.0.0.2", nil)
+	_, task := apptest.SessionWithTask(b, ctx, quiet, client.CreateTaskInput{})
+	if _, err := quiet.AddTaskEndpoint(ctx, task.TaskID, client.EndpointRequest{URL: recv.URL, Kinds: []string{"task.message"}}); err != nil {
+		b.Fatal(err)
+	}
+	// round sends the quiet tenant's messages and times their receipt.
+	round := func(lat *latencies, name string) time.Duration {
+		for range fairShareEvents {
+			changed, before := recv.Changed(), len(recv.Got())
+			t0 := time.Now()
+			if _, err := quiet.Message(ctx, task.TaskID, "one", nil); err != nil {
+				b.Fatal(err)
+			}
+			for len(recv.Got()) == before {
+				<-changed
+				changed = recv.Changed()
+			}
+			lat.add(name, time.Since(t0))
+		}
+		want := len(recv.Got()) + fairShareEvents
+		t0 := time.Now()
+		for range fairShareEvents {
+			if _, err := quiet.Message(ctx, task.TaskID, "burst", nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for {
+			changed := recv.Changed()
+			if len(recv.Got()) >= want {
+				return time.Since(t0)
+			}
+			<-changed
+		}
+	}
+	noisy := client.New(srv.URL, apptest.Token(b, "bench-hanging-tenant"))
+	lat := &latencies{by: map[string][]time.Duration{}}
+	var quietBurst, hangingBurst time.Duration
+	b.ResetTimer()
+	for range b.N {
+		quietBurst += round(lat, "quiet")
+
+		b.StopTimer()
+		var hanging []*receivertest.Receiver
+		var eps []client.EndpointRequest
+		for range 4 {
+			h := receivertest.New(b, nil)
+			h.Answer = h.Block
+			hanging = append(hanging, h)
+			eps = append(eps, client.EndpointRequest{URL: h.URL, Kinds: []string{"task.message"}})
+		}
+		ses, err := noisy.CreateSession(ctx, client.CreateSessionInput{Notify: eps})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tk, err := noisy.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		const flood = 256 // 4 endpoints: 1,024 deliveries, sixteen times the replica's slots
+		for range flood {
+			if _, err := noisy.Message(ctx, tk.TaskID, "flood", nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		held := func() int {
+			n := 0
+			for _, h := range hanging {
+				n += len(h.Got())
+			}
+			return n
+		}
+		deadline := time.Now().Add(time.Minute)
+		for held() < 16 { // its share of a replica's 64 slots, at the least
+			if time.Now().After(deadline) {
+				b.Fatalf("the hanging endpoints hold %d deliveries after a minute", held())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
+
+		hangingBurst += round(lat, "hanging")
+
+		b.StopTimer()
+		for _, h := range hanging {
+			h.Release()
+		}
+		deadline = time.Now().Add(time.Minute)
+		for held() < 4*flood { // the next quiet round starts quiet
+			if time.Now().After(deadline) {
+				b.Fatalf("the released endpoints have %d of %d deliveries after a minute", held(), 4*flood)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	lat.report(b, "")
+	p50 := func(name string) float64 {
+		ds := lat.by[name]
+		return float64(ds[(len(ds)-1)/2])
+	}
+	b.ReportMetric(p50("hanging")/p50("quiet"), "p50-hanging/quiet")
+	b.ReportMetric(float64(quietBurst.Milliseconds())/float64(b.N), "quiet-burst-ms")
+	b.ReportMetric(float64(hangingBurst.Milliseconds())/float64(b.N), "hanging-burst-ms")
 }
 
 // BenchmarkScale shows what the number of stored tasks costs a task command

@@ -23,7 +23,10 @@ import (
 // DispatcherConfig tunes the dispatcher. Zero values are the defaults.
 type DispatcherConfig struct {
 	Concurrency   int           // deliveries under way at once on this replica; default 64
-	PerEndpoint   int           // of those, to one endpoint; default Concurrency/4 (at least 1)
+	PerEndpoint   int           // of those, to one endpoint; default Concurrency/8 (at least 1)
+	PerOwner      int           // of those, for one owner's endpoints; default Concurrency/4 (at least 1)
+	PerHost       int           // of those, to one host; default Concurrency/4 (at least 1)
+	WaitBytes     int           // room for deliveries waiting for their share; default 32 MiB
 	Timeout       time.Duration // one attempt; default 10s
 	RetryBase     time.Duration // first backoff step; default 15s
 	MaxAttempts   int           // attempts before a notification is dead-lettered; default 8
@@ -49,7 +52,16 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 		c.Concurrency = 64
 	}
 	if c.PerEndpoint <= 0 {
-		c.PerEndpoint = max(1, c.Concurrency/4)
+		c.PerEndpoint = max(1, c.Concurrency/8)
+	}
+	if c.PerOwner <= 0 {
+		c.PerOwner = max(1, c.Concurrency/4)
+	}
+	if c.PerHost <= 0 {
+		c.PerHost = max(1, c.Concurrency/4)
+	}
+	if c.WaitBytes <= 0 {
+		c.WaitBytes = 32 << 20
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Second
@@ -88,6 +100,32 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 // delivery that takes longer than ClaimIdle is not sent a second time.
 // Delivery is therefore at least once, and a repeat carries the same
 // webhook-id.
+//
+// Fair shares. A replica has Concurrency delivery slots, and a receiver that
+// accepts the connection and never answers holds its slot until Timeout:
+// nothing can take a slot back. So no one party may hold many. A delivery
+// starts only while its endpoint has fewer than PerEndpoint deliveries under
+// way, its owner (the principal owning the session or task that holds the
+// endpoint, read with the endpoint's record, in the same round trip) fewer
+// than PerOwner, and its destination host (the URL's host name, whatever
+// the port; Slack's API for Slack endpoints) fewer than PerHost. With the
+// defaults, an eighth, a quarter and a quarter, one tenant's receivers, on
+// however many endpoints and sessions, and one host, whoever points at it,
+// hold a quarter of the slots at most: the rest stay free for the others. A
+// tenant alone still has a quarter, and one hanging endpoint leaves it half
+// of that.
+//
+// A delivery over a share waits, holding no slot, while the reader reads on:
+// its entry stays pending in the consumer group, unacknowledged, and marked
+// as held like the deliveries under way, so a replica that dies with it
+// waiting leaves it to another replica after ClaimIdle. It starts as soon as
+// its shares have room, in its endpoint's order, the endpoints taking turns,
+// once its endpoint's record is read again (one round trip for a delivery
+// that waited): an endpoint removed or dead in the meantime is not called.
+// The waiting room is WaitBytes, a quarter of it at most for one owner or one
+// host; a delivery that finds no room in it goes back to the retry queue for
+// a second, without spending an attempt (the settlement script moves it
+// there in the step that acknowledges it).
 type Dispatcher struct {
 	cfg     DispatcherConfig
 	store   *store.Store
@@ -97,8 +135,9 @@ type Dispatcher struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	slots  chan struct{}   // one per delivery under way
-	reader *store.Blocking // the readers' own client: closing it ends their reads
+	slots     chan struct{}   // one per delivery under way
+	reader    *store.Blocking // the readers' own client: closing it ends their reads
+	slackHost string          // the host of Slack's API: the host every Slack endpoint shares
 
 	mu        sync.Mutex
 	started   bool
@@ -108,7 +147,9 @@ type Dispatcher struct {
 	readers   sync.WaitGroup
 	sends     sync.WaitGroup
 	toucher   sync.WaitGroup
-	busy      map[string]int        // deliveries under way by endpoint id
+	shares    *shares               // deliveries under way and waiting, by endpoint, owner and host
+	stopping  bool                  // Stop has begun: nothing waiting starts any more
+	sendCtx   context.Context       // the context of deliveries (abandoned at shutdown)
 	held      []map[string]struct{} // by partition, the entries taken and not yet settled or given up
 	oldest    []time.Time           // each partition's oldest undelivered notification
 }
@@ -121,11 +162,15 @@ func NewDispatcher(cfg DispatcherConfig, s *store.Store, m *metrics.Metrics, log
 		cfg: cfg, store: s, metrics: m, log: log, now: now,
 		sender: NewSender(SenderConfig{Timeout: cfg.Timeout, Guard: cfg.Guard}),
 		slots:  make(chan struct{}, cfg.Concurrency),
-		busy:   map[string]int{},
-		held:   make([]map[string]struct{}, s.Partitions),
+		shares: newShares(shareLimits{
+			endpoint: cfg.PerEndpoint, owner: cfg.PerOwner, host: cfg.PerHost, waitBytes: cfg.WaitBytes,
+		}),
+		held:      make([]map[string]struct{}, s.Partitions),
+		slackHost: hostOf(DefaultSlackAPIURL),
 	}
 	if cfg.Slack != nil && cfg.Slack.Token != "" {
 		d.slack = newSlackAPI(*cfg.Slack, cfg.Timeout)
+		d.slackHost = hostOf(d.slack.cfg.APIURL)
 	}
 	return d
 }
@@ -140,14 +185,14 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	d.started = true
 	base := context.WithoutCancel(ctx)
-	var readCtx, sendCtx, touchCtx context.Context
+	var readCtx, touchCtx context.Context
 	readCtx, d.stopRead = context.WithCancel(store.Background(base))
-	sendCtx, d.stopSends = context.WithCancel(store.Background(base))
+	d.sendCtx, d.stopSends = context.WithCancel(store.Background(base))
 	d.reader = d.store.NewBlocking(d.store.Partitions)
 	touchCtx, d.stopTouch = context.WithCancel(store.Background(base))
 	for p := 0; p < d.store.Partitions; p++ {
 		d.readers.Add(1)
-		go d.read(readCtx, sendCtx, p)
+		go d.read(readCtx, p)
 	}
 	d.toucher.Add(1)
 	go d.touch(touchCtx)
@@ -164,6 +209,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		d.started = true // a Start after Stop runs nothing
 		d.stopRead, d.stopSends, d.stopTouch = func() {}, func() {}, func() {}
 	}
+	d.stopping = true
 	stopRead, stopSends, stopTouch, reader := d.stopRead, d.stopSends, d.stopTouch, d.reader
 	d.mu.Unlock()
 	defer d.sender.CloseIdleConnections()
@@ -176,6 +222,8 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		_ = reader.Close() // ends the reads waiting in Redis
 	}
 	ended := func() { d.readers.Wait(); d.sends.Wait() }
+	// What waits for a share is left pending: another replica delivers it.
+	defer d.dropWaiting()
 	if err := worker.Wait(ctx, ended); err != nil {
 		stopSends()
 		ended()
@@ -188,10 +236,11 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 // and looks for entries a dead replica left.
 const maintenance = time.Second
 
-func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
+func (d *Dispatcher) read(ctx context.Context, p int) {
 	defer d.readers.Done()
 	backoff := 100 * time.Millisecond
 	var lastClaim, lastDue, lastAge time.Time
+	claimFrom := "0-0" // where the pass of claims under way goes on; "0-0": none under way
 	ready := false
 	for ctx.Err() == nil {
 		if !ready {
@@ -218,11 +267,11 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 		}
 		var entries []store.OutboxEntry
 		var err error
-		if now := d.now(); now.Sub(lastClaim) >= d.cfg.ClaimIdle/2 {
-			entries, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, n)
-			if err == nil && len(entries) < n {
-				// All taken over; while claims come back full, more may
-				// be waiting, and the next loop claims again.
+		if now := d.now(); claimFrom != "0-0" || now.Sub(lastClaim) >= d.cfg.ClaimIdle/2 {
+			entries, claimFrom, err = d.store.ClaimOutbox(ctx, p, d.cfg.Consumer, d.cfg.ClaimIdle, claimFrom, n)
+			if err == nil && claimFrom == "0-0" {
+				// Every pending entry was looked at; until then, the next
+				// loop goes on from where this claim stopped.
 				lastClaim = now
 			}
 			entries = d.hold(p, entries)
@@ -231,7 +280,7 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 			entries, err = d.reader.ReadOutbox(ctx, p, d.cfg.Consumer, n, 0)
 			entries = d.hold(p, entries)
 		}
-		if err == nil && len(entries) == 0 {
+		if err == nil && len(entries) == 0 && claimFrom == "0-0" {
 			// Nothing to do: wait for an entry holding no slot. A slot held
 			// through a blocking read idles while other partitions wait
 			// for one, up to Block for each of them.
@@ -254,7 +303,7 @@ func (d *Dispatcher) read(ctx, sendCtx context.Context, p int) {
 		backoff = 100 * time.Millisecond
 		d.release(n - len(entries))
 		if len(entries) > 0 {
-			d.dispatch(ctx, sendCtx, p, entries)
+			d.dispatch(ctx, p, entries)
 		}
 	}
 }
@@ -335,53 +384,176 @@ func (d *Dispatcher) acquire(ctx context.Context, most int) int {
 	return n
 }
 
+// release gives back n slots, and starts what was waiting for one.
 func (d *Dispatcher) release(n int) {
 	for range n {
 		<-d.slots
 	}
+	if n > 0 {
+		d.startWaiting()
+	}
 }
 
-// dispatch starts a delivery for each entry (each holds one slot).
-func (d *Dispatcher) dispatch(ctx, sendCtx context.Context, p int, entries []store.OutboxEntry) {
+// dispatch places each entry (each holds one slot): it starts, waits for its
+// shares, or goes back to the outbox.
+func (d *Dispatcher) dispatch(ctx context.Context, p int, entries []store.OutboxEntry) {
 	targets, err := d.store.Targets(ctx, p, entries)
 	if err != nil {
-		d.release(len(entries)) // left pending: taken over after ClaimIdle
-		d.unhold(p, entries...)
+		d.unhold(p, entries...) // left pending: taken over after ClaimIdle
+		d.release(len(entries))
 		d.logWarn("notification targets not read", p, err)
 		return
 	}
 	for i, e := range entries {
-		d.sends.Add(1)
-		go func() {
-			defer d.sends.Done()
-			defer d.release(1)
-			defer d.unhold(p, e)
-			d.deliver(sendCtx, p, e, targets[i])
-		}()
+		d.place(d.newJob(p, e, targets[i]))
+	}
+}
+
+// newJob reads where an entry goes and whose shares it takes.
+func (d *Dispatcher) newJob(p int, e store.OutboxEntry, t store.Target) *job {
+	j := &job{p: p, entry: e, target: t, owner: t.Owner}
+	j.ep, j.active = endpointIn(t.List, e.EndpointID)
+	j.active = j.active && j.ep.Status == wire.EndpointActive
+	if j.ep.Slack != nil {
+		j.host = d.slackHost
+	} else {
+		j.host = hostOf(j.ep.URL)
+	}
+	j.size = len(e.Event) + len(t.List) + len(t.Secret) + len(e.ID) + len(e.EventID) + jobOverhead
+	return j
+}
+
+// place starts a job that holds a slot, has it wait for its shares (giving
+// the slot back), or, when the waiting room is full, puts its entry back in
+// the outbox for a second, without spending an attempt.
+func (d *Dispatcher) place(j *job) {
+	if !j.active {
+		// The record expired, or the endpoint was removed or died since.
+		d.run(j, false, func(ctx context.Context) {
+			d.settle(ctx, j.p, j.entry, store.Settlement{How: store.SettleDone}, "skipped")
+		})
+		return
+	}
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		d.unhold(j.p, j.entry) // left pending: taken over after ClaimIdle
+		d.release(1)
+		return
+	}
+	start, wait, full := d.shares.place(j)
+	d.measureWaiting()
+	d.mu.Unlock()
+	if full != "" && d.metrics != nil {
+		d.metrics.Notify.Deferred.WithLabelValues(full).Inc()
+	}
+	switch {
+	case start:
+		d.run(j, true, func(ctx context.Context) { d.deliver(ctx, j) })
+	case wait:
+		d.release(1)
+	default:
+		e := j.entry
+		d.run(j, false, func(ctx context.Context) {
+			d.settle(ctx, j.p, e, store.Settlement{How: store.SettleRetry, RetryAt: d.now().Add(time.Second), Attempt: e.Attempt}, "deferred")
+		})
+	}
+}
+
+// run does a job's work on its own, on the slot the job holds; shared says
+// the job took its shares, to give back when it ends.
+func (d *Dispatcher) run(j *job, shared bool, work func(ctx context.Context)) {
+	d.sends.Add(1)
+	go func() {
+		defer d.sends.Done()
+		work(d.sendCtx)
+		d.mu.Lock()
+		if shared {
+			d.shares.done(j)
+		}
+		delete(d.held[j.p], j.entry.ID)
+		d.mu.Unlock()
+		d.release(1)
+	}()
+}
+
+// startWaiting starts the waiting jobs whose shares have room, as long as
+// slots are free.
+func (d *Dispatcher) startWaiting() {
+	for {
+		d.mu.Lock()
+		if d.stopping {
+			d.mu.Unlock()
+			return
+		}
+		select {
+		case d.slots <- struct{}{}:
+		default:
+			d.mu.Unlock()
+			return
+		}
+		j := d.shares.next()
+		if j == nil {
+			<-d.slots
+			d.mu.Unlock()
+			return
+		}
+		d.measureWaiting()
+		d.mu.Unlock()
+		d.run(j, true, func(ctx context.Context) {
+			if d.current(ctx, j) {
+				d.deliver(ctx, j)
+			}
+		})
+	}
+}
+
+// current reads a job's endpoint again after it waited, and settles the job
+// as skipped when the endpoint was removed or died meanwhile. It reports
+// whether the delivery goes on: false too when the record could not be
+// read (the entry is left pending, and taken over after ClaimIdle).
+func (d *Dispatcher) current(ctx context.Context, j *job) bool {
+	targets, err := d.store.Targets(ctx, j.p, []store.OutboxEntry{j.entry})
+	if err != nil {
+		d.logWarn("notification targets not read", j.p, err)
+		return false
+	}
+	j.target = targets[0]
+	j.ep, j.active = endpointIn(j.target.List, j.entry.EndpointID)
+	if !j.active || j.ep.Status != wire.EndpointActive {
+		d.settle(ctx, j.p, j.entry, store.Settlement{How: store.SettleDone}, "skipped")
+		return false
+	}
+	return true
+}
+
+// dropWaiting forgets the jobs waiting at shutdown: their entries stay
+// pending, and another replica takes them over after ClaimIdle.
+func (d *Dispatcher) dropWaiting() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, j := range d.shares.clear() {
+		delete(d.held[j.p], j.entry.ID)
+	}
+	d.measureWaiting()
+}
+
+// measureWaiting sets the gauge of waiting deliveries; d.mu is held.
+func (d *Dispatcher) measureWaiting() {
+	if d.metrics != nil {
+		d.metrics.Notify.Waiting.Set(float64(d.shares.waiting))
 	}
 }
 
 // deliver makes one attempt and settles it.
-func (d *Dispatcher) deliver(ctx context.Context, p int, e store.OutboxEntry, t store.Target) {
-	ep, ok := endpointIn(t.List, e.EndpointID)
-	if !ok || ep.Status != wire.EndpointActive {
-		// The record expired, or the endpoint was removed or died since.
-		d.settle(ctx, p, e, store.Settlement{How: store.SettleDone}, "skipped")
-		return
-	}
-	if !d.take(e.EndpointID, ep.Slack != nil) {
-		// The endpoint has as many deliveries under way as it may: this one
-		// waits a moment, without spending an attempt, so a slow receiver
-		// never holds the slots other endpoints need.
-		d.settle(ctx, p, e, store.Settlement{How: store.SettleRetry, RetryAt: d.now().Add(time.Second), Attempt: e.Attempt}, "deferred")
-		return
-	}
+func (d *Dispatcher) deliver(ctx context.Context, j *job) {
+	p, e, ep := j.p, j.entry, j.ep
 	d.inFlight(1)
 	start := d.now()
 	var out Outcome
 	if ep.Slack != nil {
 		out = d.deliverSlack(ctx, p, ep.Slack.Channel, e.EndpointID, e.Event)
-	} else if secret, ok := d.secret(ctx, p, e, t.Secret); !ok {
+	} else if secret, ok := d.secret(ctx, p, e, j.target.Secret); !ok {
 		// Kept with a key this replica does not hold: retried, so a replica
 		// that holds it (or this one, once configured) can deliver it.
 		out = Outcome{Kind: Retry, Reason: "the endpoint's secret does not open"}
@@ -391,7 +563,6 @@ func (d *Dispatcher) deliver(ctx context.Context, p int, e store.OutboxEntry, t 
 		})
 	}
 	d.inFlight(-1)
-	d.done(e.EndpointID)
 	if ctx.Err() != nil {
 		return // abandoned at shutdown: another replica takes the entry over
 	}
@@ -464,30 +635,6 @@ func (d *Dispatcher) settle(ctx context.Context, p int, e store.OutboxEntry, st 
 		d.metrics.Notify.Deliveries.WithLabelValues(outcome).Inc()
 	}
 	return ok
-}
-
-// take counts a delivery to an endpoint, unless it has PerEndpoint under way
-// (one, for a Slack endpoint: its updates of a message go one at a time).
-func (d *Dispatcher) take(endpointID string, one bool) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	limit := d.cfg.PerEndpoint
-	if one {
-		limit = 1
-	}
-	if d.busy[endpointID] >= limit {
-		return false
-	}
-	d.busy[endpointID]++
-	return true
-}
-
-func (d *Dispatcher) done(endpointID string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.busy[endpointID]--; d.busy[endpointID] <= 0 {
-		delete(d.busy, endpointID)
-	}
 }
 
 func (d *Dispatcher) inFlight(delta float64) {

@@ -33,19 +33,28 @@ type replica struct {
 	sessions   *sessions.Service
 	tasks      *tasks.Service
 	dispatcher *callbacks.Dispatcher
+	metrics    *metrics.Metrics // the dispatcher's
+	registrar  *callbacks.Registrar
 }
 
 // testVault seals endpoint secrets for every replica of a test, as the
 // keys of TASKHOOK_VAULT_KEYS would.
 var testVault = authz.NewRandomVault()
 
-// startReplica opens a store with the given partitions and starts a
+// startReplica opens a standalone Redis store with the given partitions and
+// starts a dispatcher whose registrar and sender share guard (see
+// startReplicaOn).
+func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callbacks.DispatcherConfig) replica {
+	t.Helper()
+	return startReplicaOn(t, storetest.Standalone(t), partitions, guard, cfg)
+}
+
+// startReplicaOn opens a store of sc with the given partitions and starts a
 // dispatcher whose registrar and sender share guard. The store is closed
 // before the dispatcher is stopped, so a reader waiting on the outbox ends
 // at once whatever cfg.Block is.
-func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callbacks.DispatcherConfig) replica {
+func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard callbacks.Guard, cfg callbacks.DispatcherConfig) replica {
 	t.Helper()
-	sc := storetest.Standalone(t)
 	sc.Partitions = partitions
 	s, err := store.Open(context.Background(), sc, metrics.New(), nil)
 	if err != nil {
@@ -58,7 +67,8 @@ func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callb
 	reg := callbacks.NewRegistrar(guard, s, testVault, nil)
 	cfg.Guard = guard
 	cfg.Vault = testVault
-	d := callbacks.NewDispatcher(cfg, s, metrics.New(), nil, time.Now)
+	m := metrics.New()
+	d := callbacks.NewDispatcher(cfg, s, m, nil, time.Now)
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -75,13 +85,22 @@ func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callb
 		sessions:   sessions.NewService(sessions.Config{Notify: reg}, s, f, time.Now),
 		tasks:      tasks.NewService(tasks.Config{Notify: reg}, s, f, metrics.New(), time.Now),
 		dispatcher: d,
+		metrics:    m,
+		registrar:  reg,
 	}
 }
 
-// createSession opens a session with the given endpoints.
+// createSession opens a session of the tests' owner with the given
+// endpoints.
 func (r replica) createSession(t *testing.T, eps ...wire.EndpointRequest) sessions.Session {
 	t.Helper()
-	raw, _, err := r.sessions.Create(context.Background(), owner, sessions.CreateInput{Notify: eps}, store.Idempotency{})
+	return r.createSessionOf(t, owner, eps...)
+}
+
+// createSessionOf opens a session of who with the given endpoints.
+func (r replica) createSessionOf(t *testing.T, who authz.Principal, eps ...wire.EndpointRequest) sessions.Session {
+	t.Helper()
+	raw, _, err := r.sessions.Create(context.Background(), who, sessions.CreateInput{Notify: eps}, store.Idempotency{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,34 +139,60 @@ func (s *Store) EndpointSecrets(ctx context.Context, key string) (NewEndpoints, 
 	return out, nil
 }
 
-// Target is where one outbox entry goes: the endpoint's record (list json)
-// and its secret, read together; List is nil when the record is gone.
+// Target is where one outbox entry goes: the endpoint's record (list json),
+// its secret and the record's owner, read together; List is nil when the
+// record is gone.
 type Target struct {
 	List   []byte
 	Secret string
+	// Owner is the principal owning the session or task that holds the
+	// endpoint: whose share of the deliveries the entry takes.
+	Owner string
 }
 
-// Targets reads the record and secret of each entry's endpoint, in one
-// round trip.
+// Targets reads the record, secret and owner of each entry's endpoint, in
+// one round trip: one HMGET for each record the entries name, however many
+// of its endpoints they go to.
 func (s *Store) Targets(ctx context.Context, p int, entries []OutboxEntry) ([]Target, error) {
+	type recordRead struct {
+		fields []string       // nfy, owner, then sec:<endpoint id> of each endpoint asked for
+		at     map[string]int // endpoint id → its secret's place in fields
+		cmd    *redis.SliceCmd
+	}
+	reads := map[string]*recordRead{}
+	var order []string
+	for _, e := range entries {
+		key := s.EndpointRecord(p, e)
+		r := reads[key]
+		if r == nil {
+			r = &recordRead{fields: []string{"nfy", "owner"}, at: map[string]int{}}
+			reads[key] = r
+			order = append(order, key)
+		}
+		if _, ok := r.at[e.EndpointID]; !ok {
+			r.at[e.EndpointID] = len(r.fields)
+			r.fields = append(r.fields, "sec:"+e.EndpointID)
+		}
+	}
 	pipe := s.RDB.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(entries))
-	for i, e := range entries {
-		cmds[i] = pipe.HMGet(ctx, s.EndpointRecord(p, e), "nfy", "sec:"+e.EndpointID)
+	for _, key := range order {
+		reads[key].cmd = pipe.HMGet(ctx, key, reads[key].fields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable(err)
 	}
 	out := make([]Target, len(entries))
-	for i, c := range cmds {
-		v := c.Val()
-		if len(v) != 2 {
+	for i, e := range entries {
+		r := reads[s.EndpointRecord(p, e)]
+		v := r.cmd.Val()
+		if len(v) != len(r.fields) {
 			continue
 		}
 		if l, ok := v[0].(string); ok {
 			out[i].List = []byte(l)
 		}
-		out[i].Secret, _ = v[1].(string)
+		out[i].Owner, _ = v[1].(string)
+		out[i].Secret, _ = v[r.at[e.EndpointID]].(string)
 	}
 	return out, nil
 }
@@ -254,17 +281,21 @@ func (b *Blocking) ReadOutbox(ctx context.Context, p int, consumer string, count
 }
 
 // ClaimOutbox takes over up to count entries of partition p that another
-// consumer took more than minIdle ago and never settled (its replica died).
-func (s *Store) ClaimOutbox(ctx context.Context, p int, consumer string, minIdle time.Duration, count int) ([]OutboxEntry, error) {
-	msgs, _, err := s.RDB.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+// consumer took more than minIdle ago and never settled (its replica died),
+// looking at the pending entries from the id from on ("0-0": the first).
+// Redis looks at no more than ten times count of them in one call, so the
+// entries still in live replicas' hands can fill a look; next is where the
+// following call goes on from, "0-0" once every pending entry was looked at.
+func (s *Store) ClaimOutbox(ctx context.Context, p int, consumer string, minIdle time.Duration, from string, count int) (entries []OutboxEntry, next string, err error) {
+	msgs, next, err := s.RDB.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: s.Keys.Outbox(p), Group: OutboxGroup, Consumer: consumer, MinIdle: minIdle,
-		Start: "0-0", Count: int64(count),
+		Start: cmp.Or(from, "0-0"), Count: int64(count),
 	}).Result()
 	if redis.HasErrorPrefix(err, "NOGROUP") {
-		return nil, s.EnsureOutboxGroup(ctx, p)
+		return nil, "0-0", s.EnsureOutboxGroup(ctx, p)
 	}
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, "0-0", unavailable(err)
 	}
 	out := make([]OutboxEntry, 0, len(msgs))
 	for _, m := range msgs {
@@ -272,7 +303,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, p int, consumer string, minIdle
 			out = append(out, parseOutboxEntry(m))
 		}
 	}
-	return out, nil
+	return out, cmp.Or(next, "0-0"), nil
 }
 
 // TouchOutbox marks entries of partition p as still in consumer's hands:

@@ -7,6 +7,7 @@ package receivertest
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -43,11 +44,24 @@ func Status(code int) func(int, http.ResponseWriter, *http.Request) {
 
 // New starts a receiver that answers with answer (nil: 204).
 func New(t testing.TB, answer func(n int, w http.ResponseWriter, r *http.Request)) *Receiver {
+	return NewAt(t, "127.0.0.1", answer)
+}
+
+// NewAt starts a receiver on a loopback address of its own choosing, such as
+// 127.0.0.2: a host apart from the receivers on 127.0.0.1, for what is
+// shared by host.
+func NewAt(t testing.TB, ip string, answer func(n int, w http.ResponseWriter, r *http.Request)) *Receiver {
+	t.Helper()
 	if answer == nil {
 		answer = Status(http.StatusNoContent)
 	}
 	rc := &Receiver{Answer: answer, changed: make(chan struct{}), release: make(chan struct{})}
-	rc.Server = httptest.NewServer(http.HandlerFunc(rc.serve))
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatalf("receiver on %s: %v", ip, err)
+	}
+	rc.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(rc.serve)}}
+	rc.Server.Start()
 	t.Cleanup(func() {
 		rc.Release()
 		rc.Server.Close()
