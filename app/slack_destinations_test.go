@@ -42,7 +42,7 @@ func TestSlackEndpointsPostOnlyWhereAllowed(t *testing.T) {
 			SlackChannels: "C0OPS=agent|alice, C0HR=carol", SlackUsers: "U0ALICE=alice,U0BOB=bob",
 		})
 		ctx := context.Background()
-		agent, alice, mallory := srv.Client(t, "agent"), srv.Client(t, "alice"), srv.Client(t, "mallory")
+		agent, alice, mallory := srv.ClientActingFor(t, "agent", []string{"alice", "bob"}), srv.Client(t, "alice"), srv.Client(t, "mallory")
 
 		// Session create: the channel must be open to the owner, a direct
 		// message the owner's own.

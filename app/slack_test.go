@@ -315,7 +315,7 @@ func clickAnswers(t *testing.T, srv *apptest.Server, agent *client.Client, taskI
 func TestSlackClickOnAMessageOfTwelveRequests(t *testing.T) {
 	apptest.EachBackend(t, app.Config{SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice"}, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
-		agent := srv.Client(t, "agent")
+		agent := srv.ClientActingFor(t, "agent", []string{"alice"})
 		_, task := apptest.SessionWithTask(t, ctx, agent, client.CreateTaskInput{Label: "billing migration", Requester: "alice"})
 		if _, err := agent.RequireInput(ctx, task.TaskID, longRequests(12)); err != nil {
 			t.Fatal(err)
@@ -340,7 +340,7 @@ func TestSlackClickOnAMessageOfTwelveRequests(t *testing.T) {
 func TestSlackClickOnTheLargestMessage(t *testing.T) {
 	srv := apptest.Standalone(t, app.Config{SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice"})
 	ctx := context.Background()
-	agent := srv.Client(t, "agent")
+	agent := srv.ClientActingFor(t, "agent", []string{"alice"})
 	_, task := apptest.SessionWithTask(t, ctx, agent, client.CreateTaskInput{Label: slacktest.Fill("🚀", 200), Requester: "alice"})
 	if _, err := agent.RequireInput(ctx, task.TaskID, slacktest.LargestRequests("😀")); err != nil {
 		t.Fatal(err)
