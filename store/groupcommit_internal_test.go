@@ -70,7 +70,10 @@ func (g *gate) hold() {
 func groupCommitClients(t *testing.T) map[string]redis.UniversalClient {
 	t.Helper()
 	out := map[string]redis.UniversalClient{}
-	emb, opts := openEmbedded(Config{})
+	emb, opts, err := openEmbedded(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(emb.close)
 	out["embedded"] = redis.NewClient(opts)
 	if u := os.Getenv("TASKHOOK_TEST_REDIS_URL"); u != "" {
@@ -226,6 +229,37 @@ func TestGroupCommitBoundsABatchByBytes(t *testing.T) {
 	// The first two large ones pass the bound; the third goes with the small.
 	if pipelines, _ := g.recorded(); !slices.Equal(pipelines, []int{2, 3}) {
 		t.Errorf("pipelines of %v scripts, want [2 3]", pipelines)
+	}
+}
+
+// A batch of many scripts with large arguments and large replies goes out
+// as one pipeline and each caller gets its own reply, on every client: the
+// embedded store's connections take a whole batch before the first reply is
+// read.
+func TestGroupCommitSendsLargeBatches(t *testing.T) {
+	for name, rdb := range groupCommitClients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			sc := redis.NewScript("return ARGV[1]")
+			if err := sc.Load(ctx, rdb).Err(); err != nil {
+				t.Fatal(err)
+			}
+			commit, g, release := heldLane(t, rdb)
+			defer commit.close()
+			const n = 8
+			arg := func(i int) string { return strings.Repeat(strconv.Itoa(i), maxBatchBytes/n-1024) }
+			wg := queueInTurn(t, commit, n, func(i int) {
+				reply, err := commit.run(ctx, sc, []string{"k"}, []any{arg(i)})
+				if got, _ := reply.(string); err != nil || got != arg(i) {
+					t.Errorf("script %d: %d bytes back, %v; want its own %d", i, len(got), err, len(arg(i)))
+				}
+			})
+			release()
+			wg.Wait()
+			if pipelines, _ := g.recorded(); !slices.Equal(pipelines, []int{n}) {
+				t.Errorf("pipelines of %v scripts, want [%d]", pipelines, n)
+			}
+		})
 	}
 }
 
