@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
@@ -20,17 +21,37 @@ import (
 // options and never logged), so a connection that is not the store's own is
 // refused as well.
 type embedded struct {
-	srv    *miniredis.Miniredis
-	server *server.Server // srv's, which serves the connections
-	mu     sync.Mutex     // orders dial and close
-	closed bool
+	srv     *miniredis.Miniredis
+	server  *server.Server // srv's, which serves the connections
+	mu      sync.Mutex     // orders dial and close
+	closed  bool
+	stop    chan struct{} // ends the clock
+	ticking sync.WaitGroup
 }
+
+// The server's clock, which its TTLs, stream ids and idle times go by, moves
+// in steps. Each move sweeps every key (a TTL is a duration each move
+// shortens), so a clock read afresh by every command cost every command a
+// sweep (half a millisecond among a thousand keys, sixty among thirty
+// thousand), and as much again for each call a script made. A goroutine of its own moves the
+// clock and does the sweep, clockStepShare times as long after the last
+// move as the last sweep took, within [clockMinStep, clockMaxStep]: sweeps
+// take a small share of the time, and the server's clock is behind the real
+// one by at most a step. So a key given an expiry time (PEXPIREAT, as every
+// record is) never expires early and at most a step late; one given a TTL
+// (the day-long ones of command records) is off by at most a step.
+const (
+	clockMinStep   = 10 * time.Millisecond
+	clockMaxStep   = time.Second
+	clockStepShare = 20
+)
 
 // openEmbedded starts the server and returns it with the options of a client
 // that reaches it: the same go-redis client as for a real Redis, dialing an
 // in-memory connection instead of a socket.
 func openEmbedded(cfg Config) (*embedded, *redis.Options, error) {
 	srv := miniredis.NewMiniRedis()
+	srv.SetTime(time.Now())
 	srv.ClockTTL(true)
 	password := newPassword()
 	srv.RequireAuth(password)
@@ -41,7 +62,9 @@ func openEmbedded(cfg Config) (*embedded, *redis.Options, error) {
 		return nil, nil, fmt.Errorf("start the embedded store: %w", err)
 	}
 	_ = c.Close()
-	e := &embedded{srv: srv, server: srv.Server()}
+	e := &embedded{srv: srv, server: srv.Server(), stop: make(chan struct{})}
+	e.ticking.Add(1)
+	go e.tick()
 	return e, &redis.Options{
 		Addr: "embedded", Password: password, Dialer: e.dial, PoolSize: cfg.PoolSize,
 		ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, DialTimeout: cfg.Timeout,
@@ -63,10 +86,32 @@ func (e *embedded) dial(context.Context, string, string) (net.Conn, error) {
 	return client, nil
 }
 
+// tick moves the server's clock until the store closes.
+func (e *embedded) tick() {
+	defer e.ticking.Done()
+	step := time.NewTimer(clockMinStep)
+	defer step.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-step.C:
+		}
+		start := time.Now()
+		e.srv.SetTime(start)
+		e.srv.DB(0) // the first use of a database after a move sweeps: here, not in a command
+		step.Reset(min(max(clockStepShare*time.Since(start), clockMinStep), clockMaxStep))
+	}
+}
+
 func (e *embedded) close() {
 	e.mu.Lock()
+	if !e.closed {
+		close(e.stop)
+	}
 	e.closed = true
 	e.mu.Unlock()
+	e.ticking.Wait()
 	e.srv.Close() // closes every connection it serves
 }
 

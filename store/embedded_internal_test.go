@@ -121,3 +121,50 @@ func TestEmbeddedStoreAnswersPipelinesOfAnySize(t *testing.T) {
 		t.Fatalf("scan: %d fields and values, %v; want %d", len(fields), err, 2*n)
 	}
 }
+
+// On the embedded store a key given an expiry time (PEXPIREAT, as records
+// are) never expires before it, and a key given a TTL no more than a clock
+// step before it; both do expire. The server's clock moves in steps, and
+// only ever behind the real one.
+func TestEmbeddedKeysExpireNeverEarly(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const ttl = 200 * time.Millisecond
+	set := time.Now()
+	if err := s.RDB.Set(ctx, "ttl", "v", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(ttl)
+	if err := s.RDB.Set(ctx, "at", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RDB.PExpireAt(ctx, "at", at).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		key      string
+		notUntil time.Time
+	}{{"at", at}, {"ttl", set.Add(ttl - clockMaxStep)}} {
+		for {
+			n, err := s.RDB.Exists(ctx, k.key).Result()
+			checked := time.Now()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				if checked.Before(k.notUntil) {
+					t.Errorf("key %s expired %v early", k.key, k.notUntil.Sub(checked))
+				}
+				break
+			}
+			if checked.After(k.notUntil.Add(time.Minute)) {
+				t.Fatalf("key %s still there a minute after its time", k.key)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
