@@ -124,6 +124,17 @@ func heldLane(t *testing.T, rdb redis.UniversalClient) (commit *groupCommit, g *
 	}
 }
 
+// loadedScript is a script of body that rdb has loaded, so that its first
+// EVALSHA finds it.
+func loadedScript(t *testing.T, rdb redis.UniversalClient, body string) *redis.Script {
+	t.Helper()
+	sc := redis.NewScript(body)
+	if err := sc.Load(context.Background(), rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
 // queueInTurn starts call(i) for each i below n, each once the one before
 // has queued behind the held lane.
 func queueInTurn(t *testing.T, commit *groupCommit, n int, call func(i int)) *sync.WaitGroup {
@@ -210,10 +221,7 @@ func TestGroupCommitSendsWaitingScriptsAsOnePipeline(t *testing.T) {
 func TestGroupCommitBoundsABatchByBytes(t *testing.T) {
 	rdb := groupCommitClients(t)["embedded"]
 	ctx := context.Background()
-	sc := redis.NewScript("return #ARGV[1]")
-	if err := sc.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
+	sc := loadedScript(t, rdb, "return #ARGV[1]")
 	commit, g, release := heldLane(t, rdb)
 	defer commit.close()
 	big := strings.Repeat("b", maxBatchBytes*3/4)
@@ -240,10 +248,7 @@ func TestGroupCommitSendsLargeBatches(t *testing.T) {
 	for name, rdb := range groupCommitClients(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			sc := redis.NewScript("return ARGV[1]")
-			if err := sc.Load(ctx, rdb).Err(); err != nil {
-				t.Fatal(err)
-			}
+			sc := loadedScript(t, rdb, "return ARGV[1]")
 			commit, g, release := heldLane(t, rdb)
 			defer commit.close()
 			const n = 8
@@ -269,10 +274,7 @@ func TestGroupCommitSendsLargeBatches(t *testing.T) {
 func TestGroupCommitBatchesOnePoolAtATime(t *testing.T) {
 	rdb := groupCommitClients(t)["embedded"]
 	ctx := context.Background()
-	sc := redis.NewScript("return 1")
-	if err := sc.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
+	sc := loadedScript(t, rdb, "return 1")
 	commit, g, release := heldLane(t, rdb)
 	defer commit.close()
 	ctxs := []context.Context{ctx, Background(ctx), ctx, Background(ctx), ctx}

@@ -90,28 +90,40 @@ func (f fixture) createTasks(t *testing.T, jsons func(i int) []byte, n int) ([]s
 	return taskIDs, created
 }
 
-// pageThrough reads a list page by page until its end, checking each page
-// against limit and the cursor's progress.
-func pageThrough(t *testing.T, limit int, list func(after *store.Position) (store.Page, error)) [][]byte {
+// pageThrough reads a list a hundred at a time until its end, checking
+// each page's length and the cursor's progress; each page's items go to
+// got (with the page's number), and all of them are returned.
+func pageThrough[T any](t *testing.T, list func(after *store.Position) ([]T, *store.Position, error), got func(page int, items []T)) []T {
 	t.Helper()
-	var all [][]byte
+	var all []T
 	var after *store.Position
-	for pages := 0; ; pages++ {
-		if pages > 1000 {
+	for page := 1; ; page++ {
+		if page > 1000 {
 			t.Fatal("more than 1000 pages: the cursor does not advance")
 		}
-		page, err := list(after)
+		items, next, err := list(after)
 		if err != nil {
-			t.Fatalf("page %d: %v", pages+1, err)
+			t.Fatalf("page %d: %v", page, err)
 		}
-		if len(page.Items) > limit {
-			t.Fatalf("page %d holds %d items, limit %d", pages+1, len(page.Items), limit)
+		if len(items) > 100 {
+			t.Fatalf("page %d holds %d items, limit 100", page, len(items))
 		}
-		all = append(all, page.Items...)
-		if page.Next == nil {
+		if got != nil {
+			got(page, items)
+		}
+		all = append(all, items...)
+		if next == nil {
 			return all
 		}
-		after = page.Next
+		after = next
+	}
+}
+
+// listIndexed is ListIndexed with a limit of 100, as pageThrough reads it.
+func listIndexed(s *store.Store, indexes []string, record func(id string) string, f store.ListFilter) func(after *store.Position) ([][]byte, *store.Position, error) {
+	return func(after *store.Position) ([][]byte, *store.Position, error) {
+		page, err := s.ListIndexed(context.Background(), indexes, record, after, 100, f)
+		return page.Items, page.Next, err
 	}
 }
 
@@ -174,11 +186,8 @@ func TestListsPageThroughThousandsOfTasks(t *testing.T) {
 			}
 		}
 		record := func(id string) string { return s.Keys.Task(f.part, id) }
-		ctx := context.Background()
 		list := func(indexes []string, filter store.ListFilter) [][]byte {
-			return pageThrough(t, 100, func(after *store.Position) (store.Page, error) {
-				return s.ListIndexed(ctx, indexes, record, after, 100, filter)
-			})
+			return pageThrough(t, listIndexed(s, indexes, record, filter), nil)
 		}
 
 		owner := make([]string, s.Partitions)
@@ -211,35 +220,21 @@ func TestListsOfLargeRecords(t *testing.T) {
 		index := []string{s.Keys.SessionTasks(f.part, f.session)}
 		record := func(id string) string { return s.Keys.Task(f.part, id) }
 		alices := store.ListFilter{Fields: []string{"owner", "status"}, Keep: func(v []string) bool { return v[0] == "alice" }}
-		var after *store.Position
-		seen := 0
-		for pages := 0; ; pages++ {
-			if pages > n {
-				t.Fatal("more pages than records: the cursor does not advance")
-			}
-			page, err := s.ListIndexed(context.Background(), index, record, after, 100, alices)
-			if err != nil {
-				t.Fatalf("page %d: %v", pages+1, err)
-			}
+		all := pageThrough(t, listIndexed(s, index, record, alices), func(page int, items [][]byte) {
 			bytes := 0
-			for _, it := range page.Items {
+			for _, it := range items {
 				if !want[string(it)] {
-					t.Fatalf("page %d holds a record of %d bytes that is not one written, or twice", pages+1, len(it))
+					t.Fatalf("page %d holds a record of %d bytes that is not one written, or twice", page, len(it))
 				}
 				delete(want, string(it))
 				bytes += len(it)
 			}
-			if len(page.Items) > 1 && bytes > 1<<20 {
-				t.Fatalf("page %d holds %d records of %d bytes, more than a MiB", pages+1, len(page.Items), bytes)
+			if len(items) > 1 && bytes > 1<<20 {
+				t.Fatalf("page %d holds %d records of %d bytes, more than a MiB", page, len(items), bytes)
 			}
-			seen += len(page.Items)
-			if page.Next == nil {
-				break
-			}
-			after = page.Next
-		}
-		if seen != n {
-			t.Fatalf("%d records listed, want %d", seen, n)
+		})
+		if len(all) != n {
+			t.Fatalf("%d records listed, want %d", len(all), n)
 		}
 	})
 }
@@ -357,33 +352,20 @@ func TestListHooksOfHundreds(t *testing.T) {
 		for p := range indexes {
 			indexes[p] = s.Keys.OwnerHooks(p, "alice")
 		}
-		var after *store.Position
-		listed := 0
-		for pages := 0; ; pages++ {
-			if pages > n {
-				t.Fatal("the cursor does not advance")
-			}
+		list := func(after *store.Position) ([]store.HookStatus, *store.Position, error) {
 			page, err := s.ListHooks(context.Background(), indexes, after, 100, "alice", false, time.Now())
-			if err != nil {
-				t.Fatalf("page %d: %v", pages+1, err)
-			}
-			if len(page.Hooks) > 100 {
-				t.Fatalf("a page of %d hooks, limit 100", len(page.Hooks))
-			}
-			for _, h := range page.Hooks {
+			return page.Hooks, page.Next, err
+		}
+		all := pageThrough(t, list, func(_ int, hooks []store.HookStatus) {
+			for _, h := range hooks {
 				if !want[string(h.JSON)] || h.Outcome != store.OK || h.Closed {
 					t.Fatalf("a hook listed that is not one open hook written, or twice: %+v", h)
 				}
 				delete(want, string(h.JSON))
 			}
-			listed += len(page.Hooks)
-			if page.Next == nil {
-				break
-			}
-			after = page.Next
-		}
-		if listed != n {
-			t.Fatalf("%d hooks listed, want %d", listed, n)
+		})
+		if len(all) != n {
+			t.Fatalf("%d hooks listed, want %d", len(all), n)
 		}
 	})
 }
