@@ -41,6 +41,19 @@ func TestSessionCancelAndReset(t *testing.T) {
 				t.Fatalf("task %s after cancel: %+v", id, tk)
 			}
 		}
+		// The cancelled tasks are in the lists of cancelled tasks, the
+		// owner's and the session's.
+		for _, p := range []client.ListTasksParams{{Status: client.StatusCancelled}, {Status: client.StatusCancelled, SessionID: ses.SessionID}} {
+			page, err := cl.ListTasks(ctx, p)
+			var got []string
+			for _, tk := range page.Items {
+				got = append(got, tk.TaskID)
+			}
+			slices.Sort(got)
+			if err != nil || !slices.Equal(got, live) {
+				t.Fatalf("cancelled tasks listed with %+v: %v, %v; want %v", p, got, err, live)
+			}
+		}
 		if tk, _ := cl.GetTask(ctx, done.TaskID); tk.Status != client.StatusCompleted {
 			t.Fatalf("a finished task changed: %s", tk.Status)
 		}

@@ -85,3 +85,29 @@ func benchSession(b *testing.B, life time.Duration) (*store.Store, string, time.
 	}
 	return s, session, now
 }
+
+// BenchmarkEmbeddedReadAmongKeys is one small read on the embedded store
+// holding some thousands of keys with a TTL (as tasks have): its cost should
+// not grow with the keys held.
+func BenchmarkEmbeddedReadAmongKeys(b *testing.B) {
+	for _, keys := range []int{1000, 10000, 30000} {
+		b.Run(fmt.Sprint(keys, " keys"), func(b *testing.B) {
+			s := storetest.Open(b, storetest.Embedded(b), nil)
+			ctx := context.Background()
+			for start := 0; start < keys; start += 1000 {
+				pipe := s.RDB.Pipeline()
+				for i := start; i < start+1000; i++ {
+					pipe.Set(ctx, fmt.Sprint("k", i), "v", time.Hour)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := 0; b.Loop(); i++ {
+				if err := s.RDB.Get(ctx, fmt.Sprint("k", i%keys)).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -70,7 +70,10 @@ func (g *gate) hold() {
 func groupCommitClients(t *testing.T) map[string]redis.UniversalClient {
 	t.Helper()
 	out := map[string]redis.UniversalClient{}
-	emb, opts := openEmbedded(Config{})
+	emb, opts, err := openEmbedded(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(emb.close)
 	out["embedded"] = redis.NewClient(opts)
 	if u := os.Getenv("TASKHOOK_TEST_REDIS_URL"); u != "" {
@@ -119,6 +122,17 @@ func heldLane(t *testing.T, rdb redis.UniversalClient) (commit *groupCommit, g *
 			t.Fatalf("the script on the wire: %v", err)
 		}
 	}
+}
+
+// loadedScript is a script of body that rdb has loaded, so that its first
+// EVALSHA finds it.
+func loadedScript(t *testing.T, rdb redis.UniversalClient, body string) *redis.Script {
+	t.Helper()
+	sc := redis.NewScript(body)
+	if err := sc.Load(context.Background(), rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 // queueInTurn starts call(i) for each i below n, each once the one before
@@ -207,10 +221,7 @@ func TestGroupCommitSendsWaitingScriptsAsOnePipeline(t *testing.T) {
 func TestGroupCommitBoundsABatchByBytes(t *testing.T) {
 	rdb := groupCommitClients(t)["embedded"]
 	ctx := context.Background()
-	sc := redis.NewScript("return #ARGV[1]")
-	if err := sc.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
+	sc := loadedScript(t, rdb, "return #ARGV[1]")
 	commit, g, release := heldLane(t, rdb)
 	defer commit.close()
 	big := strings.Repeat("b", maxBatchBytes*3/4)
@@ -229,16 +240,41 @@ func TestGroupCommitBoundsABatchByBytes(t *testing.T) {
 	}
 }
 
+// A batch of many scripts with large arguments and large replies goes out
+// as one pipeline and each caller gets its own reply, on every client: the
+// embedded store's connections take a whole batch before the first reply is
+// read.
+func TestGroupCommitSendsLargeBatches(t *testing.T) {
+	for name, rdb := range groupCommitClients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			sc := loadedScript(t, rdb, "return ARGV[1]")
+			commit, g, release := heldLane(t, rdb)
+			defer commit.close()
+			const n = 8
+			arg := func(i int) string { return strings.Repeat(strconv.Itoa(i), maxBatchBytes/n-1024) }
+			wg := queueInTurn(t, commit, n, func(i int) {
+				reply, err := commit.run(ctx, sc, []string{"k"}, []any{arg(i)})
+				if got, _ := reply.(string); err != nil || got != arg(i) {
+					t.Errorf("script %d: %d bytes back, %v; want its own %d", i, len(got), err, len(arg(i)))
+				}
+			})
+			release()
+			wg.Wait()
+			if pipelines, _ := g.recorded(); !slices.Equal(pipelines, []int{n}) {
+				t.Errorf("pipelines of %v scripts, want [%d]", pipelines, n)
+			}
+		})
+	}
+}
+
 // A batch holds the scripts of one pool, so that the round trips of
 // requests and of the background readers are counted apart; the others keep
 // their places in the queue.
 func TestGroupCommitBatchesOnePoolAtATime(t *testing.T) {
 	rdb := groupCommitClients(t)["embedded"]
 	ctx := context.Background()
-	sc := redis.NewScript("return 1")
-	if err := sc.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
+	sc := loadedScript(t, rdb, "return 1")
 	commit, g, release := heldLane(t, rdb)
 	defer commit.close()
 	ctxs := []context.Context{ctx, Background(ctx), ctx, Background(ctx), ctx}

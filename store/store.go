@@ -133,7 +133,9 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 	switch {
 	case cfg.URL == "":
 		var opts *redis.Options
-		s.embedded, opts = openEmbedded(cfg)
+		if s.embedded, opts, err = openEmbedded(cfg); err != nil {
+			return nil, err
+		}
 		s.Kind = KindEmbedded
 		s.newClient = func(pool int) redis.UniversalClient {
 			o := *opts

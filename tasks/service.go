@@ -558,5 +558,5 @@ func CancelChange(raw []byte, reason string, now time.Time) (store.TaskCancel, b
 	if err != nil {
 		return store.TaskCancel{}, false, err
 	}
-	return store.TaskCancel{ID: t.TaskID, ExpectRevision: t.Revision, JSON: next, Event: ev}, true, nil
+	return store.TaskCancel{ID: t.TaskID, Owner: t.Owner, OldStatus: string(t.Status), ExpectRevision: t.Revision, JSON: next, Event: ev}, true, nil
 }
