@@ -408,6 +408,53 @@ func TestListIndexedPages(t *testing.T) {
 	})
 }
 
+// Entries created in one millisecond share their score: paging through
+// more of them than one read of the index holds returns each once, and the
+// list does not end before they do.
+func TestListIndexedPagesThroughOneMillisecond(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		index := s.Keys.SessionTasks(f.part, f.session)
+		record := func(id string) string { return s.Keys.Task(f.part, id) }
+		const n = 450
+		pipe := s.RDB.Pipeline()
+		for i := range n {
+			id := fmt.Sprintf("task_same_ms_%04d", i)
+			pipe.ZAdd(ctx, index, redis.Z{Score: 1_700_000_000_000, Member: id})
+			pipe.HSet(ctx, record(id), "json", `"`+id+`"`)
+			pipe.Expire(ctx, record(id), time.Hour)
+		}
+		pipe.Expire(ctx, index, time.Hour)
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		var pos *store.Position
+		for pages := 0; ; pages++ {
+			if pages > n/100+2 {
+				t.Fatalf("paging does not end after %d pages", pages)
+			}
+			page, err := s.ListIndexed(ctx, []string{index}, record, pos, 100, store.ListFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Items {
+				if seen[string(it)] {
+					t.Fatalf("%s listed twice", it)
+				}
+				seen[string(it)] = true
+			}
+			if page.Next == nil {
+				break
+			}
+			pos = page.Next
+		}
+		if len(seen) != n {
+			t.Fatalf("paged through %d of %d entries of one millisecond", len(seen), n)
+		}
+	})
+}
+
 // A page of large records stops at a mebibyte of them with a cursor to go
 // on, and paging on returns every record once, in order.
 func TestListIndexedBoundsPageBytes(t *testing.T) {

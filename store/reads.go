@@ -219,24 +219,46 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 		if pos != nil {
 			max = strconv.FormatInt(pos.Score, 10)
 		}
+		count := int64(batch + 64)
+		fetch := func(pipe redis.Cmdable, ix string, offset int64) *redis.ZSliceCmd {
+			return pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
+				Key: ix, Start: max, Stop: "-inf", ByScore: true, Rev: true, Offset: offset, Count: count,
+			})
+		}
 		pipe := s.RDB.Pipeline()
 		cmds := make([]*redis.ZSliceCmd, len(indexes))
 		for i, ix := range indexes {
-			cmds[i] = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
-				Key: ix, Start: max, Stop: "-inf", ByScore: true, Rev: true, Count: int64(batch + 64),
-			})
+			cmds[i] = fetch(pipe, ix, 0)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, nil, unavailable(err)
 		}
 		var items []item
-		for _, c := range cmds {
-			for _, z := range c.Val() {
-				it := item{score: int64(z.Score), id: z.Member.(string)}
-				if pos != nil && (it.score > pos.Score || (it.score == pos.Score && it.id >= pos.ID)) {
-					continue
+		more := false // some index holds entries past what was read
+		for i, c := range cmds {
+			// The read starts at pos's score, inclusive: entries of that
+			// score at or before pos are skipped. When more of them share
+			// the score than one read holds, read on past them.
+			for offset := int64(0); ; {
+				zs := c.Val()
+				n := len(items)
+				for _, z := range zs {
+					it := item{score: int64(z.Score), id: z.Member.(string)}
+					if pos != nil && (it.score > pos.Score || (it.score == pos.Score && it.id >= pos.ID)) {
+						continue
+					}
+					items = append(items, it)
 				}
-				items = append(items, it)
+				full := int64(len(zs)) == count
+				if !full || len(items) > n {
+					more = more || full
+					break
+				}
+				offset += count
+				c = fetch(s.RDB, indexes[i], offset)
+				if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+					return nil, nil, unavailable(err)
+				}
 			}
 		}
 		if len(items) == 0 {
@@ -249,7 +271,7 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 			return items[i].id > items[j].id
 		})
 		if len(items) > batch {
-			items = items[:batch]
+			items, more = items[:batch], true
 		}
 		scanned += len(items)
 		keep := make([]bool, len(items))
@@ -318,7 +340,7 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 			page = append(page, records[j])
 			if len(page) == limit {
 				var next *Position
-				if i < len(items)-1 || len(items) == batch {
+				if i < len(items)-1 || more {
 					next = pos
 				}
 				return page, next, nil
@@ -327,7 +349,7 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 		if full {
 			return page, pos, nil
 		}
-		if len(items) < batch {
+		if !more {
 			return page, nil, nil
 		}
 	}
