@@ -156,8 +156,9 @@ var ErrNotRequester = errors.New("only the task's requester may answer")
 // answers (Slack): p must be the task's requester (ErrNotRequester; being its
 // owner or an admin is not enough), and the answer is judged as an answer
 // URL's is, so the request must still be open (ErrInputClosed). It returns
-// the task after the answer, as stored, and the requests that were open
-// before it, whose option labels say what the answer chose.
+// the task after the answer, as its reader sees it (a sign-in still open
+// links to its attempt), and the requests that were open before it, as
+// stored, whose option labels say what the answer chose.
 func (s *Service) AnswerAs(ctx context.Context, p authz.Principal, taskID string, answer InputResponse) (Task, []InputRequest, error) {
 	part, err := ids.PartitionOf(taskID, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
@@ -175,7 +176,11 @@ func (s *Service) AnswerAs(ctx context.Context, p authz.Principal, taskID string
 		return Task{}, nil, ErrNotRequester
 	}
 	done, _, err := s.answerOne(ctx, t.Requester, taskID, answer, store.Idempotency{})
-	return done, t.InputRequests, err
+	if err != nil {
+		return Task{}, nil, err
+	}
+	s.links.ShowTask(&done)
+	return done, t.InputRequests, nil
 }
 
 // answerOne answers one request as the task's requester under the rules of
