@@ -152,6 +152,15 @@ func TestSigninPages(t *testing.T) {
 			"Sign-in to devbox declined", []string{`data-outcome="declined"`, "You declined.",
 				"The task goes on; you can close this tab."}, nil)
 
+		// Failed: the provider's token endpoint does not answer.
+		_, pending = e.ask(t, e.task(t, "dave").TaskID)
+		e.prov.FailTokens(true)
+		landed = e.open(t, e.prov.Approve(t, pending.AuthorizationURL), browserAccept)
+		e.prov.FailTokens(false)
+		wantPage(t, "failed", e.open(t, e.srv.URL+landed.header.Get("Location"), browserAccept), http.StatusOK,
+			"Sign-in to devbox failed", []string{`data-outcome="failed"`, "The sign-in did not complete.",
+				"The task goes on; you can close this tab."}, nil)
+
 		// Expired.
 		_, pending = e.ask(t, e.task(t, "carol").TaskID)
 		redirect = e.prov.Approve(t, pending.AuthorizationURL)
