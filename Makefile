@@ -53,7 +53,7 @@ bench: ## benchmarks (BENCH=regex, PKG=./...) against the test Redis; output als
 	$(TEST_ENV) exec -- $(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem -count=1 $(PKG) | tee .tmp/bench.txt
 
 screenshots: ## the browser tests of channels/web, saving their screenshots into docs/screenshots
-	TASKHOOK_TEST_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestConsoleAnswersLive|TestAnswerPageInBrowser' ./channels/web
+	TASKHOOK_TEST_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestConsoleAnswersLive|TestAnswerPageInBrowser|TestSigninPageInBrowser' ./channels/web
 
 fmt: ## gofmt the module
 	$(GO) fmt ./...

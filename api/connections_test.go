@@ -92,17 +92,31 @@ func TestContractConnections(t *testing.T) {
 	redirect := strings.TrimPrefix(prov.Approve(t, pending.AuthorizationURL), srv.URL)
 	r := browser.want(browser.do("GET", redirect, nil), 303, "", nil)
 	loc := r.header.Get("Location")
-	if !strings.HasPrefix(loc, "/v1/connections/signed-in?outcome=authorized") {
+	if loc != "/v1/connections/signed-in?connection=devbox&outcome=authorized" {
 		t.Fatalf("Location: %q", loc)
 	}
-	page := browser.want(browser.do("GET", loc, nil), 200, "", nil)
-	if !strings.Contains(string(page.body), "close this tab") {
+	wantPageHeaders(t, r, "the callback's redirect")
+	page := browser.want(browser.do("GET", loc, nil, "Accept", htmlAccept), 200, "", nil)
+	wantPageHeaders(t, page, "the closing page")
+	if !strings.Contains(string(page.body), "Signed in to devbox") || !strings.Contains(string(page.body), "close this tab") {
 		t.Errorf("the closing page: %s", page.body)
 	}
+	var result struct{ Connection, Outcome string }
+	browser.want(browser.do("GET", loc, nil, "Accept", "application/json"), 200, "", &result)
+	if result.Connection != "devbox" || result.Outcome != "authorized" {
+		t.Errorf("the closing page as JSON: %+v", result)
+	}
 	browser.want(browser.do("GET", "/v1/connections/signed-in", nil), 200, "", nil)
+	browser.want(browser.do("GET", "/v1/connections/signed-in", nil, "Accept", "application/json"), 200, "", nil)
 	browser.want(browser.do("GET", redirect, nil), 404, "not_found", nil)
+	used := browser.want(browser.do("GET", redirect, nil, "Accept", htmlAccept), 404, "", nil)
+	wantPageHeaders(t, used, "a used link's page")
+	if !strings.Contains(string(used.body), "already used") {
+		t.Errorf("a used link's page: %s", used.body)
+	}
 	browser.want(browser.do("GET", "/v1/connections/devbox/callback/sgn_nothing?state=sgn_nothing&code=x", nil), 404, "not_found", nil)
 	browser.want(browser.do("GET", "/v1/connections/nope/callback?state=sgn_nothing", nil), 404, "not_found", nil)
+	browser.want(browser.do("GET", "/v1/connections/nope/callback?state=sgn_nothing", nil, "Accept", htmlAccept), 404, "", nil)
 
 	var tok struct {
 		Connection  string   `json:"connection"`
@@ -170,7 +184,11 @@ func TestContractConnections(t *testing.T) {
 	ended := newTask("dave")
 	alice.want(alice.do("POST", "/v1/tasks/"+ended+"/authorizations", map[string]any{"connection": "devbox"}), 202, "", &pending)
 	alice.want(alice.do("POST", "/v1/tasks/"+ended+"/cancel", nil), 200, "", nil)
-	browser.want(browser.do("GET", strings.TrimPrefix(prov.Approve(t, pending.AuthorizationURL), srv.URL), nil), 410, "signin_closed", nil)
+	closed := strings.TrimPrefix(prov.Approve(t, pending.AuthorizationURL), srv.URL)
+	browser.want(browser.do("GET", closed, nil), 410, "signin_closed", nil)
+	if page := browser.want(browser.do("GET", closed, nil, "Accept", htmlAccept), 410, "", nil); !strings.Contains(string(page.body), "expired") {
+		t.Errorf("a closed link's page: %s", page.body)
+	}
 
 	// Sign-out.
 	alice.want(alice.do("DELETE", "/v1/connections/devbox/token", nil), 204, "", nil)

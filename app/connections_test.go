@@ -64,6 +64,12 @@ func startSignin(t *testing.T, callback string) *signinEnv {
 // startSigninOn is startSignin on the store sc.
 func startSigninOn(t *testing.T, sc store.Config, callback string) *signinEnv {
 	t.Helper()
+	return startSigninWith(t, sc, callback, app.Config{})
+}
+
+// startSigninWith is startSigninOn with more of the server's settings.
+func startSigninWith(t *testing.T, sc store.Config, callback string, cfg app.Config) *signinEnv {
+	t.Helper()
 	prov := providertest.New(t)
 	conns := []map[string]any{{
 		"name": "devbox", "authorizeUrl": prov.URL + "/authorize", "tokenUrl": prov.URL + "/token",
@@ -76,8 +82,9 @@ func startSigninOn(t *testing.T, sc store.Config, callback string) *signinEnv {
 		t.Fatal(err)
 	}
 	clk := &clock{}
-	srv := apptest.Start(t, sc, app.Config{ConnectionsFile: file, VaultKeys: "k1:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))),
-		Now: clk.Now})
+	cfg.ConnectionsFile, cfg.Now = file, clk.Now
+	cfg.VaultKeys = "k1:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
+	srv := apptest.Start(t, sc, cfg)
 	return &signinEnv{srv: srv, sc: sc, prov: prov, clock: clk, owner: client.New(srv.URL, apptest.Token(t, "exec-owner", "delegate")),
 		web: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,4 +161,61 @@ func TestSlackEndpointPostsTheQuestionAndUpdatesIt(t *testing.T) {
 	if posts != 1 || slack.badTokens != 0 {
 		t.Fatalf("%d posts (want 1), %d calls with a bad token", posts, slack.badTokens)
 	}
+}
+
+// A Slack endpoint that takes the sign-in events posts a task's sign-in
+// with a Sign in button whose link works (the attempt put in, as every
+// reader gets it) while Redis still holds only the placeholder, and
+// updates the message once the person has signed in.
+func TestSlackEndpointPostsTheSignin(t *testing.T) {
+	slack := newFakeSlack(t)
+	e := startSigninWith(t, storetest.Standalone(t), "path", app.Config{
+		SlackBotToken: slackToken, SlackAPIURL: slack.URL + "/api/", NotifyRetryBase: 1, SlackUsers: "U0ALICE=alice",
+	})
+	ctx := context.Background()
+	ses, err := e.owner.CreateSession(ctx, client.CreateSessionInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := e.owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Label: "Open a pull request",
+		Requester: "alice", Notify: []client.EndpointRequest{{Slack: &client.SlackTarget{Channel: "U0ALICE"},
+			Kinds: []string{client.EventAuthorizationRequired, client.EventAuthorizationCompleted}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pending := e.ask(t, task.TaskID)
+	storetest.WaitFor(t, "the sign-in in Slack", func() bool { return len(slack.snapshot()) == 1 })
+	post := slack.snapshot()[0]
+	var blocks []struct {
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			URL      string `json:"url"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(post.Blocks, &blocks); err != nil {
+		t.Fatal(err)
+	}
+	var link string
+	for _, b := range blocks {
+		for _, el := range b.Elements {
+			if el.ActionID == "signin:"+pending.RequestID {
+				link = el.URL
+			}
+		}
+	}
+	if post.Method != "/api/chat.postMessage" || post.Channel != "U0ALICE" || link != pending.AuthorizationURL {
+		t.Fatalf("the post: %s %s, Sign in links to %q, want %q", post.Method, post.Channel, link, pending.AuthorizationURL)
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanClear(t, storetest.Redis(t, e.sc), e.sc, u.Query().Get("state"))
+
+	if status, loc := e.visit(t, e.prov.Approve(t, link)); status != http.StatusSeeOther || !strings.Contains(loc, "outcome=authorized") {
+		t.Fatalf("the link in Slack: %d %q", status, loc)
+	}
+	storetest.WaitFor(t, "the message to show the sign-in", func() bool {
+		return strings.Contains(slack.message("1700000000.1"), "alice signed in to devbox")
+	})
 }

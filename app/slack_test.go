@@ -18,6 +18,8 @@ import (
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/channels/slack/slacktest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
 )
 
 const slackSecret = "slack-signing-secret-for-tests"
@@ -352,4 +354,63 @@ func TestSlackClickOnTheLargestMessage(t *testing.T) {
 	if len(got.InputResponses) != 1 || got.InputResponses[0].Text != typed {
 		t.Fatalf("the answer: %d responses", len(got.InputResponses))
 	}
+}
+
+// TestSlackSigninButton: a task waiting for a provider sign-in renders with
+// a Sign in button, a link to its authorizationUrl. Slack opens the link
+// itself and still sends the click: it is answered 200 with no body and
+// changes nothing. A question answered beside it brings back a message
+// whose Sign in button still links to a working sign-in.
+func TestSlackSigninButton(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		e := startSigninWith(t, sc, "path", app.Config{SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice"})
+		ctx := context.Background()
+		task := e.task(t, "alice")
+		_, pending := e.ask(t, task.TaskID)
+		if _, err := e.owner.RequireInput(ctx, task.TaskID, []client.InputRequest{{RequestID: "deploy", Prompt: "Deploy?",
+			Display: client.DisplayConfirmation}}); err != nil {
+			t.Fatal(err)
+		}
+		before, err := e.owner.GetTask(ctx, task.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		msg := rendered(t, e.owner, task.TaskID)
+		block, button := control(t, msg, "signin:"+pending.RequestID)
+		if button.Type != slack.ElementButton || button.URL != pending.AuthorizationURL || button.Value != "" ||
+			button.Text == nil || button.Text.Text != "Sign in" || !hasText(msg.Blocks, "The link works once") {
+			t.Fatalf("the sign-in request in Slack: %+v in %+v", button, msg)
+		}
+
+		sl := slackApp{t: t, url: e.srv.URL}
+		if r := sl.post(click("U0ALICE", block, button, ""), time.Now(), slackSecret); r.status != 200 || len(r.raw) != 0 {
+			t.Fatalf("a click on Sign in: %d %s", r.status, r.raw)
+		}
+		if now, err := e.owner.GetTask(ctx, task.TaskID); err != nil || now.Revision != before.Revision ||
+			now.Status != client.StatusInputRequired || len(now.InputResponses) != 0 {
+			t.Fatalf("a click on Sign in changed the task: %+v %v", now, err)
+		}
+		metrics := e.open(t, e.srv.URL+"/metrics", "text/plain")
+		if !strings.Contains(metrics.body, `taskhook_slack_interactions_total{outcome="ignored"} 1`) ||
+			strings.Contains(metrics.body, `taskhook_slack_interactions_total{outcome="answered"}`) {
+			t.Errorf("the click, counted: %s", metrics.body)
+		}
+
+		yesBlock, yes := control(t, msg, "answer:deploy:yes")
+		r := sl.post(click("U0ALICE", yesBlock, yes, ""), time.Now(), slackSecret)
+		if r.status != 200 || !r.reply.ReplaceOriginal {
+			t.Fatalf("the question's click: %+v", r)
+		}
+		_, again := control(t, slack.Message{Blocks: r.reply.Blocks}, "signin:"+pending.RequestID)
+		if again.URL != pending.AuthorizationURL {
+			t.Fatalf("the reply's Sign in links to %q, want %q", again.URL, pending.AuthorizationURL)
+		}
+		if status, loc := e.visit(t, e.prov.Approve(t, again.URL)); status != http.StatusSeeOther || !strings.Contains(loc, "outcome=authorized") {
+			t.Fatalf("the reply's link: %d %q", status, loc)
+		}
+		if o := completedOutcomes(t, e.owner, task.TaskID); len(o) != 1 || o[0] != "devbox:authorized" {
+			t.Fatalf("authorization.completed: %v", o)
+		}
+	})
 }

@@ -42,6 +42,11 @@ type DispatcherConfig struct {
 	// Show turns a stored event into what a reader sees (the answer links of
 	// its open requests, tasks.AnswerLinks.Event); nil sends it as stored.
 	Show func(event []byte) []byte
+	// ShowRequests does the same to a task's requests in place
+	// (tasks.AnswerLinks.ShowRequests), for the Slack message of a task: a
+	// sign-in's button links to its attempt, which the store never holds.
+	// nil shows them as stored.
+	ShowRequests func(taskID string, reqs []wire.InputRequest)
 	// Slack posts the events of Slack endpoints; nil: they are dead on
 	// their first event.
 	Slack *SlackConfig
@@ -86,6 +91,9 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	}
 	if c.Show == nil {
 		c.Show = func(event []byte) []byte { return event }
+	}
+	if c.ShowRequests == nil {
+		c.ShowRequests = func(string, []wire.InputRequest) {}
 	}
 	return c
 }

@@ -104,8 +104,9 @@ type slackEvent struct {
 	TaskID string `json:"taskId"`
 }
 
-// deliverSlack posts a task's question to the endpoint's channel, or
-// updates the message it posted before, showing the task as it is now: one
+// deliverSlack posts a task's question or sign-in to the endpoint's
+// channel, or updates the message it posted before, showing the task as it
+// is now: one
 // delivery at a time per Slack endpoint (see take), so the last update
 // shows the latest state whatever order the events came in. The message's
 // channel and ts are kept with the task (store.SlackMessage), with the
@@ -123,7 +124,7 @@ func (d *Dispatcher) deliverSlack(ctx context.Context, p int, channel string, en
 	if err != nil {
 		return Outcome{Kind: Retry, Reason: "store unavailable"}
 	}
-	if !found && ev.Type != "input.requested" {
+	if !found && ev.Type != wire.EventInputRequested && ev.Type != wire.EventAuthorizationRequired {
 		return Outcome{Kind: Delivered, Reason: "no message to update"}
 	}
 	if task == nil {
@@ -144,6 +145,9 @@ func (d *Dispatcher) deliverSlack(ctx context.Context, p int, channel string, en
 	if msg.Asked, err = json.Marshal(asked); err != nil {
 		return Outcome{Kind: Dropped, Reason: "task cannot be read"}
 	}
+	// Shown as readers get it only now, after asked was kept: the store
+	// holds no sign-in's attempt.
+	d.cfg.ShowRequests(t.TaskID, t.InputRequests)
 	m := slack.Render(t, asked)
 	body := map[string]any{"channel": channel, "text": m.Text, "blocks": m.Blocks}
 	method := "chat.postMessage"

@@ -91,6 +91,12 @@ func (s *Service) List() []wire.ConnectionView {
 	return out
 }
 
+// Has says whether a connection named name is configured.
+func (s *Service) Has(name string) bool {
+	_, ok := s.conns[name]
+	return ok
+}
+
 // attempt is what the store keeps under an attempt token's hash.
 type attempt struct {
 	Hash       string   `json:"h"`

@@ -15,8 +15,9 @@ import (
 // 405, a method chi does not know). So they are set before routing, from
 // the path, rather than by the routes' handlers.
 const (
-	inputPrefix    = "/v1/input/"
-	callbackPrefix = "/v1/callback/"
+	inputPrefix       = "/v1/input/"
+	callbackPrefix    = "/v1/callback/"
+	connectionsPrefix = "/v1/connections/"
 
 	// callbackPolicy goes with every answer of a callback URL. A hook's
 	// static response is the hook owner's text, sent from this origin: in a
@@ -27,12 +28,12 @@ const (
 )
 
 // capabilityHeaders sets the headers of the capability route a request's
-// path belongs to: the answer page's on an answer URL, the sandbox and
-// nosniff on a callback URL.
+// path belongs to: the answer page's on an answer URL and on a sign-in's
+// pages, the sandbox and nosniff on a callback URL.
 func capabilityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case strings.HasPrefix(p, inputPrefix):
+		case strings.HasPrefix(p, inputPrefix), isSigninPath(p):
 			web.SetAnswerPageHeaders(w.Header())
 		case strings.HasPrefix(p, callbackPrefix):
 			h := w.Header()
@@ -41,6 +42,21 @@ func capabilityHeaders(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isSigninPath reports whether p is a page of a provider sign-in: a
+// connection callback (/v1/connections/{name}/callback, and below it, where
+// the path holds the attempt) or the page a sign-in lands on.
+func isSigninPath(p string) bool {
+	if p == signedInPath {
+		return true
+	}
+	rest, ok := strings.CutPrefix(p, connectionsPrefix)
+	if !ok {
+		return false
+	}
+	_, below, _ := strings.Cut(rest, "/")
+	return below == "callback" || strings.HasPrefix(below, "callback/")
 }
 
 // allowedMethods lists the methods mux serves at the request's path, for

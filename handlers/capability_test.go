@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/connections/providertest"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -121,5 +122,33 @@ func TestAnswerURLHeadersOnEveryAnswer(t *testing.T) {
 		"a path below it": e.do(t, "GET", page+"/more", "", nil),
 	} {
 		wantHeaders(t, what, a, answerURLHeaders)
+	}
+}
+
+// Every answer of a sign-in's pages (the connection callbacks, which hold
+// the attempt in their URL, and the page they land on) carries the answer
+// page's headers: the refusals, the router's 405, and the page itself. A
+// connection route that is no page of a sign-in does not.
+func TestSigninPagesHeadersOnEveryAnswer(t *testing.T) {
+	prov := providertest.New(t)
+	e := startEnv(t, storetest.Embedded(t), app.Config{ConnectionsFile: providertest.WriteConnectionsFile(t,
+		prov.Connection("devbox", "path", "repo"), prov.Connection("callback", "state", "repo"))})
+	for what, a := range map[string]answer{
+		"an unknown attempt":          e.do(t, "GET", "/v1/connections/devbox/callback/sgn_00nope?state=sgn_00nope", "", nil),
+		"an unknown attempt, a page":  e.do(t, "GET", "/v1/connections/devbox/callback/sgn_00nope?state=sgn_00nope", "", nil, "Accept", "text/html"),
+		"an unknown attempt, a form":  e.do(t, "POST", "/v1/connections/devbox/callback/sgn_00nope", "", "state=x"),
+		"the state form":              e.do(t, "GET", "/v1/connections/callback/callback?state=sgn_00nope", "", nil),
+		"an unknown connection":       e.do(t, "GET", "/v1/connections/nope/callback?state=sgn_00nope", "", nil),
+		"a method the callback lacks": e.do(t, "PUT", "/v1/connections/devbox/callback/sgn_00nope", "", nil),
+		"the page":                    e.do(t, "GET", "/v1/connections/signed-in?connection=devbox&outcome=declined", "", nil),
+		"the page as JSON":            e.do(t, "GET", "/v1/connections/signed-in", "", nil, "Accept", "application/json"),
+		"a method the page lacks":     e.do(t, "DELETE", "/v1/connections/signed-in", "", nil),
+		"a path below the state form": e.do(t, "GET", "/v1/connections/callback/callback/x/y", "", nil),
+	} {
+		wantHeaders(t, what, a, answerURLHeaders)
+	}
+	// The sign-out of a connection named "callback" is an API route.
+	if a := e.do(t, "DELETE", "/v1/connections/callback/token", e.alice, nil); a.status != 204 || a.header.Get("Content-Security-Policy") != "" {
+		t.Errorf("a sign-out: %d, policy %q", a.status, a.header.Get("Content-Security-Policy"))
 	}
 }

@@ -2,14 +2,15 @@ package handlers
 
 import (
 	"errors"
-	"html"
 	"net/http"
 	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/connections"
+	"github.com/taskhook/taskhook/tasks"
 )
 
 // maxCallbackForm bounds the form a provider posts to a connection callback.
@@ -65,24 +66,27 @@ func (a *api) signOut(w http.ResponseWriter, r *http.Request) {
 // connectionCallback is the provider's redirect after a sign-in. It reads
 // the query and, for a POST, the form; never headers or cookies. The
 // attempt is found from the path and the query first: a form naming no
-// live attempt is not read.
+// live attempt is not read. The answer is a redirect to the page that says
+// how the sign-in ended, naming the connection and the outcome only.
+// (capabilityHeaders sets the headers of every answer.)
 func (a *api) connectionCallback(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
 	params := r.URL.Query()
-	landed, err := a.connections.Land(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "token"), params)
+	landed, err := a.connections.Land(r.Context(), name, chi.URLParam(r, "token"), params)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.writeCallbackError(w, r, err)
 		return
 	}
 	if r.Method == http.MethodPost {
 		// The body guard bounds it (413) and times it (408) like any body.
 		body, err := a.body.readUpTo(r, maxCallbackForm)
 		if err != nil {
-			a.writeError(w, r, err)
+			a.writeCallbackError(w, r, err)
 			return
 		}
 		form, err := url.ParseQuery(string(body))
 		if err != nil {
-			a.writeError(w, r, invalidRequest("body", "must be a form"))
+			a.writeCallbackError(w, r, invalidRequest("body", "must be a form"))
 			return
 		}
 		for k, v := range params { // as net/http does: the form's values first
@@ -92,30 +96,54 @@ func (a *api) connectionCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	outcome, err := a.connections.Complete(r.Context(), landed, params)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.writeCallbackError(w, r, err)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, "/v1/connections/signed-in?outcome="+url.QueryEscape(outcome), http.StatusSeeOther)
+	page := url.Values{"connection": {name}, "outcome": {outcome}}
+	http.Redirect(w, r, signedInPath+"?"+page.Encode(), http.StatusSeeOther)
 }
 
-var signinPages = map[string]string{
-	"authorized": "You are signed in. You can close this tab.",
-	"declined":   "The sign-in was declined. You can close this tab.",
-	"failed":     "The sign-in did not complete. You can close this tab.",
+// signedInPath is the page a finished sign-in lands on.
+const signedInPath = "/v1/connections/signed-in"
+
+// signinPageStatuses are the refusals of a connection callback that a
+// browser gets as a page, those a person can act on: the link was used or
+// is unknown (404), it ran out or its task ended (410), the store did not
+// answer (503, reload). The others (a malformed form, a body too large, a
+// bug) are the provider's or the service's to mend, and stay JSON.
+var signinPageStatuses = map[int]bool{
+	http.StatusNotFound: true, http.StatusGone: true, http.StatusServiceUnavailable: true,
 }
 
-// signedIn is the plain page a finished sign-in lands on.
-func (a *api) signedIn(w http.ResponseWriter, r *http.Request) {
-	msg, ok := signinPages[r.URL.Query().Get("outcome")]
-	if !ok {
-		msg = "You can close this tab."
+// writeCallbackError answers a refused callback: a page to a browser, for
+// the statuses it has one for; else the JSON error.
+func (a *api) writeCallbackError(w http.ResponseWriter, r *http.Request, err error) {
+	if e := toAPIError(err); e != nil && signinPageStatuses[e.Status] && web.WantsHTML(r) {
+		a.writeProblemPage(w, r, err, web.SigninProblems)
+		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte("<!doctype html><meta charset=utf-8><title>taskhook sign-in</title><p>" + html.EscapeString(msg) + "</p>\n"))
+	a.writeError(w, r, err)
+}
+
+// signedIn is the page a finished sign-in lands on: how it ended, and that
+// the tab can be closed; JSON ({connection, outcome}) to a client that
+// prefers it. It shows only a configured connection's name and a known
+// outcome, so a crafted link cannot make it say anything else.
+func (a *api) signedIn(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var page web.SigninPage
+	if name := q.Get("connection"); a.connections.Has(name) {
+		page.Connection = name
+	}
+	switch o := q.Get("outcome"); o {
+	case tasks.OutcomeAuthorized, tasks.OutcomeDeclined, tasks.OutcomeFailed:
+		page.Outcome = o
+	}
+	if web.PrefersJSON(r) {
+		writeJSON(w, http.StatusOK, page)
+		return
+	}
+	web.RenderSignin(w, a.log, page)
 }
 
 // connectionError maps the refusals of package connections.

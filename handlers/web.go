@@ -132,9 +132,15 @@ func (a *api) seeAnswerPage(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusSeeOther)
 }
 
-// writePageError is writeError as an HTML page: the same status, the
-// reason in words, no error code or id (a 500 is logged with its errorId).
+// writePageError is writeError as an HTML page of an answer URL: the same
+// status, the reason in words, no error code or id (a 500 is logged with its
+// errorId).
 func (a *api) writePageError(w http.ResponseWriter, r *http.Request, err error) {
+	a.writeProblemPage(w, r, err, web.AnswerProblems)
+}
+
+// writeProblemPage is writeError as one of the error pages of set.
+func (a *api) writeProblemPage(w http.ResponseWriter, r *http.Request, err error, set web.Problems) {
 	e, ok := a.answerOf(w, r, err)
 	if !ok {
 		return
@@ -144,5 +150,5 @@ func (a *api) writePageError(w http.ResponseWriter, r *http.Request, err error) 
 	} else if e.RetryAfter != "" {
 		w.Header().Set("Retry-After", e.RetryAfter)
 	}
-	web.RenderProblem(w, a.log, e.Status)
+	web.RenderProblem(w, a.log, e.Status, set)
 }

@@ -163,8 +163,9 @@ var ErrNotRequester = errors.New("only the task's requester may answer")
 // being its owner or an admin is not enough), and the answer is judged as an
 // answer URL's is, so the request must still be open (ErrInputClosed). The
 // task records by with the answer. It returns the task after the answer, as
-// stored, and the requests that were open before it, whose option labels say
-// what the answer chose.
+// its reader sees it (a sign-in still open links to its attempt), and the
+// requests that were open before it, as stored, whose option labels say what
+// the answer chose.
 func (s *Service) AnswerAs(ctx context.Context, by Answerer, taskID string, answer Answer) (Task, []InputRequest, error) {
 	part, err := ids.PartitionOf(taskID, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
@@ -182,7 +183,11 @@ func (s *Service) AnswerAs(ctx context.Context, by Answerer, taskID string, answ
 		return Task{}, nil, ErrNotRequester
 	}
 	done, _, err := s.answerOne(ctx, t.Requester, taskID, answer, by, store.Idempotency{})
-	return done, t.InputRequests, err
+	if err != nil {
+		return Task{}, nil, err
+	}
+	s.links.ShowTask(&done)
+	return done, t.InputRequests, nil
 }
 
 // answerOne answers one request with the rights of the task's requester

@@ -121,6 +121,10 @@ func (l *AnswerLinks) fill(taskID string, reqs []InputRequest) bool {
 // ShowTask fills the answer links of a task about to be shown.
 func (l *AnswerLinks) ShowTask(t *Task) { l.fill(t.TaskID, t.InputRequests) }
 
+// ShowRequests fills the answer links of a task's requests about to be
+// shown, in place.
+func (l *AnswerLinks) ShowRequests(taskID string, reqs []InputRequest) { l.fill(taskID, reqs) }
+
 // askMarker is in the JSON of every ask request, and signinMarker in that
 // of every sign-in request, so JSON without either needs no link: a task
 // with no open question is shown as stored, at the cost of two byte

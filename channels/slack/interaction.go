@@ -95,8 +95,10 @@ func ParseInteraction(body []byte) (Interaction, error) {
 	return in, nil
 }
 
-// readAction reads an action on a control Render made (ours reports
-// whether it was one).
+// readAction reads an action on a control Render made that answers a
+// request (ours reports whether it was one). A click on a Sign in button
+// is not one: Slack opened its link, and the sign-in ends at the
+// provider's redirect back to the service.
 func readAction(a action) (ans Answer, ours bool, err error) {
 	switch {
 	case a.Type == ElementButton && strings.HasPrefix(a.ActionID, actionAnswer):

@@ -13,12 +13,14 @@ func form(payload string) []byte {
 }
 
 // TestParseInteraction reads the payloads Slack sends for the controls
-// Render makes, and leaves others out.
+// Render makes, and leaves others out: a Sign in link among them, whose
+// click answers nothing.
 func TestParseInteraction(t *testing.T) {
 	button := `{"type":"block_actions","user":{"id":"U012AB","username":"alice"},"actions":[
 		{"type":"button","action_id":"answer:deploy:yes","block_id":"b1",
 		 "value":"{\"taskId\":\"task_1\",\"requestId\":\"deploy\",\"optionId\":\"yes\"}","action_ts":"1"},
 		{"type":"button","action_id":"someone_elses","value":"x"},
+		{"type":"button","action_id":"signin:req_1","block_id":"b2","text":{"type":"plain_text","text":"Sign in"},"action_ts":"2"},
 		{"type":"plain_text_input","action_id":"text:why","block_id":"{\"taskId\":\"task_1\",\"requestId\":\"why\"}","value":"flaky <test>"}]}`
 	got, err := ParseInteraction(form(button))
 	if err != nil {

@@ -35,12 +35,14 @@ type Text struct {
 	Text string `json:"text"`
 }
 
-// Element is an interactive element: a button or a plain_text_input.
+// Element is an interactive element: a button or a plain_text_input. A
+// button with a URL is a link Slack opens in the browser.
 type Element struct {
 	Type                 string          `json:"type"`
 	ActionID             string          `json:"action_id"`
 	Text                 *Text           `json:"text,omitempty"`
 	Value                string          `json:"value,omitempty"`
+	URL                  string          `json:"url,omitempty"`
 	Style                string          `json:"style,omitempty"`
 	Placeholder          *Text           `json:"placeholder,omitempty"`
 	DispatchActionConfig *DispatchConfig `json:"dispatch_action_config,omitempty"`
@@ -71,6 +73,7 @@ const (
 	MaxHeaderChars   = 150
 	MaxSectionChars  = 3000
 	MaxButtonChars   = 75
+	MaxButtonURL     = 3000 // the longest url a button takes, in characters
 	MaxActionButtons = 25
 	MaxBlocks        = 50
 	MaxTextChars     = 3000 // the fallback text; Slack takes more, notifications show less

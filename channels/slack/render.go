@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,10 +13,13 @@ import (
 )
 
 // Action ids start with these: a button answers with its option, an input
-// with the text typed into it.
+// with the text typed into it. A sign-in button is a link: Slack opens it
+// in the browser, and its click answers nothing (the provider's redirect
+// back to the service finishes the sign-in).
 const (
 	actionAnswer = "answer:"
 	actionText   = "text:"
+	actionSignin = "signin:"
 )
 
 // ActionRef is what a rendered control names: the task, the request and,
@@ -37,10 +41,12 @@ func (r ActionRef) encode() string {
 // Render is a task as a Slack message: a header naming it (label, else
 // kind, else "Task"); while it waits for input, each open request's prompt
 // with its options as buttons and, for a free-text request, an input that
-// sends on Enter; once nothing is open, the outcome: who answered what, and
-// how the task ended. asked are requests the task asked before (answered
-// requests leave the task): an answer shows its option's label when the
-// request is among them, else the option's id.
+// sends on Enter, and for a sign-in a Sign in button that opens its
+// authorizationUrl; once nothing is open, the outcome: who answered what,
+// and how the task ended. asked are requests the task asked before
+// (answered requests leave the task): an answer shows its option's label
+// when the request is among them, else the option's id, and a sign-in
+// among them shows how it ended.
 //
 // Caller text is escaped, so a prompt can neither mention (<!channel>) nor
 // link (<http://x|y>). Text longer than Block Kit takes is cut, and requests
@@ -95,9 +101,12 @@ func Render[T any, S ~string](t wire.Task[T, S], asked []wire.InputRequest) Mess
 
 // requestBlocks are an open request's prompt and controls.
 func requestBlocks(taskID string, r wire.InputRequest) []Block {
+	if r.Kind == wire.KindAuthorization {
+		return signinBlocks(r)
+	}
 	out := []Block{section(escape(r.Prompt))}
 	if r.Kind != wire.KindAsk {
-		return out // a sign-in is not answered here
+		return out
 	}
 	if len(r.Options) > 0 {
 		buttons := make([]Element, 0, min(len(r.Options), MaxActionButtons))
@@ -128,6 +137,39 @@ func requestBlocks(taskID string, r wire.InputRequest) []Block {
 	return out
 }
 
+// signinBlocks are a sign-in request's prompt, until when its link works,
+// and a Sign in button that opens the link in the browser. A link Slack
+// would refuse (not http or https, longer than a button takes) gets no
+// button: the prompt alone, as a request the message cannot answer.
+func signinBlocks(r wire.InputRequest) []Block {
+	text := escape(r.Prompt)
+	if at, err := time.Parse(time.RFC3339Nano, r.ExpiresAt); err == nil {
+		// Slack shows the time in the reader's own zone; the fallback is UTC.
+		text += fmt.Sprintf("\nThe link works once, until <!date^%d^{date_short_pretty} at {time}|%s>.",
+			at.Unix(), at.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	out := []Block{section(text)}
+	if !linkable(r.AuthorizationURL) {
+		return out
+	}
+	return append(out, Block{Type: BlockActions, Elements: []Element{{
+		Type:     ElementButton,
+		ActionID: actionSignin + r.RequestID,
+		Text:     &Text{Type: TextPlain, Text: "Sign in"},
+		URL:      r.AuthorizationURL,
+		Style:    "primary",
+	}}})
+}
+
+// linkable reports whether Slack takes u as a button's url.
+func linkable(u string) bool {
+	if utf8.RuneCountInString(u) > MaxButtonURL {
+		return false
+	}
+	parsed, err := url.Parse(u)
+	return err == nil && (parsed.Scheme == "https" || parsed.Scheme == "http") && parsed.Host != ""
+}
+
 // notShown counts the requests a message has no room for.
 func notShown(n int) Block {
 	return section(fmt.Sprintf("…and %d more requests not shown here", n))
@@ -148,11 +190,16 @@ func buttonStyle(style string) string {
 // answer recorded without who gave it is shown as the requester's.
 func answerLines[T any](requester string, answers []wire.InputResponse[T], asked []wire.InputRequest) []string {
 	lines := make([]string, 0, len(answers))
+answers:
 	for _, a := range answers {
 		said := a.OptionID
 		for _, r := range asked {
 			if r.RequestID != a.RequestID {
 				continue
+			}
+			if r.Kind == wire.KindAuthorization {
+				lines = append(lines, signinLine(requester, r.Connection, a.OptionID))
+				continue answers
 			}
 			for _, o := range r.Options {
 				if o.ID == a.OptionID {
@@ -231,6 +278,21 @@ func timeOf[T any](v T) (time.Time, bool) {
 // as the text of clients that cannot.
 func slackDate(at time.Time) string {
 	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", at.Unix(), at.UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+// signinLine says how a sign-in ended, escaped. The outcomes are the
+// service's own (authorized, declined, failed, expired).
+func signinLine(requester, connection, outcome string) string {
+	who, to := escape(requester), escape(connection)
+	switch outcome {
+	case "authorized":
+		return who + " signed in to " + to
+	case "declined":
+		return who + " declined to sign in to " + to
+	case "expired":
+		return "The sign-in link for " + to + " expired"
+	}
+	return "The sign-in to " + to + " did not complete"
 }
 
 // outcome is how the task stands once nothing is open, escaped.

@@ -28,7 +28,28 @@ var (
 			{ID: "later", Label: "Ask me later"}}}
 	freeText = wire.InputRequest{RequestID: "why", Kind: wire.KindAsk, Prompt: "Why did it fail?",
 		Display: wire.DisplayText}
+	signin = wire.InputRequest{RequestID: "req_signin", Kind: wire.KindAuthorization, Connection: "devbox",
+		Prompt: "Sign in to devbox so the task can go on", ExpiresAt: "2026-12-01T14:27:20.991Z",
+		AuthorizationURL: "https://provider.example/authorize?client_id=c&redirect_uri=https%3A%2F%2Ftaskhook.example%2Fv1" +
+			"%2Fconnections%2Fdevbox%2Fcallback%2Fsgn_x&state=sgn_x"}
 )
+
+// signinText is the section of the sign-in request above.
+const signinText = "Sign in to devbox so the task can go on\nThe link works once, until " +
+	"<!date^1796135240^{date_short_pretty} at {time}|2026-12-01 14:27 UTC>."
+
+// withURL is the sign-in request above with another authorizationUrl.
+func withURL(u string) wire.InputRequest {
+	r := signin
+	r.AuthorizationURL = u
+	return r
+}
+
+// wantSigninButton is the Sign in button of the request above: a link.
+func wantSigninButton() string {
+	return `{"type":"button","action_id":"signin:req_signin","text":{"type":"plain_text","text":"Sign in"},` +
+		`"url":` + jsonString(signin.AuthorizationURL) + `,"style":"primary"}`
+}
 
 type renderCase struct {
 	name  string
@@ -81,6 +102,29 @@ func renderCases() []renderCase {
 			want: wantMessage("devbox: Deploy to *staging*? (and 1 more)",
 				wantHeader("devbox"), wantSection("Deploy to *staging*?"), confirmButtons,
 				wantSection("Anything else?"), wantActions(wantButton("note", "none", "Nothing", "")), wantTextInput("note"))},
+		{name: "sign-in", task: waiting("devbox", signin), want: wantMessage(
+			"devbox: Sign in to devbox so the task can go on",
+			wantHeader("devbox"), wantSection(signinText), wantActions(wantSigninButton()))},
+		{name: "sign-in beside a question", task: waiting("devbox", confirm, signin), want: wantMessage(
+			"devbox: Deploy to *staging*? (and 1 more)",
+			wantHeader("devbox"), wantSection("Deploy to *staging*?"), confirmButtons,
+			wantSection(signinText), wantActions(wantSigninButton()))},
+		{name: "sign-in, a link Slack refuses", task: waiting("devbox", withURL("javascript:alert(1)"),
+			withURL("https://provider.example/authorize?state="+strings.Repeat("x", MaxButtonURL))), want: wantMessage(
+			"devbox: Sign in to devbox so the task can go on (and 1 more)",
+			wantHeader("devbox"), wantSection(signinText), wantSection(signinText))},
+		{name: "signed in", task: testTask{TaskID: taskID, Requester: "alice", Status: wire.StatusWorking, Label: "devbox",
+			InputResponses: []wire.InputResponse[string]{{Answer: wire.Answer{RequestID: "req_signin", OptionID: "authorized"}}}},
+			asked: []wire.InputRequest{signin}, want: wantMessage("devbox: alice signed in to devbox",
+				wantHeader("devbox"), wantSection("alice signed in to devbox"))},
+		{name: "sign-in declined, then expired", task: testTask{TaskID: taskID, Requester: "<b>", Status: wire.StatusWorking,
+			Label: "devbox", InputResponses: []wire.InputResponse[string]{{Answer: wire.Answer{RequestID: "req_signin", OptionID: "declined"}},
+				{Answer: wire.Answer{RequestID: "req_again", OptionID: "expired"}}, {Answer: wire.Answer{RequestID: "req_third", OptionID: "failed"}}}},
+			asked: []wire.InputRequest{signin, {RequestID: "req_again", Kind: wire.KindAuthorization, Connection: "devbox"},
+				{RequestID: "req_third", Kind: wire.KindAuthorization, Connection: "devbox"}},
+			want: wantMessage("devbox: The sign-in to devbox did not complete", wantHeader("devbox"),
+				wantSection("&lt;b&gt; declined to sign in to devbox\nThe sign-in link for devbox expired\n"+
+					"The sign-in to devbox did not complete"))},
 		{name: "answered, label known", task: answered, asked: []wire.InputRequest{confirm}, want: wantMessage(
 			"devbox: "+bySlack+": Yes", wantHeader("devbox"), wantSection(bySlack+": Yes"))},
 		{name: "answered, label unknown", task: answered, want: wantMessage(

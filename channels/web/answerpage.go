@@ -25,7 +25,22 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 // browser opening a link does; an API client asking for JSON, or for
 // nothing in particular, does not.
 func WantsHTML(r *http.Request) bool {
-	html, json := -1.0, -1.0
+	html, json := acceptWeights(r)
+	return html > 0 && html > json
+}
+
+// PrefersJSON reports whether the request prefers JSON to an HTML page: an
+// API client asking for JSON does; a browser, or a client asking for
+// nothing in particular, does not.
+func PrefersJSON(r *http.Request) bool {
+	html, json := acceptWeights(r)
+	return json > 0 && json > html
+}
+
+// acceptWeights are the weights the request's Accept gives HTML and JSON,
+// -1 for a type it does not name.
+func acceptWeights(r *http.Request) (html, json float64) {
+	html, json = -1.0, -1.0
 	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
@@ -44,7 +59,7 @@ func WantsHTML(r *http.Request) bool {
 			json = max(json, q)
 		}
 	}
-	return html > 0 && html > json
+	return html, json
 }
 
 // AnswerPage is what the answer page shows.
@@ -64,6 +79,9 @@ func (p AnswerPage) Title() string {
 	}
 	return "A task"
 }
+
+// Fine is the page's last line.
+func (AnswerPage) Fine() string { return answerFine }
 
 // AnswerLabel is the answer recorded, as a person reads it: the label of the
 // option chosen (its id when the option is not known), or nothing.
@@ -117,27 +135,39 @@ func RenderAnswer(w http.ResponseWriter, log *slog.Logger, status int, page Answ
 type Problem struct {
 	Title   string
 	Message string
+	// Fine is the page's last line: what it is about.
+	Fine string
 }
 
-// Problems of an answer URL, by HTTP status.
-var problems = map[int]Problem{
-	http.StatusBadRequest: {"Answer not taken", "The answer could not be read. Go back and try again."},
-	http.StatusNotFound: {"Link not found", "This answer link is not known. It may have been mistyped, or its task " +
-		"has expired."},
-	http.StatusGone: {"Question closed", "This question is no longer open: its task has ended or expired."},
-	http.StatusServiceUnavailable: {"Try again shortly", "The service cannot answer right now. Reload the page " +
-		"in a moment."},
-	http.StatusTooManyRequests: {"Too many requests", "Wait a moment, then reload the page."},
-	http.StatusRequestEntityTooLarge: {"Answer too long", "The answer is longer than the service takes. Go back " +
-		"and shorten it."},
+// Problems are the error pages of one kind of link, by HTTP status.
+type Problems struct {
+	byStatus map[int]Problem
+	fine     string
 }
 
-// RenderProblem writes the error page for status.
-func RenderProblem(w http.ResponseWriter, log *slog.Logger, status int) {
-	p, ok := problems[status]
+// AnswerProblems are the error pages of an answer URL.
+var AnswerProblems = Problems{fine: answerFine, byStatus: map[int]Problem{
+	http.StatusBadRequest: {Title: "Answer not taken", Message: "The answer could not be read. Go back and try again."},
+	http.StatusNotFound: {Title: "Link not found", Message: "This answer link is not known. It may have been mistyped, " +
+		"or its task has expired."},
+	http.StatusGone: {Title: "Question closed", Message: "This question is no longer open: its task has ended or expired."},
+	http.StatusServiceUnavailable: {Title: "Try again shortly", Message: "The service cannot answer right now. " +
+		"Reload the page in a moment."},
+	http.StatusTooManyRequests: {Title: "Too many requests", Message: "Wait a moment, then reload the page."},
+	http.StatusRequestEntityTooLarge: {Title: "Answer too long", Message: "The answer is longer than the service takes. " +
+		"Go back and shorten it."},
+}}
+
+// answerFine ends every page of an answer URL.
+const answerFine = "this page shows one question and nothing else of its task."
+
+// RenderProblem writes the error page of set for status.
+func RenderProblem(w http.ResponseWriter, log *slog.Logger, status int, set Problems) {
+	p, ok := set.byStatus[status]
 	if !ok {
-		p = Problem{"Something went wrong", "The service could not show this page. Reload it in a moment."}
+		p = Problem{Title: "Something went wrong", Message: "The service could not show this page. Reload it in a moment."}
 	}
+	p.Fine = set.fine
 	render(w, log, status, "problem.html", p)
 }
 

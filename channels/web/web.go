@@ -25,7 +25,9 @@ const (
 
 // SetAnswerPageHeaders sets what every answer of an answer URL carries, HTML
 // or JSON: never cached, never sent on as a referrer (the URL is the
-// credential), never framed or sniffed.
+// credential), never framed or sniffed. The pages of a provider sign-in
+// (the callback, whose URL holds the attempt, and the page it lands on)
+// carry the same.
 func SetAnswerPageHeaders(h http.Header) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
