@@ -391,7 +391,7 @@ func TestConsoleShowsWhoAnswered(t *testing.T) {
 	first, _ := responses[0].(map[string]any)
 	if _, ok := first["answeredBy"]; ok {
 		do(t, tab, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("task-view")))
-		until(t, tab, "who, how and when, from the task's record", answer("ship")+` !== null && answer("notes") !== null &&
+		until(t, tab, "who, how and when, from the task's record", answer("ship")+` !== null && `+answer("notes")+` !== null &&
 			`+answer("ship")+`.querySelector(".a-by").textContent.startsWith("by alice via console at ") &&
 			`+answer("notes")+`.querySelector(".a-by").textContent.startsWith("by alice via API at ")`)
 	} else {
