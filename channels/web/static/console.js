@@ -856,9 +856,9 @@
     $("detail-meta").replaceChildren();
     $("detail-facts").replaceChildren();
     $("detail-actions").replaceChildren();
-    $("detail-live").textContent = "loading…";
+    $("detail-live").textContent = "connecting…";
     $("detail-live").classList.remove("live-on");
-    show($("task-view"), true);
+    show($("task-view"), false); // until the task is read
     loadTask(state.task);
   }
 
@@ -884,6 +884,7 @@
     if (t.taskId !== T.id || t.revision < T.revision) return;
     T.revision = t.revision;
     T.snapshot = t;
+    show($("task-view"), true);
     for (const r of t.inputRequests || []) T.asked.set(r.requestId, r);
     const ended = terminal(t.status);
 
@@ -1119,8 +1120,7 @@
       if (a.slackUserId) by += " (Slack user " + a.slackUserId + ")";
       if (via && via !== "answer_link") by += " via " + (channels[via] || via);
       const at = a.answeredAt || T.resolvedAt.get(a.requestId) || "";
-      const line = el("span", { class: "a-by" }, (by ? by + " " : "") + (at ? "at " : ""), at ? timeEl(at, "both") : null);
-      if (!by && !at) line.textContent = "answered";
+      const line = el("span", { class: "a-by" }, (by || "answered") + (at ? " at " : ""), at ? timeEl(at, "both") : null);
       const asked = req && req.prompt ? req.prompt : a.requestId;
       list.append(el("li", { "data-request-id": a.requestId, "data-via": via, "data-by": who || "" },
         el("span", { class: "a-prompt", text: asked + " → " + answerWords(a, req) }), line));
@@ -1305,7 +1305,7 @@
     $("session-status-badge").textContent = "";
     for (const part of ["session-meta", "session-facts", "session-actions", "session-payloads", "session-tasks"]) empty($(part));
     show($("session-payloads"), false);
-    show($("session-view"), true);
+    show($("session-view"), false); // until the session is read
     document.title = labelOfSession(id) + " · taskhook";
     loadSession(state.session);
     loadSessionTasks(state.session, false);
@@ -1327,6 +1327,7 @@
 
   function renderSession(S, s) {
     S.data = s;
+    show($("session-view"), true);
     const label = sessionLabel(s);
     if (label) state.labels.set(s.sessionId, label);
     $("session-title").textContent = label || "Session " + shortId(s.sessionId);
