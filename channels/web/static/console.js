@@ -569,10 +569,15 @@
   function taskRow(t) {
     const title = el("span", { class: "name", text: taskName(t) });
     if (t.label && t.kind) title.append(el("span", { class: "tag", text: t.kind }));
-    const row = el("a", { class: "row", href: "#/tasks/" + enc(t.taskId), "data-task-id": t.taskId, "data-status": t.status,
-      title: t.taskId },
-      el("span", { class: "row-main" }, title, el("span", { class: "sub", text: outcomeLine(t) })),
-      el("span", { class: "row-side" }, badge(t.status), timeEl(t.createdAt, "ago")));
+    return listRow({ href: "#/tasks/" + enc(t.taskId), "data-task-id": t.taskId, "data-status": t.status, title: t.taskId },
+      title, el("span", { class: "sub", text: outcomeLine(t) }), t);
+  }
+
+  // listRow is one row of a list: a link to the item's own view with its
+  // name, a line under it, its status and its age.
+  function listRow(attrs, name, sub, item) {
+    const row = el("a", Object.assign({ class: "row" }, attrs), el("span", { class: "row-main" }, name, sub),
+      el("span", { class: "row-side" }, badge(item.status), timeEl(item.createdAt, "ago")));
     row.addEventListener("click", () => { state.fromList = true; });
     return el("li", {}, row);
   }
@@ -587,36 +592,42 @@
     const kinds = [...new Set(list.items.map((t) => t.kind).filter(Boolean))].sort();
     renderKinds(kinds);
 
-    const err = $("tasks-error");
-    if (list.error) failure(err, "Could not load the tasks", list.error, () => loadList(list, false));
-    else clearFailure(err);
-
     // A list older than the window has nothing more to offer.
     const oldest = list.items.length ? new Date(list.items[list.items.length - 1].createdAt).getTime() : Infinity;
     const more = Boolean(list.cursor) && (!since || oldest >= since);
-    show($("tasks-more"), more && !list.error);
 
     const clientSide = [];
     if (q) clientSide.push("search");
     if (since) clientSide.push("the time filter");
     const note = $("tasks-note");
+    const words = clientSide.join(" and ");
     note.textContent = clientSide.length
-      ? clientSide.join(" and ") + " look at the " + list.items.length + " tasks loaded (the API filters by status, kind and session only)" +
-        (more ? "; load more to look further." : ".")
+      ? words[0].toUpperCase() + words.slice(1) + (clientSide.length > 1 ? " look" : " looks") + " at the " + list.items.length +
+        " tasks loaded (the API filters by status, kind and session only)" + (more ? "; load more to look further." : ".")
       : "";
     show(note, clientSide.length > 0 && list.loaded);
+    drawList("tasks", list, items, { what: "the tasks", more, retry: () => loadList(list, false), row: taskRow,
+      fields: ["taskId", "revision", "status", "statusMessage", "label", "kind"], none: "No task matches.", empty: "No tasks." });
+  }
 
-    const node = $("tasks");
-    const sig = JSON.stringify([state.route, list.loaded, Boolean(list.error),
-      items.map((t) => [t.taskId, t.revision, t.status, t.statusMessage, t.label, t.kind])]);
+  // drawList draws a list's rows (unless it shows them already), or says
+  // it is empty or loading, its failure with a Retry, and its Load more:
+  // the elements #{id}, #{id}-error and #{id}-more.
+  function drawList(id, list, items, o) {
+    const err = $(id + "-error");
+    if (list.error) failure(err, "Could not load " + o.what, list.error, o.retry);
+    else clearFailure(err);
+    show($(id + "-more"), o.more && !list.error);
+    const node = $(id);
+    const sig = JSON.stringify([state.route, list.loaded, Boolean(list.error), items.map((it) => o.fields.map((f) => it[f]))]);
     if (unchanged(node, sig)) return;
     node.replaceChildren();
     if (list.loaded && !items.length) {
-      node.append(el("li", { class: "empty", text: list.items.length ? "No task matches." : "No tasks." }));
+      node.append(el("li", { class: "empty", text: list.items.length ? o.none : o.empty }));
     } else if (!list.loaded && !list.error) {
       node.append(el("li", { class: "empty", text: "Loading…" }));
     }
-    for (const t of items) node.append(taskRow(t));
+    for (const it of items) node.append(o.row(it));
     markCurrent();
   }
 
@@ -629,39 +640,20 @@
   function sessionRow(s) {
     const label = sessionLabel(s);
     if (label) state.labels.set(s.sessionId, label);
-    const row = el("a", { class: "row", href: "#/sessions/" + enc(s.sessionId), "data-session-id": s.sessionId, title: s.sessionId },
-      el("span", { class: "row-main" },
-        el("span", { class: "name", text: label || "Session " + shortId(s.sessionId) }),
-        label ? el("span", { class: "sub mono", text: shortId(s.sessionId) }) : null),
-      el("span", { class: "row-side" }, badge(s.status), timeEl(s.createdAt, "ago")));
-    row.addEventListener("click", () => { state.fromList = true; });
-    return el("li", {}, row);
+    return listRow({ href: "#/sessions/" + enc(s.sessionId), "data-session-id": s.sessionId, title: s.sessionId },
+      el("span", { class: "name", text: label || "Session " + shortId(s.sessionId) }),
+      label ? el("span", { class: "sub mono", text: shortId(s.sessionId) }) : null, s);
   }
 
   function renderSessions() {
     const list = state.sessions;
     const q = searchText();
     const items = list.items.filter((s) => matches([s.sessionId, sessionLabel(s)], q));
-    const err = $("sessions-error");
-    if (list.error) failure(err, "Could not load the sessions", list.error, () => loadList(list, false));
-    else clearFailure(err);
-    show($("sessions-more"), Boolean(list.cursor) && !list.error);
     const note = $("sessions-note");
     note.textContent = q ? "Search looks at the " + list.items.length + " sessions loaded." : "";
     show(note, Boolean(q) && list.loaded);
-
-    const node = $("sessions");
-    const sig = JSON.stringify([state.route, list.loaded, Boolean(list.error),
-      items.map((s) => [s.sessionId, s.status, s.lastUpdatedAt])]);
-    if (unchanged(node, sig)) return;
-    node.replaceChildren();
-    if (list.loaded && !items.length) {
-      node.append(el("li", { class: "empty", text: list.items.length ? "No session matches." : "No sessions." }));
-    } else if (!list.loaded && !list.error) {
-      node.append(el("li", { class: "empty", text: "Loading…" }));
-    }
-    for (const s of items) node.append(sessionRow(s));
-    markCurrent();
+    drawList("sessions", list, items, { what: "the sessions", more: Boolean(list.cursor), retry: () => loadList(list, false),
+      row: sessionRow, fields: ["sessionId", "status", "lastUpdatedAt"], none: "No session matches.", empty: "No sessions." });
   }
 
   // --- waiting for you ------------------------------------------------------
@@ -862,19 +854,25 @@
     loadTask(state.task);
   }
 
-  async function loadTask(T) {
-    clearFailure($("detail-error"));
-    try {
-      const t = await api("GET", "/v1/tasks/" + enc(T.id));
-      if (state.task !== T) return;
+  function loadTask(T) {
+    loadDetail("task", T.id, "/v1/tasks/" + enc(T.id), () => state.task === T, (t) => {
       renderTask(T, t);
       if (!T.stream) follow(T);
+    });
+  }
+
+  // loadDetail reads the record a view shows (a task's or a session's, at
+  // path) and draws it, or says why it could not, with a Retry.
+  async function loadDetail(noun, id, path, current, draw) {
+    clearFailure($("detail-error"));
+    try {
+      const v = await api("GET", path);
+      if (current()) draw(v);
     } catch (e) {
-      if (state.task !== T || !state.token) return;
-      $("detail-live").textContent = "";
-      const what = e.status === 404 ? "No task " + T.id + " (it does not exist, has expired, or is not yours to see)"
-        : "Could not load task " + T.id;
-      failure($("detail-error"), what, e, () => loadTask(T));
+      if (!current() || !state.token) return;
+      const what = e.status === 404 ? "No " + noun + " " + id + " (it does not exist, has expired, or is not yours to see)"
+        : "Could not load " + noun + " " + id;
+      failure($("detail-error"), what, e, () => loadDetail(noun, id, path, current, draw));
     }
   }
 
@@ -1311,18 +1309,8 @@
     loadSessionTasks(state.session, false);
   }
 
-  async function loadSession(S) {
-    clearFailure($("detail-error"));
-    try {
-      const s = await api("GET", "/v1/sessions/" + enc(S.id));
-      if (state.session !== S) return;
-      renderSession(S, s);
-    } catch (e) {
-      if (state.session !== S || !state.token) return;
-      const what = e.status === 404 ? "No session " + S.id + " (it does not exist, has expired, or is not yours to see)"
-        : "Could not load session " + S.id;
-      failure($("detail-error"), what, e, () => loadSession(S));
-    }
+  function loadSession(S) {
+    loadDetail("session", S.id, "/v1/sessions/" + enc(S.id), () => state.session === S, (s) => renderSession(S, s));
   }
 
   function renderSession(S, s) {
@@ -1364,16 +1352,9 @@
   async function loadSessionTasks(S, more) {
     const list = S.tasks;
     if (!await loadPage(list, "/v1/tasks", { sessionId: S.id }, more, () => state.session === S && Boolean(state.token))) return;
-    const err = $("session-tasks-error");
-    if (list.error) failure(err, "Could not load the session's tasks", list.error, () => loadSessionTasks(S, false));
-    else clearFailure(err);
-    show($("session-tasks-more"), Boolean(list.cursor) && !list.error);
-    const node = $("session-tasks");
-    const sig = JSON.stringify([list.loaded, list.items.map((t) => [t.taskId, t.revision])]);
-    if (unchanged(node, sig)) return;
-    node.replaceChildren();
-    if (list.loaded && !list.items.length) node.append(el("li", { class: "empty", text: "No tasks in this session." }));
-    for (const t of list.items) node.append(taskRow(t));
+    drawList("session-tasks", list, list.items, { what: "the session's tasks", more: Boolean(list.cursor),
+      retry: () => loadSessionTasks(S, false), row: taskRow, fields: ["taskId", "revision", "status", "statusMessage"],
+      none: "", empty: "No tasks in this session." });
   }
 
   // --- search -----------------------------------------------------------------
