@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -139,6 +140,21 @@ func TestConsoleDeepLinks(t *testing.T) {
 	until(t, tab, "the session after forward", sessionShown)
 	do(t, tab, "reload the session", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("session-view")))
 	until(t, tab, "the session after a reload", sessionShown)
+
+	// The owner cancels the session from its view, after confirming: its
+	// task ends with it.
+	do(t, tab, "cancel the session",
+		chromedp.Click(chromedp.ID("session-cancel")),
+		chromedp.SendKeys(chromedp.ID("session-cancel-reason"), "nightly builds paused"),
+		chromedp.Click(chromedp.ID("session-cancel-confirm")),
+	)
+	until(t, tab, "the session and its task cancelled", `document.getElementById("session-status-badge").dataset.status === "cancelled" &&
+		document.getElementById("session-cancel") === null &&
+		document.querySelector('#session-tasks a[data-task-id="`+task.TaskID+`"]').dataset.status === "cancelled"`)
+	got, err := alice.GetTask(ctx, task.TaskID)
+	if err != nil || got.Status != "cancelled" {
+		t.Fatalf("the task after the session's cancel: %+v %v", got, err)
+	}
 }
 
 // TestConsoleOpensTaskInView: on a laptop a task opened from far down the
@@ -218,6 +234,7 @@ func TestConsoleEndedTasks(t *testing.T) {
 	if _, err := alice.Fail(ctx, failed, "3 lint errors", map[string]any{"files": []string{"a.go", "b.go"}}); err != nil {
 		t.Fatal(err)
 	}
+	watchPolicy(t, tab)
 	signIn(t, tab, srv, apptest.Token(t, "alice"))
 
 	// The list says how each ended; the one still running shows progress.
@@ -278,6 +295,7 @@ func TestConsoleEndedTasks(t *testing.T) {
 	}
 	do(t, tab, "back to the lists", chromedp.Evaluate[chromedp.Void](`location.hash = "#/"`))
 	until(t, tab, "the reason in the list", sub(cancelled)+` === "Cancelled: superseded by the 14:00 run"`)
+	policyKept(t, tab)
 }
 
 // TestConsoleSignInRequest: a task waiting for a provider sign-in shows a
@@ -359,6 +377,7 @@ func TestConsoleShowsWhoAnswered(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	watchPolicy(t, tab)
 	signIn(t, tab, srv, token)
 	openAt(t, tab, srv, "#/tasks/"+task.TaskID)
 	until(t, tab, "the two questions", taskShown(task.TaskID, "input_required")+` &&
@@ -401,6 +420,34 @@ func TestConsoleShowsWhoAnswered(t *testing.T) {
 	until(t, tab, "the lists up to date", `document.querySelector("#inbox article") === null &&
 		document.querySelector('#tasks a[data-task-id="`+task.TaskID+`"]').dataset.status === "completed"`)
 	screenshot(t, tab, "console-task.png")
+	if _, err := chromedp.Call(tab, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, tab, "the dark colours", `getComputedStyle(document.body).backgroundColor === "rgb(17, 21, 28)"`)
+	screenshot(t, tab, "console-dark.png")
+	policyKept(t, tab)
+}
+
+// watchPolicy makes the pages the tab loads from now on note every
+// Content-Security-Policy violation (policyKept checks there was none): a
+// style attribute or an inline script in the console would be one.
+func watchPolicy(t *testing.T, tab context.Context) {
+	t.Helper()
+	if _, err := chromedp.Call(tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `window.policyViolations = []; document.addEventListener("securitypolicyviolation",
+			(e) => window.policyViolations.push(e.violatedDirective + " " + e.blockedURI + " " + e.sourceFile + ":" + e.lineNumber));`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// policyKept fails the test when the page broke its policy.
+func policyKept(t *testing.T, tab context.Context) {
+	t.Helper()
+	if got := eval[[]string](t, tab, `window.policyViolations`); len(got) > 0 {
+		t.Fatalf("the console broke its Content-Security-Policy: %q", got)
+	}
 }
 
 // TestConsoleShowsFailures: with the store down every panel says what

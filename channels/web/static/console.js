@@ -975,13 +975,16 @@
     const submit = async () => {
       yes.disabled = true;
       clearFailure(error);
+      let answer;
       try {
-        done(await cancel(reason.value.trim()));
+        answer = await cancel(reason.value.trim());
       } catch (e) {
         if (e.status !== 401) failure(error, "Not cancelled", e, submit);
+        return;
       } finally {
         yes.disabled = false;
       }
+      done(answer);
     };
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -1337,7 +1340,7 @@
     if (s.status === "active" && s.owner === state.subject) {
       actions.append(cancelControl("session", (reason) => api("POST", "/v1/sessions/" + enc(s.sessionId) + "/cancel", { reason }),
         (done) => {
-          renderSession(S, done);
+          renderSession(S, done.session);
           loadSessionTasks(S, false);
         }));
     }
