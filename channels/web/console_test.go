@@ -315,23 +315,24 @@ func TestConsoleSignInRequest(t *testing.T) {
 	}
 	signIn(t, tab, srv, apptest.Token(t, "alice"))
 
-	link := func(where string) string {
-		return where + ` article[data-kind="authorization"][data-task-id="` + task.TaskID + `"] a[data-signin="devbox"]`
+	card := func(where, id string) string {
+		return where + ` article[data-kind="authorization"][data-task-id="` + id + `"]`
 	}
-	checkLink := func(where string) {
+	link := func(where string) string { return card(where, task.TaskID) + ` a[data-signin="devbox"]` }
+	checkLink := func(where, id, url string) {
 		t.Helper()
-		until(t, tab, "the Sign in link in "+where, `(() => { const a = document.querySelector(`+jsString(link(where))+`);
-			return a !== null && a.offsetParent !== null && a.href === `+jsString(pending.AuthorizationURL)+` && a.target === "_blank" &&
+		until(t, tab, "the Sign in link in "+where, `(() => { const a = document.querySelector(`+jsString(card(where, id)+` a[data-signin="devbox"]`)+`);
+			return a !== null && a.offsetParent !== null && a.href === `+jsString(url)+` && a.target === "_blank" &&
 				a.relList.contains("noopener") && a.relList.contains("noreferrer") && a.innerText.startsWith("Sign in"); })()`)
 	}
-	checkLink("#inbox")
+	checkLink("#inbox", task.TaskID, pending.AuthorizationURL)
 	if eval[bool](t, tab, `document.getElementById("inbox-empty").offsetParent !== null`) {
 		t.Fatal("the inbox says nothing is open while a sign-in is")
 	}
 	until(t, tab, "the list says what the task waits for", text(`#tasks a[data-task-id="`+task.TaskID+`"] .sub`)+` === "Waiting for a sign-in"`)
 	openAt(t, tab, srv, "#/tasks/"+task.TaskID)
 	until(t, tab, "the task waiting", taskShown(task.TaskID, "input_required")+` && document.getElementById("detail-live").classList.contains("live-on")`)
-	checkLink("#detail-cards")
+	checkLink("#detail-cards", task.TaskID, pending.AuthorizationURL)
 	screenshot(t, tab, "console-signin.png")
 
 	// The click opens the provider in a new tab, which approves at once and
@@ -351,6 +352,25 @@ func TestConsoleSignInRequest(t *testing.T) {
 	if err != nil || again != nil || tok == nil || !prov.Active(tok.AccessToken) {
 		t.Fatalf("after the sign-in in the console: %+v %+v %v", tok, again, err)
 	}
+
+	// A platform's task that acts for bob: bob, opening its address, gets
+	// the link; the platform sees what the task waits for but no link, as
+	// the account it signed in with would be kept as bob's.
+	platformToken := apptest.Token(t, "platform", "delegate")
+	platform := client.New(srv.URL, platformToken)
+	_, forBob := apptest.SessionWithTask(t, ctx, platform, client.CreateTaskInput{Label: "Review for bob", Requester: "bob"})
+	_, bobs, err := platform.Authorize(ctx, forBob.TaskID, "devbox", nil)
+	if err != nil || bobs == nil {
+		t.Fatalf("Authorize for bob: %+v %v", bobs, err)
+	}
+	do(t, tab, "sign out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("token")))
+	signIn(t, tab, srv, apptest.Token(t, "bob"))
+	openAt(t, tab, srv, "#/tasks/"+forBob.TaskID)
+	checkLink("#detail-cards", forBob.TaskID, bobs.AuthorizationURL)
+	do(t, tab, "sign out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("token")))
+	signIn(t, tab, srv, platformToken)
+	until(t, tab, "the platform's card: waiting for bob, no link", `(() => { const c = document.querySelector(`+jsString(card("#inbox", forBob.TaskID))+`);
+		return c !== null && c.querySelector('[data-waiting-for="bob"]') !== null && c.querySelector("a[data-signin]") === null; })()`)
 }
 
 // TestConsoleShowsWhoAnswered: each answer of a task is listed with the

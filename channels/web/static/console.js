@@ -19,7 +19,8 @@
 
   const state = {
     token: "",
-    subject: "",
+    subject: "",        // the signed-in token's sub
+    issuer: "",         // and its iss
     timer: 0,
     route: { view: "home", id: "" },
     tasks: newList("taskId"),
@@ -298,14 +299,21 @@
 
   // --- sign in --------------------------------------------------------------
 
-  function subjectOf(token) {
+  // claimsOf reads a JWT's claims for display only: the service, not the
+  // console, checks the token.
+  function claimsOf(token) {
     try {
       const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
-      return JSON.parse(atob(part)).sub || "";
+      const claims = JSON.parse(atob(part));
+      return { sub: typeof claims.sub === "string" ? claims.sub : "", iss: typeof claims.iss === "string" ? claims.iss : "" };
     } catch (e) {
-      return "";
+      return { sub: "", iss: "" };
     }
   }
+
+  // isMe reports whether a principal id is the signed-in one's: its sub, or
+  // its sub namespaced by its issuer as a service with an issuer names it.
+  const isMe = (id) => Boolean(id && state.subject) && (id === state.subject || id === state.issuer + "#" + state.subject);
 
   async function signIn(token) {
     state.token = token;
@@ -322,7 +330,9 @@
       // each with a Retry: the token itself was not refused.
     }
     sessionStorage.setItem(TOKEN_KEY, token);
-    state.subject = subjectOf(token);
+    const claims = claimsOf(token);
+    state.subject = claims.sub;
+    state.issuer = claims.iss;
     $("token").value = "";
     show($("signin-error"), false);
     show($("signin"), false);
@@ -362,6 +372,7 @@
     sessionStorage.removeItem(TOKEN_KEY);
     state.token = "";
     state.subject = "";
+    state.issuer = "";
     clearInterval(state.timer);
     closeTask();
     closeSession();
@@ -732,13 +743,20 @@
 
   // signinCard is a sign-in the task waits for: a link to the provider's
   // page, opened in a new tab that learns nothing of this one. The task
-  // goes on by itself once the provider sends the person back.
+  // goes on by itself once the provider sends the person back. The link is
+  // offered to the task's requester only: the account signed in with is
+  // kept as the requester's, so anybody else (the owner, say) signing in
+  // would hand the task their own account under the requester's name.
   function signinCard(task, req, withTask) {
     const card = cardShell(task, req, withTask, "signin");
     const promptId = "s-" + (withTask ? "i-" : "d-") + task.taskId + "-" + req.requestId;
     card.append(el("p", { class: "prompt", id: promptId, text: req.prompt || "Sign in so the task can go on" }));
     const href = safeLink(req.authorizationUrl || "");
-    if (href) {
+    if (task.requester && !isMe(task.requester)) {
+      card.append(el("p", { class: "hint", "data-waiting-for": task.requester,
+        text: "Waiting for " + task.requester + " to sign in: the task acts for them, with the account they sign in with. " +
+          "Send them this task's address." }));
+    } else if (href) {
       const link = el("a", { class: "btn btn-primary", href, target: "_blank", rel: "noopener noreferrer",
         "data-signin": req.connection || "", "aria-describedby": promptId },
         el("span", { class: "btn-label", text: "Sign in" }),
@@ -943,7 +961,7 @@
 
   function renderActions(T, t) {
     const box = $("detail-actions");
-    const can = !terminal(t.status) && state.subject && t.owner === state.subject;
+    const can = !terminal(t.status) && isMe(t.owner);
     if (!changed(T, "actions", [can])) return;
     box.replaceChildren();
     if (can) box.append(cancelControl("task", (reason) => api("POST", "/v1/tasks/" + enc(t.taskId) + "/cancel", { reason }),
@@ -1337,7 +1355,7 @@
     fact(dl, "Owner", s.owner);
     const actions = $("session-actions");
     actions.replaceChildren();
-    if (s.status === "active" && s.owner === state.subject) {
+    if (s.status === "active" && isMe(s.owner)) {
       actions.append(cancelControl("session", (reason) => api("POST", "/v1/sessions/" + enc(s.sessionId) + "/cancel", { reason }),
         (done) => {
           renderSession(S, done.session);
