@@ -423,6 +423,7 @@
       closeTask();
       closeSession();
       state.fromList = false;
+      document.title = "taskhook console";
     }
     show($("detail-empty"), r.view === "home");
     markCurrent();
