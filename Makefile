@@ -52,8 +52,10 @@ bench: ## benchmarks (BENCH=regex, PKG=./...) against the test Redis; output als
 	@mkdir -p .tmp
 	$(TEST_ENV) exec -- $(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=$(BENCHTIME) -benchmem -count=1 $(PKG) | tee .tmp/bench.txt
 
-screenshots: ## the browser tests of channels/web, saving their screenshots into docs/screenshots
-	TASKHOOK_TEST_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestConsoleAnswersLive|TestAnswerPageInBrowser|TestSigninPageInBrowser' ./channels/web
+screenshots: ## the browser tests of channels/web (Redis up as for test), saving their screenshots into docs/screenshots
+	$(TEST_ENV) exec -- env TASKHOOK_TEST_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 \
+		-run 'TestConsoleAnswersLive|TestAnswerPageInBrowser|TestConsoleShowsWhoAnswered|TestConsoleOpensTaskInView|TestConsoleSignInRequest|TestConsoleShowsFailures|TestConsoleEndedTasks|TestSigninPageInBrowser' \
+		./channels/web
 
 fmt: ## gofmt the module
 	$(GO) fmt ./...

@@ -528,8 +528,8 @@ func BenchmarkScale(b *testing.B) {
 			stages = append(stages, n)
 		}
 	}
-	rs := startOwnRedis(b)
-	sc := store.Config{URL: "redis://" + rs.addr() + "/0", Prefix: "scale:"}
+	rs := storetest.StartRedisServer(b)
+	sc := store.Config{URL: "redis://" + rs.Addr() + "/0", Prefix: "scale:"}
 	rdb := storetest.Redis(b, sc)
 	srv := apptest.Start(b, sc, app.Config{LogLevel: "warn"})
 	ctx := context.Background()

@@ -5,11 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,73 +19,14 @@ import (
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
-// ownRedis is a throwaway redis-server that this test starts and stops.
-type ownRedis struct {
-	t    testing.TB
-	port int
-	dir  string
-	args []string
-	cmd  *exec.Cmd
-}
-
-// durable makes an ownRedis write its append-only file on every write, so a
-// restart shows exactly what was applied.
-var durable = []string{"--appendonly", "yes", "--appendfsync", "always"}
-
-// startOwnRedis starts a redis-server with args added to a loopback-only,
-// snapshot-free configuration.
-func startOwnRedis(t testing.TB, args ...string) *ownRedis {
-	t.Helper()
-	bin := os.Getenv("TASKHOOK_TEST_REDIS_SERVER_BIN")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("redis-server"); err != nil {
-			t.Skip("no redis-server binary (make test installs one)")
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	r := &ownRedis{t: t, port: port, dir: t.TempDir(), args: args}
-	r.start(bin)
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *ownRedis) start(bin string) {
-	r.t.Helper()
-	r.cmd = exec.Command(bin, append([]string{"--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
-		"--save", "", "--logfile", filepath.Join(r.dir, "redis.log")}, r.args...)...)
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: r.addr()})
-	defer rdb.Close()
-	storetest.WaitFor(r.t, "the condition", func() bool { return rdb.Ping(context.Background()).Err() == nil })
-}
-
-func (r *ownRedis) stop() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-		r.cmd = nil
-	}
-}
-
-func (r *ownRedis) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
-
 func TestRedisOutage(t *testing.T) {
 	t.Parallel()
-	rs := startOwnRedis(t, durable...)
-	srv := apptest.Start(t, store.Config{URL: "redis://" + rs.addr() + "/0", Prefix: "outage:"}, app.Config{})
+	rs := storetest.StartRedisServer(t, storetest.Durable...)
+	srv := apptest.Start(t, store.Config{URL: "redis://" + rs.Addr() + "/0", Prefix: "outage:"}, app.Config{})
 	ctx := context.Background()
 	cl := srv.Client(t, "ops")
 	ses, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
-	bin := rs.cmd.Path
-	rs.stop()
+	rs.Stop()
 
 	// Every store-backed answer is a 503 store_unavailable with Retry-After,
 	// well before the 5 s bound; readiness follows.
@@ -114,7 +51,7 @@ func TestRedisOutage(t *testing.T) {
 		}
 	}
 
-	rs.start(bin)
+	rs.Start()
 	storetest.WaitFor(t, "the condition", func() bool { return cl.Ready(ctx) == nil })
 	got, err := cl.GetTask(ctx, task.TaskID)
 	if err != nil {
@@ -148,9 +85,9 @@ func TestRedisOutage(t *testing.T) {
 // answer means it was applied exactly once.
 func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 	t.Parallel()
-	rs := startOwnRedis(t, durable...)
+	rs := storetest.StartRedisServer(t, storetest.Durable...)
 	// The proxy counts the scripts that reach Redis: a re-send is seen there.
-	proxy := storetest.StartProxy(t, rs.addr())
+	proxy := storetest.StartProxy(t, rs.Addr())
 	sc := store.Config{URL: "redis://" + proxy.Addr() + "/0", Prefix: "stall:", Timeout: time.Second}
 	replicas := []*apptest.Server{apptest.Start(t, sc, app.Config{}), apptest.Start(t, sc, app.Config{})}
 	ctx := context.Background()
@@ -187,13 +124,13 @@ func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 	// background work (outbox maintenance, say) runs scripts of its own.
 	proxy.Watch("evalsha", ":cmd:")
 	scriptsBefore := proxy.CountWith("evalsha", ":cmd:")
-	if err := rs.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := rs.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	stopped := true
 	defer func() {
 		if stopped {
-			_ = rs.cmd.Process.Signal(syscall.SIGCONT)
+			_ = rs.Signal(syscall.SIGCONT)
 		}
 	}()
 
@@ -237,7 +174,7 @@ func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 			return proxy.CountWith("evalsha", ":cmd:")-scriptsBefore > 3*n
 		}
 	})
-	if err := rs.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := rs.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	stopped = false
@@ -246,7 +183,7 @@ func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 	if sent := proxy.CountWith("evalsha", ":cmd:") - scriptsBefore; sent != 3*n {
 		t.Errorf("%d scripts reached Redis for %d writes, want one each", sent, 3*n)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: rs.addr()})
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	defer rdb.Close()
 	storetest.WaitFor(t, "Redis to answer again", func() bool { return rdb.Ping(ctx).Err() == nil })
 

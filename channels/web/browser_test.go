@@ -16,6 +16,8 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // stepTimeout bounds each step a test takes in the browser.
@@ -151,9 +153,15 @@ func jsString(s string) string {
 // the test's own calls to the server, and ends with the test.
 func start(t *testing.T, cfg app.Config) (tab context.Context, srv *apptest.Server, ctx context.Context) {
 	t.Helper()
+	return startOn(t, storetest.Embedded(t), cfg)
+}
+
+// startOn is start on the store sc.
+func startOn(t *testing.T, sc store.Config, cfg app.Config) (tab context.Context, srv *apptest.Server, ctx context.Context) {
+	t.Helper()
 	tab = browser(t)
 	cfg.WakeBlock = 500 * time.Millisecond
-	srv = apptest.Embedded(t, cfg)
+	srv = apptest.Start(t, sc, cfg)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return tab, srv, ctx
@@ -270,7 +278,7 @@ func TestConsoleAnswersLive(t *testing.T) {
 
 	// Open the task: its events follow live.
 	do(t, tab, "open the task",
-		chromedp.Click(chromedp.CSS(`#tasks button[data-task-id="`+task.TaskID+`"]`)),
+		chromedp.Click(chromedp.CSS(`#tasks a[data-task-id="`+task.TaskID+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#detail-live.live-on`)),
 		chromedp.WaitVisible(chromedp.CSS(`#detail-cards article[data-request-id="deploy"] button[data-option-id="yes"]`)),
 	)
@@ -369,7 +377,7 @@ func TestNoTokenInLogsOrMetrics(t *testing.T) {
 
 	// Console: open the task and answer with a click.
 	do(t, tab, "answer in the console",
-		chromedp.Click(chromedp.CSS(`#tasks button[data-task-id="`+task.TaskID+`"]`), chromedp.RetryInterval(50*time.Millisecond)),
+		chromedp.Click(chromedp.CSS(`#tasks a[data-task-id="`+task.TaskID+`"]`), chromedp.RetryInterval(50*time.Millisecond)),
 		chromedp.Click(chromedp.CSS(`#detail-cards article[data-request-id="console"] button[data-option-id="yes"]`)),
 		chromedp.WaitNotPresent(chromedp.CSS(`#detail-cards article[data-request-id="console"]`)),
 	)
