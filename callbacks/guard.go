@@ -43,9 +43,13 @@ func badURL(reason string) error {
 	return &TargetError{Field: "url", Reason: reason}
 }
 
+// addressNotAllowed names the setting that lifts the refusal: a developer
+// whose receiver runs on this machine meets it first.
 func addressNotAllowed(reason string) error {
-	return &TargetError{Field: "url", Reason: reason, address: true}
+	return &TargetError{Field: "url", Reason: reason + allowPrivateHint, address: true}
 }
+
+const allowPrivateHint = " (a development server reaches such addresses with TASKHOOK_ALLOW_PRIVATE_TARGETS=true)"
 
 // Resolver looks up the addresses of a host name. *net.Resolver is one;
 // tests inject their own.

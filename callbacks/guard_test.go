@@ -420,6 +420,8 @@ func assertAddressRefused(t *testing.T, err error, class string) {
 		t.Errorf("err = %v, want ErrAddressNotAllowed", err)
 	case te.Field != "url" || !strings.Contains(te.Reason, class):
 		t.Errorf("err = %+v, want field url and a reason naming %q", te, class)
+	case !strings.Contains(te.Reason, "TASKHOOK_ALLOW_PRIVATE_TARGETS=true"):
+		t.Errorf("err = %+v, want the reason to name the setting that allows the address", te)
 	}
 }
 
