@@ -62,8 +62,8 @@ func TestReadmeHooksWalkthrough(t *testing.T) {
 	srv := readmeServer(t, "curl", "jq", "openssl")
 	var script []string
 	for _, line := range strings.Split(readmeBlock(t, "## Hooks: inbound webhooks"), "\n") {
-		if strings.HasPrefix(line, "export TH=") {
-			line = `export TH=` + srv.URL + ` AUTH="Authorization: Bearer $TOKEN"`
+		if strings.HasPrefix(line, "export API=") {
+			line = `export API=` + srv.URL + `/v1 AUTH="Authorization: Bearer $TOKEN"`
 		}
 		script = append(script, line)
 	}
