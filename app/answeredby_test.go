@@ -139,7 +139,7 @@ func TestAnswersRecordWhoWhenAndVia(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		srv := apptest.Start(t, sc, cfg)
 		ctx := context.Background()
-		agent := srv.Client(t, "agent")
+		agent := srv.ClientActingFor(t, "agent", []string{"alice"})
 		ses := apptest.Session(t, ctx, agent)
 		for _, ch := range answerChannels() {
 			t.Run(ch.name, func(t *testing.T) {
@@ -216,7 +216,7 @@ func TestAnswersRecordWhoWhenAndVia(t *testing.T) {
 func TestAnswerersComeFromTheServer(t *testing.T) {
 	srv := apptest.Embedded(t, app.Config{})
 	ctx := context.Background()
-	agent, alice := srv.Client(t, "agent"), srv.Client(t, "alice")
+	agent, alice := srv.ClientActingFor(t, "agent", []string{"alice"}), srv.Client(t, "alice")
 	_, task := apptest.SessionWithTask(t, ctx, agent, client.CreateTaskInput{Requester: "alice"})
 	if _, err := agent.RequireInput(ctx, task.TaskID, []client.InputRequest{
 		{RequestID: "deploy", Prompt: "Deploy?", Display: client.DisplayConfirmation},

@@ -2,11 +2,13 @@ package app_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/taskhook/taskhook/app/apptest"
 )
@@ -18,10 +20,12 @@ func TestAuthorizationURLReadsWithPlainAmpersands(t *testing.T) {
 	t.Parallel()
 	e := startSignin(t, "path")
 	task := e.task(t, "alice")
-	bearer := "Bearer " + apptest.Token(t, "exec-owner")
+	bearer := "Bearer " + apptest.Token(t, "exec-owner", "delegate") // the owner may use alice's sign-ins
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	read := func(method, path, body, accept string) string {
 		t.Helper()
-		req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(ctx, method, e.srv.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", bearer)
 		if accept != "" {
 			req.Header.Set("Accept", accept)
