@@ -508,3 +508,83 @@ func TestDelegationRule(t *testing.T) {
 		}
 	})
 }
+
+// An attempt is found only at the callback of its own connection, and in
+// the state form a token in the path finds nothing.
+func TestSigninReturnAtAnotherCallback(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{connections.CallbackPath, connections.CallbackState} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+				e := newEnv(t, sc, mode)
+				id := e.task(t)
+				_, pending := e.ask(t, id, "devbox")
+				u, _ := url.Parse(e.prov.Approve(t, pending.AuthorizationURL))
+				state := u.Query().Get("state")
+				pathToken := ""
+				if mode == connections.CallbackPath {
+					pathToken = state
+				}
+				if _, err := e.svc.Land(ctxFor(t), "other", pathToken, u.Query()); !errors.Is(err, problem.ErrNotFound) {
+					t.Fatalf("devbox's attempt at other's callback: %v, want not found", err)
+				}
+				if _, err := e.svc.Land(ctxFor(t), "nope", pathToken, u.Query()); !errors.Is(err, problem.ErrNotFound) {
+					t.Fatalf("an unknown connection's callback: %v, want not found", err)
+				}
+				if mode == connections.CallbackState {
+					if _, err := e.svc.Land(ctxFor(t), "devbox", state, u.Query()); !errors.Is(err, problem.ErrNotFound) {
+						t.Fatalf("a path token in the state form: %v, want not found", err)
+					}
+				}
+				if _, err := e.svc.Land(ctxFor(t), "devbox", pathToken, u.Query()); err != nil {
+					t.Fatalf("the attempt at its own callback: %v", err)
+				}
+			})
+		})
+	}
+}
+
+// Ask refuses an unknown connection, a bad scope and a task that ended,
+// and hands out no token for a scope the kept one lacks.
+func TestAskRefuses(t *testing.T) {
+	t.Parallel()
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		e := newEnv(t, sc, connections.CallbackPath)
+		ctx := ctxFor(t)
+		id := e.task(t)
+		for name, c := range map[string]struct {
+			in    wire.AuthorizationAsk
+			field string
+		}{
+			"no connection":      {wire.AuthorizationAsk{}, "connection"},
+			"unknown connection": {wire.AuthorizationAsk{Connection: "nope"}, "connection"},
+			"bad scope":          {wire.AuthorizationAsk{Connection: "devbox", Scopes: []string{"ok", "a b"}}, "scopes[1]"},
+		} {
+			var invalid *problem.ValidationError
+			if _, _, err := e.svc.Ask(ctx, e.owner, id, c.in, store.Idempotency{}); !errors.As(err, &invalid) || invalid.Field != c.field {
+				t.Errorf("%s: %v, want %s invalid", name, err, c.field)
+			}
+		}
+		if task := e.get(t, id); task.Status != tasks.Working {
+			t.Fatalf("refused asks changed the task: %s", task.Status)
+		}
+		e.signIn(t, id, "devbox")
+		tok, pending, err := e.svc.Ask(ctx, e.owner, id, wire.AuthorizationAsk{Connection: "devbox", Scopes: []string{"admin"}}, store.Idempotency{})
+		if err != nil || tok != nil || pending == nil {
+			t.Fatalf("ask for a scope the token lacks = %+v, %+v, %v; want a sign-in", tok, pending, err)
+		}
+		if !strings.Contains(pending.AuthorizationURL, "scope=repo+read+admin") {
+			t.Fatalf("the sign-in does not ask for the wider scope: %s", pending.AuthorizationURL)
+		}
+
+		ended := e.task(t)
+		fail := tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "done"}}
+		if _, err := e.tasks.Run(ctx, e.owner, ended, fail, store.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.Ask(ctx, e.owner, ended, wire.AuthorizationAsk{Connection: "devbox"}, store.Idempotency{}); !errors.Is(err, tasks.ErrTerminal) {
+			t.Fatalf("ask on a failed task: %v, want ErrTerminal", err)
+		}
+	})
+}
