@@ -509,8 +509,9 @@ func TestDelegationRule(t *testing.T) {
 	})
 }
 
-// An attempt is found only at the callback of its own connection, and in
-// the state form a token in the path finds nothing.
+// An attempt is found only at the callback of its own connection, even
+// while the task awaits a sign-in to the other one too, and in the state
+// form a token in the path finds nothing.
 func TestSigninReturnAtAnotherCallback(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{connections.CallbackPath, connections.CallbackState} {
@@ -520,6 +521,7 @@ func TestSigninReturnAtAnotherCallback(t *testing.T) {
 				e := newEnv(t, sc, mode)
 				id := e.task(t)
 				_, pending := e.ask(t, id, "devbox")
+				e.ask(t, id, "other") // other's sign-in is pending too: only the attempt tells them apart
 				u, _ := url.Parse(e.prov.Approve(t, pending.AuthorizationURL))
 				state := u.Query().Get("state")
 				pathToken := ""
@@ -585,6 +587,24 @@ func TestAskRefuses(t *testing.T) {
 		}
 		if _, _, err := e.svc.Ask(ctx, e.owner, ended, wire.AuthorizationAsk{Connection: "devbox"}, store.Idempotency{}); !errors.Is(err, tasks.ErrTerminal) {
 			t.Fatalf("ask on a failed task: %v, want ErrTerminal", err)
+		}
+	})
+}
+
+// A return for a task that ended since the ask is refused as closed.
+func TestSigninClosedWhenTaskEnds(t *testing.T) {
+	t.Parallel()
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		e := newEnv(t, sc, connections.CallbackState)
+		id := e.task(t)
+		_, pending := e.ask(t, id, "devbox")
+		redirect := e.prov.Approve(t, pending.AuthorizationURL)
+		cancel := tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "gave up"}}
+		if _, err := e.tasks.Run(ctxFor(t), e.owner, id, cancel, store.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.land(t, "devbox", redirect); !errors.Is(err, connections.ErrSigninClosed) {
+			t.Fatalf("Land for an ended task: %v, want ErrSigninClosed", err)
 		}
 	})
 }
