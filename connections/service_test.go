@@ -127,6 +127,16 @@ func (e *env) ask(t *testing.T, taskID, conn string) (*wire.ConnectionToken, *wi
 	return tok, pending
 }
 
+// asking is an env with a task whose ask for devbox waits for alice to
+// sign in.
+func asking(t *testing.T, sc store.Config, callback string) (*env, string, *wire.AuthorizationPending) {
+	t.Helper()
+	e := newEnv(t, sc, callback)
+	id := e.task(t)
+	_, pending := e.ask(t, id, "devbox")
+	return e, id, pending
+}
+
 func (e *env) get(t *testing.T, taskID string) tasks.Task {
 	t.Helper()
 	task, err := e.tasks.Owned(ctxFor(t), e.owner, taskID)
@@ -276,9 +286,7 @@ func TestSigninReturn(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-				e := newEnv(t, sc, mode)
-				id := e.task(t)
-				_, pending := e.ask(t, id, "devbox")
+				e, id, pending := asking(t, sc, mode)
 				redirect := e.prov.Approve(t, pending.AuthorizationURL)
 				u, _ := url.Parse(redirect)
 				wantPath := "/v1/connections/devbox/callback"
@@ -315,9 +323,7 @@ func TestSigninReturn(t *testing.T) {
 func TestSigninReturnPathStateMustMatch(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackPath)
-		id := e.task(t)
-		_, pending := e.ask(t, id, "devbox")
+		e, id, pending := asking(t, sc, connections.CallbackPath)
 		l, params, err := e.land(t, "devbox", e.prov.Approve(t, pending.AuthorizationURL))
 		if err != nil {
 			t.Fatal(err)
@@ -337,9 +343,7 @@ func TestSigninReturnPathStateMustMatch(t *testing.T) {
 func TestSigninAttemptServesOnce(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackState)
-		id := e.task(t)
-		_, pending := e.ask(t, id, "devbox")
+		e, _, pending := asking(t, sc, connections.CallbackState)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
 		l1, params, err := e.land(t, "devbox", redirect)
 		if err != nil {
@@ -366,9 +370,7 @@ func TestSigninAttemptServesOnce(t *testing.T) {
 func TestSigninAttemptExpires(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackPath)
-		id := e.task(t)
-		_, pending := e.ask(t, id, "devbox")
+		e, _, pending := asking(t, sc, connections.CallbackPath)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
 		e.clock.Advance(15*time.Minute + time.Second) // the default SigninTTL
 		if _, _, err := e.land(t, "devbox", redirect); !errors.Is(err, connections.ErrSigninClosed) {
@@ -385,9 +387,7 @@ func TestSigninAttemptExpires(t *testing.T) {
 func TestSigninDeclined(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackPath)
-		id := e.task(t)
-		_, pending := e.ask(t, id, "devbox")
+		e, id, pending := asking(t, sc, connections.CallbackPath)
 		l, params, err := e.land(t, "devbox", e.prov.Deny(t, pending.AuthorizationURL))
 		if err != nil {
 			t.Fatal(err)
@@ -518,9 +518,7 @@ func TestSigninReturnAtAnotherCallback(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-				e := newEnv(t, sc, mode)
-				id := e.task(t)
-				_, pending := e.ask(t, id, "devbox")
+				e, id, pending := asking(t, sc, mode)
 				e.ask(t, id, "other") // other's sign-in is pending too: only the attempt tells them apart
 				u, _ := url.Parse(e.prov.Approve(t, pending.AuthorizationURL))
 				state := u.Query().Get("state")
@@ -595,12 +593,10 @@ func TestAskRefuses(t *testing.T) {
 func TestSigninClosedWhenTaskEnds(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackState)
-		id := e.task(t)
-		_, pending := e.ask(t, id, "devbox")
+		e, id, pending := asking(t, sc, connections.CallbackState)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
-		cancel := tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "gave up"}}
-		if _, err := e.tasks.Run(ctxFor(t), e.owner, id, cancel, store.Idempotency{}); err != nil {
+		fail := tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "gave up"}}
+		if _, err := e.tasks.Run(ctxFor(t), e.owner, id, fail, store.Idempotency{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := e.land(t, "devbox", redirect); !errors.Is(err, connections.ErrSigninClosed) {
