@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,29 +25,11 @@ import (
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
-// clock is a settable clock for sign-in attempts and tokens.
-type clock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.off += d
-}
-
 type signinEnv struct {
 	srv   *apptest.Server
 	sc    store.Config
 	prov  *providertest.Provider
-	clock *clock
+	clock *providertest.Clock
 	owner *client.Client
 	web   *http.Client // the person's browser: follows no redirect
 }
@@ -81,7 +62,7 @@ func startSigninWith(t *testing.T, sc store.Config, callback string, cfg app.Con
 	if err := os.WriteFile(file, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{}
+	clk := &providertest.Clock{}
 	cfg.ConnectionsFile, cfg.Now = file, clk.Now
 	cfg.VaultKeys = "k1:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
 	srv := apptest.Start(t, sc, cfg)

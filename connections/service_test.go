@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,24 +25,6 @@ import (
 
 const publicURL = "http://taskhook.test"
 
-// clock is the service's clock, moved on by hand.
-type clock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.off += d
-}
-
 // env is a connections service on one store, with two connections to one
 // fake provider, "devbox" and "other", both with the callback form asked
 // for. The owner holds the delegate scope: its tasks name alice as their
@@ -53,7 +34,7 @@ type env struct {
 	tasks *tasks.Service
 	store *store.Store
 	prov  *providertest.Provider
-	clock *clock
+	clock *providertest.Clock
 	owner authz.Principal
 }
 
@@ -67,7 +48,7 @@ func newEnv(t *testing.T, sc store.Config, callback string) *env {
 			ClientID: prov.ClientID, ClientSecret: prov.ClientSecret, Scopes: []string{"repo", "read"}, PKCE: true,
 			Callback: callback}
 	}
-	clk := &clock{}
+	clk := &providertest.Clock{}
 	ts := tasks.NewService(tasks.Config{PublicURL: publicURL}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), m, time.Now)
 	svc := connections.NewService(connections.Config{
 		Connections: []connections.Connection{conn("devbox"), conn("other")}, PublicURL: publicURL, Now: clk.Now,
