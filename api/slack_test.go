@@ -10,6 +10,7 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/channels/slack"
+	"github.com/taskhook/taskhook/slacksig"
 )
 
 // TestContractSlack drives the render route and the Slack interactions
@@ -46,7 +47,7 @@ func TestContractSlack(t *testing.T) {
 		body := "payload=" + url.QueryEscape(string(p))
 		ts := strconv.FormatInt(at.Unix(), 10)
 		return nobody.do("POST", slackRoute, body, "Content-Type", "application/x-www-form-urlencoded",
-			slack.HeaderTimestamp, ts, slack.HeaderSignature, slack.Sign([]byte(key), ts, []byte(body)))
+			slacksig.HeaderTimestamp, ts, slacksig.HeaderSignature, slacksig.Sign([]byte(key), ts, []byte(body)))
 	}
 	agent.want(slackPost("U0ALICE", time.Now(), "wrong"), 401, "signature_invalid", nil)
 	agent.want(slackPost("U0ALICE", time.Now().Add(-time.Hour), secret), 401, "signature_invalid", nil)
@@ -73,7 +74,7 @@ func TestContractSlack(t *testing.T) {
 			ct = "application/json"
 		}
 		r := nobody.do("POST", slackRoute, body, "Content-Type", ct,
-			slack.HeaderTimestamp, ts, slack.HeaderSignature, slack.Sign([]byte(secret), ts, []byte(body)))
+			slacksig.HeaderTimestamp, ts, slacksig.HeaderSignature, slacksig.Sign([]byte(secret), ts, []byte(body)))
 		if r.status != status {
 			t.Errorf("%s: %d %s", body, r.status, r.body)
 		}

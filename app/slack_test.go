@@ -18,6 +18,7 @@ import (
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/channels/slack/slacktest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/slacksig"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -47,8 +48,8 @@ func (s slackApp) post(body []byte, timestamp time.Time, secret string) slackRep
 		s.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set(slack.HeaderTimestamp, ts)
-	req.Header.Set(slack.HeaderSignature, slack.Sign([]byte(secret), ts, body))
+	req.Header.Set(slacksig.HeaderTimestamp, ts)
+	req.Header.Set(slacksig.HeaderSignature, slacksig.Sign([]byte(secret), ts, body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)

@@ -9,7 +9,7 @@
 // at-least-once, and the dispatcher that reads it, call these.
 //
 // The guard, the sender and the backoff import the standard library and
-// callbacks/stdwebhooks only: no store, no Redis, so each is tested against
+// stdwebhooks only: no store, no Redis, so each is tested against
 // real HTTP servers alone. Inbound webhooks are package hooks; the two never
 // share a name.
 package callbacks

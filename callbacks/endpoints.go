@@ -11,11 +11,11 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/stdwebhooks"
 	"github.com/taskhook/taskhook/store"
 )
 

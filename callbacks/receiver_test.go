@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
 // What the Sender sends, the Go client's receiver accepts: both ends of a

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
+	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
 // Defaults of a SenderConfig left at zero.

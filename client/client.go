@@ -17,7 +17,7 @@
 // VerifyNotification and NotificationHandler are the receiving side of
 // notifications: a notify endpoint written in Go.
 //
-// It imports api/wire and callbacks/stdwebhooks only, both of which import
+// It imports api/wire and stdwebhooks only, both of which import
 // nothing else of the module, never a server package, so a program that uses
 // it pulls in no server code.
 package client

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
+	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
 // NotificationTolerance is how far a notification's webhook-timestamp may be

@@ -14,8 +14,8 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
 const notifySecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

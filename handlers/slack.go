@@ -12,6 +12,7 @@ import (
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/slacksig"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -63,7 +64,7 @@ func (a *api) slackInteractions(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	if err := slack.Verify(a.slack.SigningSecret, r.Header, body, time.Now(), 0); err != nil {
+	if err := slacksig.Verify(a.slack.SigningSecret, r.Header, body, time.Now(), 0); err != nil {
 		a.countSlack("signature_invalid")
 		a.writeError(w, r, apiError(http.StatusUnauthorized, wire.CodeSignatureInvalid, err.Error()))
 		return

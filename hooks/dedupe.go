@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
+	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
 // MaxProviderEventIDLen is the longest provider event id ProviderEventID

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
-	"github.com/taskhook/taskhook/channels/slack"
+	"github.com/taskhook/taskhook/slacksig"
+	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
 // Verification schemes a hook can require of inbound requests.
@@ -318,8 +318,8 @@ func (v Verify) checkStripe(h http.Header, body []byte, now time.Time) error {
 // checkSlack follows Slack's "Verifying requests from Slack", as package
 // slack checks every request from Slack.
 func (v Verify) checkSlack(h http.Header, body []byte, now time.Time) error {
-	err := slack.Verify([]byte(v.Secret), h, body, now, v.toleranceDuration())
-	var refused *slack.SignatureError
+	err := slacksig.Verify([]byte(v.Secret), h, body, now, v.toleranceDuration())
+	var refused *slacksig.SignatureError
 	if errors.As(err, &refused) {
 		return badSignature(refused.Reason)
 	}

@@ -52,7 +52,7 @@ type action struct {
 	Value    string `json:"value"`
 }
 
-// ParseInteraction reads a request from Slack whose signature Verify
+// ParseInteraction reads a request from Slack whose signature slacksig.Verify
 // accepted: an interaction is a form with the JSON in "payload"; an Events
 // API request (url_verification) is the JSON itself. Actions on controls
 // Render did not make are left out; an action on one of them that does not

@@ -5,7 +5,7 @@
 //
 // Rendering is pure, so whoever posts or updates a message (the interaction
 // reply, a notification) renders the same task the same way. The package
-// imports api/wire and callbacks/stdwebhooks (timestamps) only, both leaves:
+// imports api/wire and stdwebhooks (timestamps) only, both leaves:
 // any layer may use it.
 package slack
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
 // The receiver, registered as a session's endpoint with its secret, prints

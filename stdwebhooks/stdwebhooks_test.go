@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
+	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
 // The test vector the Standard Webhooks reference libraries publish

@@ -1,4 +1,7 @@
-package slack
+// Package slacksig signs and verifies requests as Slack does (the v0
+// HMAC-SHA256 scheme of "Verifying requests from Slack"). The Slack channel
+// and Slack-style hooks both use it; it imports stdwebhooks (timestamps) only.
+package slacksig
 
 import (
 	"crypto/hmac"
@@ -9,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskhook/taskhook/callbacks/stdwebhooks"
+	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
 // Headers of a signed request from Slack.
