@@ -39,12 +39,12 @@ const signedInRoute = "/v1/connections/signed-in"
 // from Slack, the signature) is the credential, and a 401 there is a refused
 // signature, not a bearer challenge.
 var capabilityRoutes = []string{"/v1/callback/{token}", "/v1/input/{token}", slackRoute,
-	connectionCallbackRoute, "/v1/connections/{name}/callback"}
+	signInReturnRoute, "/v1/connections/{name}/callback"}
 
-// connectionCallbackRoute is where an OAuth provider sends the browser back
+// signInReturnRoute is where an OAuth provider sends the browser back
 // (the attempt in the path): a provider's form post carries no
 // Idempotency-Key worth reading, since the attempt works once.
-const connectionCallbackRoute = "/v1/connections/{name}/callback/{token}"
+const signInReturnRoute = "/v1/connections/{name}/callback/{token}"
 
 // noIdempotencyRoutes are POST routes whose callers send no Idempotency-Key.
 var noIdempotencyRoutes = []string{slackRoute}
@@ -112,7 +112,7 @@ func TestDocumentValidates(t *testing.T) {
 					if op.RequestBody.Value.Content.Get("*/*") == nil {
 						t.Errorf("%s: the request body must take */*", where)
 					}
-				case path == slackRoute || path == connectionCallbackRoute:
+				case path == slackRoute || path == signInReturnRoute:
 					if op.RequestBody.Value.Content.Get("application/x-www-form-urlencoded") == nil {
 						t.Errorf("%s: the request body must take a form", where)
 					}

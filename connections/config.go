@@ -19,14 +19,14 @@ import (
 	"unicode/utf8"
 )
 
-// Callback modes: where the provider's redirect carries the attempt.
+// Return forms: where the provider's redirect (the sign-in return) carries the attempt.
 const (
-	// CallbackPath puts the attempt token in the redirect URI's path
+	// ReturnInPath puts the attempt token in the redirect URI's path
 	// (/v1/connections/{name}/callback/{token}).
-	CallbackPath = "path"
-	// CallbackState keeps one redirect URI (/v1/connections/{name}/callback)
+	ReturnInPath = "path"
+	// ReturnInState keeps one redirect URI (/v1/connections/{name}/callback)
 	// and finds the attempt by state, for providers that allow one exact URI.
-	CallbackState = "state"
+	ReturnInState = "state"
 )
 
 // Connection is one OAuth 2.0 provider the service signs people into.
@@ -40,7 +40,7 @@ type Connection struct {
 	Scopes          []string          `json:"scopes"`
 	PKCE            bool              `json:"pkce"`
 	ExtraAuthParams map[string]string `json:"extraAuthParams,omitempty"`
-	Callback        string            `json:"callback,omitempty"` // path (default) or state
+	Return          string            `json:"callback,omitempty"` // path (default) or state
 }
 
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -111,10 +111,10 @@ func Parse(raw []byte, getenv func(string) string) ([]Connection, error) {
 				return nil, bad("extraAuthParams."+k, "is set by the service")
 			}
 		}
-		switch c.Callback {
+		switch c.Return {
 		case "":
-			c.Callback = CallbackPath
-		case CallbackPath, CallbackState:
+			c.Return = ReturnInPath
+		case ReturnInPath, ReturnInState:
 		default:
 			return nil, bad("callback", `must be "path" or "state"`)
 		}

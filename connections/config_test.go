@@ -13,7 +13,7 @@ func TestParseConnections(t *testing.T) {
 	  "tokenUrl":"https://github.com/login/oauth/access_token","clientId":"id","clientSecretEnv":"GH_SECRET",
 	  "scopes":["repo"],"pkce":true}]`
 	conns, err := Parse([]byte(good), getenv)
-	if err != nil || len(conns) != 1 || conns[0].ClientSecret != "s3cret" || conns[0].Callback != CallbackPath {
+	if err != nil || len(conns) != 1 || conns[0].ClientSecret != "s3cret" || conns[0].Return != ReturnInPath {
 		t.Fatalf("Parse = %+v, %v", conns, err)
 	}
 	for name, c := range map[string]struct{ file, want string }{

@@ -143,7 +143,7 @@ func (c Connection) oauth(redirect string, scopes []string) *oauth2.Config {
 
 func (s *Service) redirectURI(c Connection, token string) string {
 	base := s.cfg.PublicURL + "/v1/connections/" + url.PathEscape(c.Name) + "/callback"
-	if c.Callback == CallbackState {
+	if c.Return == ReturnInState {
 		return base
 	}
 	return base + "/" + token
@@ -351,7 +351,7 @@ func (s *Service) Land(ctx context.Context, name, pathToken string, query url.Va
 		return nil, problem.ErrNotFound
 	}
 	token := query.Get("state")
-	if c.Callback == CallbackPath {
+	if c.Return == ReturnInPath {
 		token = pathToken // the state, which may come in a form, must match it (Complete)
 	} else if pathToken != "" {
 		return nil, problem.ErrNotFound
@@ -392,7 +392,7 @@ func (s *Service) Land(ctx context.Context, name, pathToken string, query url.Va
 // first, or a state that is not the path's token.
 func (s *Service) Complete(ctx context.Context, l *Landing, params url.Values) (string, error) {
 	c, rec, token := l.c, l.rec, l.token
-	if c.Callback == CallbackPath && subtle.ConstantTimeCompare([]byte(token), []byte(params.Get("state"))) != 1 {
+	if c.Return == ReturnInPath && subtle.ConstantTimeCompare([]byte(token), []byte(params.Get("state"))) != 1 {
 		return "", problem.ErrNotFound
 	}
 	if claimed, err := s.store.ClaimSigninAttempt(ctx, l.part, l.hash); err != nil || !claimed {

@@ -46,7 +46,7 @@ func newEnv(t *testing.T, sc store.Config, callback string) *env {
 	conn := func(name string) connections.Connection {
 		return connections.Connection{Name: name, AuthorizeURL: prov.URL + "/authorize", TokenURL: prov.URL + "/token",
 			ClientID: prov.ClientID, ClientSecret: prov.ClientSecret, Scopes: []string{"repo", "read"}, PKCE: true,
-			Callback: callback}
+			Return: callback}
 	}
 	clk := &providertest.Clock{}
 	ts := tasks.NewService(tasks.Config{PublicURL: publicURL}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), m, time.Now)
@@ -165,7 +165,7 @@ func (e *env) signIn(t *testing.T, taskID, conn string) {
 func TestAskWithoutTokenRequiresAuthorization(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackPath)
+		e := newEnv(t, sc, connections.ReturnInPath)
 		id := e.task(t)
 		tok, pending := e.ask(t, id, "devbox")
 		if tok != nil || pending.Status != "authorization_required" || pending.RequestID == "" || pending.Connection != "devbox" {
@@ -217,7 +217,7 @@ func TestAskWithoutTokenRequiresAuthorization(t *testing.T) {
 func TestAskRefreshesAnExpiredToken(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackPath)
+		e := newEnv(t, sc, connections.ReturnInPath)
 		id := e.task(t)
 		e.signIn(t, id, "devbox")
 		first, _ := e.ask(t, id, "devbox")
@@ -248,7 +248,7 @@ func TestAskRefreshesAnExpiredToken(t *testing.T) {
 func TestAskSignsInAgainWhenRefreshFails(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackPath)
+		e := newEnv(t, sc, connections.ReturnInPath)
 		id := e.task(t)
 		e.signIn(t, id, "devbox")
 		e.clock.Advance(2 * time.Hour)
@@ -263,7 +263,7 @@ func TestAskSignsInAgainWhenRefreshFails(t *testing.T) {
 // or the state alone; Complete keeps the token and closes the request.
 func TestSigninReturn(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{connections.CallbackPath, connections.CallbackState} {
+	for _, mode := range []string{connections.ReturnInPath, connections.ReturnInState} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
@@ -271,7 +271,7 @@ func TestSigninReturn(t *testing.T) {
 				redirect := e.prov.Approve(t, pending.AuthorizationURL)
 				u, _ := url.Parse(redirect)
 				wantPath := "/v1/connections/devbox/callback"
-				if mode == connections.CallbackPath {
+				if mode == connections.ReturnInPath {
 					wantPath += "/" + u.Query().Get("state")
 				}
 				if u.Path != wantPath {
@@ -304,7 +304,7 @@ func TestSigninReturn(t *testing.T) {
 func TestSigninReturnPathStateMustMatch(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, id, pending := asking(t, sc, connections.CallbackPath)
+		e, id, pending := asking(t, sc, connections.ReturnInPath)
 		l, params, err := e.land(t, "devbox", e.prov.Approve(t, pending.AuthorizationURL))
 		if err != nil {
 			t.Fatal(err)
@@ -324,7 +324,7 @@ func TestSigninReturnPathStateMustMatch(t *testing.T) {
 func TestSigninAttemptServesOnce(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, _, pending := asking(t, sc, connections.CallbackState)
+		e, _, pending := asking(t, sc, connections.ReturnInState)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
 		l1, params, err := e.land(t, "devbox", redirect)
 		if err != nil {
@@ -351,7 +351,7 @@ func TestSigninAttemptServesOnce(t *testing.T) {
 func TestSigninAttemptExpires(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, _, pending := asking(t, sc, connections.CallbackPath)
+		e, _, pending := asking(t, sc, connections.ReturnInPath)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
 		e.clock.Advance(15*time.Minute + time.Second) // the default SigninTTL
 		if _, _, err := e.land(t, "devbox", redirect); !errors.Is(err, connections.ErrSigninClosed) {
@@ -368,7 +368,7 @@ func TestSigninAttemptExpires(t *testing.T) {
 func TestSigninDeclined(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, id, pending := asking(t, sc, connections.CallbackPath)
+		e, id, pending := asking(t, sc, connections.ReturnInPath)
 		l, params, err := e.land(t, "devbox", e.prov.Deny(t, pending.AuthorizationURL))
 		if err != nil {
 			t.Fatal(err)
@@ -391,7 +391,7 @@ func TestSigninDeclined(t *testing.T) {
 func TestRejectLoopGuard(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackPath)
+		e := newEnv(t, sc, connections.ReturnInPath)
 		ctx := ctxFor(t)
 
 		fresh := e.task(t)
@@ -428,7 +428,7 @@ func TestRejectLoopGuard(t *testing.T) {
 func TestSignOut(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackState)
+		e := newEnv(t, sc, connections.ReturnInState)
 		id := e.task(t)
 		e.signIn(t, id, "devbox")
 		e.signIn(t, id, "other")
@@ -454,7 +454,7 @@ func TestSignOut(t *testing.T) {
 func TestDelegationRule(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackPath)
+		e := newEnv(t, sc, connections.ReturnInPath)
 		ctx := ctxFor(t)
 		id := e.task(t)
 		refused := map[string]authz.Principal{
@@ -495,7 +495,7 @@ func TestDelegationRule(t *testing.T) {
 // form a token in the path finds nothing.
 func TestSigninReturnAtAnotherCallback(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{connections.CallbackPath, connections.CallbackState} {
+	for _, mode := range []string{connections.ReturnInPath, connections.ReturnInState} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
@@ -504,7 +504,7 @@ func TestSigninReturnAtAnotherCallback(t *testing.T) {
 				u, _ := url.Parse(e.prov.Approve(t, pending.AuthorizationURL))
 				state := u.Query().Get("state")
 				pathToken := ""
-				if mode == connections.CallbackPath {
+				if mode == connections.ReturnInPath {
 					pathToken = state
 				}
 				if _, err := e.svc.Land(ctxFor(t), "other", pathToken, u.Query()); !errors.Is(err, problem.ErrNotFound) {
@@ -513,7 +513,7 @@ func TestSigninReturnAtAnotherCallback(t *testing.T) {
 				if _, err := e.svc.Land(ctxFor(t), "nope", pathToken, u.Query()); !errors.Is(err, problem.ErrNotFound) {
 					t.Fatalf("an unknown connection's callback: %v, want not found", err)
 				}
-				if mode == connections.CallbackState {
+				if mode == connections.ReturnInState {
 					if _, err := e.svc.Land(ctxFor(t), "devbox", state, u.Query()); !errors.Is(err, problem.ErrNotFound) {
 						t.Fatalf("a path token in the state form: %v, want not found", err)
 					}
@@ -531,7 +531,7 @@ func TestSigninReturnAtAnotherCallback(t *testing.T) {
 func TestAskRefuses(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.CallbackPath)
+		e := newEnv(t, sc, connections.ReturnInPath)
 		ctx := ctxFor(t)
 		id := e.task(t)
 		for name, c := range map[string]struct {
@@ -574,7 +574,7 @@ func TestAskRefuses(t *testing.T) {
 func TestSigninClosedWhenTaskEnds(t *testing.T) {
 	t.Parallel()
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, id, pending := asking(t, sc, connections.CallbackState)
+		e, id, pending := asking(t, sc, connections.ReturnInState)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
 		fail := tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "gave up"}}
 		if _, err := e.tasks.Run(ctxFor(t), e.owner, id, fail, store.Idempotency{}); err != nil {

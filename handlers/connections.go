@@ -13,8 +13,8 @@ import (
 	"github.com/taskhook/taskhook/tasks"
 )
 
-// maxCallbackForm bounds the form a provider posts to a connection callback.
-const maxCallbackForm = 64 << 10
+// maxSignInReturnForm bounds the form a provider posts to a connection callback.
+const maxSignInReturnForm = 64 << 10
 
 func (a *api) listConnections(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"items": a.connections.List(), "nextCursor": nil})
@@ -63,30 +63,30 @@ func (a *api) signOut(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// connectionCallback is the provider's redirect after a sign-in. It reads
+// signInReturn is the provider's redirect after a sign-in. It reads
 // the query and, for a POST, the form; never headers or cookies. The
 // attempt is found from the path and the query first: a form naming no
 // live attempt is not read. The answer is a redirect to the page that says
 // how the sign-in ended, naming the connection and the outcome only.
 // (capabilityHeaders sets the headers of every answer.)
-func (a *api) connectionCallback(w http.ResponseWriter, r *http.Request) {
+func (a *api) signInReturn(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	params := r.URL.Query()
 	landed, err := a.connections.Land(r.Context(), name, chi.URLParam(r, "token"), params)
 	if err != nil {
-		a.writeCallbackError(w, r, err)
+		a.writeSignInReturnError(w, r, err)
 		return
 	}
 	if r.Method == http.MethodPost {
 		// The body guard bounds it (413) and times it (408) like any body.
-		body, err := a.body.readUpTo(r, maxCallbackForm)
+		body, err := a.body.readUpTo(r, maxSignInReturnForm)
 		if err != nil {
-			a.writeCallbackError(w, r, err)
+			a.writeSignInReturnError(w, r, err)
 			return
 		}
 		form, err := url.ParseQuery(string(body))
 		if err != nil {
-			a.writeCallbackError(w, r, invalidRequest("body", "must be a form"))
+			a.writeSignInReturnError(w, r, invalidRequest("body", "must be a form"))
 			return
 		}
 		for k, v := range params { // as net/http does: the form's values first
@@ -96,7 +96,7 @@ func (a *api) connectionCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	outcome, err := a.connections.Complete(r.Context(), landed, params)
 	if err != nil {
-		a.writeCallbackError(w, r, err)
+		a.writeSignInReturnError(w, r, err)
 		return
 	}
 	page := url.Values{"connection": {name}, "outcome": {outcome}}
@@ -115,9 +115,9 @@ var signinPageStatuses = map[int]bool{
 	http.StatusNotFound: true, http.StatusGone: true, http.StatusServiceUnavailable: true,
 }
 
-// writeCallbackError answers a refused callback: a page to a browser, for
+// writeSignInReturnError answers a refused callback: a page to a browser, for
 // the statuses it has one for; else the JSON error.
-func (a *api) writeCallbackError(w http.ResponseWriter, r *http.Request, err error) {
+func (a *api) writeSignInReturnError(w http.ResponseWriter, r *http.Request, err error) {
 	if e := toAPIError(err); e != nil && signinPageStatuses[e.Status] && web.WantsHTML(r) {
 		a.writeProblemPage(w, r, err, web.SigninProblems)
 		return

@@ -109,7 +109,7 @@ func (a *api) callback(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	acc, err := a.hooks.Ingest(r.Context(), target, hooks.Callback{Method: r.Method, Header: r.Header, Body: body})
+	acc, err := a.hooks.Ingest(r.Context(), target, hooks.Post{Method: r.Method, Header: r.Header, Body: body})
 	if err != nil {
 		a.writeError(w, r, err)
 		return

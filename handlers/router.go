@@ -201,9 +201,9 @@ func New(d Deps) http.Handler {
 			r.Post("/channels/slack/interactions", a.slackInteractions)
 		}
 		if a.connections != nil {
-			r.Get("/connections/{name}/callback", a.connectionCallback)
-			r.Get("/connections/{name}/callback/{token}", a.connectionCallback)
-			r.Post("/connections/{name}/callback/{token}", a.connectionCallback)
+			r.Get("/connections/{name}/callback", a.signInReturn)
+			r.Get("/connections/{name}/callback/{token}", a.signInReturn)
+			r.Post("/connections/{name}/callback/{token}", a.signInReturn)
 			r.Get("/connections/signed-in", a.signedIn)
 		}
 	})

@@ -15,7 +15,7 @@ import (
 const MaxProviderEventIDLen = 256
 
 // ProviderEventID returns the id the sender gives a delivery, which the
-// callback route uses to answer a repeat with duplicate: true, or "" when the
+// ingest route uses to answer a repeat with duplicate: true, or "" when the
 // request carries none. The first present source wins:
 //
 //  1. the header named by dedupeHeader, when dedupeHeader is non-empty;

@@ -1,6 +1,6 @@
 // Package hooks holds hooks: capability URLs that outside systems post
 // webhooks to, each with a durable queue that a task reads through consumer
-// groups with at-least-once delivery. It checks callback signatures, dedupes
+// groups with at-least-once delivery. It checks signatures of posts, dedupes
 // by the provider's event id and rate-limits per hook; the store does each
 // ingest and each read in one script, and decides there (hook_closed_reason)
 // whether a hook still takes posts, for ingest and reads alike. What a hook
@@ -34,9 +34,9 @@ type (
 	// the verify secret.
 	Hook = wire.Hook[events.Time]
 	// Created is the answer to a create: the hook with its token and
-	// callback URL, shown this once.
+	// ingest URL, shown this once.
 	Created = wire.CreatedHook[events.Time]
-	// Response is the static answer a hook gives an accepted callback
+	// Response is the static answer a hook gives an accepted post
 	// instead of the default 202 {ok, eventId, duplicate}.
 	Response = wire.HookResponse
 )
@@ -53,7 +53,7 @@ func viewOf(v *Verify) *wire.HookVerify {
 // CreateInput is the body of POST /v1/hooks.
 type CreateInput = wire.CreateHook[Verify]
 
-// ingestConfig is what the callback route needs of a hook, kept in the
+// ingestConfig is what the ingest route needs of a hook, kept in the
 // hook's hash beside the record. It holds the verify secret and is never
 // returned. None of it changes after the hook is made, so replicas cache it.
 // In the store the secret is sealed (SealedSecret, Verify.Secret empty); a
@@ -77,14 +77,14 @@ var (
 	ErrTaskTerminal = errors.New("task has ended")
 )
 
-// ClosedError is a callback to a hook that takes no more requests; Reason
+// ClosedError is a post to a hook that takes no more requests; Reason
 // is closed, expired, task_terminal or session_cancelled.
 type ClosedError struct{ Reason string }
 
 func (e *ClosedError) Error() string { return "hook closed: " + e.Reason }
 func (e *ClosedError) Unwrap() error { return ErrClosed }
 
-// RateLimitedError is a callback over the hook's rate.
+// RateLimitedError is a post over the hook's rate.
 type RateLimitedError struct{ RetryAfter time.Duration }
 
 func (e *RateLimitedError) Error() string { return "hook rate limit exceeded" }

@@ -16,14 +16,14 @@ import (
 	"github.com/taskhook/taskhook/tokens"
 )
 
-// Callback is one request to a hook's callback URL.
-type Callback struct {
+// Post is one request to a hook's ingest URL (the /v1/callback/{token} route).
+type Post struct {
 	Method string
 	Header http.Header
 	Body   []byte
 }
 
-// Target is the hook a callback token names, as Resolve found it from the
+// Target is the hook a ingest token names, as Resolve found it from the
 // token alone, before the request's body is read.
 type Target struct {
 	part int
@@ -40,7 +40,7 @@ type tokenEntry struct {
 	closed   string // a ClosedError reason; "" while the hook is taken to be open
 }
 
-// Accepted is a callback the hook took: stored now, or stored before (a
+// Accepted is a post the hook took: stored now, or stored before (a
 // duplicate, with the first event's id). Response is the hook's configured
 // static answer, if it has one.
 type Accepted struct {
@@ -49,7 +49,7 @@ type Accepted struct {
 	Response  *Response
 }
 
-// Outcomes of a callback, as the metrics count them.
+// Outcomes of a post, as the metrics count them.
 const (
 	outcomeStored           = "stored"
 	outcomeDuplicate        = "duplicate"
@@ -62,7 +62,7 @@ const (
 // maxStoredContentType bounds the Content-Type an event keeps.
 const maxStoredContentType = 256
 
-// Resolve finds the hook a callback token names from the token alone, so a
+// Resolve finds the hook a ingest token names from the token alone, so a
 // request to an unknown or dead token is answered before its body is read:
 // ErrUnknownToken for no such hook, a *ClosedError for a hook this replica
 // knows takes no more posts (closed, past its TTL, or refused a post
@@ -94,44 +94,44 @@ func (s *Service) Resolve(ctx context.Context, token string) (Target, error) {
 	return Target{part: part, hash: hash, cfg: e.cfg}, nil
 }
 
-// Ingest stores a callback request in the queue of the hook Resolve found.
+// Ingest stores a post in the queue of the hook Resolve found.
 // The signature is checked here, before the store sees anything; the rest
 // (the hook's state, its task's and session's, the rate limit, dedupe, the
 // append and the session's hook.received event) is one script, so a
-// callback whose token is cached costs one round trip.
-func (s *Service) Ingest(ctx context.Context, t Target, cb Callback) (Accepted, error) {
+// post whose token is cached costs one round trip.
+func (s *Service) Ingest(ctx context.Context, t Target, in Post) (Accepted, error) {
 	part, hash, cfg := t.part, t.hash, t.cfg
 	if cfg.HookID == "" {
 		return Accepted{}, errors.New("ingest: the target was not resolved")
 	}
 	now := s.now()
 	if cfg.Verify != nil {
-		if err := cfg.Verify.Check(cb.Header, cb.Body, now); err != nil {
+		if err := cfg.Verify.Check(in.Header, in.Body, now); err != nil {
 			s.count(outcomeSignatureInvalid)
 			return Accepted{}, err
 		}
 	}
-	eventID := ProviderEventID(cb.Header, cb.Body, cfg.DedupeHeader)
-	if key := strings.TrimSpace(cb.Header.Get("Idempotency-Key")); eventID == "" && key != "" {
+	eventID := ProviderEventID(in.Header, in.Body, cfg.DedupeHeader)
+	if key := strings.TrimSpace(in.Header.Get("Idempotency-Key")); eventID == "" && key != "" {
 		eventID = boundedID("idempotency-key:" + key)
 	}
-	headers, err := json.Marshal(keptHeaders(cb.Header, cfg))
+	headers, err := json.Marshal(keptHeaders(in.Header, cfg))
 	if err != nil {
 		return Accepted{}, err
 	}
-	body, isBase64 := cb.Body, false
+	body, isBase64 := in.Body, false
 	if !utf8.Valid(body) {
 		body, isBase64 = []byte(base64.StdEncoding.EncodeToString(body)), true
 	}
-	contentType := cb.Header.Get("Content-Type")
+	contentType := in.Header.Get("Content-Type")
 	if len(contentType) > maxStoredContentType {
 		contentType = contentType[:maxStoredContentType]
 	}
-	received := receivedEvent(cfg, cb.Method, contentType, now)
+	received := receivedEvent(cfg, in.Method, contentType, now)
 	res, err := s.store.IngestHook(ctx, store.HookIngest{
 		Partition: part, HookID: cfg.HookID, TaskID: cfg.TaskID, SessionID: cfg.SessionID,
 		ProviderEventID: eventID, RateInterval: s.cfg.rateInterval(), Burst: s.cfg.Burst,
-		Method: cb.Method, ContentType: contentType, Headers: headers, Body: body, BodyIsBase64: isBase64,
+		Method: in.Method, ContentType: contentType, Headers: headers, Body: body, BodyIsBase64: isBase64,
 		Event: received, Now: now, ReceivedAt: events.At(now).String(), Retention: s.cfg.Retention,
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/taskhook/taskhook/store"
 )
 
-// Event is one stored callback request, as readers see it.
+// Event is one stored post, as readers see it.
 type Event struct {
 	EventID         string            `json:"eventId"`
 	HookID          string            `json:"hookId"`

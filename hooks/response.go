@@ -8,12 +8,12 @@ import (
 )
 
 // A hook's static response is sent from the service's own origin to whoever
-// posts to the callback URL, and a browser can be made to post there (a
+// posts to the ingest URL, and a browser can be made to post there (a
 // cross-site form that submits itself) and show the answer as a page of that
 // origin. So the response may only be of a type a browser shows as data and
 // never runs: an allowlist, since the types that can carry script (HTML,
 // XHTML, SVG, XML, JavaScript, multipart and whatever a browser learns next)
-// are too many to list. The callback route also sends every answer under a
+// are too many to list. The ingest route also sends every answer under a
 // sandboxing Content-Security-Policy and nosniff, so a type let through here
 // still runs nothing.
 
@@ -59,7 +59,7 @@ func responseContentType(ct string) (string, error) {
 	return mt, nil
 }
 
-// servable is the response the callback route sends for a stored one: a
+// servable is the response the ingest route sends for a stored one: a
 // response stored before active types were refused goes out as plain text.
 func servable(r *Response) *Response {
 	if r == nil {

@@ -22,13 +22,13 @@ import (
 
 // Config holds the hook limits. The zero value means the defaults.
 type Config struct {
-	PublicURL     string        // callback URLs start with it; default "http://localhost:8080"
+	PublicURL     string        // ingest URLs start with it; default "http://localhost:8080"
 	DefaultTTL    time.Duration // of a session's hook; a task's hook defaults to the task's remaining life; default 7 days
 	MaxTTL        time.Duration // default 30 days
-	Tombstone     time.Duration // how long a hook's records stay after it expires (callbacks get 410, reads still work); default 24h
+	Tombstone     time.Duration // how long a hook's records stay after it expires (posts get 410, reads still work); default 24h
 	MaxDeliveries int           // deliveries of one event to one group before it is dead-lettered; default 10
-	RateLimit     float64       // callbacks per second per hook; default 50
-	Burst         int           // callbacks a hook takes at once above the rate; default 100
+	RateLimit     float64       // posts per second per hook; default 50
+	Burst         int           // posts a hook takes at once above the rate; default 100
 	MaxGroups     int           // consumer groups per hook; default 16
 	CacheSize     int           // token hashes cached on this replica; default 10000
 	// Vault seals verify secrets in the store; nil: a vault with a key made
@@ -68,7 +68,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// rateInterval is the time one callback uses up of the hook's rate.
+// rateInterval is the time one post uses up of the hook's rate.
 func (c Config) rateInterval() time.Duration {
 	iv := time.Duration(float64(time.Second) / c.RateLimit)
 	return max(iv.Round(time.Millisecond), time.Millisecond)
@@ -225,7 +225,7 @@ func (s *Service) bind(ctx context.Context, p authz.Principal, in *CreateInput, 
 }
 
 // Get reads a hook its owner (or an admin) may see, with its status as of
-// now as the store decides it (as for a callback): a hook whose TTL ran out,
+// now as the store decides it (as for a post): a hook whose TTL ran out,
 // whose task ended or whose session was cancelled reads as closed. It costs
 // one round trip when this replica knows what the hook belongs to, else at
 // most two.
@@ -382,7 +382,7 @@ func (s *Service) parentIndex(ctx context.Context, p authz.Principal, id, prefix
 	return []string{hooks(part, id)}, nil
 }
 
-// Close closes a hook: callbacks get 410 from now on. Its events stay
+// Close closes a hook: posts get 410 from now on. Its events stay
 // readable until its records expire. Closing a closed hook is a no-op.
 func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem store.Idempotency) (store.Reply, error) {
 	h, part, err := s.load(ctx, p, id)

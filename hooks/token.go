@@ -2,10 +2,10 @@ package hooks
 
 import "github.com/taskhook/taskhook/tokens"
 
-// TokenPrefix starts every callback token.
+// TokenPrefix starts every ingest token.
 const TokenPrefix = "whk_"
 
-// NewToken returns a fresh callback token for a hook of partition p:
+// NewToken returns a fresh ingest token for a hook of partition p:
 // "whk_", the two characters ids.New uses to name the partition (so any
 // replica finds the hook's slot), and base64url of 32 random bytes.
 func NewToken(p int) string { return tokens.New(TokenPrefix, p) }

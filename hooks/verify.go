@@ -53,7 +53,7 @@ const (
 	headerStripeSignature = "Stripe-Signature"
 )
 
-// ErrSignatureInvalid is wrapped by every error Check returns. The callback
+// ErrSignatureInvalid is wrapped by every error Check returns. The ingest
 // route maps it to 401 signature_invalid and stores nothing.
 var ErrSignatureInvalid = errors.New("signature invalid")
 
@@ -417,7 +417,7 @@ func writeAll(h hash.Hash, parts ...[]byte) {
 	}
 }
 
-// badSignature refuses a callback whose signature does not hold: a 401
+// badSignature refuses a post whose signature does not hold: a 401
 // signature_invalid, never a 400. reason names what was wrong, never a secret.
 // prefixedHexMAC reads a header value that is prefix and a hex
 // HMAC-SHA256 (GitHub's "sha256=...", Slack's "v0=...").
