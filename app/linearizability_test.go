@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,11 +17,28 @@ import (
 	"github.com/taskhook/taskhook/client"
 )
 
-// The history of each task must be linearizable: many clients on two
-// replicas sharing one Redis issue mixed commands on the same tasks, and a
-// checker finds one sequential order of revisions that explains every answer.
+// The history of each task must be linearizable: clients on two replicas
+// sharing one Redis issue mixed commands on the same tasks, and a checker
+// finds one sequential order of revisions that explains every answer.
+//
+// The check always decides, however slow the machine. The checker takes
+// each task's history on its own (taskModel.Partition) and visits each pair
+// (set of operations linearized so far, model state) at most once. A set it
+// can reach holds a prefix of each client's operations, since an operation
+// that returned before another was called comes first: with clientsPerTask
+// clients of opsPerClient operations on a task, at most
+// (opsPerClient+1)^clientsPerTask = 65536 sets, and one more for the last
+// read, which follows them all. And the set fixes the state: the revision,
+// status and answered questions all follow from which operations in it
+// succeeded. So the search takes at most that many steps of a few model
+// calls per task, and it runs with no timeout: it never answers Unknown, and
+// a history it cannot explain is Illegal.
 
 const questions = 3 // each task starts asking this many questions
+
+// Each task has its own clients, half on each replica: no more than
+// clientsPerTask commands on one task are ever in flight at once.
+const nTasks, clientsPerTask, opsPerClient = 25, 4, 15
 
 type linInput struct {
 	Task string
@@ -102,13 +121,96 @@ var taskModel = porcupine.Model{
 	},
 }
 
+// The checker with taskModel catches a write applied twice and a write
+// lost, whether the commands overlap or follow one another, and passes the
+// same commands applied once each.
+func TestTaskModelCatchesDoubleAndLostWrites(t *testing.T) {
+	t.Parallel()
+	// op is one command on one task from client c, called at call and
+	// answered at ret.
+	op := func(c int, call, ret int64, in string, q int, out linOutput) porcupine.Operation {
+		return porcupine.Operation{ClientId: c, Input: linInput{Task: "t", Op: in, Q: q}, Call: call, Output: out, Return: ret}
+	}
+	ok := func(rev int64, status string) linOutput { return linOutput{OK: true, Rev: rev, Status: status} }
+	terminal := func(status string) linOutput {
+		return linOutput{Code: client.CodeTaskTerminal, Status: status}
+	}
+	const ir, w = "input_required", "working"
+	for _, c := range []struct {
+		name    string
+		history []porcupine.Operation
+		want    porcupine.CheckResult
+	}{
+		{"progress applied once", []porcupine.Operation{
+			op(0, 1, 2, "progress", 0, ok(3, ir)),
+			op(0, 3, 4, "get", 0, ok(3, ir)),
+		}, porcupine.Ok},
+		{"progress applied twice", []porcupine.Operation{
+			op(0, 1, 2, "progress", 0, ok(3, ir)),
+			op(0, 3, 4, "get", 0, ok(4, ir)),
+		}, porcupine.Illegal},
+		{"progress lost", []porcupine.Operation{
+			op(0, 1, 2, "progress", 0, ok(3, ir)),
+			op(0, 3, 4, "get", 0, ok(2, ir)),
+		}, porcupine.Illegal},
+		{"overlapping progresses applied once each", []porcupine.Operation{
+			op(0, 1, 4, "progress", 0, ok(4, ir)),
+			op(1, 2, 3, "progress", 0, ok(3, ir)),
+			op(2, 5, 6, "get", 0, ok(4, ir)),
+		}, porcupine.Ok},
+		{"overlapping progresses, one applied twice", []porcupine.Operation{
+			op(0, 1, 4, "progress", 0, ok(4, ir)),
+			op(1, 2, 3, "progress", 0, ok(3, ir)),
+			op(2, 5, 6, "get", 0, ok(5, ir)),
+		}, porcupine.Illegal},
+		{"overlapping progresses, one lost", []porcupine.Operation{
+			op(0, 1, 4, "progress", 0, ok(3, ir)),
+			op(1, 2, 3, "progress", 0, ok(3, ir)),
+			op(2, 5, 6, "get", 0, ok(3, ir)),
+		}, porcupine.Illegal},
+		{"an answer given twice is applied once", []porcupine.Operation{
+			op(0, 1, 2, "respond", 0, ok(3, ir)),
+			op(1, 3, 4, "respond", 0, ok(3, ir)),
+		}, porcupine.Ok},
+		{"an answer applied twice", []porcupine.Operation{
+			op(0, 1, 2, "respond", 0, ok(3, ir)),
+			op(1, 3, 4, "respond", 0, ok(4, ir)),
+		}, porcupine.Illegal},
+		{"every answer kept", []porcupine.Operation{
+			op(0, 1, 2, "respond", 0, ok(3, ir)),
+			op(0, 3, 4, "respond", 1, ok(4, ir)),
+			op(0, 5, 6, "respond", 2, ok(5, w)),
+			op(1, 7, 8, "get", 0, ok(5, w)),
+		}, porcupine.Ok},
+		{"an answer lost", []porcupine.Operation{
+			op(0, 1, 2, "respond", 0, ok(3, ir)),
+			op(0, 3, 4, "respond", 1, ok(4, ir)),
+			op(0, 5, 6, "respond", 2, ok(5, w)),
+			op(1, 7, 8, "get", 0, ok(5, ir)),
+		}, porcupine.Illegal},
+		{"overlapping ends, one wins", []porcupine.Operation{
+			op(0, 1, 4, "complete", 0, ok(3, "completed")),
+			op(1, 2, 3, "fail", 0, terminal("completed")),
+			op(2, 5, 6, "get", 0, ok(3, "completed")),
+		}, porcupine.Ok},
+		{"overlapping ends, both applied", []porcupine.Operation{
+			op(0, 1, 4, "complete", 0, ok(3, "completed")),
+			op(1, 2, 3, "fail", 0, ok(4, "failed")),
+			op(2, 5, 6, "get", 0, ok(4, "failed")),
+		}, porcupine.Illegal},
+	} {
+		if res, info := porcupine.CheckOperationsVerbose(taskModel, c.history, 0); res != c.want {
+			t.Errorf("%s: %v, want %v: %v", c.name, res, c.want, info)
+		}
+	}
+}
+
 func TestTaskHistoriesAreLinearizable(t *testing.T) {
 	t.Parallel()
 	servers := apptest.Replicas(t, 2, app.Config{})
 	ctx := context.Background()
 	owner := client.New(servers[0].URL, apptest.Token(t, "lin-owner"))
 	ses := apptest.Session(t, ctx, owner)
-	const nTasks, nClients, opsPerClient = 6, 60, 25
 	var ids []string
 	for range nTasks {
 		task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
@@ -128,18 +230,23 @@ func TestTaskHistoriesAreLinearizable(t *testing.T) {
 		ids = append(ids, task.TaskID)
 	}
 
+	// Times are ticks of one counter, taken before a request is sent and
+	// after its answer is read: a tick order is real-time order, and no two
+	// ticks tie, so each client's operations follow one another strictly.
+	var clock atomic.Int64
 	var mu sync.Mutex
 	var history []porcupine.Operation
 	var wg sync.WaitGroup
-	start := time.Now()
+	nClients := nTasks * clientsPerTask
 	for c := range nClients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			cl := client.New(servers[c%len(servers)].URL, apptest.Token(t, "lin-owner"))
 			rng := rand.New(rand.NewPCG(uint64(c), 7))
+			task := ids[c/clientsPerTask]
 			for range opsPerClient {
-				in := linInput{Task: ids[rng.IntN(len(ids))], Q: rng.IntN(questions)}
+				in := linInput{Task: task, Q: rng.IntN(questions)}
 				// Terminal commands are rare, so histories are long and busy.
 				switch r := rng.IntN(100); {
 				case r < 30:
@@ -155,9 +262,9 @@ func TestTaskHistoriesAreLinearizable(t *testing.T) {
 				default:
 					in.Op = "cancel"
 				}
-				call := time.Since(start).Nanoseconds()
+				call := clock.Add(1)
 				out := run(ctx, cl, in)
-				ret := time.Since(start).Nanoseconds()
+				ret := clock.Add(1)
 				if out.Gone {
 					t.Errorf("%s on %s: no answer", in.Op, in.Task)
 					continue
@@ -169,11 +276,43 @@ func TestTaskHistoriesAreLinearizable(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// A last read of each task, after every command: the history must end in
+	// the state the task is in.
+	final := map[string]int{} // task id: index of its last read in history
+	for _, id := range ids {
+		in := linInput{Task: id, Op: "get"}
+		call := clock.Add(1)
+		out := run(ctx, owner, in)
+		ret := clock.Add(1)
+		if out.Gone {
+			t.Fatalf("get %s: no answer", id)
+		}
+		final[id] = len(history)
+		history = append(history, porcupine.Operation{ClientId: nClients, Input: in, Call: call, Output: out, Return: ret})
+	}
 
-	res, info := porcupine.CheckOperationsVerbose(taskModel, history, 2*time.Minute)
+	began := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(taskModel, history, 0)
+	took := time.Since(began)
 	if res != porcupine.Ok {
 		t.Fatalf("history of %d operations is not linearizable (%v): %v", len(history), res, info)
 	}
+
+	// The same history with each last read one revision behind, as if the
+	// last write were lost, must be Illegal. Nothing explains such a read,
+	// so the checker tries every order of every task's history: its worst
+	// case on this history.
+	lost := slices.Clone(history)
+	for _, i := range final {
+		out := lost[i].Output.(linOutput)
+		out.Rev--
+		lost[i].Output = out
+	}
+	began = time.Now()
+	if res, _ := porcupine.CheckOperationsVerbose(taskModel, lost, 0); res != porcupine.Illegal {
+		t.Fatalf("with the last write of each task lost, the history is %v, not Illegal", res)
+	}
+	tookAll := time.Since(began)
 
 	// Exactly one terminal outcome per finished task, no answer lost, and the
 	// revisions in the event log form one sequence.
@@ -218,7 +357,8 @@ func TestTaskHistoriesAreLinearizable(t *testing.T) {
 			t.Fatalf("%s: %d terminal events, task status %s", id, terminals, task.Status)
 		}
 	}
-	t.Logf("%d operations by %d clients on %d tasks through %d replicas: linearizable", len(history), nClients, nTasks, len(servers))
+	t.Logf("%d operations by %d clients on %d tasks through %d replicas: linearizable, checked in %v; "+
+		"a lost write found in %v, searching every order", len(history), nClients, nTasks, len(servers), took, tookAll)
 }
 
 func run(ctx context.Context, cl *client.Client, in linInput) linOutput {

@@ -110,11 +110,11 @@ func ValidStreamID(id string) bool {
 	return err == nil
 }
 
-// withID puts "id" first into a stored event object.
 // EventWithID is a stored event's JSON with its stream id as "id", as every
 // read and every notification shows it.
 func EventWithID(id string, event []byte) []byte { return withID(id, string(event)) }
 
+// withID puts "id" first into a stored event object.
 func withID(id, event string) []byte {
 	if len(event) < 2 || event[0] != '{' {
 		return []byte(event)

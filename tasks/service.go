@@ -102,7 +102,9 @@ type Service struct {
 	now     func() time.Time
 }
 
-// NewService wires the service. now is the clock (time.Now in production).
+// NewService makes the service and hands its snapshot cache the task
+// wake-ups of f, so a write on another replica refreshes or stales this
+// replica's snapshot of the task. now is the clock (time.Now in production).
 func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, now func() time.Time) *Service {
 	cfg = cfg.withDefaults()
 	svc := &Service{cfg: cfg, store: s, fanin: f, metrics: m, cache: newSnapshots(cfg.CacheSize),
@@ -290,7 +292,9 @@ func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task,
 	return t, raw, nil
 }
 
-// load reads the stored task, whoever asks, and caches it.
+// load reads the stored task with no access check, for callers whose right
+// to it is settled already: the holder of an answer token, a waiter whose
+// first read was checked. A task found gone leaves the snapshot cache too.
 func (s *Service) load(ctx context.Context, part int, id string) (Task, []byte, error) {
 	raw, err := s.store.GetJSON(ctx, s.store.Keys.Task(part, id))
 	t, err := store.Decode[Task]("task", raw, err)
@@ -317,9 +321,12 @@ func canRun(p authz.Principal, t Task, kind CommandKind) bool {
 // means another command won the race, so the task's history moved on.
 const maxAttempts = 64
 
-// Run applies a command: decide with Apply on the snapshot at hand, write
-// with one compare-and-set script, and on a lost race decide again on the
-// task the script returned. It answers with the task as its caller sees it.
+// Run applies a command to a task for p and answers with the task after it,
+// answer links filled in. A task p may not run the command on answers as a
+// missing one (problem.ErrNotFound); a command the task's state refuses is a
+// *StateError holding the task as it is; a repeat under idem of a command
+// that was written answers the first reply (Replayed). maxAttempts lost
+// races in a row end in store.ErrUnavailable, as an unreachable store does.
 func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (store.Reply, error) {
 	reply, err := s.run(ctx, p, id, cmd, idem)
 	if err != nil {
@@ -333,12 +340,20 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 	return reply, nil
 }
 
-// run is Run answering with the stored form.
+// run is Run for callers in this package that decide on the task it
+// answers (answer pages, sign-in results, cancel-and-wait): the stored form,
+// without answer links, which they fill only if they show the task.
 func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (store.Reply, error) {
 	return s.runWith(ctx, p, id, cmd, idem, nil)
 }
 
-// runWith is run writing, with the change, the sign-in attempts given.
+// runWith decides a command on the cached snapshot when there is one, so an
+// uncontended command costs one round trip: the write is a compare-and-set
+// on the revision, so a stale snapshot costs a retry, never a wrong write,
+// and a refusal or no-op decided on a snapshot is judged again on the stored
+// task before it is answered. The sign-in attempts given are written by the
+// script that writes the change, so an attempt exists only if the request
+// naming it was stored.
 func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency,
 	attempts []store.AnswerToken) (store.Reply, error) {
 	part, err := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
