@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // A long-poll that must wait (a task's, or a JSON read of an event log) is parked where it can be (see Parking):
@@ -53,17 +53,17 @@ func (p taskPoll) respond(t tasks.Task, raw []byte, err error) respond {
 // logPoll is a read of an event log that may wait, with what writes its
 // answer.
 type logPoll struct {
-	*store.LogPoll
-	answer func(w http.ResponseWriter, r *http.Request, page store.LogPage, err error)
+	*waits.LogPoll
+	answer func(w http.ResponseWriter, r *http.Request, page waits.LogPage, err error)
 }
 
 func (p logPoll) wait(ctx context.Context) respond { return p.respond(p.Wait(ctx)) }
 
 func (p logPoll) park(ctx context.Context, answered func(respond)) {
-	p.Park(ctx, func(page store.LogPage, err error) { answered(p.respond(page, err)) })
+	p.Park(ctx, func(page waits.LogPage, err error) { answered(p.respond(page, err)) })
 }
 
-func (p logPoll) respond(page store.LogPage, err error) respond {
+func (p logPoll) respond(page waits.LogPage, err error) respond {
 	return func(w http.ResponseWriter, r *http.Request) { p.answer(w, r, page, err) }
 }
 

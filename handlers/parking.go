@@ -20,7 +20,7 @@ import (
 // Parking holds connections with none of it while they wait: a long-poll
 // (HTTP/1.1) whose connection is taken off the server before its first
 // read, which then runs on one of a few goroutines (FirstReads), and which
-// waits parked (tasks.Poll.Park, store.LogPoll.Park); a connection whose client has not sent its next
+// waits parked (tasks.Poll.Park, waits.LogPoll.Park); a connection whose client has not sent its next
 // request yet, after such a poll's answer; and a new connection whose
 // client has not sent its first request yet. One epoll set (connWatch)
 // tells when a client sends or hangs up, and the connection then goes to
