@@ -1,8 +1,8 @@
 // Package app wires the service: the store, the services, the router and the
 // workers, started and stopped in order.
 //
-// It imports the services, handlers, store, waits, authz and metrics;
-// nothing imports it but cmd/server and tests.
+// It imports the services, handlers, parking, store, waits, authz and
+// metrics; nothing imports it but cmd/server and tests.
 package app
 
 import (
@@ -27,6 +27,7 @@ import (
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/loglimit"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/parking"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -59,7 +60,7 @@ type App struct {
 	Handler     http.Handler
 	// Parking holds the long-polls that wait with no goroutine, off the
 	// server's connections.
-	Parking *handlers.Parking
+	Parking *parking.Lot
 
 	// DevSecret is the HS256 secret of a server with none configured
 	// (embedded store only), made at start or kept in
@@ -157,7 +158,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		slackApp = &handlers.Slack{SigningSecret: []byte(cfg.SlackSigningSecret), Users: users}
 	}
 	a.Connections = newConnections(cfg, conns, vault, a, log)
-	a.Parking = handlers.NewParking(handlers.ParkingConfig{IdleTimeout: idleTimeout, HeaderTimeout: readHeaderTimeout}, a.Metrics)
+	a.Parking = parking.New(parking.Config{IdleTimeout: idleTimeout, HeaderTimeout: readHeaderTimeout}, a.Metrics)
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
 		Store: a.Store, Verifier: verifier, Parking: a.Parking,
