@@ -1,8 +1,8 @@
 // Package app wires the service: the store, the services, the router and the
 // workers, started and stopped in order.
 //
-// It imports the services, handlers, store, authz and metrics; nothing imports
-// it but cmd/server and tests.
+// It imports the services, handlers, parking, store, waits, authz and
+// metrics; nothing imports it but cmd/server and tests.
 package app
 
 import (
@@ -27,9 +27,11 @@ import (
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/loglimit"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/parking"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // How long the server, and Parking, wait for a connection's client to
@@ -45,6 +47,7 @@ type App struct {
 	log      *slog.Logger
 	Metrics  *metrics.Metrics
 	Store    *store.Store
+	Waiters  *waits.Waiters
 	FanIn    *store.FanIn
 	Tasks    *tasks.Service
 	Sessions *sessions.Service
@@ -57,7 +60,7 @@ type App struct {
 	Handler     http.Handler
 	// Parking holds the long-polls that wait with no goroutine, off the
 	// server's connections.
-	Parking *handlers.Parking
+	Parking *parking.Lot
 
 	// DevSecret is the HS256 secret of a server with none configured
 	// (embedded store only), made at start or kept in
@@ -128,14 +131,15 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if vaultSource == vaultRandom {
 		log.Warn("no TASKHOOK_VAULT_KEYS: stored secrets are sealed with a key made at start, and do not open after a restart")
 	}
-	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log, time.Now)
+	a.Waiters = waits.New(waits.Config{Recheck: cfg.RecheckInterval}, a.Metrics, time.Now)
+	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock}, a.Waiters.Notify, a.Metrics, log)
 	guard := callbacks.Guard{AllowPrivate: cfg.AllowPrivateTargets}
 	a.Notify = callbacks.NewRegistrar(guard, a.Store, vault, slackDestinations(cfg))
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
 		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify,
-	}, a.Store, a.FanIn, a.Metrics, time.Now)
-	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks(), Notify: a.Notify}, a.Store, a.FanIn, time.Now)
+	}, a.Store, a.Waiters, a.Metrics, time.Now)
+	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks(), Notify: a.Notify}, a.Store, a.Waiters, time.Now)
 	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
 		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
 		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard, Vault: vault,
@@ -144,7 +148,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	hookCfg := cfg.hooks()
 	hookCfg.Vault = vault
-	a.Hooks, err = hooks.NewService(hookCfg, a.Store, a.FanIn, a.Tasks, a.Metrics, log, time.Now)
+	a.Hooks, err = hooks.NewService(hookCfg, a.Store, a.Waiters, a.Tasks, a.Metrics, log, time.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +158,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		slackApp = &handlers.Slack{SigningSecret: []byte(cfg.SlackSigningSecret), Users: users}
 	}
 	a.Connections = newConnections(cfg, conns, vault, a, log)
-	a.Parking = handlers.NewParking(handlers.ParkingConfig{IdleTimeout: idleTimeout, HeaderTimeout: readHeaderTimeout}, a.Metrics)
+	a.Parking = parking.New(parking.Config{IdleTimeout: idleTimeout, HeaderTimeout: readHeaderTimeout}, a.Metrics)
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
 		Store: a.Store, Verifier: verifier, Parking: a.Parking,
@@ -231,7 +235,8 @@ func (a *App) Stop(ctx context.Context) error {
 func (a *App) stop(ctx context.Context) error {
 	var errs []error
 	if a.server != nil {
-		a.FanIn.Drain() // long-polls and streams answer at once
+		a.Waiters.Drain() // long-polls and streams answer at once
+		a.FanIn.Drain()
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -245,6 +250,7 @@ func (a *App) stop(ctx context.Context) error {
 	errs = append(errs, a.Parking.Stop(ctx))  // the parked polls answer on the drain
 	errs = append(errs, a.Dispatch.Stop(ctx)) // deliveries under way finish or are left to another replica
 	errs = append(errs, a.Resumer.Stop(ctx))
+	a.Waiters.Drain() // idempotent: it drains here when the server never ran
 	errs = append(errs, a.FanIn.Stop(ctx))
 	errs = append(errs, a.Store.Close())
 	return errors.Join(errs...)

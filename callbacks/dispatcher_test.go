@@ -22,6 +22,7 @@ import (
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 var owner = authz.Principal{ID: "dispatcher-test"}
@@ -63,7 +64,7 @@ func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard callbac
 	if err := s.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now) // not started: nothing here waits
+	w := waits.New(waits.Config{}, nil, time.Now) // no fan-in: nothing here waits
 	reg := callbacks.NewRegistrar(guard, s, testVault, nil)
 	cfg.Guard = guard
 	cfg.Vault = testVault
@@ -82,8 +83,8 @@ func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard callbac
 	})
 	return replica{
 		store:      s,
-		sessions:   sessions.NewService(sessions.Config{Notify: reg}, s, f, time.Now),
-		tasks:      tasks.NewService(tasks.Config{Notify: reg}, s, f, metrics.New(), time.Now),
+		sessions:   sessions.NewService(sessions.Config{Notify: reg}, s, w, time.Now),
+		tasks:      tasks.NewService(tasks.Config{Notify: reg}, s, w, metrics.New(), time.Now),
 		dispatcher: d,
 		metrics:    m,
 		registrar:  reg,

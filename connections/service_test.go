@@ -21,6 +21,7 @@ import (
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 const publicURL = "http://taskhook.test"
@@ -49,7 +50,7 @@ func newEnv(t *testing.T, sc store.Config, callback string) *env {
 			Return: callback}
 	}
 	clk := &providertest.Clock{}
-	ts := tasks.NewService(tasks.Config{PublicURL: publicURL}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), m, time.Now)
+	ts := tasks.NewService(tasks.Config{PublicURL: publicURL}, s, waits.New(waits.Config{}, nil, time.Now), m, time.Now)
 	svc := connections.NewService(connections.Config{
 		Connections: []connections.Connection{conn("devbox"), conn("other")}, PublicURL: publicURL, Now: clk.Now,
 	}, authz.NewRandomVault(), s, ts, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -76,7 +77,7 @@ func ctxFor(t *testing.T) context.Context {
 func (e *env) task(t *testing.T) string {
 	t.Helper()
 	ctx := ctxFor(t)
-	ses := sessions.NewService(sessions.Config{}, e.store, store.NewFanIn(e.store, store.FanInConfig{}, nil, nil, time.Now), time.Now)
+	ses := sessions.NewService(sessions.Config{}, e.store, waits.New(waits.Config{}, nil, time.Now), time.Now)
 	raw, _, err := ses.Create(ctx, e.owner, sessions.CreateInput{}, store.Idempotency{})
 	if err != nil {
 		t.Fatal(err)

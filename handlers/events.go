@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // readLog reads one page of a log for a route (a task's or a session's).
-type readLog func(q store.LogQuery) (store.LogPage, error)
+type readLog func(q waits.LogQuery) (waits.LogPage, error)
 
 // pollLog begins a read of a route's log (a task's or a session's): ctx is
 // the context of its reads.
-type pollLog func(ctx context.Context, q store.LogQuery) *store.LogPoll
+type pollLog func(ctx context.Context, q waits.LogQuery) *waits.LogPoll
 
 // serveEvents answers GET .../events in its JSON form, {events, cursor}, or
 // as server-sent events. With ?kinds= only the events of those types are
@@ -41,7 +42,7 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, poll pollLog) 
 			a.writeError(w, r, invalidRequest(field, "is not an event id"))
 			return
 		}
-		a.streamEvents(w, r, after, kinds, func(q store.LogQuery) (store.LogPage, error) {
+		a.streamEvents(w, r, after, kinds, func(q waits.LogQuery) (waits.LogPage, error) {
 			return poll(r.Context(), q).Wait(r.Context())
 		})
 		return
@@ -60,14 +61,14 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, poll pollLog) 
 		a.writeError(w, r, err)
 		return
 	}
-	query := store.LogQuery{After: after, Limit: limit, Wait: wait, Kinds: kinds}
+	query := waits.LogQuery{After: after, Limit: limit, Wait: wait, Kinds: kinds}
 	a.serveLongPoll(w, r, wait, func(ctx context.Context) longPoll {
 		return logPoll{poll(ctx, query), a.writeEventsPage}
 	})
 }
 
 // writeEventsPage writes a page of a log in the JSON form of GET .../events.
-func (a *api) writeEventsPage(w http.ResponseWriter, r *http.Request, page store.LogPage, err error) {
+func (a *api) writeEventsPage(w http.ResponseWriter, r *http.Request, page waits.LogPage, err error) {
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -103,8 +104,8 @@ func wantsStream(r *http.Request) bool {
 // appended, with a comment every 15 s while idle. It ends when the client
 // leaves or the server drains. The first read checks access, so a missing or
 // foreign log is a plain 404.
-func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string, kinds store.Kinds, read readLog) {
-	page, err := read(store.LogQuery{After: after, Limit: 100, Kinds: kinds})
+func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string, kinds waits.Kinds, read readLog) {
+	page, err := read(waits.LogQuery{After: after, Limit: 100, Kinds: kinds})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -142,7 +143,7 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string,
 			return
 		default:
 		}
-		if page, err = read(store.LogQuery{After: after, Limit: 100, Wait: heartbeat, Kinds: kinds}); err != nil {
+		if page, err = read(waits.LogQuery{After: after, Limit: 100, Wait: heartbeat, Kinds: kinds}); err != nil {
 			return // the client sees the stream end and resumes with Last-Event-ID
 		}
 	}

@@ -9,17 +9,17 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // parseKinds reads ?kinds=: event types, comma-separated, each one of the
 // contract's. Absent or empty means every type.
-func parseKinds(r *http.Request) (store.Kinds, error) {
+func parseKinds(r *http.Request) (waits.Kinds, error) {
 	v := r.URL.Query().Get("kinds")
 	if v == "" {
 		return nil, nil
 	}
-	var kinds store.Kinds
+	var kinds waits.Kinds
 	for _, k := range strings.Split(v, ",") {
 		k = strings.TrimSpace(k)
 		if !events.Known(k) {

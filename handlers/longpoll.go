@@ -1,22 +1,20 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
-// A long-poll that must wait (a task's, or a JSON read of an event log) is parked where it can be (see Parking):
-// its connection is taken off the server before the poll's first read, and
-// its answer is written to the connection later, as net/http would have
-// written it, then logged and counted as any request's.
+// A long-poll that must wait (a task's, or a JSON read of an event log) is
+// parked where it can be (see package parking): its connection is taken off
+// the server before the poll's first read, and its answer is written to the
+// connection later, as net/http would have written it, then logged and
+// counted as any request's.
 
 // A longPoll is a long-poll begun (a task's, or a log's): whether it waits,
 // how it is told its caller left, and its answer, waited for in the handler
@@ -53,17 +51,17 @@ func (p taskPoll) respond(t tasks.Task, raw []byte, err error) respond {
 // logPoll is a read of an event log that may wait, with what writes its
 // answer.
 type logPoll struct {
-	*store.LogPoll
-	answer func(w http.ResponseWriter, r *http.Request, page store.LogPage, err error)
+	*waits.LogPoll
+	answer func(w http.ResponseWriter, r *http.Request, page waits.LogPage, err error)
 }
 
 func (p logPoll) wait(ctx context.Context) respond { return p.respond(p.Wait(ctx)) }
 
 func (p logPoll) park(ctx context.Context, answered func(respond)) {
-	p.Park(ctx, func(page store.LogPage, err error) { answered(p.respond(page, err)) })
+	p.Park(ctx, func(page waits.LogPage, err error) { answered(p.respond(page, err)) })
 }
 
-func (p logPoll) respond(page store.LogPage, err error) respond {
+func (p logPoll) respond(page waits.LogPage, err error) respond {
 	return func(w http.ResponseWriter, r *http.Request) { p.answer(w, r, page, err) }
 }
 
@@ -83,87 +81,40 @@ func (a *api) serveLongPoll(w http.ResponseWriter, r *http.Request, wait time.Du
 	begin(r.Context()).wait(r.Context())(w, r)
 }
 
-// park takes the request's connection off the server, then has Parking
-// begin the poll and parks it. The answer is written, logged and counted
-// as the handler would have. It reports false, having
-// changed nothing, when the request cannot be parked: no Parking, HTTP/2 or
+// park takes the request's connection off the server (parking.Lot.Take),
+// then has the Lot begin the poll and parks it. The answer is written,
+// logged and counted as the handler would have. It reports false, having
+// changed nothing, when the request cannot be parked: no Lot, HTTP/2 or
 // 1.0, a request with a body, or a writer that cannot give up its
 // connection (tests' recorders).
 func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Context) longPoll) bool {
 	rec := recorderOf(w)
-	if a.parking == nil || a.parking.watch == nil || a.parking.isClosed() || rec == nil || rec.status != 0 ||
-		r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
+	if rec == nil || rec.status != 0 {
 		return false
 	}
-	header := saveHeader(w.Header())
-	conn, next, ok := a.parking.take(w)
+	held, ok := a.parking.Take(w, r)
 	if !ok {
 		return false
 	}
 	rec.parked = true
 	start, req := rec.start, detach(r) // neither rec nor r is kept: they hold the server's buffers
-	a.parking.firstRead(func() {
+	held.FirstRead(func() {
 		poll := begin(req.ctx)
-		release := a.parking.watchPoll(conn, poll)
+		release := held.Watch(poll)
 		poll.park(req.ctx, func(answer respond) {
 			release()
-			r := req.request()
-			res := &lateResponse{header: header.header()}
-			late := &statusRecorder{ResponseWriter: res, start: start}
-			func() {
-				defer a.settle(late, r)
-				answer(late, r)
-			}()
-			a.parking.answered(conn, next, res, !req.close && !isClosed(a.tasks.Draining()))
+			held.Answer(func(res http.ResponseWriter) bool {
+				r := req.request()
+				late := &statusRecorder{ResponseWriter: res, start: start}
+				func() {
+					defer a.settle(late, r)
+					answer(late, r)
+				}()
+				return !isClosed(a.tasks.Draining())
+			})
 		})
 	})
 	return true
-}
-
-// lateResponse is the http.ResponseWriter of a parked poll's answer: it
-// keeps what the answer writes, then sends it on the connection as net/http
-// would have sent it, with the length of the body.
-type lateResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (l *lateResponse) Header() http.Header { return l.header }
-
-func (l *lateResponse) WriteHeader(status int) {
-	if l.status == 0 {
-		l.status = status
-	}
-}
-
-func (l *lateResponse) Write(b []byte) (int, error) {
-	l.WriteHeader(http.StatusOK)
-	return l.body.Write(b)
-}
-
-// send writes the response to c; without keep it says the connection
-// closes. The bytes are those net/http writes: the handler's headers in
-// order, then Date, Content-Length and Connection.
-func (l *lateResponse) send(c net.Conn, keep bool) error {
-	l.WriteHeader(http.StatusOK)
-	text := http.StatusText(l.status)
-	if text == "" {
-		text = "status code " + strconv.Itoa(l.status)
-	}
-	var b bytes.Buffer
-	b.Grow(256 + l.body.Len())
-	b.WriteString("HTTP/1.1 " + strconv.Itoa(l.status) + " " + text + "\r\n")
-	_ = l.header.Write(&b)
-	b.WriteString("Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n")
-	b.WriteString("Content-Length: " + strconv.Itoa(l.body.Len()) + "\r\n")
-	if !keep {
-		b.WriteString("Connection: close\r\n")
-	}
-	b.WriteString("\r\n")
-	b.Write(l.body.Bytes())
-	_, err := c.Write(b.Bytes())
-	return err
 }
 
 // recorderOf is the request's statusRecorder (observe's), under any
@@ -203,28 +154,6 @@ func (p parkedRequest) request() *http.Request {
 	r := &http.Request{Method: p.method, URL: &url.URL{}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: http.Header{}, Close: p.close}
 	return r.WithContext(p.ctx)
-}
-
-// savedHeader is a response header kept while its request is parked, in a
-// smaller form than a map: names and values in turn.
-type savedHeader []string
-
-func saveHeader(h http.Header) savedHeader {
-	var s savedHeader
-	for name, values := range h {
-		for _, v := range values {
-			s = append(s, name, v)
-		}
-	}
-	return s
-}
-
-func (s savedHeader) header() http.Header {
-	h := make(http.Header, len(s)/2)
-	for i := 0; i+1 < len(s); i += 2 {
-		h[s[i]] = append(h[s[i]], s[i+1])
-	}
-	return h
 }
 
 // isClosed reports whether ch is closed.

@@ -1,11 +1,11 @@
 // Package handlers is the HTTP layer: chi routes that decode and validate a
 // request, call a service and map its errors to the contract's codes. It
-// holds no business rules. It also owns how connections are held: Parking
-// keeps waiting long-polls and connections that wait for a request off
+// holds no business rules. Long-polls that must wait are parked through a
+// parking.Lot, which holds them and connections that wait for a request off
 // net/http's goroutine per connection.
 //
-// It imports the services (tasks, sessions, hooks), problem, store, authz,
-// metrics and api/wire; no service imports it.
+// It imports the services (tasks, sessions, hooks), waits, parking,
+// problem, store, authz, metrics and api/wire; no service imports it.
 package handlers
 
 import (
@@ -23,6 +23,7 @@ import (
 	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/parking"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -40,9 +41,9 @@ type Deps struct {
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
 	Log          *slog.Logger
-	Parking      *Parking // nil: long-polls wait in their handlers
-	MaxBodyBytes int64    // default 1 MiB
-	Version      string   // reported by /v1/info
+	Parking      *parking.Lot // nil: long-polls wait in their handlers
+	MaxBodyBytes int64        // default 1 MiB
+	Version      string       // reported by /v1/info
 
 	// BodyTimeout is how long a request's body may take to arrive (default
 	// 15s); MaxInflightBodyBytes bounds the body bytes held in memory across
@@ -76,7 +77,7 @@ type api struct {
 	log         *slog.Logger
 	body        *bodyGuard
 	lists       *listLimiter // nil: lists are not limited
-	parking     *Parking     // nil: long-polls wait in their handlers
+	parking     *parking.Lot // nil: long-polls wait in their handlers
 	version     string
 	slack       *Slack
 	caps        []string // for /v1/info

@@ -9,6 +9,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/waits"
 )
 
 func (a *api) createSession(w http.ResponseWriter, r *http.Request) {
@@ -31,7 +32,7 @@ func (a *api) listSessions(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	p, id := principal(r), chi.URLParam(r, "sessionId")
-	a.serveEvents(w, r, func(ctx context.Context, q store.LogQuery) *store.LogPoll {
+	a.serveEvents(w, r, func(ctx context.Context, q waits.LogQuery) *waits.LogPoll {
 		return a.sessions.PollEvents(ctx, p, id, q)
 	})
 }

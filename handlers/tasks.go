@@ -14,6 +14,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // getTask reads a task; with afterRevision and wait it long-polls until the
@@ -39,7 +40,7 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) {
 
 // parseTaskPoll reads the long poll of a task read: ?afterRevision= (-1
 // when absent, and then no wait), ?wait= and ?kinds=.
-func parseTaskPoll(r *http.Request) (after int64, wait time.Duration, kinds store.Kinds, err error) {
+func parseTaskPoll(r *http.Request) (after int64, wait time.Duration, kinds waits.Kinds, err error) {
 	if wait, err = parseWait(r); err != nil {
 		return 0, 0, kinds, err
 	}
@@ -92,7 +93,7 @@ func (a *api) listTasks(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) taskEvents(w http.ResponseWriter, r *http.Request) {
 	p, id := principal(r), chi.URLParam(r, "taskId")
-	a.serveEvents(w, r, func(ctx context.Context, q store.LogQuery) *store.LogPoll {
+	a.serveEvents(w, r, func(ctx context.Context, q waits.LogQuery) *waits.LogPoll {
 		return a.tasks.PollEvents(ctx, p, id, q)
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tokens"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // Post is one request to a hook's ingest URL (the /v1/callback/{token} route).
@@ -140,7 +141,7 @@ func (s *Service) Ingest(ctx context.Context, t Target, in Post) (Accepted, erro
 	switch res.Outcome {
 	case store.OK:
 		s.count(outcomeStored)
-		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: cfg.HookID, SessionID: cfg.SessionID, Types: []string{wire.EventHookReceived}})
+		s.waiters.Notify(waits.Wake{Kind: waits.WakeHook, ID: cfg.HookID, SessionID: cfg.SessionID, Types: []string{wire.EventHookReceived}})
 		return Accepted{EventID: res.EventID, Response: cfg.Response}, nil
 	case store.Duplicate:
 		s.count(outcomeDuplicate)

@@ -13,6 +13,7 @@ import (
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // Event is one stored post, as readers see it.
@@ -132,11 +133,11 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 	// Woken by a post to the hook or its close, and by what may close it:
 	// its task changing, or, for a hook of the session only, anything in its
 	// session (a wake is not filtered: the waiter keeps only the latest).
-	parent := store.WaitKey(store.WakeSession, ref.SessionID)
+	parent := waits.WaitKey(waits.WakeSession, ref.SessionID)
 	if ref.TaskID != "" {
-		parent = store.WaitKey(store.WakeTask, ref.TaskID)
+		parent = waits.WaitKey(waits.WakeTask, ref.TaskID)
 	}
-	w := s.fanin.Wait(store.WaitKey(store.WakeHook, id), parent)
+	w := s.waiters.Wait(waits.WaitKey(waits.WakeHook, id), parent)
 	defer w.Stop()
 	deadline := s.now().Add(o.Wait)
 	for {
@@ -187,7 +188,7 @@ func (s *Service) Read(ctx context.Context, p authz.Principal, id string, o Read
 				until = closes
 			}
 		}
-		if _, why := w.Next(ctx, until); why == store.Gone || (why == store.Timeout && !until.Before(deadline)) {
+		if _, why := w.Next(ctx, until); why == waits.Gone || (why == waits.Timeout && !until.Before(deadline)) {
 			return out, nil
 		}
 	}

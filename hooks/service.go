@@ -18,6 +18,7 @@ import (
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // Config holds the hook limits. The zero value means the defaults.
@@ -87,7 +88,7 @@ var _ Tasks = (*tasks.Service)(nil)
 type Service struct {
 	cfg     Config
 	store   *store.Store
-	fanin   *store.FanIn
+	waiters *waits.Waiters
 	tasks   Tasks
 	metrics *metrics.Metrics
 	log     *slog.Logger
@@ -97,7 +98,7 @@ type Service struct {
 }
 
 // NewService wires the service. now is the clock (time.Now in production).
-func NewService(cfg Config, s *store.Store, f *store.FanIn, t Tasks, m *metrics.Metrics, log *slog.Logger,
+func NewService(cfg Config, s *store.Store, w *waits.Waiters, t Tasks, m *metrics.Metrics, log *slog.Logger,
 	now func() time.Time) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func NewService(cfg Config, s *store.Store, f *store.FanIn, t Tasks, m *metrics.
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
-		cfg: cfg, store: s, fanin: f, tasks: t, metrics: m, log: log, tokens: cache.New[tokenEntry](cfg.CacheSize),
+		cfg: cfg, store: s, waiters: w, tasks: t, metrics: m, log: log, tokens: cache.New[tokenEntry](cfg.CacheSize),
 		refs: cache.New[hookRef](cfg.CacheSize), now: now,
 	}, nil
 }
@@ -408,7 +409,7 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 	}
 	if res.Outcome == store.OK {
 		// The script woke the other replicas' reads through the wake stream.
-		s.fanin.Notify(store.Wake{Kind: store.WakeHook, ID: id, SessionID: h.SessionID, Types: []string{}})
+		s.waiters.Notify(waits.Wake{Kind: waits.WakeHook, ID: id, SessionID: h.SessionID, Types: []string{}})
 		return store.Reply{JSON: res.JSON}, nil
 	}
 	return store.Settle(res.Outcome, res.ReplayBody, "close hook")

@@ -15,6 +15,7 @@ import (
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // CancelAnswer is the answer of a cancel: the session and the tasks it ended.
@@ -60,7 +61,7 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 		}
 		switch res.Outcome {
 		case store.OK:
-			s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id, Types: []string{}})
+			s.waiters.Notify(waits.Wake{Kind: waits.WakeSession, ID: id, SessionID: id, Types: []string{}})
 		case store.Missing:
 			return nil, false, problem.ErrNotFound
 		}
@@ -149,7 +150,7 @@ func (s *Service) cancelBatch(ctx context.Context, part int, id string, st store
 	}
 	for _, c := range changes {
 		if slices.Contains(cancelled, c.ID) {
-			s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: c.ID, SessionID: id, Revision: c.ExpectRevision + 1,
+			s.waiters.Notify(waits.Wake{Kind: waits.WakeTask, ID: c.ID, SessionID: id, Revision: c.ExpectRevision + 1,
 				Snapshot: c.JSON, Types: []string{wire.EventTaskTerminal}})
 		}
 	}
@@ -192,7 +193,7 @@ func (s *Service) endCancel(ctx context.Context, part int, id, reason string, id
 	}
 	switch res.Outcome {
 	case store.OK:
-		s.fanin.Notify(store.Wake{Kind: store.WakeSession, ID: id, SessionID: id, Types: []string{wire.EventSessionCancelled}})
+		s.waiters.Notify(waits.Wake{Kind: waits.WakeSession, ID: id, SessionID: id, Types: []string{wire.EventSessionCancelled}})
 		return body, true, nil
 	case store.Replayed:
 		return res.ReplayBody, true, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // CancelWaitAnswer is the answer of a cancel with a wait: the cancel's, and
@@ -32,7 +33,7 @@ type CancelWaitAnswer struct {
 func (s *Service) CancelAndWait(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency,
 	wait time.Duration) ([]byte, bool, error) {
 	deadline := s.now().Add(min(wait, tasks.MaxWait))
-	w := s.fanin.Wait(store.WaitKey(store.WakeSession, id))
+	w := s.waiters.Wait(waits.WaitKey(waits.WakeSession, id))
 	defer w.Stop()
 	body, replayed, err := s.Cancel(ctx, p, id, reason, idem)
 	if err != nil {
@@ -53,7 +54,7 @@ func (s *Service) CancelAndWait(ctx context.Context, p authz.Principal, id, reas
 
 // awaitReleased waits on w until every task of ids (of partition part) is
 // released or the deadline passes, and answers those that are not, sorted.
-func (s *Service) awaitReleased(ctx context.Context, w *store.Waiter, part int, ids []string,
+func (s *Service) awaitReleased(ctx context.Context, w *waits.Waiter, part int, ids []string,
 	deadline time.Time) ([]string, error) {
 	pending := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -80,12 +81,12 @@ func (s *Service) awaitReleased(ctx context.Context, w *store.Waiter, part int, 
 	for len(pending) > 0 {
 		wk, why := w.Next(ctx, deadline)
 		switch {
-		case why == store.Woken && wk.Merged, why == store.Recheck:
+		case why == waits.Woken && wk.Merged, why == waits.Recheck:
 			if err := reread(); err != nil {
 				return nil, err
 			}
-		case why == store.Woken:
-			if wk.Kind != store.WakeTask || !pending[wk.ID] {
+		case why == waits.Woken:
+			if wk.Kind != waits.WakeTask || !pending[wk.ID] {
 				continue
 			}
 			// Released is for good: a snapshot older than one seen before

@@ -2,8 +2,8 @@
 // of its tasks and the log of what the agent must hear about.
 //
 // It imports tasks (to cancel a session's tasks), callbacks (to check
-// notification endpoints), store, ids, events, problem, authz and api/wire,
-// never handlers.
+// notification endpoints), store, waits, ids, events, problem, authz and
+// api/wire, never handlers.
 package sessions
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // Statuses of a session.
@@ -48,21 +49,21 @@ type Config struct {
 
 // Service creates and reads sessions.
 type Service struct {
-	cfg   Config
-	store *store.Store
-	fanin *store.FanIn
-	now   func() time.Time
+	cfg     Config
+	store   *store.Store
+	waiters *waits.Waiters
+	now     func() time.Time
 }
 
 // NewService wires the service.
-func NewService(cfg Config, s *store.Store, f *store.FanIn, now func() time.Time) *Service {
+func NewService(cfg Config, s *store.Store, w *waits.Waiters, now func() time.Time) *Service {
 	if cfg.TTL == 0 {
 		cfg.TTL = 30 * 24 * time.Hour
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = 30 * 24 * time.Hour
 	}
-	return &Service{cfg: cfg, store: s, fanin: f, now: now}
+	return &Service{cfg: cfg, store: s, waiters: w, now: now}
 }
 
 // Create opens an active session owned by p. With an idempotency key the
@@ -203,21 +204,21 @@ func (s *Service) List(ctx context.Context, p authz.Principal, status string, af
 // Events reads the session's log after a cursor, only the events of kinds
 // when the query names some, waiting up to its wait for an event when there
 // is none.
-func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q store.LogQuery) (store.LogPage, error) {
+func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q waits.LogQuery) (waits.LogPage, error) {
 	return s.PollEvents(ctx, p, id, q).Wait(ctx)
 }
 
 // PollEvents begins Events: the session read (which checks access) and its
 // log, and the wait ahead when the log has nothing for the query and it
 // waits.
-func (s *Service) PollEvents(ctx context.Context, p authz.Principal, id string, q store.LogQuery) *store.LogPoll {
-	w := s.fanin.Wait(store.WaitKey(store.WakeSession, id))
+func (s *Service) PollEvents(ctx context.Context, p authz.Principal, id string, q waits.LogQuery) *waits.LogPoll {
+	w := s.waiters.Wait(waits.WaitKey(waits.WakeSession, id))
 	if _, _, err := s.Get(ctx, p, id); err != nil {
 		w.Stop()
-		return store.FailedLogPoll(err)
+		return waits.FailedLogPoll(err)
 	}
 	part, _ := ids.PartitionOf(id, ids.SessionPrefix, s.store.Partitions)
-	poll := s.fanin.PollLog(ctx, w, s.store.Keys.SessionEvents(part, id), q)
+	poll := s.waiters.PollLog(ctx, w, s.store.Source(s.store.Keys.SessionEvents(part, id)), q)
 	if s.cfg.AnswerLinks != nil {
 		poll.Shown(s.cfg.AnswerLinks.Events)
 	}

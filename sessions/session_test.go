@@ -21,6 +21,7 @@ import (
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 var (
@@ -42,11 +43,11 @@ func newEnv(t *testing.T, cfg store.Config) env {
 	t.Helper()
 	m := metrics.New()
 	s := storetest.Open(t, cfg, m)
-	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now)
+	w := waits.New(waits.Config{}, nil, time.Now)
 	return env{
 		store: s, metrics: m,
-		sessions: sessions.NewService(sessions.Config{}, s, f, time.Now),
-		tasks:    tasks.NewService(tasks.Config{}, s, f, metrics.New(), time.Now),
+		sessions: sessions.NewService(sessions.Config{}, s, w, time.Now),
+		tasks:    tasks.NewService(tasks.Config{}, s, w, metrics.New(), time.Now),
 	}
 }
 
@@ -95,7 +96,7 @@ func (e env) getTask(t *testing.T, id string) tasks.Task {
 // log is the session's event log as its owner reads it.
 func (e env) log(t *testing.T, p authz.Principal, session string) []events.Event {
 	t.Helper()
-	page, err := e.sessions.Events(context.Background(), p, session, store.LogQuery{Limit: 1000})
+	page, err := e.sessions.Events(context.Background(), p, session, waits.LogQuery{Limit: 1000})
 	if err != nil {
 		t.Fatalf("session events: %v", err)
 	}
@@ -145,7 +146,7 @@ func TestCreateAndGet(t *testing.T) {
 				t.Errorf("%s: %+v %s %v, want ErrNotFound", name, got, raw, err)
 			}
 		}
-		if _, err := e.sessions.Events(ctx, bob, ses.SessionID, store.LogQuery{Limit: 10}); !errors.Is(err, problem.ErrNotFound) {
+		if _, err := e.sessions.Events(ctx, bob, ses.SessionID, waits.LogQuery{Limit: 10}); !errors.Is(err, problem.ErrNotFound) {
 			t.Errorf("another principal's log: %v, want ErrNotFound", err)
 		}
 		log := e.log(t, alice, ses.SessionID)

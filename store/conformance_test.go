@@ -13,6 +13,7 @@ import (
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // The conformance suite: every test here runs on real standalone Redis, a
@@ -205,7 +206,7 @@ func TestTaskLogStoresNoEventTwice(t *testing.T) {
 		if len(paged) != 13 || paged[12] != log[12].ID {
 			t.Fatalf("paged %d ids ending %v, want the 13 of the log", len(paged), paged)
 		}
-		found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 1, store.Kinds{"e11"})
+		found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 1, waits.Kinds{"e11"})
 		if err != nil || !found {
 			t.Fatalf("kinds after revision 1: found %v, %v; want the last event found", found, err)
 		}
@@ -514,7 +515,9 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 		if cfg.URL != "" {
 			reader = open(t, cfg) // another replica: its own client and readers
 		}
-		fan := store.NewFanIn(reader, store.FanInConfig{Block: 200 * time.Millisecond}, metrics.New(), nil, time.Now)
+		m := metrics.New()
+		reg := waits.New(waits.Config{}, m, time.Now)
+		fan := store.NewFanIn(reader, store.FanInConfig{Block: 200 * time.Millisecond}, reg.Notify, m, nil)
 		if err := fan.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -526,7 +529,7 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 
 		f := newFixture(t, writer, "alice")
 		id, _ := f.createTask(t, "alice", store.Idempotency{})
-		w := fan.Wait(store.WaitKey(store.WakeTask, id), store.WaitKey(store.WakeSession, f.session))
+		w := reg.Wait(waits.WaitKey(waits.WakeTask, id), waits.WaitKey(waits.WakeSession, f.session))
 		defer w.Stop()
 		// The reader may start after the first writes: write until a wake for
 		// a change we made after registering arrives (the create's own wake
@@ -536,7 +539,7 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 			f.apply(t, id, rev, store.Idempotency{}, `{"type":"x"}`)
 			for {
 				wk, why := w.Next(context.Background(), time.Now().Add(500*time.Millisecond))
-				if why != store.Woken {
+				if why != waits.Woken {
 					break
 				}
 				if wk.Revision < 2 {

@@ -10,17 +10,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/waits"
 	"github.com/taskhook/taskhook/worker"
 )
 
 // FanIn runs one reader per partition on the partition's wake stream
-// (XREAD BLOCK) and hands every wake-up to this replica's Waiters. A waiting
+// (XREAD BLOCK) and hands every wake-up to notify: this replica's registry
+// of waits (waits.Waiters' Notify), which it does not own. A waiting
 // long-poll therefore costs no Redis traffic of its own: the readers'
-// blocking reads are shared by all. The services wait on the registry and
-// read logs through the FanIn (Waiters and ReadLog).
+// blocking reads are shared by all.
 type FanIn struct {
-	*Waiters
-	logs LogReader
+	notify func(waits.Wake)
 
 	store   *Store
 	metrics *metrics.Metrics
@@ -35,35 +35,16 @@ type FanIn struct {
 
 // FanInConfig tunes the readers. Zero values are the defaults.
 type FanInConfig struct {
-	Block   time.Duration // how long one blocking read waits; default 5s
-	Recheck time.Duration // how often a waiter re-reads in case a wake was lost; default 15s
+	Block time.Duration // how long one blocking read waits; default 5s
 }
 
-// NewFanIn makes the readers and their registry; Start runs the readers.
-// now is the clock deadlines are read on (time.Now in production).
-func NewFanIn(s *Store, cfg FanInConfig, m *metrics.Metrics, log *slog.Logger, now func() time.Time) *FanIn {
+// NewFanIn makes the readers, which hand what they read to notify; Start
+// runs them.
+func NewFanIn(s *Store, cfg FanInConfig, notify func(waits.Wake), m *metrics.Metrics, log *slog.Logger) *FanIn {
 	if cfg.Block == 0 {
 		cfg.Block = 5 * time.Second
 	}
-	if cfg.Recheck == 0 {
-		cfg.Recheck = 15 * time.Second
-	}
-	return &FanIn{
-		Waiters: newWaiters(cfg.Recheck, m, now), logs: LogReader{store: s, now: now},
-		store: s, metrics: m, log: log, block: cfg.Block,
-	}
-}
-
-// ReadLog reads a log after a cursor and, when nothing is there and the
-// query waits, waits on w (registered before the first read) and reads again.
-func (f *FanIn) ReadLog(ctx context.Context, w *Waiter, log Log, q LogQuery) (LogPage, error) {
-	return f.logs.Read(ctx, w, log, q)
-}
-
-// PollLog begins ReadLog: the first read made, and the wait ahead when
-// nothing is there and the query waits. The poll stops w once answered.
-func (f *FanIn) PollLog(ctx context.Context, w *Waiter, log Log, q LogQuery) *LogPoll {
-	return f.logs.Poll(ctx, w, log, q)
+	return &FanIn{notify: notify, store: s, metrics: m, log: log, block: cfg.Block}
 }
 
 // Start runs the readers. It is idempotent; after Stop it does nothing.
@@ -82,11 +63,10 @@ func (f *FanIn) Start(ctx context.Context) error {
 	return nil
 }
 
-// Drain tells every waiter to answer now and the readers to end; it does not
-// wait. A reader blocked in Redis ends when its read returns, or at Stop. It
-// is idempotent.
+// Drain tells the readers to end; it does not wait. A reader blocked in
+// Redis ends when its read returns, or at Stop. It is idempotent. (The
+// waiters are drained by the registry's own Drain.)
 func (f *FanIn) Drain() {
-	f.Waiters.Drain()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cancel != nil {
@@ -96,7 +76,7 @@ func (f *FanIn) Drain() {
 	}
 }
 
-// Stop drains, ends the readers' blocking reads and waits for the readers,
+// Stop drains the readers, ends their blocking reads and waits for them,
 // within ctx. It is idempotent.
 func (f *FanIn) Stop(ctx context.Context) error {
 	f.Drain()
@@ -141,7 +121,7 @@ func (f *FanIn) read(ctx context.Context, p int) {
 		for _, st := range res {
 			for _, msg := range st.Messages {
 				last = msg.ID
-				f.Notify(parseWake(msg.Values))
+				f.notify(parseWake(msg.Values))
 				if f.metrics != nil {
 					f.metrics.Wakeups.Inc()
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // The hook scripts' conformance suite: creation, ingest (state, rate limit,
@@ -163,7 +164,7 @@ func (f hookFixture) queueLen(t *testing.T) int64 {
 	return n
 }
 
-func (f hookFixture) sessionLog(t *testing.T) []store.LogEntry {
+func (f hookFixture) sessionLog(t *testing.T) []waits.LogEntry {
 	t.Helper()
 	entries, err := f.s.ReadLog(context.Background(), f.s.Keys.SessionEvents(f.part, f.session), "", 1000)
 	if err != nil {

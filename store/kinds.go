@@ -2,32 +2,9 @@ package store
 
 import (
 	"context"
-	"slices"
+
+	"github.com/taskhook/taskhook/waits"
 )
-
-// Kinds are the event types a reader asks for (?kinds=): a long-poll, a log
-// read or a stream that wakes on these only. Empty means every type.
-type Kinds []string
-
-// All reports whether k asks for every type.
-func (k Kinds) All() bool { return len(k) == 0 }
-
-// Has reports whether k asks for events of type t.
-func (k Kinds) Has(t string) bool { return k.All() || slices.Contains(k, t) }
-
-// MayConcern reports whether the wake may be about an event k asks for: it
-// is when one of its types is one of k, or when its types are unknown.
-func (k Kinds) MayConcern(wk Wake) bool {
-	if k.All() || wk.Types == nil {
-		return true
-	}
-	for _, t := range wk.Types {
-		if k.Has(t) {
-			return true
-		}
-	}
-	return false
-}
 
 // Bounds of one kinds script's look at a log: whatever the log holds, a
 // script looks at most at this many entries and bytes, and the caller goes
@@ -37,19 +14,15 @@ const (
 	kindsScanBytes   = 8 << 20
 )
 
-// kindsRead is log_read_kinds's answer.
-type kindsRead struct {
-	entries []LogEntry
-	last    string // the id of the last entry looked at; "" when none
-	more    bool   // it stopped before the log's end
-}
-
-var parseLogReadKinds = replies[kindsRead]{
-	"ok": func(r scriptReply) (kindsRead, error) {
-		out := kindsRead{last: r.str(1), more: r.str(2) == "1"}
+// parseLogReadKinds reads log_read_kinds's answer: the entries, the id of
+// the last entry looked at ("" when none), and whether it stopped before the
+// log's end.
+var parseLogReadKinds = replies[waits.LogRead]{
+	"ok": func(r scriptReply) (waits.LogRead, error) {
+		out := waits.LogRead{Last: r.str(1), More: r.str(2) == "1"}
 		for i := 3; i+1 < len(r); i += 2 {
 			id := r.str(i)
-			out.entries = append(out.entries, LogEntry{ID: id, JSON: withID(id, r.str(i+1))})
+			out.Entries = append(out.Entries, waits.LogEntry{ID: id, JSON: withID(id, r.str(i+1))})
 		}
 		return out, nil
 	},
@@ -59,10 +32,10 @@ var parseLogReadKinds = replies[kindsRead]{
 // ("" or "0" for the beginning), looking at a bounded part of the log: last
 // is the id of the last entry it looked at, and more says it stopped before
 // the log's end.
-func (s *Store) readLogKinds(ctx context.Context, log Log, after string, limit int, kinds Kinds) (kindsRead, error) {
+func (s *Store) readLogKinds(ctx context.Context, log Log, after string, limit int, kinds waits.Kinds) (waits.LogRead, error) {
 	start, err := logStart(after)
 	if err != nil {
-		return kindsRead{}, err
+		return waits.LogRead{}, err
 	}
 	args := []any{start, limit, kindsScanEntries, kindsScanBytes}
 	for _, k := range kinds {
@@ -97,7 +70,7 @@ var parseTaskKindsAfter = replies[kindsAfter]{
 // than one script looks at. Without a find the task is as the first look
 // saw it, so every event up to its revision was looked at; ErrNotFound
 // when there is none.
-func (s *Store) TaskKindsAfter(ctx context.Context, p int, id, sessionID string, rev int64, kinds Kinds) (bool, []byte, error) {
+func (s *Store) TaskKindsAfter(ctx context.Context, p int, id, sessionID string, rev int64, kinds waits.Kinds) (bool, []byte, error) {
 	keys := []string{s.Keys.Task(p, id), s.Keys.TaskLog(p, id), s.Keys.SessionLog(p, sessionID)}
 	from := "+"
 	var task []byte

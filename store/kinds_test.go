@@ -13,6 +13,7 @@ import (
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // event is a stored task event of a type at a revision, as the task service
@@ -22,11 +23,13 @@ func event(typ string, rev int64) string {
 		typ, rev, rev+100)
 }
 
-// startFanIn runs a fan-in on s for the test.
-func startFanIn(t *testing.T, s *store.Store) (*store.FanIn, *metrics.Metrics) {
+// startFanIn runs a fan-in on s for the test, which wakes the registry it
+// returns with its metrics.
+func startFanIn(t *testing.T, s *store.Store) (*waits.Waiters, *metrics.Metrics) {
 	t.Helper()
 	m := metrics.New()
-	fan := store.NewFanIn(s, store.FanInConfig{Block: 200 * time.Millisecond}, m, nil, time.Now)
+	reg := waits.New(waits.Config{}, m, time.Now)
+	fan := store.NewFanIn(s, store.FanInConfig{Block: 200 * time.Millisecond}, reg.Notify, m, nil)
 	if err := fan.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -35,24 +38,17 @@ func startFanIn(t *testing.T, s *store.Store) (*store.FanIn, *metrics.Metrics) {
 			t.Error(err)
 		}
 	})
-	return fan, m
+	return reg, m
 }
 
-// localFanIn is a fan-in on no store: its waiters, woken by Notify only, and
-// its metrics.
-func localFanIn(cfg store.FanInConfig) (*store.FanIn, *metrics.Metrics) {
-	m := metrics.New()
-	return store.NewFanIn(nil, cfg, m, nil, time.Now), m
-}
-
-// eachBackendWithFanIn runs fn on every backend with a store, a fan-in on
-// it, the fan-in's metrics and a fixture of alice's.
-func eachBackendWithFanIn(t *testing.T, fn func(t *testing.T, s *store.Store, fan *store.FanIn, m *metrics.Metrics, f fixture)) {
+// eachBackendWithFanIn runs fn on every backend with a store, the registry
+// a fan-in on it wakes, their metrics and a fixture of alice's.
+func eachBackendWithFanIn(t *testing.T, fn func(t *testing.T, s *store.Store, reg *waits.Waiters, m *metrics.Metrics, f fixture)) {
 	t.Helper()
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
-		fan, m := startFanIn(t, s)
-		fn(t, s, fan, m, newFixture(t, s, "alice"))
+		reg, m := startFanIn(t, s)
+		fn(t, s, reg, m, newFixture(t, s, "alice"))
 	})
 }
 
@@ -76,17 +72,17 @@ func many(n int, typ string, rev int64) []string {
 	return out
 }
 
-// awaitLive returns once fan's reader of f's partition reads the wake
+// awaitLive returns once the fan-in reader waking reg reads f's partition's wake
 // stream: it starts at the stream's end, so a change made before that wakes
 // nobody.
-func awaitLive(t *testing.T, fan *store.FanIn, f fixture) {
+func awaitLive(t *testing.T, reg *waits.Waiters, f fixture) {
 	t.Helper()
 	id, _ := f.createTask(t, "alice", store.Idempotency{})
-	w := fan.Wait(store.WaitKey(store.WakeTask, id))
+	w := reg.Wait(waits.WaitKey(waits.WakeTask, id))
 	defer w.Stop()
 	for rev := int64(1); rev < 1000; rev++ {
 		f.apply(t, id, rev, store.Idempotency{}, event("task.progress", rev+1))
-		if _, why := w.Next(context.Background(), time.Now().Add(200*time.Millisecond)); why == store.Woken {
+		if _, why := w.Next(context.Background(), time.Now().Add(200*time.Millisecond)); why == waits.Woken {
 			return
 		}
 	}
@@ -97,14 +93,14 @@ func awaitLive(t *testing.T, fan *store.FanIn, f fixture) {
 // read by the scripts from the events themselves; an event whose type
 // cannot be read makes the types unknown.
 func TestWakesNameTheirEventTypes(t *testing.T) {
-	eachBackendWithFanIn(t, func(t *testing.T, _ *store.Store, fan *store.FanIn, _ *metrics.Metrics, f fixture) {
-		awaitLive(t, fan, f)
+	eachBackendWithFanIn(t, func(t *testing.T, _ *store.Store, reg *waits.Waiters, _ *metrics.Metrics, f fixture) {
+		awaitLive(t, reg, f)
 		// Every wake of the session's tasks, each read before the next
 		// change: none is coalesced with another.
-		w := fan.Wait(store.WaitKey(store.WakeSession, f.session))
+		w := reg.Wait(waits.WaitKey(waits.WakeSession, f.session))
 		defer w.Stop()
 		id, _ := f.createTask(t, "alice", store.Idempotency{})
-		wakeOf := func(rev int64, events ...string) store.Wake {
+		wakeOf := func(rev int64, events ...string) waits.Wake {
 			t.Helper()
 			if rev > 0 {
 				if r := f.apply(t, id, rev, store.Idempotency{}, events...); r.Outcome != store.OK {
@@ -113,7 +109,7 @@ func TestWakesNameTheirEventTypes(t *testing.T) {
 			}
 			for {
 				wk, why := w.Next(context.Background(), time.Now().Add(10*time.Second))
-				if why != store.Woken {
+				if why != waits.Woken {
 					t.Fatalf("no wake for revision %d: %v", rev+1, why)
 				}
 				if wk.ID == id && wk.Revision == rev+1 {
@@ -136,92 +132,26 @@ func TestWakesNameTheirEventTypes(t *testing.T) {
 	})
 }
 
-// Wakes a waiter has not read yet are coalesced: one wake stands for all of
-// them, the newest revision of a task winning whatever order they came in.
-func TestWaitersCoalescePendingWakes(t *testing.T) {
-	fan, _ := localFanIn(store.FanInConfig{})
-	// coalesced is what a waiter on key reads once the wakes came.
-	coalesced := func(t *testing.T, key string, wakes ...store.Wake) store.Wake {
-		t.Helper()
-		w := fan.Wait(key)
-		defer w.Stop()
-		for _, wk := range wakes {
-			fan.Notify(wk)
-		}
-		wk, why := w.Next(context.Background(), time.Now().Add(time.Second))
-		if why != store.Woken {
-			t.Fatalf("no wake: %v", why)
-		}
-		return wk
-	}
-	task := func(id string, rev int64, types ...string) store.Wake {
-		return store.Wake{Kind: store.WakeTask, ID: id, SessionID: "ses_1", Revision: rev,
-			Snapshot: fmt.Appendf(nil, `{"revision":%d}`, rev), Types: types}
-	}
-
-	t.Run("a late older wake of the task does not hide a newer one", func(t *testing.T) {
-		wk := coalesced(t, store.WaitKey(store.WakeTask, "task_a"),
-			task("task_a", 6, "task.progress"),
-			task("task_a", 5, "task.message"))
-		if wk.Revision != 6 || string(wk.Snapshot) != `{"revision":6}` || wk.First != 5 || wk.Merged {
-			t.Errorf("coalesced wake: %+v", wk)
-		}
-		if !slices.Equal(wk.Types, []string{"task.message", "task.progress"}) && !slices.Equal(wk.Types, []string{"task.progress", "task.message"}) {
-			t.Errorf("coalesced types %q, want both", wk.Types)
-		}
-		if !wk.FollowsOn(4) || wk.FollowsOn(3) {
-			t.Errorf("a wake for revisions 5 to 6 follows on 4 and not on 3: %v %v", wk.FollowsOn(4), wk.FollowsOn(3))
-		}
-	})
-	t.Run("wakes of several tasks of a session", func(t *testing.T) {
-		wk := coalesced(t, store.WaitKey(store.WakeSession, "ses_1"),
-			task("task_a", 2, "task.message"),
-			task("task_b", 3, "task.progress"))
-		if wk.ID != "task_b" || !wk.Merged || !slices.Contains(wk.Types, "task.message") || !slices.Contains(wk.Types, "task.progress") {
-			t.Errorf("coalesced wake: %+v", wk)
-		}
-		if (store.Kinds{"task.message"}).MayConcern(wk) != true || wk.FollowsOn(2) {
-			t.Errorf("a merged wake concerns the types of both and follows on nothing")
-		}
-	})
-	t.Run("a gap between two wakes of the task makes the types unknown", func(t *testing.T) {
-		wk := coalesced(t, store.WaitKey(store.WakeTask, "task_d"),
-			task("task_d", 5, "task.progress"),
-			task("task_d", 7, "task.progress"))
-		if wk.Revision != 7 || wk.First != 5 || wk.Types != nil || wk.FollowsOn(4) {
-			t.Errorf("coalesced wake over a gap: %+v", wk)
-		}
-	})
-	t.Run("unknown types stay unknown", func(t *testing.T) {
-		wk := coalesced(t, store.WaitKey(store.WakeTask, "task_c"),
-			task("task_c", 2, "task.progress"),
-			store.Wake{Kind: store.WakeTask, ID: "task_c", Revision: 3})
-		if wk.Types != nil || !(store.Kinds{"task.message"}).MayConcern(wk) {
-			t.Errorf("coalesced wake with unknown types: %+v", wk)
-		}
-	})
-}
-
 // A read with kinds answers only those events, with a cursor past the ones
 // it left aside, however many of them there are.
 func TestReadLogKinds(t *testing.T) {
-	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, fan *store.FanIn, _ *metrics.Metrics, f fixture) {
+	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, reg *waits.Waiters, _ *metrics.Metrics, f fixture) {
 		id := taskWithChanges(t, f,
 			[]string{event("task.progress", 2)},
 			[]string{event("task.message", 3)},
 			[]string{event("task.progress", 4), event("task.status", 4)})
 		key := f.taskLog(id)
-		w := fan.Wait(store.WaitKey(store.WakeTask, id))
+		w := reg.Wait(waits.WaitKey(waits.WakeTask, id))
 		defer w.Stop()
-		read := func(after string, limit int, kinds ...string) store.LogPage {
+		read := func(after string, limit int, kinds ...string) waits.LogPage {
 			t.Helper()
-			page, err := fan.ReadLog(context.Background(), w, key, store.LogQuery{After: after, Limit: limit, Kinds: kinds})
+			page, err := reg.ReadLog(context.Background(), w, s.Source(key), waits.LogQuery{After: after, Limit: limit, Kinds: kinds})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return page
 		}
-		types := func(p store.LogPage) []string {
+		types := func(p waits.LogPage) []string {
 			var out []string
 			for _, e := range p.Entries {
 				var ev struct{ Type string }
@@ -279,18 +209,18 @@ func TestTaskKindsAfter(t *testing.T) {
 		ctx := context.Background()
 		cases := []struct {
 			after int64
-			kinds store.Kinds
+			kinds waits.Kinds
 			found bool
 		}{
-			{0, store.Kinds{"task.message"}, true},
-			{1, store.Kinds{"task.message"}, true},
-			{2, store.Kinds{"task.message"}, false},
-			{2, store.Kinds{"task.progress"}, true},
-			{3, store.Kinds{"task.progress"}, false},
-			{3, store.Kinds{"input.requested"}, true},
-			{3, store.Kinds{"task.message", "task.status"}, true},
-			{4, store.Kinds{"input.requested"}, false},
-			{0, store.Kinds{"task.terminal"}, false},
+			{0, waits.Kinds{"task.message"}, true},
+			{1, waits.Kinds{"task.message"}, true},
+			{2, waits.Kinds{"task.message"}, false},
+			{2, waits.Kinds{"task.progress"}, true},
+			{3, waits.Kinds{"task.progress"}, false},
+			{3, waits.Kinds{"input.requested"}, true},
+			{3, waits.Kinds{"task.message", "task.status"}, true},
+			{4, waits.Kinds{"input.requested"}, false},
+			{0, waits.Kinds{"task.terminal"}, false},
 		}
 		for _, c := range cases {
 			found, task, err := s.TaskKindsAfter(ctx, f.part, id, f.session, c.after, c.kinds)
@@ -301,13 +231,13 @@ func TestTaskKindsAfter(t *testing.T) {
 
 		// Looking back past more entries than one script looks at.
 		f.apply(t, id, 4, store.Idempotency{}, many(1500, "task.progress", 5)...)
-		if found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 3, store.Kinds{"input.requested"}); err != nil || !found {
+		if found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 3, waits.Kinds{"input.requested"}); err != nil || !found {
 			t.Errorf("behind 1500 others: found %v, %v", found, err)
 		}
-		if found, task, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 4, store.Kinds{"input.requested"}); err != nil || found || string(task) != `{"rev":5}` {
+		if found, task, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 4, waits.Kinds{"input.requested"}); err != nil || found || string(task) != `{"rev":5}` {
 			t.Errorf("none after 4: found %v, task %s, %v", found, task, err)
 		}
-		if _, _, err := s.TaskKindsAfter(ctx, f.part, "task_"+id[5:7]+"00000000000000000000000000", f.session, 0, store.Kinds{"task.message"}); err != store.ErrNotFound {
+		if _, _, err := s.TaskKindsAfter(ctx, f.part, "task_"+id[5:7]+"00000000000000000000000000", f.session, 0, waits.Kinds{"task.message"}); err != store.ErrNotFound {
 			t.Errorf("a missing task: %v, want ErrNotFound", err)
 		}
 	})
@@ -316,23 +246,23 @@ func TestTaskKindsAfter(t *testing.T) {
 // A waiting read with kinds leaves a wake-up of other types aside without a
 // read, and answers the next event of its kinds.
 func TestReadLogKindsWaitsThroughOtherKinds(t *testing.T) {
-	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, fan *store.FanIn, m *metrics.Metrics, f fixture) {
-		awaitLive(t, fan, f)
+	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, reg *waits.Waiters, m *metrics.Metrics, f fixture) {
+		awaitLive(t, reg, f)
 		id, _ := f.createTask(t, "alice", store.Idempotency{})
-		w := fan.Wait(store.WaitKey(store.WakeTask, id))
+		w := reg.Wait(waits.WaitKey(waits.WakeTask, id))
 		defer w.Stop()
-		all, err := fan.ReadLog(context.Background(), w, f.taskLog(id), store.LogQuery{Limit: 10})
+		all, err := reg.ReadLog(context.Background(), w, s.Source(f.taskLog(id)), waits.LogQuery{Limit: 10})
 		if err != nil || len(all.Entries) != 1 {
 			t.Fatalf("the log: %+v %v", all, err)
 		}
 		type read struct {
-			page store.LogPage
+			page waits.LogPage
 			err  error
 		}
 		done := make(chan read, 1)
 		go func() {
-			page, err := fan.ReadLog(context.Background(), w, f.taskLog(id),
-				store.LogQuery{After: all.Cursor, Limit: 10, Wait: 30 * time.Second, Kinds: store.Kinds{"task.message"}})
+			page, err := reg.ReadLog(context.Background(), w, s.Source(f.taskLog(id)),
+				waits.LogQuery{After: all.Cursor, Limit: 10, Wait: 30 * time.Second, Kinds: waits.Kinds{"task.message"}})
 			done <- read{page, err}
 		}()
 		f.apply(t, id, 1, store.Idempotency{}, event("task.progress", 2))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/taskhook/taskhook/waits"
 )
 
 // luaNames are the names Go and the scripts share, each defined once, here
@@ -14,7 +16,7 @@ import (
 func luaNames() map[string]string {
 	b := map[string]string{}
 	luaTable(b, "WAKE_KIND", []string{
-		"task", string(WakeTask), "session", string(WakeSession), "hook", string(WakeHook),
+		"task", string(waits.WakeTask), "session", string(waits.WakeSession), "hook", string(waits.WakeHook),
 	})
 	luaTable(b, "WAKE_FIELD", []string{
 		"kind", wakeFieldKind, "id", wakeFieldID, "session", wakeFieldSession,

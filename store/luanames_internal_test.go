@@ -3,6 +3,8 @@ package store
 import (
 	"strings"
 	"testing"
+
+	"github.com/taskhook/taskhook/waits"
 )
 
 func TestInlineNames(t *testing.T) {
@@ -10,7 +12,7 @@ func TestInlineNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "local k = '" + string(WakeTask) + "' .. '" + outboxFieldEventID + "'"
+	want := "local k = '" + string(waits.WakeTask) + "' .. '" + outboxFieldEventID + "'"
 	if !strings.Contains(got, want) {
 		t.Errorf("inlined:\n%s\nwant a line %q", got, want)
 	}

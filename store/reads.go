@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // GetJSON reads the json field of a record hash (a task or a session).
@@ -45,18 +46,12 @@ func Decode[T any](what string, raw []byte, err error) (T, error) {
 	return v, nil
 }
 
-// LogEntry is one event of a log, its JSON with the stream id as "id".
-type LogEntry struct {
-	ID   string
-	JSON []byte
-}
-
 // ReadLog returns up to limit events after the stream id after ("" or "0"
 // for the beginning), oldest first.
-func (s *Store) ReadLog(ctx context.Context, log Log, after string, limit int) ([]LogEntry, error) {
+func (s *Store) ReadLog(ctx context.Context, log Log, after string, limit int) ([]waits.LogEntry, error) {
 	if log.Session != "" {
 		r, err := s.readLogKinds(ctx, log, after, limit, nil)
-		return r.entries, err
+		return r.Entries, err
 	}
 	start, err := logStart(after)
 	if err != nil {
@@ -66,12 +61,43 @@ func (s *Store) ReadLog(ctx context.Context, log Log, after string, limit int) (
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	out := make([]LogEntry, 0, len(msgs))
+	out := make([]waits.LogEntry, 0, len(msgs))
 	for _, m := range msgs {
 		e, _ := m.Values["e"].(string)
-		out = append(out, LogEntry{ID: m.ID, JSON: withID(m.ID, e)})
+		out = append(out, waits.LogEntry{ID: m.ID, JSON: withID(m.ID, e)})
 	}
 	return out, nil
+}
+
+// LogSource is one event log as the registry's reads that wait read it
+// (waits.LogSource): a read of every type is ReadLog's, one of some kinds
+// log_read_kinds's, bounded in what it looks at.
+type LogSource struct {
+	s   *Store
+	log Log
+}
+
+var _ waits.LogSource = LogSource{}
+
+// Source is log, to read through the registry (waits.Waiters' ReadLog and
+// PollLog).
+func (s *Store) Source(log Log) LogSource { return LogSource{s: s, log: log} }
+
+// ReadLog reads up to limit events of kinds after the stream id after. A
+// read of every type answers up to its last event and never More.
+func (l LogSource) ReadLog(ctx context.Context, after string, limit int, kinds waits.Kinds) (waits.LogRead, error) {
+	if !kinds.All() {
+		return l.s.readLogKinds(ctx, l.log, after, limit, kinds)
+	}
+	entries, err := l.s.ReadLog(ctx, l.log, after, limit)
+	if err != nil {
+		return waits.LogRead{}, err
+	}
+	r := waits.LogRead{Entries: entries}
+	if n := len(entries); n > 0 {
+		r.Last = entries[n-1].ID
+	}
+	return r, nil
 }
 
 // logStart is where a read after the cursor after begins: the log's start

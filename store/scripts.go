@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskhook/taskhook/waits"
 )
 
 //go:embed lua/*.lua
@@ -76,7 +78,7 @@ type scripts struct {
 	outboxSettle       script[bool]
 	outboxDue          script[int]
 	slackMessage       script[bool]
-	logReadKinds       script[kindsRead]
+	logReadKinds       script[waits.LogRead]
 	taskKindsAfter     script[kindsAfter]
 	fieldReseal        script[bool]
 
@@ -128,7 +130,7 @@ func loadScripts() (*scripts, error) {
 	s.outboxSettle = script[bool]{lua("outbox_settle"), parseOutboxSettle, withCommandID}
 	s.outboxDue = script[int]{lua("outbox_due"), parseOutboxDue, readsOrOnce}
 	s.slackMessage = script[bool]{lua("slack_message"), parseSlackMessage, withCommandID}
-	s.logReadKinds = script[kindsRead]{lua("log_read_kinds"), parseLogReadKinds, readsOrOnce}
+	s.logReadKinds = script[waits.LogRead]{lua("log_read_kinds"), parseLogReadKinds, readsOrOnce}
 	s.taskKindsAfter = script[kindsAfter]{lua("task_kinds_after"), parseTaskKindsAfter, readsOrOnce}
 	s.fieldReseal = script[bool]{lua("field_reseal"), parseFieldReseal, readsOrOnce}
 	return s, errors.Join(errs...)

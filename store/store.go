@@ -2,13 +2,14 @@
 // Cluster and the embedded in-memory server (store.go, embedded.go), the key
 // builder (keys.go), the Lua scripts with one reply parser each (scripts.go,
 // store/lua, and luanames.go for the names Go and Lua share), the reads and
-// writes the services make, and the wake-ups: the fan-in readers
-// (fanin.go), the registry of local waits they wake (waiters.go) and the log
-// reads that wait on it (logreader.go). It knows byte blobs, stream ids and
-// partitions; the meaning of a task lives in package tasks.
+// writes the services make, the logs as sources of the reads that wait
+// (LogSource), and the fan-in readers of the wake streams (fanin.go), which
+// hand each wake-up to the registry of local waits. It knows byte blobs,
+// stream ids and partitions; the meaning of a task lives in package tasks.
 //
-// It imports ids, metrics and problem of this module, never a service: ids, tokens
-// and caches are not Redis and live in packages of their own.
+// It imports ids, metrics, problem, worker and waits of this module, never a
+// service: ids, tokens, caches and the registry of waits are not Redis and
+// live in packages of their own.
 package store
 
 import (

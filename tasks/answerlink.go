@@ -13,7 +13,7 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // MinAnswerKeyBytes is the shortest answer key the service takes.
@@ -212,7 +212,7 @@ func (l *AnswerLinks) Event(raw []byte) []byte {
 }
 
 // Events shows a page of a log, in place.
-func (l *AnswerLinks) Events(entries []store.LogEntry) []store.LogEntry {
+func (l *AnswerLinks) Events(entries []waits.LogEntry) []waits.LogEntry {
 	for i := range entries {
 		entries[i].JSON = l.Event(entries[i].JSON)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tokens"
+	"github.com/taskhook/taskhook/waits"
 )
 
 var testKey = bytes.Repeat([]byte{7}, MinAnswerKeyBytes)
@@ -120,7 +120,7 @@ func TestAnswerLinksEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		withID := func(b []byte) []byte { return append([]byte(`{"id":"1-0",`), b[1:]...) }
-		got := l.Events([]store.LogEntry{{ID: "1-0", JSON: withID(stored)}})[0].JSON
+		got := l.Events([]waits.LogEntry{{ID: "1-0", JSON: withID(stored)}})[0].JSON
 		if !bytes.Equal(got, withID(want)) {
 			t.Errorf("%s shown:\n%s\nwant:\n%s", e.Type, got, withID(want))
 		}

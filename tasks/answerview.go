@@ -8,8 +8,8 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/problem"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tokens"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // Where an answer URL's request stands, as its holder may see it.
@@ -119,10 +119,10 @@ func openRequest(t Task, requestID string) (InputRequest, bool) {
 // its task ended) in the input.requested events of the task's log. A request
 // it does not find within maxViewLookups reads is shown with no prompt.
 func (s *Service) askedRequest(ctx context.Context, part int, taskID, sessionID, requestID string) (InputRequest, error) {
-	q := store.LogQuery{Limit: 100, Kinds: store.Kinds{wire.EventInputRequested}}
-	log := s.store.Keys.TaskEvents(part, taskID, sessionID)
+	q := waits.LogQuery{Limit: 100, Kinds: waits.Kinds{wire.EventInputRequested}}
+	log := s.store.Source(s.store.Keys.TaskEvents(part, taskID, sessionID))
 	for range maxViewLookups {
-		page, err := s.fanin.ReadLog(ctx, nil, log, q)
+		page, err := s.waiters.ReadLog(ctx, nil, log, q)
 		if err != nil {
 			return InputRequest{}, err
 		}

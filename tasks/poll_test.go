@@ -13,6 +13,7 @@ import (
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 type answered struct {
@@ -29,12 +30,13 @@ func TestParkedPollAnswersAsWait(t *testing.T) {
 		ctx := context.Background()
 		m := metrics.New()
 		s := storetest.Open(t, sc, m)
-		fan := store.NewFanIn(s, store.FanInConfig{Recheck: time.Hour}, m, nil, time.Now)
+		reg := waits.New(waits.Config{Recheck: time.Hour}, m, time.Now)
+		fan := store.NewFanIn(s, store.FanInConfig{}, reg.Notify, m, nil)
 		if err := fan.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = fan.Stop(ctx) })
-		svc := tasks.NewService(tasks.Config{}, s, fan, m, time.Now)
+		svc := tasks.NewService(tasks.Config{}, s, reg, m, time.Now)
 		owner := authz.Principal{ID: "poller"}
 		id := startTask(t, s, svc, owner)
 		run := func(cmd tasks.Command) {
@@ -76,7 +78,7 @@ func TestParkedPollAnswersAsWait(t *testing.T) {
 		same("after revision 1", blocking, parked, 2)
 
 		blocking, parked = both(func() *tasks.Poll {
-			return svc.PollKinds(ctx, owner, id, 2, store.Kinds{"task.message"}, time.Minute)
+			return svc.PollKinds(ctx, owner, id, 2, waits.Kinds{"task.message"}, time.Minute)
 		})
 		run(tasks.Command{Kind: tasks.CmdProgress, StatusMessage: ptr("further")}) // left aside by both
 		run(tasks.Command{Kind: tasks.CmdMessage, Text: "need a decision"})

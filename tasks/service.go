@@ -18,6 +18,7 @@ import (
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // Config holds the task limits. The zero value means the defaults.
@@ -94,7 +95,7 @@ func (e *StateError) Unwrap() error { return e.Err }
 type Service struct {
 	cfg     Config
 	store   *store.Store
-	fanin   *store.FanIn
+	waiters *waits.Waiters
 	metrics *metrics.Metrics
 	cache   snapshots
 	answers *cache.LRU[answerRef] // by token hash
@@ -103,14 +104,14 @@ type Service struct {
 }
 
 // NewService makes the service and hands its snapshot cache the task
-// wake-ups of f, so a write on another replica refreshes or stales this
+// wake-ups of w, so a write on another replica refreshes or stales this
 // replica's snapshot of the task. now is the clock (time.Now in production).
-func NewService(cfg Config, s *store.Store, f *store.FanIn, m *metrics.Metrics, now func() time.Time) *Service {
+func NewService(cfg Config, s *store.Store, w *waits.Waiters, m *metrics.Metrics, now func() time.Time) *Service {
 	cfg = cfg.withDefaults()
-	svc := &Service{cfg: cfg, store: s, fanin: f, metrics: m, cache: newSnapshots(cfg.CacheSize),
+	svc := &Service{cfg: cfg, store: s, waiters: w, metrics: m, cache: newSnapshots(cfg.CacheSize),
 		answers: cache.New[answerRef](cfg.CacheSize), links: NewAnswerLinks(cfg.AnswerKey, cfg.PublicURL), now: now}
-	f.OnWake(func(wk store.Wake) {
-		if wk.Kind != store.WakeTask {
+	w.OnWake(func(wk waits.Wake) {
+		if wk.Kind != waits.WakeTask {
 			return
 		}
 		if wk.Snapshot != nil {
@@ -209,7 +210,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	switch res.Outcome {
 	case store.OK:
 		s.cache.put(t.TaskID, 1, raw)
-		s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw,
+		s.waiters.Notify(waits.Wake{Kind: waits.WakeTask, ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw,
 			Types: []string{wire.EventTaskCreated}})
 		s.count("create", nil)
 		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
@@ -437,7 +438,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 		case store.OK:
 			rev := change.Task.Revision
 			s.cache.put(id, rev, next)
-			s.fanin.Notify(store.Wake{Kind: store.WakeTask, ID: id, SessionID: t.SessionID, Revision: rev, Snapshot: next,
+			s.waiters.Notify(waits.Wake{Kind: waits.WakeTask, ID: id, SessionID: t.SessionID, Revision: rev, Snapshot: next,
 				Types: change.types()})
 			s.count(cmd.Kind, nil)
 			if change.Task.Status != t.Status {

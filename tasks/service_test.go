@@ -12,14 +12,15 @@ import (
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // replica is one replica's task service on a shared store. Its fan-in is not
 // started, so its snapshot cache holds only what this replica read or wrote:
 // a stale snapshot is certain, not a race.
 func replica(s *store.Store) *tasks.Service {
-	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now)
-	return tasks.NewService(tasks.Config{}, s, f, metrics.New(), time.Now)
+	w := waits.New(waits.Config{}, nil, time.Now)
+	return tasks.NewService(tasks.Config{}, s, w, metrics.New(), time.Now)
 }
 
 func decodeTask(t *testing.T, raw []byte) tasks.Task {
@@ -36,7 +37,7 @@ func decodeTask(t *testing.T, raw []byte) tasks.Task {
 func startTask(t *testing.T, s *store.Store, svc *tasks.Service, owner authz.Principal) string {
 	t.Helper()
 	ctx := context.Background()
-	ses := sessions.NewService(sessions.Config{}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), time.Now)
+	ses := sessions.NewService(sessions.Config{}, s, waits.New(waits.Config{}, nil, time.Now), time.Now)
 	sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, store.Idempotency{})
 	if err != nil {
 		t.Fatal(err)

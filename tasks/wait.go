@@ -9,6 +9,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/waits"
 )
 
 // MaxWait caps every long-poll.
@@ -30,7 +31,7 @@ func (s *Service) WaitFor(ctx context.Context, p authz.Principal, id string, wai
 // aside without a read; the log is read at the start when the task is past
 // after already, when a wake-up may have been missed (a gap in the
 // revisions, or types it does not name), and on the slow re-check.
-func (s *Service) WaitKinds(ctx context.Context, p authz.Principal, id string, after int64, kinds store.Kinds,
+func (s *Service) WaitKinds(ctx context.Context, p authz.Principal, id string, after int64, kinds waits.Kinds,
 	wait time.Duration) (Task, []byte, error) {
 	return s.PollKinds(ctx, p, id, after, kinds, wait).Wait(ctx)
 }
@@ -41,7 +42,7 @@ func (s *Service) WaitKinds(ctx context.Context, p authz.Principal, id string, a
 // (Park).
 type Poll struct {
 	s        *Service
-	w        *store.Waiter
+	w        *waits.Waiter
 	cond     condition
 	waits    bool
 	deadline time.Time
@@ -52,7 +53,7 @@ type Poll struct {
 type condition interface {
 	// step takes one result of the waiter's Next: whether the poll answers
 	// now (always, with an error).
-	step(ctx context.Context, wk store.Wake, why store.Reason) (bool, error)
+	step(ctx context.Context, wk waits.Wake, why waits.Reason) (bool, error)
 	// task is the task to answer with, and its stored form.
 	task() (Task, []byte)
 }
@@ -90,7 +91,7 @@ func (k *knownTask) task() (Task, []byte) {
 // is false.
 func (s *Service) PollFor(ctx context.Context, p authz.Principal, id string, wait time.Duration,
 	done func(Task) bool) *Poll {
-	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
+	w := s.waiters.Wait(waits.WaitKey(waits.WakeTask, id))
 	t, raw, err := s.read(ctx, p, id)
 	waits := err == nil && wait > 0 && !done(t)
 	c := &revisionCondition{s: s, p: p, id: id, done: done}
@@ -100,9 +101,9 @@ func (s *Service) PollFor(ctx context.Context, p authz.Principal, id string, wai
 
 // PollKinds begins WaitKinds: the task read, the log too when the task is
 // past after already, and the wait ahead when no event of kinds is there.
-func (s *Service) PollKinds(ctx context.Context, p authz.Principal, id string, after int64, kinds store.Kinds,
+func (s *Service) PollKinds(ctx context.Context, p authz.Principal, id string, after int64, kinds waits.Kinds,
 	wait time.Duration) *Poll {
-	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
+	w := s.waiters.Wait(waits.WaitKey(waits.WakeTask, id))
 	t, raw, err := s.read(ctx, p, id)
 	part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
 	c := &kindsCondition{s: s, w: w, part: part, id: id, session: t.SessionID, after: after, kinds: kinds, known: t.Revision}
@@ -116,7 +117,7 @@ func (s *Service) PollKinds(ctx context.Context, p authz.Principal, id string, a
 
 // poll is a Poll on waiter w, which it stops at once when there is nothing
 // to wait for.
-func (s *Service) poll(w *store.Waiter, c condition, waits bool, deadline time.Time, err error) *Poll {
+func (s *Service) poll(w *waits.Waiter, c condition, waits bool, deadline time.Time, err error) *Poll {
 	if !waits {
 		w.Stop()
 	}
@@ -131,7 +132,7 @@ func (p *Poll) Waits() bool { return p.waits }
 func (p *Poll) Wait(ctx context.Context) (Task, []byte, error) {
 	if p.waits {
 		defer p.w.Stop()
-		p.w.Until(ctx, p.deadline, func(wk store.Wake, why store.Reason) bool { return p.answers(ctx, wk, why) })
+		p.w.Until(ctx, p.deadline, func(wk waits.Wake, why waits.Reason) bool { return p.answers(ctx, wk, why) })
 	}
 	return p.answer()
 }
@@ -145,7 +146,7 @@ func (p *Poll) Park(ctx context.Context, answer func(Task, []byte, error)) {
 		answer(p.answer())
 		return
 	}
-	p.w.Park(p.deadline, func(wk store.Wake, why store.Reason) {
+	p.w.Park(p.deadline, func(wk waits.Wake, why waits.Reason) {
 		if p.answers(ctx, wk, why) {
 			p.w.Stop()
 			answer(p.answer())
@@ -159,7 +160,7 @@ func (p *Poll) Leave() { p.w.Leave() }
 
 // answers hands one result of the waiter's Next to the condition: whether
 // the poll answers now.
-func (p *Poll) answers(ctx context.Context, wk store.Wake, why store.Reason) bool {
+func (p *Poll) answers(ctx context.Context, wk waits.Wake, why waits.Reason) bool {
 	done, err := p.cond.step(ctx, wk, why)
 	p.err = err
 	return done || err != nil
@@ -187,16 +188,16 @@ type revisionCondition struct {
 	done func(Task) bool
 }
 
-func (c *revisionCondition) step(ctx context.Context, wk store.Wake, why store.Reason) (bool, error) {
+func (c *revisionCondition) step(ctx context.Context, wk waits.Wake, why waits.Reason) (bool, error) {
 	switch why {
-	case store.Woken:
+	case waits.Woken:
 		if wk.Revision <= c.revision {
 			return false, nil
 		}
 		if next, ok := decodeSnapshot(wk); ok {
 			return c.take(next, wk.Snapshot), nil
 		}
-	case store.Recheck:
+	case waits.Recheck:
 	default: // the wait ran out, the caller left or the server drains: the task as known
 		return true, nil
 	}
@@ -215,7 +216,7 @@ func (c *revisionCondition) take(t Task, raw []byte) bool {
 }
 
 // decodeSnapshot is the task a wake-up carries, if it carries one.
-func decodeSnapshot(wk store.Wake) (Task, bool) {
+func decodeSnapshot(wk waits.Wake) (Task, bool) {
 	if wk.Snapshot == nil {
 		return Task{}, false
 	}
@@ -241,21 +242,21 @@ func IsReleased(t Task) bool { return t.ReleasedAt != nil }
 type kindsCondition struct {
 	knownTask
 	s    *Service
-	w    *store.Waiter
+	w    *waits.Waiter
 	part int
 	id   string
 	// session is the task's session, whose log holds the events the
 	// task's log names.
 	session string
 	after   int64
-	kinds   store.Kinds
+	kinds   waits.Kinds
 	known   int64 // every event up to it has been judged
 	stale   bool  // the task is older than known: a wake-up without a snapshot
 }
 
-func (c *kindsCondition) step(ctx context.Context, wk store.Wake, why store.Reason) (bool, error) {
+func (c *kindsCondition) step(ctx context.Context, wk waits.Wake, why waits.Reason) (bool, error) {
 	switch why {
-	case store.Woken:
+	case waits.Woken:
 		switch judge(wk, c.known, c.after, c.kinds) {
 		case wakeKnown:
 			return false, nil
@@ -275,9 +276,9 @@ func (c *kindsCondition) step(ctx context.Context, wk store.Wake, why store.Reas
 			return false, nil
 		}
 		return true, c.refresh(ctx)
-	case store.Recheck:
+	case waits.Recheck:
 		return c.look(ctx, max(c.known, c.after))
-	case store.Timeout:
+	case waits.Timeout:
 		return true, c.refresh(ctx)
 	}
 	return true, nil // the caller left, or the server drains: answer what is known
@@ -331,7 +332,7 @@ const (
 // revisions up to after as well (a late wake-up merged with a new one) and
 // names a type of kinds that may be theirs, sends the waiter to the log;
 // one that names none of kinds is left aside whatever it stands for.
-func judge(wk store.Wake, known, after int64, kinds store.Kinds) wakeVerdict {
+func judge(wk waits.Wake, known, after int64, kinds waits.Kinds) wakeVerdict {
 	switch {
 	case wk.Revision <= known:
 		return wakeKnown
@@ -344,22 +345,22 @@ func judge(wk store.Wake, known, after int64, kinds store.Kinds) wakeVerdict {
 // Events reads the task's log after a cursor, only the events of kinds when
 // the query names some; with wait, an empty read blocks until an event
 // arrives.
-func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q store.LogQuery) (store.LogPage, error) {
+func (s *Service) Events(ctx context.Context, p authz.Principal, id string, q waits.LogQuery) (waits.LogPage, error) {
 	return s.PollEvents(ctx, p, id, q).Wait(ctx)
 }
 
 // PollEvents begins Events: the task read (which checks access) and its
 // log, and the wait ahead when the log has nothing for the query and it
 // waits.
-func (s *Service) PollEvents(ctx context.Context, p authz.Principal, id string, q store.LogQuery) *store.LogPoll {
-	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
+func (s *Service) PollEvents(ctx context.Context, p authz.Principal, id string, q waits.LogQuery) *waits.LogPoll {
+	w := s.waiters.Wait(waits.WaitKey(waits.WakeTask, id))
 	t, _, err := s.read(ctx, p, id)
 	if err != nil {
 		w.Stop()
-		return store.FailedLogPoll(err)
+		return waits.FailedLogPoll(err)
 	}
 	part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
-	return s.fanin.PollLog(ctx, w, s.store.Keys.TaskEvents(part, t.TaskID, t.SessionID), q).Shown(s.links.Events)
+	return s.waiters.PollLog(ctx, w, s.store.Source(s.store.Keys.TaskEvents(part, t.TaskID, t.SessionID)), q).Shown(s.links.Events)
 }
 
 // Cancel cancels the task and, with a wait, waits up to it for the executor
@@ -373,7 +374,7 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 		return s.Run(ctx, p, id, Command{Kind: CmdCancel, Reason: reason}, idem)
 	}
 	deadline := s.now().Add(min(wait, MaxWait))
-	w := s.fanin.Wait(store.WaitKey(store.WakeTask, id))
+	w := s.waiters.Wait(waits.WaitKey(waits.WakeTask, id))
 	defer w.Stop()
 	reply, err := s.run(ctx, p, id, Command{Kind: CmdCancel, Reason: reason}, idem)
 	if err != nil {
@@ -400,4 +401,4 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 }
 
 // Draining is closed when the server begins to shut down.
-func (s *Service) Draining() <-chan struct{} { return s.fanin.Draining() }
+func (s *Service) Draining() <-chan struct{} { return s.waiters.Draining() }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package handlers
+package parking
 
 import (
 	"errors"

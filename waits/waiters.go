@@ -1,4 +1,15 @@
-package store
+// Package waits is this replica's registry of local waits: the waiters of
+// long-polls, streams, hook reads and log reads, keyed by what they wait on
+// (WaitKey), and the wake-ups that wake them (Wake, coalesced while a waiter
+// has not read them), a waiter blocking its caller (Next) or parked with no
+// goroutine (Park). It also owns the event types a reader asks for (Kinds)
+// and the log reads that wait (ReadLog, PollLog, LogPoll) over a LogSource
+// the store provides. Who wakes it is the caller's business: the store's
+// fan-in readers hand it what they read from Redis, writers their own.
+//
+// It imports metrics of this module and the standard library, nothing else:
+// the store imports it, never the other way, and nothing here knows HTTP.
+package waits
 
 import (
 	"context"
@@ -11,8 +22,9 @@ import (
 
 // Waiters is this replica's registry of local waits (long-polls, streams,
 // hook reads), each keyed by what it waits on (WaitKey). Notify wakes them:
-// the fan-in readers call it with every wake-up read from Redis, and writers
-// on this replica with their own. Deadlines are read on the injected clock.
+// the store's fan-in readers call it with every wake-up read from Redis, and
+// writers on this replica with their own. Deadlines are read on the injected
+// clock.
 type Waiters struct {
 	metrics *metrics.Metrics
 	recheck time.Duration
@@ -24,15 +36,25 @@ type Waiters struct {
 	onWake  []func(Wake)
 }
 
-func newWaiters(recheck time.Duration, m *metrics.Metrics, now func() time.Time) *Waiters {
+// Config tunes the registry. Zero values are the defaults.
+type Config struct {
+	Recheck time.Duration // how often a waiter re-reads in case a wake was lost; default 15s
+}
+
+// New makes an empty registry. now is the clock deadlines are read on
+// (time.Now in production).
+func New(cfg Config, m *metrics.Metrics, now func() time.Time) *Waiters {
+	if cfg.Recheck == 0 {
+		cfg.Recheck = 15 * time.Second
+	}
 	return &Waiters{
-		metrics: m, recheck: recheck, now: now, drain: make(chan struct{}),
+		metrics: m, recheck: cfg.Recheck, now: now, drain: make(chan struct{}),
 		waiters: map[string]map[*Waiter]struct{}{},
 	}
 }
 
 // OnWake registers a function called with every wake-up (for caches). Call
-// it before the readers start.
+// it before anything notifies (before the fan-in readers start).
 func (r *Waiters) OnWake(fn func(Wake)) { r.onWake = append(r.onWake, fn) }
 
 // Waiter is one local wait. C receives the wakes for its keys; it is

@@ -1,4 +1,4 @@
-package handlers_test
+package parking_test
 
 import (
 	"bufio"
@@ -12,21 +12,21 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/parking"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
-// parkingServe serves handler through a started Parking with cfg, and
-// returns the address and the metrics; both stop when the test ends.
-func parkingServe(t *testing.T, cfg handlers.ParkingConfig, handler http.Handler) (string, *metrics.Metrics) {
+// parkingServe serves handler through a started Lot with cfg, and returns
+// the address and the metrics; both stop when the test ends.
+func parkingServe(t *testing.T, cfg parking.Config, handler http.Handler) (string, *metrics.Metrics) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := metrics.New()
-	p := handlers.NewParking(cfg, m)
+	p := parking.New(cfg, m)
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func parkingServe(t *testing.T, cfg handlers.ParkingConfig, handler http.Handler
 		_ = srv.Shutdown(ctx)
 		<-served
 		if err := p.Stop(ctx); err != nil {
-			t.Errorf("Parking.Stop: %v", err)
+			t.Errorf("Lot.Stop: %v", err)
 		}
 	})
 	return ln.Addr().String(), m
@@ -63,7 +63,7 @@ func dialParking(t *testing.T, addr string) net.Conn {
 // Not parallel: it counts the process's goroutines.
 func TestParkingHoldsNewConnectionsUntilTheyAsk(t *testing.T) {
 	const n = 200
-	addr, m := parkingServe(t, handlers.ParkingConfig{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr, m := parkingServe(t, parking.Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "served "+r.URL.Path)
 	}))
 	before := runtime.NumGoroutine()
@@ -97,7 +97,7 @@ func TestParkingHoldsNewConnectionsUntilTheyAsk(t *testing.T) {
 // timeout, as net/http closes one that sends no request.
 func TestParkingClosesASilentConnection(t *testing.T) {
 	t.Parallel()
-	addr, m := parkingServe(t, handlers.ParkingConfig{HeaderTimeout: 10 * time.Millisecond}, http.NotFoundHandler())
+	addr, m := parkingServe(t, parking.Config{HeaderTimeout: 10 * time.Millisecond}, http.NotFoundHandler())
 	c := dialParking(t, addr)
 	if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
 		t.Fatalf("read %d bytes, %v; want the connection closed", n, err)

@@ -1,15 +1,38 @@
-package store
+package waits
 
 import (
 	"context"
 	"time"
 )
 
-// LogReader reads an event log (a task's or a session's) after a cursor and,
-// when nothing is there, waits on a waiter of the registry and reads again.
-type LogReader struct {
-	store *Store
-	now   func() time.Time
+// A log read that waits reads an event log (a task's or a session's) after
+// a cursor and, when nothing is there, waits on a waiter of the registry and
+// reads again.
+
+// LogSource is one event log to read: the store's (store.LogSource) reads
+// Redis.
+type LogSource interface {
+	// ReadLog reads up to limit events of kinds (every type when empty)
+	// after the stream id after ("" or "0" for the beginning), oldest
+	// first, looking at a bounded part of the log.
+	ReadLog(ctx context.Context, after string, limit int, kinds Kinds) (LogRead, error)
+}
+
+// LogRead is what one look at a log found.
+type LogRead struct {
+	Entries []LogEntry
+	// Last is the id of the last entry looked at, "" when none: with kinds,
+	// past the events of other kinds it left aside.
+	Last string
+	// More says it stopped before the log's end with events of other kinds
+	// left aside, so a read goes on looking from Last.
+	More bool
+}
+
+// LogEntry is one event of a log, its JSON with the stream id as "id".
+type LogEntry struct {
+	ID   string
+	JSON []byte
 }
 
 // LogQuery is one read of a log.
@@ -33,25 +56,25 @@ type LogPage struct {
 // and the caller reads on from there.
 const maxKindsLooks = 16
 
-// Read reads the log at key after the query's cursor and, when nothing is
-// there and the query waits, waits on w (registered before the first read)
-// until the wait, on the reader's clock, runs out. With kinds, a wake-up
-// whose event types are none of them is left aside without a read.
-func (l LogReader) Read(ctx context.Context, w *Waiter, log Log, q LogQuery) (LogPage, error) {
-	return l.poll(ctx, w, log, q, false).Wait(ctx)
+// ReadLog reads log after the query's cursor and, when nothing is there and
+// the query waits, waits on w (registered before the first read) until the
+// wait, on the registry's clock, runs out. With kinds, a wake-up whose event
+// types are none of them is left aside without a read.
+func (r *Waiters) ReadLog(ctx context.Context, w *Waiter, log LogSource, q LogQuery) (LogPage, error) {
+	return r.pollLog(ctx, w, log, q, false).Wait(ctx)
 }
 
-// Poll begins Read: the first read made, and the wait ahead when it found
-// nothing and the query waits. The poll owns w: it stops it once it has its
-// answer.
-func (l LogReader) Poll(ctx context.Context, w *Waiter, log Log, q LogQuery) *LogPoll {
-	return l.poll(ctx, w, log, q, true)
+// PollLog begins ReadLog: the first read made, and the wait ahead when it
+// found nothing and the query waits. The poll owns w: it stops it once it
+// has its answer.
+func (r *Waiters) PollLog(ctx context.Context, w *Waiter, log LogSource, q LogQuery) *LogPoll {
+	return r.pollLog(ctx, w, log, q, true)
 }
 
-// poll begins a read on w, which the poll stops once answered when it owns
-// it; else w stays the caller's, who may read again with it.
-func (l LogReader) poll(ctx context.Context, w *Waiter, log Log, q LogQuery, owns bool) *LogPoll {
-	p := &LogPoll{l: l, w: w, owns: owns, log: log, q: q, deadline: l.now().Add(q.Wait), page: LogPage{Cursor: q.After}}
+// pollLog begins a read on w, which the poll stops once answered when it
+// owns it; else w stays the caller's, who may read again with it.
+func (r *Waiters) pollLog(ctx context.Context, w *Waiter, log LogSource, q LogQuery, owns bool) *LogPoll {
+	p := &LogPoll{w: w, owns: owns, log: log, q: q, deadline: r.now().Add(q.Wait), page: LogPage{Cursor: q.After}}
 	found, err := p.read(ctx)
 	p.err = err
 	p.waits = err == nil && !found && q.Wait > 0
@@ -66,10 +89,9 @@ func (l LogReader) poll(ctx context.Context, w *Waiter, log Log, q LogQuery, own
 // the caller (Wait) or parked, holding no goroutine (Park). Both take the
 // waiter's events through one step, so they answer alike.
 type LogPoll struct {
-	l        LogReader
 	w        *Waiter
 	owns     bool // it stops w once answered
-	log      Log
+	log      LogSource
 	q        LogQuery
 	deadline time.Time
 	page     LogPage
@@ -150,27 +172,15 @@ func (p *LogPoll) step(ctx context.Context, wk Wake, why Reason) bool {
 // kinds it looks on past events of other kinds, up to maxKindsLooks scripts.
 func (p *LogPoll) read(ctx context.Context) (bool, error) {
 	for looks := 1; ; looks++ {
-		more := false
-		if p.q.Kinds.All() {
-			entries, err := p.l.store.ReadLog(ctx, p.log, p.page.Cursor, p.q.Limit)
-			if err != nil {
-				return false, err
-			}
-			p.page.Entries = entries
-			if n := len(entries); n > 0 {
-				p.page.Cursor = entries[n-1].ID
-			}
-		} else {
-			r, err := p.l.store.readLogKinds(ctx, p.log, p.page.Cursor, p.q.Limit, p.q.Kinds)
-			if err != nil {
-				return false, err
-			}
-			p.page.Entries = r.entries
-			if r.last != "" {
-				p.page.Cursor = r.last
-			}
-			more = r.more && looks < maxKindsLooks
+		r, err := p.log.ReadLog(ctx, p.page.Cursor, p.q.Limit, p.q.Kinds)
+		if err != nil {
+			return false, err
 		}
+		p.page.Entries = r.Entries
+		if r.Last != "" {
+			p.page.Cursor = r.Last
+		}
+		more := r.More && looks < maxKindsLooks
 		if len(p.page.Entries) > 0 || !more {
 			return len(p.page.Entries) > 0, nil
 		}

@@ -1,0 +1,73 @@
+package parking
+
+import (
+	"net"
+	"net/http"
+)
+
+// Poll is what a held request waits for: whether it waits at all (one that
+// has its answer already is not counted as parked), and Leave, called once
+// when its client hangs up while it waits.
+type Poll interface {
+	Waits() bool
+	Leave()
+}
+
+// Held is a request whose connection was taken off the server (Take), to
+// be answered later (Answer). Neither the server's writer nor its request
+// is kept: they hold the server's buffers.
+type Held struct {
+	lot    *Lot
+	conn   net.Conn
+	next   []byte      // the bytes of the client's next request the server had read already
+	header savedHeader // the response header the handler had set
+	close  bool        // the request asked to close the connection
+}
+
+// Take takes the request's connection off the server, with the response
+// header its handler has set so far, for the request to be answered later.
+// It reports false, having changed nothing, when the request cannot be
+// held: no Lot (nil), one not started, closed or where connections cannot
+// be watched, HTTP/2 or 1.0, a request with a body, or a writer that cannot
+// give up its connection (tests' recorders).
+func (l *Lot) Take(w http.ResponseWriter, r *http.Request) (*Held, bool) {
+	if l == nil || l.watch == nil || l.isClosed() ||
+		r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
+		return nil, false
+	}
+	header := saveHeader(w.Header())
+	conn, next, ok := l.take(w)
+	if !ok {
+		return nil, false
+	}
+	return &Held{lot: l, conn: conn, next: next, header: header, close: r.Close}, true
+}
+
+// FirstRead runs read, the held request's first read, on one of the Lot's
+// few goroutines for them (FirstReads).
+func (h *Held) FirstRead(read func()) { h.lot.firstRead(read) }
+
+// Watch counts the request as parked while poll waits, and has poll leave
+// when the client hangs up, until release is called: call it before Answer.
+func (h *Held) Watch(poll Poll) (release func()) { return h.lot.watchPoll(h.conn, poll) }
+
+// Answer answers the held request: write writes the answer to w as a
+// handler would, and says whether the connection may serve the client's
+// next request. The answer is then sent as net/http would have sent it,
+// and the connection held for the client's next request, or closed (when
+// the request asked for that, write said so, or the Lot is closed).
+func (h *Held) Answer(write func(w http.ResponseWriter) (keep bool)) {
+	res := &lateResponse{header: h.header.header()}
+	keep := write(res)
+	h.lot.answered(h.conn, h.next, res, !h.close && keep)
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
