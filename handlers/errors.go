@@ -66,6 +66,9 @@ func toAPIError(err error) *APIError {
 	if e := connectionError(err); e != nil {
 		return e
 	}
+	if e := bodyError(err); e != nil {
+		return e
+	}
 	var closed *hooks.ClosedError
 	if errors.As(err, &closed) {
 		return &APIError{Status: http.StatusGone, Code: wire.CodeHookClosed, Message: "the hook takes no more requests",

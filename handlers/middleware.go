@@ -160,7 +160,7 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			writeAPIError(w, e)
 			return
 		}
-		a.body.authenticated(r)
+		a.body.Authenticated(r)
 		next.ServeHTTP(w, r.WithContext(authz.WithPrincipal(r.Context(), p)))
 	})
 }

@@ -9,7 +9,6 @@
 package handlers
 
 import (
-	"cmp"
 	"github.com/taskhook/taskhook/api/wire"
 	"log/slog"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/bodylimit"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/connections"
@@ -74,7 +74,7 @@ type api struct {
 	metrics     *metrics.Metrics
 	httpMetrics *httpMetrics
 	log         *slog.Logger
-	body        *bodyGuard
+	body        *bodylimit.Guard
 	lists       *listLimiter // nil: lists are not limited
 	parking     *Parking     // nil: long-polls wait in their handlers
 	version     string
@@ -92,16 +92,6 @@ func New(d Deps) http.Handler {
 	if d.Slack != nil {
 		a.caps = append(append([]string(nil), capabilities...), "slack")
 	}
-	maxBody, timeout, inflight := d.MaxBodyBytes, d.BodyTimeout, d.MaxInflightBodyBytes
-	if maxBody == 0 {
-		maxBody = 1 << 20
-	}
-	if timeout == 0 {
-		timeout = 15 * time.Second
-	}
-	if inflight == 0 {
-		inflight = 64 << 20
-	}
 	if d.ListRate >= 0 {
 		perSecond, burst := d.ListRate, d.ListBurst
 		if perSecond == 0 {
@@ -112,13 +102,11 @@ func New(d Deps) http.Handler {
 		}
 		a.lists = newListLimiter(perSecond, burst)
 	}
-	inflight = max(inflight, maxBody)
-	preauth := max(cmp.Or(d.MaxPreauthBodyBytes, inflight/8), maxBody)
-	perAddress := min(max(cmp.Or(d.MaxPreauthBodyBytesPerAddress, preauth/4), maxBody), preauth)
-	a.body = newBodyGuard(bodyLimits{max: maxBody, timeout: timeout, inflight: inflight, preauth: preauth, perAddress: perAddress},
+	a.body = bodylimit.New(bodylimit.Limits{Max: d.MaxBodyBytes, Timeout: d.BodyTimeout, Inflight: d.MaxInflightBodyBytes,
+		Preauth: d.MaxPreauthBodyBytes, PerAddress: d.MaxPreauthBodyBytesPerAddress},
 		d.Metrics.BodyBytes, d.Metrics.PreauthBodyBytes)
 	r := chi.NewRouter()
-	r.Use(a.body.guard, withRequestID, capabilityHeaders, a.observe)
+	r.Use(a.body.Middleware, withRequestID, capabilityHeaders, a.observe)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeAPIError(w, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		if allow := allowedMethods(r, req); allow != "" {

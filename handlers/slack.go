@@ -58,7 +58,7 @@ func renderSlack(t tasks.Task, asked []tasks.InputRequest) slack.Message {
 // the message to put in place of the one clicked, or an ephemeral refusal
 // with the task unchanged. The payload is never logged.
 func (a *api) slackInteractions(w http.ResponseWriter, r *http.Request) {
-	body, err := a.body.readUpTo(r, maxSlackBody)
+	body, err := a.body.ReadUpTo(r, maxSlackBody)
 	if err != nil {
 		a.countSlack("unread")
 		a.writeError(w, r, err)
