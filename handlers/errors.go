@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/requestid"
+	"github.com/taskhook/taskhook/requestlog"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -159,8 +161,8 @@ func (a *api) answerOf(w http.ResponseWriter, r *http.Request, err error) (*APIE
 		return e, true
 	}
 	id := newErrorID()
-	a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestID(r.Context()),
-		"route", routeOf(r), "err", err)
+	a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestid.From(r.Context()),
+		"route", requestlog.Route(r), "err", err)
 	return &APIError{Status: http.StatusInternalServerError, Code: wire.CodeInternal,
 		Message: "internal error", Extra: map[string]any{"errorId": id}}, true
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/taskhook/taskhook/requestid"
+	"github.com/taskhook/taskhook/requestlog"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
@@ -90,8 +92,8 @@ func (a *api) serveLongPoll(w http.ResponseWriter, r *http.Request, wait time.Du
 // 1.0, a request with a body, or a writer that cannot give up its
 // connection (tests' recorders).
 func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Context) longPoll) bool {
-	rec := recorderOf(w)
-	if a.parking == nil || a.parking.watch == nil || a.parking.isClosed() || rec == nil || rec.status != 0 ||
+	rec := requestlog.RecorderOf(w)
+	if a.parking == nil || a.parking.watch == nil || a.parking.isClosed() || rec == nil || rec.Status() != 0 ||
 		r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
 		return false
 	}
@@ -100,8 +102,8 @@ func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Co
 	if !ok {
 		return false
 	}
-	rec.parked = true
-	start, req := rec.start, detach(r) // neither rec nor r is kept: they hold the server's buffers
+	rec.Park()
+	start, req := rec.Start(), detach(r) // neither rec nor r is kept: they hold the server's buffers
 	a.parking.firstRead(func() {
 		poll := begin(req.ctx)
 		release := a.parking.watchPoll(conn, poll)
@@ -109,9 +111,9 @@ func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Co
 			release()
 			r := req.request()
 			res := &lateResponse{header: header.header()}
-			late := &statusRecorder{ResponseWriter: res, start: start}
+			late := requestlog.NewRecorder(res, start)
 			func() {
-				defer a.settle(late, r)
+				defer a.requestLog.Settle(late, r)
 				answer(late, r)
 			}()
 			a.parking.answered(conn, next, res, !req.close && !isClosed(a.tasks.Draining()))
@@ -166,21 +168,6 @@ func (l *lateResponse) send(c net.Conn, keep bool) error {
 	return err
 }
 
-// recorderOf is the request's statusRecorder (observe's), under any
-// wrappers that say what they wrap.
-func recorderOf(w http.ResponseWriter) *statusRecorder {
-	for {
-		switch v := w.(type) {
-		case *statusRecorder:
-			return v
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = v.Unwrap()
-		default:
-			return nil
-		}
-	}
-}
-
 // parkedRequest is what the answer to a parked request needs of it once its
 // handler has returned: net/http ends a request's context and chi reuses
 // its route context then, and the rest of it (headers, URL) is not kept
@@ -192,8 +179,8 @@ type parkedRequest struct {
 }
 
 func detach(r *http.Request) parkedRequest {
-	ctx := context.WithValue(context.Background(), requestIDKey, requestID(r.Context()))
-	ctx = context.WithValue(ctx, routeKey, routeOf(r))
+	ctx := requestid.With(context.Background(), requestid.From(r.Context()))
+	ctx = requestlog.WithRoute(ctx, requestlog.Route(r))
 	return parkedRequest{ctx: ctx, method: r.Method, close: r.Close}
 }
 

@@ -23,6 +23,8 @@ import (
 	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/requestid"
+	"github.com/taskhook/taskhook/requestlog"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -72,7 +74,7 @@ type api struct {
 	store       *store.Store
 	verifier    *authz.Verifier
 	metrics     *metrics.Metrics
-	httpMetrics *httpMetrics
+	requestLog  *requestlog.Observer
 	log         *slog.Logger
 	body        *bodylimit.Guard
 	lists       *listLimiter // nil: lists are not limited
@@ -86,9 +88,10 @@ type api struct {
 func New(d Deps) http.Handler {
 	a := &api{
 		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections, store: d.Store,
-		verifier: d.Verifier, metrics: d.Metrics, httpMetrics: &httpMetrics{m: d.Metrics}, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
+		verifier: d.Verifier, metrics: d.Metrics, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
 		parking: d.Parking,
 	}
+	a.requestLog = requestlog.New(d.Log, d.Metrics, a.writeError)
 	if d.Slack != nil {
 		a.caps = append(append([]string(nil), capabilities...), "slack")
 	}
@@ -106,7 +109,7 @@ func New(d Deps) http.Handler {
 		Preauth: d.MaxPreauthBodyBytes, PerAddress: d.MaxPreauthBodyBytesPerAddress},
 		d.Metrics.BodyBytes, d.Metrics.PreauthBodyBytes)
 	r := chi.NewRouter()
-	r.Use(a.body.Middleware, withRequestID, capabilityHeaders, a.observe)
+	r.Use(a.body.Middleware, requestid.Middleware, capabilityHeaders, a.requestLog.Middleware)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeAPIError(w, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		if allow := allowedMethods(r, req); allow != "" {

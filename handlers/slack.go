@@ -12,6 +12,7 @@ import (
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/requestid"
 	"github.com/taskhook/taskhook/slacksig"
 	"github.com/taskhook/taskhook/tasks"
 )
@@ -134,7 +135,7 @@ func (a *api) slackRefusal(r *http.Request, err error) string {
 		return slack.RefusedInvalid
 	}
 	a.countSlack("error")
-	a.log.ErrorContext(r.Context(), "slack answer failed", "requestId", requestID(r.Context()), "err", err)
+	a.log.ErrorContext(r.Context(), "slack answer failed", "requestId", requestid.From(r.Context()), "err", err)
 	return slack.RefusedUnavailable
 }
 
