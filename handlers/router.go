@@ -22,6 +22,7 @@ import (
 	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/hooks"
+	"github.com/taskhook/taskhook/listlimit"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/requestid"
 	"github.com/taskhook/taskhook/requestlog"
@@ -77,8 +78,8 @@ type api struct {
 	requestLog  *requestlog.Observer
 	log         *slog.Logger
 	body        *bodylimit.Guard
-	lists       *listLimiter // nil: lists are not limited
-	parking     *Parking     // nil: long-polls wait in their handlers
+	lists       *listlimit.Limiter // nil: lists are not limited
+	parking     *Parking           // nil: long-polls wait in their handlers
 	version     string
 	slack       *Slack
 	caps        []string // for /v1/info
@@ -103,7 +104,7 @@ func New(d Deps) http.Handler {
 		if burst == 0 {
 			burst = 10
 		}
-		a.lists = newListLimiter(perSecond, burst)
+		a.lists = listlimit.New(perSecond, burst)
 	}
 	a.body = bodylimit.New(bodylimit.Limits{Max: d.MaxBodyBytes, Timeout: d.BodyTimeout, Inflight: d.MaxInflightBodyBytes,
 		Preauth: d.MaxPreauthBodyBytes, PerAddress: d.MaxPreauthBodyBytesPerAddress},
