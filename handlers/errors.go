@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/taskhook/taskhook/jsonhtml"
 	"github.com/taskhook/taskhook/problem"
 	"github.com/taskhook/taskhook/requestid"
 	"github.com/taskhook/taskhook/requestlog"
@@ -204,7 +205,7 @@ func writeRaw(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(literalHTMLChars(b))
+	_, _ = w.Write(jsonhtml.Unescape(b))
 }
 
 func newErrorID() string {
