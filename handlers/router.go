@@ -6,6 +6,14 @@
 //
 // It imports the services (tasks, sessions, hooks), problem, store, authz,
 // metrics and api/wire; no service imports it.
+//
+// The HTTP machinery it shares with the other faces lives in packages of
+// its own, which hold no route: strictjson (strict decoding of bodies),
+// bodylimit (the size, deadline and budgets bodies are read under),
+// requestid and requestlog (the id, log line and metrics of each request),
+// listlimit (the rate of lists per principal) and jsonhtml (literal HTML
+// characters in JSON answers). Their refusals are mapped to the API's
+// error shape here, with the services' (bodyerrors.go).
 package handlers
 
 import (
