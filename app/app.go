@@ -28,6 +28,7 @@ import (
 	"github.com/taskhook/taskhook/loglimit"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/parking"
+	"github.com/taskhook/taskhook/requestid"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -177,7 +178,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ln = handlers.StampServerErrors(ln, a.log)
+	ln = requestid.StampServerErrors(ln, a.log)
 	a.listener = ln
 	if err := a.FanIn.Start(ctx); err != nil {
 		return err

@@ -79,7 +79,7 @@ func (a *api) signInReturn(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost {
 		// The body guard bounds it (413) and times it (408) like any body.
-		body, err := a.body.readUpTo(r, maxSignInReturnForm)
+		body, err := a.body.ReadUpTo(r, maxSignInReturnForm)
 		if err != nil {
 			a.writeSignInReturnError(w, r, err)
 			return

@@ -1,17 +1,13 @@
 package handlers
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/taskhook/taskhook/api/wire"
-	"io"
+	"github.com/taskhook/taskhook/strictjson"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -22,69 +18,8 @@ import (
 )
 
 // readBody reads the whole body under the size limit, the body deadline and
-// the server's budget of body bytes (see body.go).
-func (a *api) readBody(r *http.Request) ([]byte, error) { return a.body.read(r) }
-
-// DecodeJSON decodes one JSON object strictly: unknown fields (names match
-// exactly, case included), invalid UTF-8, unpaired surrogate escapes, nesting
-// deeper than MaxBodyDepth, trailing data and type mismatches are refused
-// with the field at fault. An empty body reads as {} (every route whose body
-// is all optional accepts none).
-func DecodeJSON(body []byte, dst any) error {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
-		trimmed = []byte("{}")
-	}
-	if trimmed[0] != '{' {
-		if !json.Valid(trimmed) {
-			return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "the body is not valid JSON")
-		}
-		return invalidRequest("body", "must be a JSON object")
-	}
-	if problem := checkBody(trimmed, shapeOf(reflect.TypeOf(dst))); problem != nil {
-		return problem
-	}
-	// checkBody has seen exactly one well-formed object: what the decoder
-	// can still refuse is a type mismatch.
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var syntax *json.SyntaxError
-		var typeErr *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
-			return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "the body is not valid JSON")
-		case errors.As(err, &typeErr):
-			field := typeErr.Field
-			if field == "" {
-				field = "body"
-			}
-			return invalidRequest(field, "must be "+jsonKind(typeErr.Type.Kind().String()))
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return invalidRequest(field, "is not a known field")
-		default:
-			return invalidRequest("body", "could not be decoded")
-		}
-	}
-	return nil
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "float64", "uint", "uint64":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
-	}
-	return "of another type"
-}
+// the server's budget of body bytes (see bodylimit).
+func (a *api) readBody(r *http.Request) ([]byte, error) { return a.body.Read(r) }
 
 // idempotency reads Idempotency-Key and scopes it to the principal and the
 // request path.
@@ -196,7 +131,7 @@ func (a *api) decodePost(w http.ResponseWriter, r *http.Request, dst any) (authz
 	if !ok {
 		return p, idem, false
 	}
-	if err := DecodeJSON(body, dst); err != nil {
+	if err := strictjson.Decode(body, dst); err != nil {
 		a.writeError(w, r, err)
 		return p, idem, false
 	}

@@ -3,7 +3,6 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"github.com/taskhook/taskhook/api/wire"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/sessions"
+	"github.com/taskhook/taskhook/strictjson"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -47,8 +47,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		kind := fuzzKinds[int(k)%len(fuzzKinds)]
 		cmd, err := decodeCommand(kind, body)
 		if err != nil {
-			var api *APIError
-			if !errors.As(err, &api) || api.Status != http.StatusBadRequest ||
+			api := toAPIError(err)
+			if api == nil || api.Status != http.StatusBadRequest ||
 				(api.Code != wire.CodeInvalidJSON && api.Code != wire.CodeInvalidRequest) {
 				t.Fatalf("decode %s: %v is not a 400 invalid_json/invalid_request", kind, err)
 			}
@@ -78,9 +78,8 @@ func FuzzDecodeCreate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, dst := range []any{&tasks.CreateInput{}, &sessions.CreateInput{}, &hooks.CreateInput{},
 			&hooks.AckInput{}, &tasks.AnswerInput{}, &reasonBody{}} {
-			if err := DecodeJSON(body, dst); err != nil {
-				var api *APIError
-				if !errors.As(err, &api) || api.Status != http.StatusBadRequest {
+			if err := strictjson.Decode(body, dst); err != nil {
+				if api := toAPIError(err); api == nil || api.Status != http.StatusBadRequest {
 					t.Fatalf("decode: %v is not a 400", err)
 				}
 				continue
@@ -94,7 +93,7 @@ func FuzzDecodeCreate(f *testing.F) {
 // it back: valid UTF-8 (json.RawMessage fields keep their bytes as they came),
 // no escaped surrogate without its other half and no U+FFFD the body did not
 // hold itself (Go's decoder makes one of each), and no nesting deeper than
-// MaxBodyDepth.
+// strictjson.MaxDepth.
 func checkDecoded(t *testing.T, body []byte, v any) {
 	t.Helper()
 	out, err := json.Marshal(v)
@@ -123,8 +122,8 @@ func checkDecoded(t *testing.T, body []byte, v any) {
 			} else {
 				depth--
 			}
-			if depth > MaxBodyDepth {
-				t.Fatalf("the decoded value nests deeper than %d: %q", MaxBodyDepth, out)
+			if depth > strictjson.MaxDepth {
+				t.Fatalf("the decoded value nests deeper than %d: %q", strictjson.MaxDepth, out)
 			}
 		case string:
 			if strings.ContainsRune(tok, utf8.RuneError) && !bodyHasReplacement {

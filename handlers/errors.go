@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/taskhook/taskhook/jsonhtml"
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/requestid"
+	"github.com/taskhook/taskhook/requestlog"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -64,6 +67,9 @@ func toAPIError(err error) *APIError {
 		return invalidRequest(verr.Field, verr.Message)
 	}
 	if e := connectionError(err); e != nil {
+		return e
+	}
+	if e := bodyError(err); e != nil {
 		return e
 	}
 	var closed *hooks.ClosedError
@@ -156,8 +162,8 @@ func (a *api) answerOf(w http.ResponseWriter, r *http.Request, err error) (*APIE
 		return e, true
 	}
 	id := newErrorID()
-	a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestID(r.Context()),
-		"route", routeOf(r), "err", err)
+	a.log.ErrorContext(r.Context(), "internal error", "errorId", id, "requestId", requestid.From(r.Context()),
+		"route", requestlog.Route(r), "err", err)
 	return &APIError{Status: http.StatusInternalServerError, Code: wire.CodeInternal,
 		Message: "internal error", Extra: map[string]any{"errorId": id}}, true
 }
@@ -199,7 +205,7 @@ func writeRaw(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(literalHTMLChars(b))
+	_, _ = w.Write(jsonhtml.Unescape(b))
 }
 
 func newErrorID() string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/jsonhtml"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/waits"
 )
@@ -126,7 +127,7 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string,
 		for _, e := range page.Entries {
 			var head struct{ Type string }
 			_ = json.Unmarshal(e.JSON, &head)
-			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, head.Type, literalHTMLChars(e.JSON))
+			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, head.Type, jsonhtml.Unescape(e.JSON))
 		}
 		after = page.Cursor
 		if len(page.Entries) == 0 {

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/taskhook/taskhook/requestid"
+	"github.com/taskhook/taskhook/requestlog"
 	"github.com/taskhook/taskhook/tasks"
 	"github.com/taskhook/taskhook/waits"
 )
@@ -88,16 +90,16 @@ func (a *api) serveLongPoll(w http.ResponseWriter, r *http.Request, wait time.Du
 // 1.0, a request with a body, or a writer that cannot give up its
 // connection (tests' recorders).
 func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Context) longPoll) bool {
-	rec := recorderOf(w)
-	if rec == nil || rec.status != 0 {
+	rec := requestlog.RecorderOf(w)
+	if rec == nil || rec.Status() != 0 {
 		return false
 	}
 	held, ok := a.parking.Take(w, r)
 	if !ok {
 		return false
 	}
-	rec.parked = true
-	start, req := rec.start, detach(r) // neither rec nor r is kept: they hold the server's buffers
+	rec.Park()
+	start, req := rec.Start(), detach(r) // neither rec nor r is kept: they hold the server's buffers
 	held.FirstRead(func() {
 		poll := begin(req.ctx)
 		release := held.Watch(poll)
@@ -105,9 +107,9 @@ func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Co
 			release()
 			held.Answer(func(res http.ResponseWriter) bool {
 				r := req.request()
-				late := &statusRecorder{ResponseWriter: res, start: start}
+				late := requestlog.NewRecorder(res, start)
 				func() {
-					defer a.settle(late, r)
+					defer a.requestLog.Settle(late, r)
 					answer(late, r)
 				}()
 				return !isClosed(a.tasks.Draining())
@@ -115,21 +117,6 @@ func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Co
 		})
 	})
 	return true
-}
-
-// recorderOf is the request's statusRecorder (observe's), under any
-// wrappers that say what they wrap.
-func recorderOf(w http.ResponseWriter) *statusRecorder {
-	for {
-		switch v := w.(type) {
-		case *statusRecorder:
-			return v
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = v.Unwrap()
-		default:
-			return nil
-		}
-	}
 }
 
 // parkedRequest is what the answer to a parked request needs of it once its
@@ -143,8 +130,8 @@ type parkedRequest struct {
 }
 
 func detach(r *http.Request) parkedRequest {
-	ctx := context.WithValue(context.Background(), requestIDKey, requestID(r.Context()))
-	ctx = context.WithValue(ctx, routeKey, routeOf(r))
+	ctx := requestid.With(context.Background(), requestid.From(r.Context()))
+	ctx = requestlog.WithRoute(ctx, requestlog.Route(r))
 	return parkedRequest{ctx: ctx, method: r.Method, close: r.Close}
 }
 

@@ -4,12 +4,20 @@
 // parking.Lot, which holds them and connections that wait for a request off
 // net/http's goroutine per connection.
 //
-// It imports the services (tasks, sessions, hooks), waits, parking,
-// problem, store, authz, metrics and api/wire; no service imports it.
+// It imports the services (tasks, sessions, hooks), waits, parking (holding
+// waiting requests off net/http), problem, store, authz,
+// metrics and api/wire; no service imports it.
+//
+// The HTTP machinery it shares with the other faces lives in packages of
+// its own, which hold no route: strictjson (strict decoding of bodies),
+// bodylimit (the size, deadline and budgets bodies are read under),
+// requestid and requestlog (the id, log line and metrics of each request),
+// listlimit (the rate of lists per principal) and jsonhtml (literal HTML
+// characters in JSON answers). Their refusals are mapped to the API's
+// error shape here, with the services' (bodyerrors.go).
 package handlers
 
 import (
-	"cmp"
 	"github.com/taskhook/taskhook/api/wire"
 	"log/slog"
 	"net/http"
@@ -18,12 +26,16 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/bodylimit"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/hooks"
+	"github.com/taskhook/taskhook/listlimit"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/parking"
+	"github.com/taskhook/taskhook/requestid"
+	"github.com/taskhook/taskhook/requestlog"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -73,11 +85,11 @@ type api struct {
 	store       *store.Store
 	verifier    *authz.Verifier
 	metrics     *metrics.Metrics
-	httpMetrics *httpMetrics
+	requestLog  *requestlog.Observer
 	log         *slog.Logger
-	body        *bodyGuard
-	lists       *listLimiter // nil: lists are not limited
-	parking     *parking.Lot // nil: long-polls wait in their handlers
+	body        *bodylimit.Guard
+	lists       *listlimit.Limiter // nil: lists are not limited
+	parking     *parking.Lot       // nil: long-polls wait in their handlers
 	version     string
 	slack       *Slack
 	caps        []string // for /v1/info
@@ -87,21 +99,12 @@ type api struct {
 func New(d Deps) http.Handler {
 	a := &api{
 		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections, store: d.Store,
-		verifier: d.Verifier, metrics: d.Metrics, httpMetrics: &httpMetrics{m: d.Metrics}, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
+		verifier: d.Verifier, metrics: d.Metrics, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
 		parking: d.Parking,
 	}
+	a.requestLog = requestlog.New(d.Log, d.Metrics, a.writeError)
 	if d.Slack != nil {
 		a.caps = append(append([]string(nil), capabilities...), "slack")
-	}
-	maxBody, timeout, inflight := d.MaxBodyBytes, d.BodyTimeout, d.MaxInflightBodyBytes
-	if maxBody == 0 {
-		maxBody = 1 << 20
-	}
-	if timeout == 0 {
-		timeout = 15 * time.Second
-	}
-	if inflight == 0 {
-		inflight = 64 << 20
 	}
 	if d.ListRate >= 0 {
 		perSecond, burst := d.ListRate, d.ListBurst
@@ -111,15 +114,13 @@ func New(d Deps) http.Handler {
 		if burst == 0 {
 			burst = 10
 		}
-		a.lists = newListLimiter(perSecond, burst)
+		a.lists = listlimit.New(perSecond, burst)
 	}
-	inflight = max(inflight, maxBody)
-	preauth := max(cmp.Or(d.MaxPreauthBodyBytes, inflight/8), maxBody)
-	perAddress := min(max(cmp.Or(d.MaxPreauthBodyBytesPerAddress, preauth/4), maxBody), preauth)
-	a.body = newBodyGuard(bodyLimits{max: maxBody, timeout: timeout, inflight: inflight, preauth: preauth, perAddress: perAddress},
+	a.body = bodylimit.New(bodylimit.Limits{Max: d.MaxBodyBytes, Timeout: d.BodyTimeout, Inflight: d.MaxInflightBodyBytes,
+		Preauth: d.MaxPreauthBodyBytes, PerAddress: d.MaxPreauthBodyBytesPerAddress},
 		d.Metrics.BodyBytes, d.Metrics.PreauthBodyBytes)
 	r := chi.NewRouter()
-	r.Use(a.body.guard, withRequestID, capabilityHeaders, a.observe)
+	r.Use(a.body.Middleware, requestid.Middleware, capabilityHeaders, a.requestLog.Middleware)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeAPIError(w, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		if allow := allowedMethods(r, req); allow != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/requestid"
 	"github.com/taskhook/taskhook/slacksig"
 	"github.com/taskhook/taskhook/tasks"
 )
@@ -58,7 +59,7 @@ func renderSlack(t tasks.Task, asked []tasks.InputRequest) slack.Message {
 // the message to put in place of the one clicked, or an ephemeral refusal
 // with the task unchanged. The payload is never logged.
 func (a *api) slackInteractions(w http.ResponseWriter, r *http.Request) {
-	body, err := a.body.readUpTo(r, maxSlackBody)
+	body, err := a.body.ReadUpTo(r, maxSlackBody)
 	if err != nil {
 		a.countSlack("unread")
 		a.writeError(w, r, err)
@@ -134,7 +135,7 @@ func (a *api) slackRefusal(r *http.Request, err error) string {
 		return slack.RefusedInvalid
 	}
 	a.countSlack("error")
-	a.log.ErrorContext(r.Context(), "slack answer failed", "requestId", requestID(r.Context()), "err", err)
+	a.log.ErrorContext(r.Context(), "slack answer failed", "requestId", requestid.From(r.Context()), "err", err)
 	return slack.RefusedUnavailable
 }
 

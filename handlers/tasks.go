@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/strictjson"
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/store"
@@ -163,7 +164,7 @@ func decodeCommand(kind tasks.CommandKind, body []byte) (tasks.Command, error) {
 	case tasks.CmdCancel:
 		err = decodeInto(body, func(b cancelBody) { cmd.Reason = b.Reason })
 	case tasks.CmdRelease:
-		err = DecodeJSON(body, &releaseBody{})
+		err = strictjson.Decode(body, &releaseBody{})
 	}
 	return cmd, err
 }
@@ -172,7 +173,7 @@ func decodeCommand(kind tasks.CommandKind, body []byte) (tasks.Command, error) {
 // when decoding fails).
 func decodeInto[B any](body []byte, set func(B)) error {
 	var b B
-	err := DecodeJSON(body, &b)
+	err := strictjson.Decode(body, &b)
 	set(b)
 	return err
 }

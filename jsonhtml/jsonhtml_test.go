@@ -1,4 +1,4 @@
-package handlers
+package jsonhtml
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 
 // The HTML escapes of encoding/json come out as the characters; any other
 // escape, and the text \u0026 inside a string, stay as they are.
-func TestLiteralHTMLChars(t *testing.T) {
+func TestUnescape(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"authorizationUrl":"https://p/a?x=1\u0026y=2"}`: `{"authorizationUrl":"https://p/a?x=1&y=2"}`,
 		`"\u003cb\u003e \u0026amp;"`:                      `"<b> &amp;"`,
@@ -19,12 +19,12 @@ func TestLiteralHTMLChars(t *testing.T) {
 		`"no escapes"`:                                    `"no escapes"`,
 		`"cut \u00`:                                       `"cut \u00`,
 	} {
-		if got := string(literalHTMLChars([]byte(in))); got != want {
+		if got := string(Unescape([]byte(in))); got != want {
 			t.Errorf("%s: %s, want %s", in, got, want)
 		}
 	}
 	in := []byte(`"\u0026"`)
-	literalHTMLChars(in)
+	Unescape(in)
 	if string(in) != `"\u0026"` {
 		t.Errorf("the input was changed: %s", in)
 	}
@@ -32,7 +32,7 @@ func TestLiteralHTMLChars(t *testing.T) {
 
 // Whatever a string holds, its JSON with the HTML escapes made literal
 // reads back as the same string, and holds none of those escapes.
-func FuzzLiteralHTMLChars(f *testing.F) {
+func FuzzUnescape(f *testing.F) {
 	for _, s := range []string{"a&b", `\u0026`, `<script>\`, "\u2028&\\u003c", "é<>&\"\\"} {
 		f.Add(s)
 	}
@@ -41,7 +41,7 @@ func FuzzLiteralHTMLChars(f *testing.F) {
 		if err != nil {
 			t.Skip()
 		}
-		out := literalHTMLChars(raw)
+		out := Unescape(raw)
 		var back map[string]string
 		if err := json.Unmarshal(out, &back); err != nil {
 			t.Fatalf("%s: %v", out, err)

@@ -1,43 +1,47 @@
-package handlers
+package strictjson
 
 import (
 	"encoding"
 	"encoding/json"
-	"github.com/taskhook/taskhook/api/wire"
-	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/taskhook/taskhook/problem"
 )
 
-// MaxBodyDepth is how deeply objects and arrays may nest in a request body,
+// MaxDepth is how deeply objects and arrays may nest in a request body,
 // the body object itself being level 1. No request needs more than a few
 // levels; Go's decoder would take 10000, and every reader of a stored value
 // would pay for them again.
-const MaxBodyDepth = 64
+const MaxDepth = 64
 
 // maxPathKey bounds one key quoted in an error's field path.
 const maxPathKey = 64
 
-// checkBody is one pass over a body that starts with '{', before it is
+// check is one pass over a body that starts with '{', before it is
 // decoded into a value of shape root. encoding/json keeps invalid UTF-8 in a
 // json.RawMessage as it came, replaces it with U+FFFD in a string, accepts
 // 10000 levels of nesting and matches field names case-insensitively (so
 // {"SESSIONID": ...} overrides sessionId); this pass refuses all four, naming
 // the field. A syntax error anywhere wins over those problems, as it would in
-// the decoder, so a broken body is always invalid_json.
-func checkBody(body []byte, root *shape) *APIError {
+// the decoder, so a broken body is always a SyntaxError; the others are a
+// *problem.ValidationError.
+func check(body []byte, root *shape) error {
 	// On the stack, as its frames are: no allocation, no write barriers.
 	sc := bodyScan{data: body, validUTF8: utf8.Valid(body)}
 	if !sc.scan(root) {
-		return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "the body is not valid JSON")
+		return errNotJSON
 	}
 	if sc.pos < len(sc.data) {
-		return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "the body holds more than one JSON value")
+		return errTrailing
 	}
-	return sc.problem
+	if sc.problem != nil {
+		return sc.problem
+	}
+	return nil
 }
 
 // shape is what a decoding target says about the JSON it takes: the exact
@@ -64,7 +68,7 @@ var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// shapeOf is the shape of the values DecodeJSON decodes into t (a pointer
+// shapeOf is the shape of the values Decode decodes into t (a pointer
 // is looked through), built once per type.
 func shapeOf(t reflect.Type) *shape {
 	if s, ok := shapes.Load(t); ok {
@@ -153,12 +157,12 @@ func addFields(s *shape, t reflect.Type, building map[reflect.Type]*shape, depth
 type bodyScan struct {
 	data      []byte
 	pos       int
-	validUTF8 bool                // the whole body is: no string needs a look of its own
-	frames    [MaxBodyDepth]frame // the open containers, up to MaxBodyDepth
+	validUTF8 bool            // the whole body is: no string needs a look of its own
+	frames    [MaxDepth]frame // the open containers, up to MaxDepth
 	nframes   int
-	deeper    []uint64 // open containers past MaxBodyDepth, a bit each: 1 for an array
+	deeper    []uint64 // open containers past MaxDepth, a bit each: 1 for an array
 	ndeeper   int
-	problem   *APIError // the first problem; after it only the syntax is checked
+	problem   *problem.ValidationError // the first problem; after it only the syntax is checked
 }
 
 // frame is one open object or array.
@@ -214,7 +218,7 @@ func (sc *bodyScan) scan(root *shape) bool {
 			}
 			if sc.problem == nil && (!sc.validUTF8 || escaped) {
 				if msg := textProblem(sc.data[sc.pos+1:end], !sc.validUTF8, escaped); msg != "" {
-					sc.problem = invalidRequest(sc.path(sc.nframes, false), msg)
+					sc.problem = invalid(sc.path(sc.nframes, false), msg)
 				}
 			}
 			sc.pos = end + 1
@@ -285,7 +289,7 @@ func (sc *bodyScan) depth() int { return sc.nframes + sc.ndeeper }
 
 // open starts an object or an array of shape s.
 func (sc *bodyScan) open(s *shape, array bool) {
-	if sc.nframes < MaxBodyDepth {
+	if sc.nframes < MaxDepth {
 		f := frame{shape: s, array: array, child: freeShape}
 		if array && s.kind == shapeList {
 			f.child = s.elem
@@ -295,8 +299,8 @@ func (sc *bodyScan) open(s *shape, array bool) {
 		return
 	}
 	if sc.problem == nil {
-		sc.problem = invalidRequest(sc.path(sc.nframes, true),
-			"nests objects and arrays deeper than "+strconv.Itoa(MaxBodyDepth)+" levels")
+		sc.problem = invalid(sc.path(sc.nframes, true),
+			"nests objects and arrays deeper than "+strconv.Itoa(MaxDepth)+" levels")
 	}
 	word, bit := sc.ndeeper/64, uint(sc.ndeeper%64)
 	if word == len(sc.deeper) {
@@ -360,7 +364,7 @@ func (sc *bodyScan) member() bool {
 	}
 	if !sc.validUTF8 || escaped {
 		if msg := textProblem(key, !sc.validUTF8, escaped); msg != "" {
-			sc.problem = invalidRequest(sc.path(sc.nframes-1, false), "has a field name that "+msg)
+			sc.problem = invalid(sc.path(sc.nframes-1, false), "has a field name that "+msg)
 			return true
 		}
 	}
@@ -373,7 +377,7 @@ func (sc *bodyScan) member() bool {
 			child, known = f.shape.fields[unquote(key)]
 		}
 		if !known {
-			sc.problem = invalidRequest(sc.path(sc.nframes, false), unknownFieldMessage(f.shape, f))
+			sc.problem = invalid(sc.path(sc.nframes, false), unknownFieldMessage(f.shape, f))
 			return true
 		}
 		f.child = child
@@ -594,4 +598,8 @@ func unquote(raw []byte) string {
 	var s string
 	_ = json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s)
 	return s
+}
+
+func invalid(field, msg string) *problem.ValidationError {
+	return &problem.ValidationError{Field: field, Message: msg}
 }

@@ -1,4 +1,4 @@
-package handlers
+package requestid
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ func (c *stampingConn) Write(p []byte) (int, error) {
 	if !ok {
 		return c.Conn.Write(p)
 	}
-	id := newRequestID()
+	id := New()
 	c.log.Info("request refused before routing", "requestId", id, "status", string(status[:3]))
 	var b bytes.Buffer
 	b.Grow(len(p) + 64)

@@ -1,10 +1,22 @@
-package handlers
+// Package bodylimit reads request bodies under limits, so that slow,
+// stalled or large uploads can pin neither connections nor memory: a size
+// limit per body, a deadline for its arrival, budgets of the body bytes the
+// whole server holds in memory (one for authenticated requests, one for
+// those read before a credential was verified) and a share of the latter
+// per client address. Every face that reads a body reads it through a
+// Guard.
+//
+// Its refusals are typed errors (TooLargeError, TimeoutError, ErrUnreadable,
+// ErrOverloaded, ErrShareFull) for the face to answer in its own error
+// shape. It imports no package of the project: never store, a service or a
+// face.
+package bodylimit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/taskhook/taskhook/api/wire"
 	"io"
 	"net/http"
 	"net/netip"
@@ -26,12 +38,38 @@ import (
 // memory.
 //
 // budgetWait is how long a read waits for room in the budget before it is
-// refused with 503 overloaded.
+// refused with ErrOverloaded.
 const budgetWait = time.Second
 
-// bodyGuard holds the limits every request body is read under.
-type bodyGuard struct {
-	max     int64         // larger bodies are a 413
+// Refusals of a read other than its size and its deadline.
+var (
+	// ErrUnreadable is a body whose read failed before its end (a broken
+	// chunked encoding, a connection cut).
+	ErrUnreadable = errors.New("could not read the body")
+	// ErrOverloaded is a body that found no room in the server's budget in
+	// time: the server is busy, not the client at fault.
+	ErrOverloaded = errors.New("the server is taking in too many request bodies at once")
+)
+
+// TooLargeError is a body larger than the limit it was read under.
+type TooLargeError struct {
+	Max int64 // bytes
+}
+
+func (e *TooLargeError) Error() string { return fmt.Sprintf("the body is larger than %d bytes", e.Max) }
+
+// TimeoutError is a body that did not arrive within the guard's Timeout.
+type TimeoutError struct {
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("the body did not arrive within %s", e.Timeout)
+}
+
+// Guard holds the limits every request body is read under.
+type Guard struct {
+	max     int64         // larger bodies are a TooLargeError
 	timeout time.Duration // the whole body must arrive within it
 	budget  *budget       // bytes of authenticated bodies held in memory, server-wide
 	// preauth is the budget of bodies read before a bearer token was
@@ -40,20 +78,40 @@ type bodyGuard struct {
 	shares  *addressShares
 }
 
-// bodyLimits are the sizes a bodyGuard is made with.
-type bodyLimits struct {
-	max        int64         // one body
-	timeout    time.Duration // to read one body
-	inflight   int64         // the main budget
-	preauth    int64         // the pre-auth budget
-	perAddress int64         // one client address's share of the pre-auth budget
+// Limits are the sizes a Guard is made with; a zero field takes its
+// default.
+type Limits struct {
+	Max     int64         // one body (default 1 MiB)
+	Timeout time.Duration // to read one body (default 15s)
+	// Inflight is the main budget (default 64 MiB, at least Max).
+	Inflight int64
+	// Preauth is the pre-auth budget (default an eighth of Inflight, at
+	// least Max).
+	Preauth int64
+	// PerAddress is one client address's share of the pre-auth budget
+	// (default a quarter of Preauth, at least Max and at most Preauth).
+	PerAddress int64
 }
 
-func newBodyGuard(l bodyLimits, gauge, preauthGauge prometheus.Gauge) *bodyGuard {
-	return &bodyGuard{max: l.max, timeout: l.timeout,
-		budget:  &budget{sem: semaphore.NewWeighted(l.inflight), gauge: gauge},
-		preauth: &budget{sem: semaphore.NewWeighted(l.preauth), gauge: preauthGauge},
-		shares:  &addressShares{most: l.perAddress, held: map[netip.Prefix]int64{}}}
+// withDefaults is l with every zero field set to its default and every
+// budget large enough for one body.
+func (l Limits) withDefaults() Limits {
+	l.Max = cmp.Or(l.Max, 1<<20)
+	l.Timeout = cmp.Or(l.Timeout, 15*time.Second)
+	l.Inflight = max(cmp.Or(l.Inflight, 64<<20), l.Max)
+	l.Preauth = max(cmp.Or(l.Preauth, l.Inflight/8), l.Max)
+	l.PerAddress = min(max(cmp.Or(l.PerAddress, l.Preauth/4), l.Max), l.Preauth)
+	return l
+}
+
+// New makes a Guard; gauge and preauthGauge show the bytes reserved of the
+// main budget and of the pre-auth one.
+func New(l Limits, gauge, preauthGauge prometheus.Gauge) *Guard {
+	l = l.withDefaults()
+	return &Guard{max: l.Max, timeout: l.Timeout,
+		budget:  &budget{sem: semaphore.NewWeighted(l.Inflight), gauge: gauge},
+		preauth: &budget{sem: semaphore.NewWeighted(l.Preauth), gauge: preauthGauge},
+		shares:  &addressShares{most: l.PerAddress, held: map[netip.Prefix]int64{}}}
 }
 
 // budget is the server's bytes of request bodies, its use shown as a gauge.
@@ -75,15 +133,15 @@ func (b *budget) release(n int64) {
 	b.sem.Release(n)
 }
 
-// guard sets the body deadline of a request that carries a body and
+// Middleware sets the body deadline of a request that carries a body and
 // releases what its read reserved when the handler is done. The body draws
 // on the pre-auth budget, within its client address's share, until
-// authenticated moves it to the main one. A handler that
+// Authenticated moves it to the main one. A handler that
 // answers without reading the whole body (an unknown capability token, a
 // refused bearer token, a body declared too large) hangs up: net/http would
 // otherwise wait for the rest of the body, however slowly it comes. It must
 // be the router's first middleware, to hold net/http's own ResponseWriter.
-func (g *bodyGuard) guard(next http.Handler) http.Handler {
+func (g *Guard) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 			next.ServeHTTP(w, r)
@@ -141,7 +199,7 @@ func (b *guardedBody) reserve(ctx context.Context, n int64) error {
 	if b.shares != nil {
 		who = clientOf(b.remote)
 		if !b.shares.take(who, n) {
-			return errShareFull
+			return ErrShareFull
 		}
 	}
 	if err := b.budget.acquire(ctx, n); err != nil {
@@ -205,18 +263,18 @@ func (w *bodyWriter) Write(p []byte) (int, error) {
 
 func (w *bodyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// read reads the whole body under the guard's limits. The bytes go into
+// Read reads the whole body under the guard's limits. The bytes go into
 // pooled chunks as they arrive, so a stalled upload holds what it sent and
 // no more, and are joined once the body is whole: no buffer is ever sized
 // by a declared Content-Length before the bytes are there. The budget is
 // reserved before the bytes are read: all of a declared length at once (so
 // a request never holds part of the budget while it waits for the rest), or
 // chunk by chunk when the length is not declared.
-func (g *bodyGuard) read(r *http.Request) ([]byte, error) { return g.readUpTo(r, g.max) }
+func (g *Guard) Read(r *http.Request) ([]byte, error) { return g.ReadUpTo(r, g.max) }
 
-// readUpTo is read with a smaller limit than the server's, for a route
+// ReadUpTo is Read with a smaller limit than the server's, for a route
 // whose bodies are small by nature.
-func (g *bodyGuard) readUpTo(r *http.Request, most int64) ([]byte, error) {
+func (g *Guard) ReadUpTo(r *http.Request, most int64) ([]byte, error) {
 	most = min(most, g.max)
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return nil, nil
@@ -226,7 +284,7 @@ func (g *bodyGuard) readUpTo(r *http.Request, most int64) ([]byte, error) {
 	}
 	b, ok := r.Body.(*guardedBody)
 	if !ok {
-		return nil, errors.New("read body: the request was not guarded")
+		return nil, errors.New("read body: the request was not guarded (Middleware)")
 	}
 	size := r.ContentLength // -1: not declared
 	limit := most
@@ -293,30 +351,24 @@ func join(parts []*chunk, total int64) []byte {
 	return out
 }
 
-func tooLarge(most int64) error {
-	return apiError(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
-		fmt.Sprintf("the body is larger than %d bytes", most))
-}
+func tooLarge(most int64) error { return &TooLargeError{Max: most} }
 
-func (g *bodyGuard) readError(err error) error {
+func (g *Guard) readError(err error) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return apiError(http.StatusRequestTimeout, wire.CodeRequestTimeout,
-			fmt.Sprintf("the body did not arrive within %s", g.timeout))
+		return &TimeoutError{Timeout: g.timeout}
 	}
-	return apiError(http.StatusBadRequest, wire.CodeInvalidJSON, "could not read the body")
+	return ErrUnreadable
 }
 
-// budgetError is the answer to a read that found no room in the budget in
-// time: the server is busy, not the store or the client at fault; or, before
-// authentication, to one whose client address holds its whole share.
-func (g *bodyGuard) budgetError(r *http.Request, err error) error {
+// budgetError is the refusal of a read that found no room in the budget in
+// time (ErrOverloaded); or, before authentication, of one whose client
+// address holds its whole share (ErrShareFull).
+func (g *Guard) budgetError(r *http.Request, err error) error {
 	switch {
 	case r.Context().Err() != nil:
 		return r.Context().Err() // the client went away
-	case errors.Is(err, errShareFull):
-		return &APIError{Status: http.StatusTooManyRequests, Code: wire.CodeRateLimited, RetryAfter: retryAfterUnavailable,
-			Message: "this client address is sending as many request bodies as it may at once; retry shortly"}
+	case errors.Is(err, ErrShareFull):
+		return ErrShareFull
 	}
-	return apiError(http.StatusServiceUnavailable, wire.CodeOverloaded,
-		"the server is taking in too many request bodies at once; retry shortly")
+	return ErrOverloaded
 }

@@ -1,18 +1,23 @@
-package handlers
+// Package jsonhtml writes encoding/json's escapes of <, > and & back as the
+// characters, for JSON answers that are never HTML. The REST face passes
+// every JSON answer and streamed event through Unescape.
+//
+// It imports only the standard library.
+package jsonhtml
 
 import "bytes"
 
 // htmlEscape is how encoding/json starts its escapes of <, > and &.
 var htmlEscape = []byte(`\u00`)
 
-// literalHTMLChars gives back JSON with encoding/json's \u003c, \u003e and
+// Unescape gives back JSON with encoding/json's \u003c, \u003e and
 // \u0026 written as the characters they stand for, so a URL in an answer
 // (an authorizationUrl, say) reads with a plain &. The escapes are there
 // for JSON put inside HTML; API answers are application/json with nosniff,
 // never HTML, and the pages that embed JSON escape it with html/template.
 // Every escape is read from its backslash, so a string holding the text
 // \u0026 (sent as \\u0026) stays as it is. b is not changed.
-func literalHTMLChars(b []byte) []byte {
+func Unescape(b []byte) []byte {
 	if !bytes.Contains(b, htmlEscape) {
 		return b
 	}

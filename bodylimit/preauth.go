@@ -1,4 +1,4 @@
-package handlers
+package bodylimit
 
 import (
 	"errors"
@@ -13,13 +13,14 @@ import (
 // of bodies that authenticated requests need; and one client address holds
 // at most a share of it, so that one client cannot take all of it either.
 
-// errShareFull is a reservation refused because the client address holds
-// its whole share of the pre-auth budget.
-var errShareFull = errors.New("the client address holds its share of the pre-auth body budget")
+// ErrShareFull is a body refused because its client address holds its
+// whole share of the pre-auth budget.
+var ErrShareFull = errors.New("the client address holds its share of the pre-auth body budget")
 
-// authenticated moves the body of a request whose bearer token was verified
-// to the main budget, out of its client address's share.
-func (g *bodyGuard) authenticated(r *http.Request) {
+// Authenticated moves the body of a request whose credential was verified
+// to the main budget, out of its client address's share; once the read of
+// the body has begun it changes nothing.
+func (g *Guard) Authenticated(r *http.Request) {
 	if b, ok := r.Body.(*guardedBody); ok && b.reserved == 0 {
 		b.budget, b.shares = g.budget, nil
 	}
