@@ -27,6 +27,7 @@ import (
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/loglimit"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
@@ -129,7 +130,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		log.Warn("no TASKHOOK_VAULT_KEYS: stored secrets are sealed with a key made at start, and do not open after a restart")
 	}
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log, time.Now)
-	guard := callbacks.Guard{AllowPrivate: cfg.AllowPrivateTargets}
+	guard := netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets}
 	a.Notify = callbacks.NewRegistrar(guard, a.Store, vault, slackDestinations(cfg))
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,

@@ -16,25 +16,26 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/worker"
 )
 
 // DispatcherConfig tunes the dispatcher. Zero values are the defaults.
 type DispatcherConfig struct {
-	Concurrency   int           // deliveries under way at once on this replica; default 64
-	PerEndpoint   int           // of those, to one endpoint; default Concurrency/8 (at least 1)
-	PerOwner      int           // of those, for one owner's endpoints; default Concurrency/4 (at least 1)
-	PerHost       int           // of those, to one host; default Concurrency/4 (at least 1)
-	WaitBytes     int           // room for deliveries waiting for their share; default 32 MiB
-	Timeout       time.Duration // one attempt; default 10s
-	RetryBase     time.Duration // first backoff step; default 15s
-	MaxAttempts   int           // attempts before a notification is dead-lettered; default 8
-	ClaimIdle     time.Duration // an entry pending this long was left by a dead replica; default Timeout + 10s
-	Block         time.Duration // how long one outbox read waits; default 2s
-	DeadLetterTTL time.Duration // how long dead letters are kept; default 30 days
-	Consumer      string        // this replica's name in the consumer group; default a random one
-	Guard         Guard         // the SSRF guard of every connection
+	Concurrency   int            // deliveries under way at once on this replica; default 64
+	PerEndpoint   int            // of those, to one endpoint; default Concurrency/8 (at least 1)
+	PerOwner      int            // of those, for one owner's endpoints; default Concurrency/4 (at least 1)
+	PerHost       int            // of those, to one host; default Concurrency/4 (at least 1)
+	WaitBytes     int            // room for deliveries waiting for their share; default 32 MiB
+	Timeout       time.Duration  // one attempt; default 10s
+	RetryBase     time.Duration  // first backoff step; default 15s
+	MaxAttempts   int            // attempts before a notification is dead-lettered; default 8
+	ClaimIdle     time.Duration  // an entry pending this long was left by a dead replica; default Timeout + 10s
+	Block         time.Duration  // how long one outbox read waits; default 2s
+	DeadLetterTTL time.Duration  // how long dead letters are kept; default 30 days
+	Consumer      string         // this replica's name in the consumer group; default a random one
+	Guard         netguard.Guard // the SSRF guard of every connection
 	// Vault opens endpoint secrets: the registrar's, which sealed them.
 	// nil uses each secret as stored (a store written before secrets were
 	// sealed, in tests).

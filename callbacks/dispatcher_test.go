@@ -18,6 +18,7 @@ import (
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -44,7 +45,7 @@ var testVault = authz.NewRandomVault()
 // startReplica opens a standalone Redis store with the given partitions and
 // starts a dispatcher whose registrar and sender share guard (see
 // startReplicaOn).
-func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callbacks.DispatcherConfig) replica {
+func startReplica(t *testing.T, partitions int, guard netguard.Guard, cfg callbacks.DispatcherConfig) replica {
 	t.Helper()
 	return startReplicaOn(t, storetest.Standalone(t), partitions, guard, cfg)
 }
@@ -53,7 +54,7 @@ func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callb
 // dispatcher whose registrar and sender share guard. The store is closed
 // before the dispatcher is stopped, so a reader waiting on the outbox ends
 // at once whatever cfg.Block is.
-func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard callbacks.Guard, cfg callbacks.DispatcherConfig) replica {
+func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard netguard.Guard, cfg callbacks.DispatcherConfig) replica {
 	t.Helper()
 	sc.Partitions = partitions
 	s, err := store.Open(context.Background(), sc, metrics.New(), nil)
@@ -117,7 +118,7 @@ func (r replica) createSessionOf(t *testing.T, who authz.Principal, eps ...wire.
 // events waiting.
 func TestDispatcherWaitsForEntriesWithoutHoldingASlot(t *testing.T) {
 	recv := receivertest.New(t, nil)
-	r := startReplica(t, 2, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
+	r := startReplica(t, 2, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
 		Concurrency: 1, Block: time.Minute,
 	})
 	ses := r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventTaskCreated}})
@@ -152,7 +153,7 @@ func TestDispatcherRefusesANameThatResolvesPrivateAtConnect(t *testing.T) {
 	// "localhost" passes registration through the resolver above, and the
 	// dialler then resolves it to loopback.
 	target := "http://localhost:" + u.Port() + "/notify"
-	guard := callbacks.Guard{Resolver: publicResolver{}}
+	guard := netguard.Guard{Resolver: publicResolver{}}
 	if err := guard.CheckURL(context.Background(), target); err != nil {
 		t.Fatalf("registration refused %s: %v", target, err)
 	}
@@ -205,7 +206,7 @@ func TestDispatcherStopClosesIdleConnections(t *testing.T) {
 		defer mu.Unlock()
 		return len(open)
 	}
-	r := startReplica(t, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{})
+	r := startReplica(t, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{})
 	r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventSessionCreated}})
 	<-delivered
 	if n := opened(); n != 1 {
@@ -226,7 +227,7 @@ func TestDispatcherStopClosesIdleConnections(t *testing.T) {
 func TestDispatcherSendsNoEntryItHoldsTwice(t *testing.T) {
 	recv := receivertest.New(t, nil)
 	recv.Answer = recv.Block
-	r := startReplica(t, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
+	r := startReplica(t, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
 		ClaimIdle: time.Millisecond, Block: 20 * time.Millisecond,
 	})
 	r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventSessionCreated}})

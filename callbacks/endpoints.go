@@ -14,6 +14,7 @@ import (
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/problem"
 	"github.com/taskhook/taskhook/stdwebhooks"
 	"github.com/taskhook/taskhook/store"
@@ -29,7 +30,7 @@ const maxURL = 2048
 // that decides what a notification endpoint may be. It also adds, removes
 // and lists the endpoints of an existing session or task.
 type Registrar struct {
-	guard Guard
+	guard netguard.Guard
 	store *store.Store
 	vault *authz.Vault // seals each endpoint's secret before it is stored
 	// slackTo is where Slack endpoints may post for whom; nil: Slack
@@ -40,7 +41,7 @@ type Registrar struct {
 // NewRegistrar wires the registrar; v seals endpoint secrets (the
 // dispatcher opens them with the same keys); slackTo says where Slack
 // endpoints may post, nil refusing them all.
-func NewRegistrar(g Guard, s *store.Store, v *authz.Vault, slackTo *slack.Destinations) *Registrar {
+func NewRegistrar(g netguard.Guard, s *store.Store, v *authz.Vault, slackTo *slack.Destinations) *Registrar {
 	return &Registrar{guard: g, store: s, vault: v, slackTo: slackTo}
 }
 
@@ -66,7 +67,7 @@ func (r *Registrar) NewEndpoint(ctx context.Context, who Registrant, req wire.En
 		return wire.Endpoint{}, problem.Invalid(field+".url", "is longer than %d bytes", maxURL)
 	}
 	if err := r.guard.CheckURL(ctx, req.URL); err != nil {
-		var te *TargetError
+		var te *netguard.TargetError
 		if errors.As(err, &te) {
 			return wire.Endpoint{}, problem.Invalid(field+".url", "%s", te.Reason)
 		}

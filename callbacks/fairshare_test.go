@@ -15,6 +15,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -100,7 +101,7 @@ func quietTenant(t *testing.T, r replica, hanging *hangingReceivers, share int, 
 func TestDispatcherSharesSlotsByOwner(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		const share = 16
-		r := startReplicaOn(t, sc, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Timeout: time.Minute})
+		r := startReplicaOn(t, sc, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Timeout: time.Minute})
 		hanging := &hangingReceivers{}
 		var eps []wire.EndpointRequest
 		for i := range 8 {
@@ -123,7 +124,7 @@ func TestDispatcherSharesSlotsByOwner(t *testing.T) {
 func TestDispatcherSharesSlotsByHost(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		const share = 16
-		r := startReplicaOn(t, sc, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Timeout: time.Minute})
+		r := startReplicaOn(t, sc, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Timeout: time.Minute})
 		hanging := &hangingReceivers{}
 		for i := range 8 {
 			rc := hanging.add(t, "127.0.0.3")
@@ -141,7 +142,7 @@ func TestDispatcherSharesSlotsByHost(t *testing.T) {
 // whose receiver hangs until released.
 func oneAtATime(t *testing.T, sc store.Config, events int) (replica, *receivertest.Receiver, sessions.Session) {
 	t.Helper()
-	r := startReplicaOn(t, sc, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Concurrency: 4})
+	r := startReplicaOn(t, sc, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Concurrency: 4})
 	recv := (&hangingReceivers{}).add(t, "127.0.0.1")
 	ses := r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: created})
 	r.createTasks(t, owner, ses.SessionID, events)
