@@ -83,8 +83,8 @@ func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard netguar
 	})
 	return replica{
 		store:      s,
-		sessions:   sessions.NewService(sessions.Config{Notify: reg}, s, f, time.Now),
-		tasks:      tasks.NewService(tasks.Config{Notify: reg}, s, f, metrics.New(), time.Now),
+		sessions:   sessions.NewService(sessions.Config{Notify: reg, Vault: testVault}, s, f, time.Now),
+		tasks:      tasks.NewService(tasks.Config{Notify: reg, Vault: testVault}, s, f, metrics.New(), time.Now),
 		dispatcher: d,
 		metrics:    m,
 		registrar:  reg,

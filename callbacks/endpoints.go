@@ -16,6 +16,7 @@ import (
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/replay"
 	"github.com/taskhook/taskhook/stdwebhooks"
 	"github.com/taskhook/taskhook/store"
 )
@@ -265,7 +266,7 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	}
 	res, err := r.store.AddEndpoint(ctx, store.EndpointChange{
 		Partition: p, Key: key, Principal: pr.ID, Admin: pr.Admin(), ID: ep.EndpointID,
-		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idem, Response: r.SealReplay(pr, resp),
+		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idem, Response: replay.Seal(r.vault, pr, resp),
 	})
 	if err != nil {
 		return store.Reply{}, err
@@ -276,7 +277,7 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	case store.TooManyEndpoints:
 		return store.Reply{}, problem.ErrTooManyEndpoints
 	}
-	return r.Settle(pr, res.Outcome, res.ReplayBody, "add endpoint")
+	return replay.Settle(r.vault, pr, res.Outcome, res.ReplayBody, "add endpoint")
 }
 
 // requesterOf is whose own Slack user an endpoint added to the record at

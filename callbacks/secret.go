@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/store"
 )
 
 // An endpoint's signing secret is kept sealed in the vault, bound to the
@@ -31,32 +30,4 @@ func OpenSecret(v *authz.Vault, endpointID, stored string) (secret string, resea
 		return "", false, err
 	}
 	return string(plain), !v.Current(stored), nil
-}
-
-// A create that registers endpoints keeps its answer, which shows their
-// secrets, for a repeat with the same Idempotency-Key: that answer is kept
-// sealed too, bound to the principal whose key it is.
-
-// SealReplay is a create's answer as the store keeps it for a repeat.
-func (r *Registrar) SealReplay(p authz.Principal, answer []byte) []byte {
-	return []byte(r.vault.Seal(answer, "replay", p.ID))
-}
-
-// OpenReplay is the answer a repeat gets. An answer that holds no endpoint
-// (or one kept in clear by an earlier version) is JSON as it is.
-func (r *Registrar) OpenReplay(p authz.Principal, kept []byte) ([]byte, error) {
-	if len(kept) == 0 || kept[0] == '{' || r == nil {
-		return kept, nil
-	}
-	return r.vault.Open(string(kept), "replay", p.ID)
-}
-
-// Settle is store.Settle for a write whose stored answer may hold an
-// endpoint's secret: a replayed answer is opened for p.
-func (r *Registrar) Settle(p authz.Principal, o store.Outcome, replay []byte, what string) (store.Reply, error) {
-	reply, err := store.Settle(o, replay, what)
-	if err == nil && reply.Replayed {
-		reply.JSON, err = r.OpenReplay(p, reply.JSON)
-	}
-	return reply, err
 }

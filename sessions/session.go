@@ -2,8 +2,8 @@
 // of its tasks and the log of what the agent must hear about.
 //
 // It imports tasks (to cancel a session's tasks), callbacks (to check
-// notification endpoints), store, ids, events, problem, authz and api/wire,
-// never handlers.
+// notification endpoints), replay (to keep a create's answer sealed for a
+// repeat), store, ids, events, problem, authz and api/wire, never handlers.
 package sessions
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/replay"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
@@ -44,6 +45,10 @@ type Config struct {
 	AnswerLinks *tasks.AnswerLinks
 	// Notify checks notification endpoints; nil refuses every endpoint.
 	Notify *callbacks.Registrar
+	// Vault seals the answer of a create that registered endpoints, which
+	// shows their secrets, while it is kept for a repeat (package replay);
+	// the vault Notify seals the secrets with. nil: creates register none.
+	Vault *authz.Vault
 }
 
 // Service creates and reads sessions.
@@ -111,7 +116,7 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 		if resp, err = json.Marshal(ses); err != nil {
 			return nil, false, err
 		}
-		records.Response = s.cfg.Notify.SealReplay(p, resp)
+		records.Response = replay.Seal(s.cfg.Vault, p, resp)
 	}
 	res, err := s.store.CreateSession(ctx, store.SessionCreate{
 		LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.Retention, Idem: idem},
@@ -124,7 +129,7 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 	if res.Outcome == store.OK {
 		return resp, false, nil
 	}
-	reply, err := s.cfg.Notify.Settle(p, res.Outcome, res.ReplayBody, "create session")
+	reply, err := replay.Settle(s.cfg.Vault, p, res.Outcome, res.ReplayBody, "create session")
 	return reply.JSON, reply.Replayed, err
 }
 
