@@ -23,6 +23,7 @@ import (
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/connections"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/loglimit"
@@ -51,7 +52,7 @@ type App struct {
 	Sessions *sessions.Service
 	Resumer  *sessions.Resumer
 	Hooks    *hooks.Service
-	Notify   *callbacks.Registrar
+	Notify   *endpoints.Registrar
 	Dispatch *callbacks.Dispatcher
 	// Connections is provider sign-in; nil without TASKHOOK_CONNECTIONS_FILE.
 	Connections *connections.Service
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	}
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock, Recheck: cfg.RecheckInterval}, a.Metrics, log, time.Now)
 	guard := netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets}
-	a.Notify = callbacks.NewRegistrar(guard, a.Store, vault, slackDestinations(cfg))
+	a.Notify = endpoints.NewRegistrar(guard, a.Store, vault, slackDestinations(cfg))
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
 		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify, Vault: vault,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/netguard"
@@ -36,7 +37,7 @@ type DispatcherConfig struct {
 	DeadLetterTTL time.Duration  // how long dead letters are kept; default 30 days
 	Consumer      string         // this replica's name in the consumer group; default a random one
 	Guard         netguard.Guard // the SSRF guard of every connection
-	// Vault opens endpoint secrets: the registrar's, which sealed them.
+	// Vault opens endpoint secrets: endpoints.Registrar's, which sealed them.
 	// nil uses each secret as stored (a store written before secrets were
 	// sealed, in tests).
 	Vault *authz.Vault
@@ -587,13 +588,13 @@ func (d *Dispatcher) secret(ctx context.Context, p int, e store.OutboxEntry, sto
 	if d.cfg.Vault == nil {
 		return stored, true
 	}
-	secret, reseal, err := OpenSecret(d.cfg.Vault, e.EndpointID, stored)
+	secret, reseal, err := endpoints.OpenSecret(d.cfg.Vault, e.EndpointID, stored)
 	if err != nil {
 		d.logWarn("notification secret does not open", p, err)
 		return "", false
 	}
 	if reseal {
-		if _, err := d.store.ResealEndpointSecret(ctx, p, e, stored, SealSecret(d.cfg.Vault, e.EndpointID, secret)); err != nil {
+		if _, err := d.store.ResealEndpointSecret(ctx, p, e, stored, endpoints.SealSecret(d.cfg.Vault, e.EndpointID, secret)); err != nil {
 			d.logWarn("notification secret not sealed again", p, err)
 		}
 	}
@@ -674,7 +675,7 @@ func (d *Dispatcher) logWarn(msg string, p int, err error) {
 
 // endpointIn finds an endpoint in a stored list.
 func endpointIn(list []byte, id string) (wire.Endpoint, bool) {
-	views, err := Views(list)
+	views, err := endpoints.Views(list)
 	if err != nil {
 		return wire.Endpoint{}, false
 	}

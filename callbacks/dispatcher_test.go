@@ -17,6 +17,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/sessions"
@@ -35,7 +36,7 @@ type replica struct {
 	tasks      *tasks.Service
 	dispatcher *callbacks.Dispatcher
 	metrics    *metrics.Metrics // the dispatcher's
-	registrar  *callbacks.Registrar
+	registrar  *endpoints.Registrar
 }
 
 // testVault seals endpoint secrets for every replica of a test, as the
@@ -65,7 +66,7 @@ func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard netguar
 		t.Fatal(err)
 	}
 	f := store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now) // not started: nothing here waits
-	reg := callbacks.NewRegistrar(guard, s, testVault, nil)
+	reg := endpoints.NewRegistrar(guard, s, testVault, nil)
 	cfg.Guard = guard
 	cfg.Vault = testVault
 	m := metrics.New()

@@ -15,6 +15,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
@@ -209,7 +210,7 @@ func TestDispatcherDropsWaitingDeliveriesOfARemovedEndpoint(t *testing.T) {
 		})
 
 		ctx := context.Background()
-		o := callbacks.Owner{Session: true, ID: ses.SessionID}
+		o := endpoints.Owner{Session: true, ID: ses.SessionID}
 		if _, err := r.registrar.Remove(ctx, owner, o, ses.Notify[0].EndpointID); err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,10 @@
 // Package sessions holds sessions, an agent's conversation: the owner scope
 // of its tasks and the log of what the agent must hear about.
 //
-// It imports tasks (to cancel a session's tasks), callbacks (to check
+// It imports tasks (to cancel a session's tasks), endpoints (to check
 // notification endpoints), replay (to keep a create's answer sealed for a
-// repeat), store, ids, events, problem, authz and api/wire, never handlers.
+// repeat), store, ids, events, problem, authz and api/wire, never handlers
+// or callbacks.
 package sessions
 
 import (
@@ -15,7 +16,7 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/replay"
@@ -44,7 +45,7 @@ type Config struct {
 	// events as stored, without links.
 	AnswerLinks *tasks.AnswerLinks
 	// Notify checks notification endpoints; nil refuses every endpoint.
-	Notify *callbacks.Registrar
+	Notify *endpoints.Registrar
 	// Vault seals the answer of a create that registered endpoints, which
 	// shows their secrets, while it is kept for a repeat (package replay);
 	// the vault Notify seals the secrets with. nil: creates register none.
@@ -76,7 +77,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
 		return nil, false, &problem.ValidationError{Field: "metadata", Message: "must be an object"}
 	}
-	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, callbacks.Registrant{Principal: p.ID, Requester: p.ID}, in.Notify)
+	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, endpoints.Registrant{Principal: p.ID, Requester: p.ID}, in.Notify)
 	if err != nil {
 		return nil, false, err
 	}
@@ -149,7 +150,7 @@ func (s *Service) Reset(ctx context.Context, p authz.Principal, id, reason strin
 	if err != nil {
 		return nil, false, err
 	}
-	views, err := callbacks.Views(carried.List)
+	views, err := endpoints.Views(carried.List)
 	if err != nil {
 		return nil, false, err
 	}
@@ -179,7 +180,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 	if rec.Endpoints == nil {
 		return ses, rec.JSON, nil
 	}
-	if ses.Notify, err = callbacks.Views(rec.Endpoints); err != nil {
+	if ses.Notify, err = endpoints.Views(rec.Endpoints); err != nil {
 		return Session{}, nil, err
 	}
 	raw, err := json.Marshal(ses)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/cache"
-	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
@@ -31,7 +31,7 @@ type Config struct {
 	MaxLive      int           // live tasks one session may hold; default 10000
 	MaxTaskBytes int           // a task record's largest size, as JSON; default 1 MiB
 	// Notify checks notification endpoints; nil refuses every endpoint.
-	Notify *callbacks.Registrar
+	Notify *endpoints.Registrar
 	// Vault seals the answer of a create that registered endpoints, which
 	// shows their secrets, while it is kept for a repeat (package replay);
 	// the vault Notify seals the secrets with. nil: creates register none.
@@ -181,7 +181,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err != nil {
 		return store.Reply{}, err
 	}
-	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, callbacks.Registrant{Principal: p.ID, Requester: t.Requester}, in.Notify)
+	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, endpoints.Registrant{Principal: p.ID, Requester: t.Requester}, in.Notify)
 	if err != nil {
 		return store.Reply{}, err
 	}

@@ -1,4 +1,4 @@
-package callbacks
+package endpoints
 
 import (
 	"cmp"
@@ -21,11 +21,8 @@ import (
 	"github.com/taskhook/taskhook/store"
 )
 
-// EndpointPrefix starts every notification endpoint id.
-const EndpointPrefix = "ep_"
-
-// maxURL is the longest endpoint URL taken.
-const maxURL = 2048
+// IDPrefix starts every notification endpoint id.
+const IDPrefix = "ep_"
 
 // Registrar checks endpoint requests and makes their records: the one place
 // that decides what a notification endpoint may be. It also adds, removes
@@ -64,8 +61,8 @@ func (r *Registrar) NewEndpoint(ctx context.Context, who Registrant, req wire.En
 	if req.URL == "" {
 		return wire.Endpoint{}, problem.Invalid(field+".url", "is required (or slack)")
 	}
-	if len(req.URL) > maxURL {
-		return wire.Endpoint{}, problem.Invalid(field+".url", "is longer than %d bytes", maxURL)
+	if len(req.URL) > netguard.MaxURLLen {
+		return wire.Endpoint{}, problem.Invalid(field+".url", "is longer than %d bytes", netguard.MaxURLLen)
 	}
 	if err := r.guard.CheckURL(ctx, req.URL); err != nil {
 		var te *netguard.TargetError
@@ -85,7 +82,7 @@ func (r *Registrar) NewEndpoint(ctx context.Context, who Registrant, req wire.En
 		return wire.Endpoint{}, problem.Invalid(field+".secret", "must be whsec_ followed by the base64 of 16 to 64 bytes")
 	}
 	return wire.Endpoint{
-		EndpointID: EndpointPrefix + ids.Random(20), URL: req.URL, Kinds: kinds,
+		EndpointID: IDPrefix + ids.Random(20), URL: req.URL, Kinds: kinds,
 		Status: wire.EndpointActive, Secret: secret,
 	}, nil
 }
@@ -110,7 +107,7 @@ func (r *Registrar) newSlackEndpoint(who Registrant, req wire.EndpointRequest, f
 		return wire.Endpoint{}, err
 	}
 	return wire.Endpoint{
-		EndpointID: EndpointPrefix + ids.Random(20), Slack: &wire.SlackTarget{Channel: req.Slack.Channel},
+		EndpointID: IDPrefix + ids.Random(20), Slack: &wire.SlackTarget{Channel: req.Slack.Channel},
 		Kinds: kinds, Status: wire.EndpointActive,
 	}, nil
 }

@@ -1,4 +1,4 @@
-package callbacks
+package endpoints
 
 import (
 	"strings"
