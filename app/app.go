@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
 		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
 		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard, Vault: vault,
-		Show: a.Tasks.AnswerLinks().Event, ShowRequests: a.Tasks.AnswerLinks().ShowRequests, Slack: slackPosting(cfg),
+		Links: a.Tasks.AnswerLinks(), Slack: slackPosting(cfg),
 	}, a.Store, a.Metrics, log, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	hookCfg := cfg.hooks()

@@ -41,14 +41,10 @@ type DispatcherConfig struct {
 	// nil uses each secret as stored (a store written before secrets were
 	// sealed, in tests).
 	Vault *authz.Vault
-	// Show turns a stored event into what a reader sees (the answer links of
-	// its open requests, tasks.AnswerLinks.Event); nil sends it as stored.
-	Show func(event []byte) []byte
-	// ShowRequests does the same to a task's requests in place
-	// (tasks.AnswerLinks.ShowRequests), for the Slack message of a task: a
-	// sign-in's button links to its attempt, which the store never holds.
-	// nil shows them as stored.
-	ShowRequests func(taskID string, reqs []wire.InputRequest)
+	// Links shows stored events and a task's requests as readers see
+	// them, with the answer links of open requests (tasks.AnswerLinks); nil
+	// sends them as stored.
+	Links AnswerLinks
 	// Slack posts the events of Slack endpoints; nil: they are dead on
 	// their first event.
 	Slack *SlackConfig
@@ -91,14 +87,30 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	if c.Consumer == "" {
 		c.Consumer = "replica-" + ids.Random(12)
 	}
-	if c.Show == nil {
-		c.Show = func(event []byte) []byte { return event }
-	}
-	if c.ShowRequests == nil {
-		c.ShowRequests = func(string, []wire.InputRequest) {}
+	if c.Links == nil {
+		c.Links = asStored{}
 	}
 	return c
 }
+
+// AnswerLinks is what the dispatcher reads of tasks: the answer links that
+// readers see in a task's open requests and the store never holds. The
+// answer links of package tasks are one (app passes them in); callbacks
+// does not import tasks.
+type AnswerLinks interface {
+	// Event is a stored event as readers see it.
+	Event(stored []byte) []byte
+	// ShowRequests does the same to a task's requests, in place, for the
+	// Slack message of a task: a sign-in's button links to its attempt.
+	ShowRequests(taskID string, reqs []wire.InputRequest)
+}
+
+// asStored shows events and requests as the store holds them, without
+// links.
+type asStored struct{}
+
+func (asStored) Event(stored []byte) []byte               { return stored }
+func (asStored) ShowRequests(string, []wire.InputRequest) {}
 
 // Dispatcher delivers the outbox: one reader per partition takes entries
 // through the partition's consumer group and hands each to a delivery of
@@ -569,7 +581,7 @@ func (d *Dispatcher) deliver(ctx context.Context, j *job) {
 		out = Outcome{Kind: Retry, Reason: "the endpoint's secret does not open"}
 	} else {
 		out = d.sender.Send(ctx, Delivery{
-			URL: ep.URL, Secret: secret, MessageID: e.EventID, Body: d.cfg.Show(store.EventWithID(e.EventID, e.Event)), At: start,
+			URL: ep.URL, Secret: secret, MessageID: e.EventID, Body: d.cfg.Links.Event(store.EventWithID(e.EventID, e.Event)), At: start,
 		})
 	}
 	d.inFlight(-1)

@@ -28,6 +28,9 @@ import (
 
 var owner = authz.Principal{ID: "dispatcher-test"}
 
+// The answer links of package tasks are what app hands the dispatcher.
+var _ callbacks.AnswerLinks = (*tasks.AnswerLinks)(nil)
+
 // replica is one replica's notification path on a store of the test's own:
 // the registrar behind session and task creates, and a dispatcher.
 type replica struct {
