@@ -23,10 +23,12 @@ import (
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/connections"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/handlers"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/loglimit"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/parking"
 	"github.com/taskhook/taskhook/requestid"
 	"github.com/taskhook/taskhook/sessions"
@@ -54,7 +56,7 @@ type App struct {
 	Sessions *sessions.Service
 	Resumer  *sessions.Resumer
 	Hooks    *hooks.Service
-	Notify   *callbacks.Registrar
+	Notify   *endpoints.Registrar
 	Dispatch *callbacks.Dispatcher
 	// Connections is provider sign-in; nil without TASKHOOK_CONNECTIONS_FILE.
 	Connections *connections.Service
@@ -134,17 +136,17 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	}
 	a.Waiters = waits.New(waits.Config{Recheck: cfg.RecheckInterval}, a.Metrics, time.Now)
 	a.FanIn = store.NewFanIn(a.Store, store.FanInConfig{Block: cfg.WakeBlock}, a.Waiters.Notify, a.Metrics, log)
-	guard := callbacks.Guard{AllowPrivate: cfg.AllowPrivateTargets}
-	a.Notify = callbacks.NewRegistrar(guard, a.Store, vault, slackDestinations(cfg))
+	guard := netguard.Guard{AllowPrivate: cfg.AllowPrivateTargets}
+	a.Notify = endpoints.NewRegistrar(guard, a.Store, vault, slackDestinations(cfg))
 	a.Tasks = tasks.NewService(tasks.Config{
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, PublicURL: cfg.PublicURL, AnswerKey: answerKey,
-		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify,
+		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify, Vault: vault,
 	}, a.Store, a.Waiters, a.Metrics, time.Now)
-	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks(), Notify: a.Notify}, a.Store, a.Waiters, time.Now)
+	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks(), Notify: a.Notify, Vault: vault}, a.Store, a.Waiters, time.Now)
 	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
 		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
 		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard, Vault: vault,
-		Show: a.Tasks.AnswerLinks().Event, ShowRequests: a.Tasks.AnswerLinks().ShowRequests, Slack: slackPosting(cfg),
+		Links: a.Tasks.AnswerLinks(), Slack: slackPosting(cfg),
 	}, a.Store, a.Metrics, log, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	hookCfg := cfg.hooks()

@@ -14,39 +14,37 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/worker"
 )
 
 // DispatcherConfig tunes the dispatcher. Zero values are the defaults.
 type DispatcherConfig struct {
-	Concurrency   int           // deliveries under way at once on this replica; default 64
-	PerEndpoint   int           // of those, to one endpoint; default Concurrency/8 (at least 1)
-	PerOwner      int           // of those, for one owner's endpoints; default Concurrency/4 (at least 1)
-	PerHost       int           // of those, to one host; default Concurrency/4 (at least 1)
-	WaitBytes     int           // room for deliveries waiting for their share; default 32 MiB
-	Timeout       time.Duration // one attempt; default 10s
-	RetryBase     time.Duration // first backoff step; default 15s
-	MaxAttempts   int           // attempts before a notification is dead-lettered; default 8
-	ClaimIdle     time.Duration // an entry pending this long was left by a dead replica; default Timeout + 10s
-	Block         time.Duration // how long one outbox read waits; default 2s
-	DeadLetterTTL time.Duration // how long dead letters are kept; default 30 days
-	Consumer      string        // this replica's name in the consumer group; default a random one
-	Guard         Guard         // the SSRF guard of every connection
-	// Vault opens endpoint secrets: the registrar's, which sealed them.
+	Concurrency   int            // deliveries under way at once on this replica; default 64
+	PerEndpoint   int            // of those, to one endpoint; default Concurrency/8 (at least 1)
+	PerOwner      int            // of those, for one owner's endpoints; default Concurrency/4 (at least 1)
+	PerHost       int            // of those, to one host; default Concurrency/4 (at least 1)
+	WaitBytes     int            // room for deliveries waiting for their share; default 32 MiB
+	Timeout       time.Duration  // one attempt; default 10s
+	RetryBase     time.Duration  // first backoff step; default 15s
+	MaxAttempts   int            // attempts before a notification is dead-lettered; default 8
+	ClaimIdle     time.Duration  // an entry pending this long was left by a dead replica; default Timeout + 10s
+	Block         time.Duration  // how long one outbox read waits; default 2s
+	DeadLetterTTL time.Duration  // how long dead letters are kept; default 30 days
+	Consumer      string         // this replica's name in the consumer group; default a random one
+	Guard         netguard.Guard // the SSRF guard of every connection
+	// Vault opens endpoint secrets: endpoints.Registrar's, which sealed them.
 	// nil uses each secret as stored (a store written before secrets were
 	// sealed, in tests).
 	Vault *authz.Vault
-	// Show turns a stored event into what a reader sees (the answer links of
-	// its open requests, tasks.AnswerLinks.Event); nil sends it as stored.
-	Show func(event []byte) []byte
-	// ShowRequests does the same to a task's requests in place
-	// (tasks.AnswerLinks.ShowRequests), for the Slack message of a task: a
-	// sign-in's button links to its attempt, which the store never holds.
-	// nil shows them as stored.
-	ShowRequests func(taskID string, reqs []wire.InputRequest)
+	// Links shows stored events and a task's requests as readers see
+	// them, with the answer links of open requests (tasks.AnswerLinks); nil
+	// sends them as stored.
+	Links AnswerLinks
 	// Slack posts the events of Slack endpoints; nil: they are dead on
 	// their first event.
 	Slack *SlackConfig
@@ -89,14 +87,30 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	if c.Consumer == "" {
 		c.Consumer = "replica-" + ids.Random(12)
 	}
-	if c.Show == nil {
-		c.Show = func(event []byte) []byte { return event }
-	}
-	if c.ShowRequests == nil {
-		c.ShowRequests = func(string, []wire.InputRequest) {}
+	if c.Links == nil {
+		c.Links = asStored{}
 	}
 	return c
 }
+
+// AnswerLinks is what the dispatcher reads of tasks: the answer links that
+// readers see in a task's open requests and the store never holds. The
+// answer links of package tasks are one (app passes them in); callbacks
+// does not import tasks.
+type AnswerLinks interface {
+	// Event is a stored event as readers see it.
+	Event(stored []byte) []byte
+	// ShowRequests does the same to a task's requests, in place, for the
+	// Slack message of a task: a sign-in's button links to its attempt.
+	ShowRequests(taskID string, reqs []wire.InputRequest)
+}
+
+// asStored shows events and requests as the store holds them, without
+// links.
+type asStored struct{}
+
+func (asStored) Event(stored []byte) []byte               { return stored }
+func (asStored) ShowRequests(string, []wire.InputRequest) {}
 
 // Dispatcher delivers the outbox: one reader per partition takes entries
 // through the partition's consumer group and hands each to a delivery of
@@ -567,7 +581,7 @@ func (d *Dispatcher) deliver(ctx context.Context, j *job) {
 		out = Outcome{Kind: Retry, Reason: "the endpoint's secret does not open"}
 	} else {
 		out = d.sender.Send(ctx, Delivery{
-			URL: ep.URL, Secret: secret, MessageID: e.EventID, Body: d.cfg.Show(store.EventWithID(e.EventID, e.Event)), At: start,
+			URL: ep.URL, Secret: secret, MessageID: e.EventID, Body: d.cfg.Links.Event(store.EventWithID(e.EventID, e.Event)), At: start,
 		})
 	}
 	d.inFlight(-1)
@@ -586,13 +600,13 @@ func (d *Dispatcher) secret(ctx context.Context, p int, e store.OutboxEntry, sto
 	if d.cfg.Vault == nil {
 		return stored, true
 	}
-	secret, reseal, err := OpenSecret(d.cfg.Vault, e.EndpointID, stored)
+	secret, reseal, err := endpoints.OpenSecret(d.cfg.Vault, e.EndpointID, stored)
 	if err != nil {
 		d.logWarn("notification secret does not open", p, err)
 		return "", false
 	}
 	if reseal {
-		if _, err := d.store.ResealEndpointSecret(ctx, p, e, stored, SealSecret(d.cfg.Vault, e.EndpointID, secret)); err != nil {
+		if _, err := d.store.ResealEndpointSecret(ctx, p, e, stored, endpoints.SealSecret(d.cfg.Vault, e.EndpointID, secret)); err != nil {
 			d.logWarn("notification secret not sealed again", p, err)
 		}
 	}
@@ -673,7 +687,7 @@ func (d *Dispatcher) logWarn(msg string, p int, err error) {
 
 // endpointIn finds an endpoint in a stored list.
 func endpointIn(list []byte, id string) (wire.Endpoint, bool) {
-	views, err := Views(list)
+	views, err := endpoints.Views(list)
 	if err != nil {
 		return wire.Endpoint{}, false
 	}

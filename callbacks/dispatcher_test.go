@@ -17,7 +17,9 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -27,6 +29,9 @@ import (
 
 var owner = authz.Principal{ID: "dispatcher-test"}
 
+// The answer links of package tasks are what app hands the dispatcher.
+var _ callbacks.AnswerLinks = (*tasks.AnswerLinks)(nil)
+
 // replica is one replica's notification path on a store of the test's own:
 // the registrar behind session and task creates, and a dispatcher.
 type replica struct {
@@ -35,7 +40,7 @@ type replica struct {
 	tasks      *tasks.Service
 	dispatcher *callbacks.Dispatcher
 	metrics    *metrics.Metrics // the dispatcher's
-	registrar  *callbacks.Registrar
+	registrar  *endpoints.Registrar
 }
 
 // testVault seals endpoint secrets for every replica of a test, as the
@@ -45,7 +50,7 @@ var testVault = authz.NewRandomVault()
 // startReplica opens a standalone Redis store with the given partitions and
 // starts a dispatcher whose registrar and sender share guard (see
 // startReplicaOn).
-func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callbacks.DispatcherConfig) replica {
+func startReplica(t *testing.T, partitions int, guard netguard.Guard, cfg callbacks.DispatcherConfig) replica {
 	t.Helper()
 	return startReplicaOn(t, storetest.Standalone(t), partitions, guard, cfg)
 }
@@ -54,7 +59,7 @@ func startReplica(t *testing.T, partitions int, guard callbacks.Guard, cfg callb
 // dispatcher whose registrar and sender share guard. The store is closed
 // before the dispatcher is stopped, so a reader waiting on the outbox ends
 // at once whatever cfg.Block is.
-func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard callbacks.Guard, cfg callbacks.DispatcherConfig) replica {
+func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard netguard.Guard, cfg callbacks.DispatcherConfig) replica {
 	t.Helper()
 	sc.Partitions = partitions
 	s, err := store.Open(context.Background(), sc, metrics.New(), nil)
@@ -65,7 +70,7 @@ func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard callbac
 		t.Fatal(err)
 	}
 	w := waits.New(waits.Config{}, nil, time.Now) // no fan-in: nothing here waits
-	reg := callbacks.NewRegistrar(guard, s, testVault, nil)
+	reg := endpoints.NewRegistrar(guard, s, testVault, nil)
 	cfg.Guard = guard
 	cfg.Vault = testVault
 	m := metrics.New()
@@ -83,8 +88,8 @@ func startReplicaOn(t *testing.T, sc store.Config, partitions int, guard callbac
 	})
 	return replica{
 		store:      s,
-		sessions:   sessions.NewService(sessions.Config{Notify: reg}, s, w, time.Now),
-		tasks:      tasks.NewService(tasks.Config{Notify: reg}, s, w, metrics.New(), time.Now),
+		sessions:   sessions.NewService(sessions.Config{Notify: reg, Vault: testVault}, s, w, time.Now),
+		tasks:      tasks.NewService(tasks.Config{Notify: reg, Vault: testVault}, s, w, metrics.New(), time.Now),
 		dispatcher: d,
 		metrics:    m,
 		registrar:  reg,
@@ -118,7 +123,7 @@ func (r replica) createSessionOf(t *testing.T, who authz.Principal, eps ...wire.
 // events waiting.
 func TestDispatcherWaitsForEntriesWithoutHoldingASlot(t *testing.T) {
 	recv := receivertest.New(t, nil)
-	r := startReplica(t, 2, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
+	r := startReplica(t, 2, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
 		Concurrency: 1, Block: time.Minute,
 	})
 	ses := r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventTaskCreated}})
@@ -153,7 +158,7 @@ func TestDispatcherRefusesANameThatResolvesPrivateAtConnect(t *testing.T) {
 	// "localhost" passes registration through the resolver above, and the
 	// dialler then resolves it to loopback.
 	target := "http://localhost:" + u.Port() + "/notify"
-	guard := callbacks.Guard{Resolver: publicResolver{}}
+	guard := netguard.Guard{Resolver: publicResolver{}}
 	if err := guard.CheckURL(context.Background(), target); err != nil {
 		t.Fatalf("registration refused %s: %v", target, err)
 	}
@@ -206,7 +211,7 @@ func TestDispatcherStopClosesIdleConnections(t *testing.T) {
 		defer mu.Unlock()
 		return len(open)
 	}
-	r := startReplica(t, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{})
+	r := startReplica(t, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{})
 	r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventSessionCreated}})
 	<-delivered
 	if n := opened(); n != 1 {
@@ -227,7 +232,7 @@ func TestDispatcherStopClosesIdleConnections(t *testing.T) {
 func TestDispatcherSendsNoEntryItHoldsTwice(t *testing.T) {
 	recv := receivertest.New(t, nil)
 	recv.Answer = recv.Block
-	r := startReplica(t, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
+	r := startReplica(t, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{
 		ClaimIdle: time.Millisecond, Block: 20 * time.Millisecond,
 	})
 	r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventSessionCreated}})

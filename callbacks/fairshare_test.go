@@ -15,6 +15,8 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
+	"github.com/taskhook/taskhook/endpoints"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -100,7 +102,7 @@ func quietTenant(t *testing.T, r replica, hanging *hangingReceivers, share int, 
 func TestDispatcherSharesSlotsByOwner(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		const share = 16
-		r := startReplicaOn(t, sc, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Timeout: time.Minute})
+		r := startReplicaOn(t, sc, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Timeout: time.Minute})
 		hanging := &hangingReceivers{}
 		var eps []wire.EndpointRequest
 		for i := range 8 {
@@ -123,7 +125,7 @@ func TestDispatcherSharesSlotsByOwner(t *testing.T) {
 func TestDispatcherSharesSlotsByHost(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		const share = 16
-		r := startReplicaOn(t, sc, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Timeout: time.Minute})
+		r := startReplicaOn(t, sc, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Timeout: time.Minute})
 		hanging := &hangingReceivers{}
 		for i := range 8 {
 			rc := hanging.add(t, "127.0.0.3")
@@ -141,7 +143,7 @@ func TestDispatcherSharesSlotsByHost(t *testing.T) {
 // whose receiver hangs until released.
 func oneAtATime(t *testing.T, sc store.Config, events int) (replica, *receivertest.Receiver, sessions.Session) {
 	t.Helper()
-	r := startReplicaOn(t, sc, 1, callbacks.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Concurrency: 4})
+	r := startReplicaOn(t, sc, 1, netguard.Guard{AllowPrivate: true}, callbacks.DispatcherConfig{Concurrency: 4})
 	recv := (&hangingReceivers{}).add(t, "127.0.0.1")
 	ses := r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: created})
 	r.createTasks(t, owner, ses.SessionID, events)
@@ -208,7 +210,7 @@ func TestDispatcherDropsWaitingDeliveriesOfARemovedEndpoint(t *testing.T) {
 		})
 
 		ctx := context.Background()
-		o := callbacks.Owner{Session: true, ID: ses.SessionID}
+		o := endpoints.Owner{Session: true, ID: ses.SessionID}
 		if _, err := r.registrar.Remove(ctx, owner, o, ses.Notify[0].EndpointID); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
@@ -28,7 +29,7 @@ func TestSendToTheGoClientsReceiver(t *testing.T) {
 		return nil
 	}))
 	defer srv.Close()
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}})
 
 	d := Delivery{URL: srv.URL, Secret: secret, MessageID: "1700000000000-0", Body: testBody, At: time.Now()}
 	if o := s.Send(context.Background(), d); o.Kind != Delivered || o.Status != 204 {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
@@ -37,7 +38,7 @@ type SenderConfig struct {
 	// answer read; default 10s.
 	Timeout time.Duration
 	// Guard is checked on every address dialled.
-	Guard Guard
+	Guard netguard.Guard
 	// MaxResponseBytes is how much of an answer's body is read (and
 	// discarded) at most; default 64 KiB.
 	MaxResponseBytes int64
@@ -190,7 +191,7 @@ func (s *Sender) Send(ctx context.Context, d Delivery) Outcome {
 // request builds the signed POST of d, or the Outcome that refuses it before
 // anything is sent.
 func (s *Sender) request(ctx context.Context, d Delivery) (*http.Request, Outcome, bool) {
-	if _, err := parseTarget(d.URL); err != nil {
+	if _, err := netguard.ParseTarget(d.URL); err != nil {
 		return nil, Outcome{Kind: Dead, Reason: "target URL not allowed"}, false
 	}
 	if !validMessageID(d.MessageID) {
@@ -239,7 +240,7 @@ func transportOutcome(err error) Outcome {
 	var recordErr tls.RecordHeaderError
 	var netErr net.Error
 	switch {
-	case errors.Is(err, ErrAddressNotAllowed):
+	case errors.Is(err, netguard.ErrAddressNotAllowed):
 		return Outcome{Kind: Dead, Reason: "target address not allowed"}
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return Outcome{Kind: Retry, Reason: "timeout"}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/stdwebhooks"
 )
 
@@ -116,7 +117,7 @@ func TestSendOutcomeOfEachAnswer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEndpoint(t, tc.respond)
-			s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}})
+			s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}})
 			s.now = func() time.Time { return testNow }
 			got := s.Send(context.Background(), delivery(e.URL+"/notify"))
 			if got.Kind != tc.kind || got.Status != tc.status || got.RetryAfter != tc.retryAfter {
@@ -132,7 +133,7 @@ func TestSendOutcomeOfEachAnswer(t *testing.T) {
 
 func TestSendSignsTheStandardWebhooksWay(t *testing.T) {
 	e := newEndpoint(t, answer(204))
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}, UserAgent: "taskhook-test/1"})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}, UserAgent: "taskhook-test/1"})
 	first, second := delivery(e.URL+"/notify?k=v"), delivery(e.URL+"/notify?k=v")
 	second.At = testNow.Add(2 * time.Minute) // a retry: fresh timestamp, same id
 	for _, d := range []Delivery{first, second} {
@@ -173,7 +174,7 @@ func TestSendSignsTheStandardWebhooksWay(t *testing.T) {
 
 func TestSendZeroAtSignsWithTheClock(t *testing.T) {
 	e := newEndpoint(t, answer(200))
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}})
 	s.now = func() time.Time { return testNow }
 	d := delivery(e.URL)
 	d.At = time.Time{}
@@ -192,7 +193,7 @@ func TestSendDoesNotFollowRedirects(t *testing.T) {
 		e := newEndpoint(t, func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, elsewhere.URL+"/stolen", status)
 		})
-		s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}})
+		s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}})
 		got := s.Send(context.Background(), delivery(e.URL))
 		if got.Kind != Dropped || got.Status != status {
 			t.Errorf("%d: Send = %+v, want Dropped with status %d", status, got, status)
@@ -212,7 +213,7 @@ func TestSendTimesOutOnAnEndpointThatNeverAnswers(t *testing.T) {
 		}
 	})
 	defer close(release) // before e.Close, which waits for the handler
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}, Timeout: 200 * time.Millisecond})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}, Timeout: 200 * time.Millisecond})
 	got := s.Send(context.Background(), delivery(e.URL))
 	if got.Kind != Retry || got.Status != 0 || got.Reason != "timeout" {
 		t.Errorf("Send = %+v, want Retry for a timeout", got)
@@ -226,7 +227,7 @@ func TestSendRetriesAClosedPort(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}})
 	got := s.Send(context.Background(), delivery("http://"+addr+"/notify"))
 	if got.Kind != Retry || got.Status != 0 || got.Reason != "connection refused" {
 		t.Errorf("Send = %+v, want Retry for a refused connection", got)
@@ -240,7 +241,7 @@ func TestSendRetriesAnAnswerCutShort(t *testing.T) {
 			conn.Close()
 		}
 	})
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}})
 	if got := s.Send(context.Background(), delivery(e.URL)); got.Kind != Retry || got.Status != 0 {
 		t.Errorf("Send = %+v, want Retry", got)
 	}
@@ -251,7 +252,7 @@ func TestSendRetriesAnUntrustedCertificate(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer srv.Close()
 	srv.Config.ErrorLog = quietLog()
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}})
 	got := s.Send(context.Background(), delivery(srv.URL))
 	if got.Kind != Retry || got.Reason != "TLS handshake failed" {
 		t.Errorf("Send = %+v, want Retry for a TLS failure", got)
@@ -263,7 +264,7 @@ func TestSendRetriesAnUntrustedCertificate(t *testing.T) {
 
 func TestSendRetriesWhenTheCallerGivesUp(t *testing.T) {
 	e := newEndpoint(t, answer(200))
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if got := s.Send(ctx, delivery(e.URL)); got.Kind != Retry {
@@ -290,7 +291,7 @@ func TestSendRefusedByTheGuardAtConnect(t *testing.T) {
 
 func TestSendRefusesWhatCannotBeSent(t *testing.T) {
 	e := newEndpoint(t, answer(200))
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}})
 	cases := []struct {
 		name   string
 		spoil  func(d *Delivery)
@@ -356,7 +357,7 @@ func TestSendReadsNoMoreThanMaxResponseBytes(t *testing.T) {
 		}
 	})
 	const maxBytes = 1000
-	s := newTestSender(t, SenderConfig{Guard: Guard{AllowPrivate: true}, MaxResponseBytes: maxBytes})
+	s := newTestSender(t, SenderConfig{Guard: netguard.Guard{AllowPrivate: true}, MaxResponseBytes: maxBytes})
 	var read atomic.Int64
 	s.client.Transport = countingTransport{base: s.client.Transport, read: &read}
 	got := s.Send(context.Background(), delivery(e.URL))

@@ -147,7 +147,7 @@ func (d *Dispatcher) deliverSlack(ctx context.Context, p int, channel string, en
 	}
 	// Shown as readers get it only now, after asked was kept: the store
 	// holds no sign-in's attempt.
-	d.cfg.ShowRequests(t.TaskID, t.InputRequests)
+	d.cfg.Links.ShowRequests(t.TaskID, t.InputRequests)
 	m := slack.Render(t, asked)
 	body := map[string]any{"channel": channel, "text": m.Text, "blocks": m.Blocks}
 	method := "chat.postMessage"

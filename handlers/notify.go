@@ -8,18 +8,18 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/store"
 )
 
 // Notification endpoints of a session (param "sessionId") or a task
 // ("taskId"): add, list, remove, and a session's dead letters.
 
-func notifyOwner(r *http.Request) callbacks.Owner {
+func notifyOwner(r *http.Request) endpoints.Owner {
 	if id := chi.URLParam(r, "sessionId"); id != "" {
-		return callbacks.Owner{Session: true, ID: id}
+		return endpoints.Owner{Session: true, ID: id}
 	}
-	return callbacks.Owner{ID: chi.URLParam(r, "taskId")}
+	return endpoints.Owner{ID: chi.URLParam(r, "taskId")}
 }
 
 func (a *api) addEndpoint(w http.ResponseWriter, r *http.Request) {

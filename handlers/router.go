@@ -27,9 +27,9 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/bodylimit"
-	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/channels/web"
 	"github.com/taskhook/taskhook/connections"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/listlimit"
 	"github.com/taskhook/taskhook/metrics"
@@ -46,7 +46,7 @@ type Deps struct {
 	Tasks        *tasks.Service
 	Sessions     *sessions.Service
 	Hooks        *hooks.Service       // nil: the hook routes are not mounted
-	Notify       *callbacks.Registrar // nil: the notification routes are not mounted
+	Notify       *endpoints.Registrar // nil: the notification routes are not mounted
 	Slack        *Slack               // nil: the Slack interactions route is not mounted
 	Connections  *connections.Service // nil: the connection routes are not mounted
 	Store        *store.Store
@@ -80,7 +80,7 @@ type api struct {
 	tasks       *tasks.Service
 	sessions    *sessions.Service
 	hooks       *hooks.Service
-	notify      *callbacks.Registrar
+	notify      *endpoints.Registrar
 	connections *connections.Service
 	store       *store.Store
 	verifier    *authz.Verifier

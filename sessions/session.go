@@ -1,9 +1,10 @@
 // Package sessions holds sessions, an agent's conversation: the owner scope
 // of its tasks and the log of what the agent must hear about.
 //
-// It imports tasks (to cancel a session's tasks), callbacks (to check
-// notification endpoints), store, waits, ids, events, problem, authz and
-// api/wire, never handlers.
+// It imports tasks (to cancel a session's tasks), endpoints (to check
+// notification endpoints), replay (to keep a create's answer sealed for a
+// repeat), store, waits, ids, events, problem, authz and api/wire, never handlers
+// or callbacks.
 package sessions
 
 import (
@@ -15,9 +16,10 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/replay"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 	"github.com/taskhook/taskhook/waits"
@@ -44,7 +46,11 @@ type Config struct {
 	// events as stored, without links.
 	AnswerLinks *tasks.AnswerLinks
 	// Notify checks notification endpoints; nil refuses every endpoint.
-	Notify *callbacks.Registrar
+	Notify *endpoints.Registrar
+	// Vault seals the answer of a create that registered endpoints, which
+	// shows their secrets, while it is kept for a repeat (package replay);
+	// the vault Notify seals the secrets with. nil: creates register none.
+	Vault *authz.Vault
 }
 
 // Service creates and reads sessions.
@@ -72,7 +78,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
 		return nil, false, &problem.ValidationError{Field: "metadata", Message: "must be an object"}
 	}
-	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, callbacks.Registrant{Principal: p.ID, Requester: p.ID}, in.Notify)
+	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, endpoints.Registrant{Principal: p.ID, Requester: p.ID}, in.Notify)
 	if err != nil {
 		return nil, false, err
 	}
@@ -112,7 +118,7 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 		if resp, err = json.Marshal(ses); err != nil {
 			return nil, false, err
 		}
-		records.Response = s.cfg.Notify.SealReplay(p, resp)
+		records.Response = replay.Seal(s.cfg.Vault, p, resp)
 	}
 	res, err := s.store.CreateSession(ctx, store.SessionCreate{
 		LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.Retention, Idem: idem},
@@ -125,7 +131,7 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 	if res.Outcome == store.OK {
 		return resp, false, nil
 	}
-	reply, err := s.cfg.Notify.Settle(p, res.Outcome, res.ReplayBody, "create session")
+	reply, err := replay.Settle(s.cfg.Vault, p, res.Outcome, res.ReplayBody, "create session")
 	return reply.JSON, reply.Replayed, err
 }
 
@@ -145,7 +151,7 @@ func (s *Service) Reset(ctx context.Context, p authz.Principal, id, reason strin
 	if err != nil {
 		return nil, false, err
 	}
-	views, err := callbacks.Views(carried.List)
+	views, err := endpoints.Views(carried.List)
 	if err != nil {
 		return nil, false, err
 	}
@@ -175,7 +181,7 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 	if rec.Endpoints == nil {
 		return ses, rec.JSON, nil
 	}
-	if ses.Notify, err = callbacks.Views(rec.Endpoints); err != nil {
+	if ses.Notify, err = endpoints.Views(rec.Endpoints); err != nil {
 		return Session{}, nil, err
 	}
 	raw, err := json.Marshal(ses)

@@ -13,10 +13,11 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/cache"
-	"github.com/taskhook/taskhook/callbacks"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/replay"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/waits"
 )
@@ -31,7 +32,11 @@ type Config struct {
 	MaxLive      int           // live tasks one session may hold; default 10000
 	MaxTaskBytes int           // a task record's largest size, as JSON; default 1 MiB
 	// Notify checks notification endpoints; nil refuses every endpoint.
-	Notify *callbacks.Registrar
+	Notify *endpoints.Registrar
+	// Vault seals the answer of a create that registered endpoints, which
+	// shows their secrets, while it is kept for a repeat (package replay);
+	// the vault Notify seals the secrets with. nil: creates register none.
+	Vault *authz.Vault
 	// AnswerKey makes the answer tokens (see AnswerLinks): every replica of a
 	// deployment needs the same one. Default: a random key made once per
 	// process, so answer links work on this process only.
@@ -179,7 +184,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if err != nil {
 		return store.Reply{}, err
 	}
-	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, callbacks.Registrant{Principal: p.ID, Requester: t.Requester}, in.Notify)
+	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, endpoints.Registrant{Principal: p.ID, Requester: t.Requester}, in.Notify)
 	if err != nil {
 		return store.Reply{}, err
 	}
@@ -189,7 +194,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		if resp, err = json.Marshal(t); err != nil {
 			return store.Reply{}, err
 		}
-		records.Response = s.cfg.Notify.SealReplay(p, resp)
+		records.Response = replay.Seal(s.cfg.Vault, p, resp)
 	}
 	// The record of the key lives in the session's partition; the claim makes
 	// a repeat naming another session a conflict too.
@@ -223,7 +228,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		s.count("create", ErrTooManyTasks)
 		return store.Reply{}, &TooManyTasksError{Max: s.cfg.MaxLive}
 	}
-	return s.cfg.Notify.Settle(p, res.Outcome, res.ReplayBody, "create task")
+	return replay.Settle(s.cfg.Vault, p, res.Outcome, res.ReplayBody, "create task")
 }
 
 // TTL is the lifetime a create asked for in ttlMs, def when it asked for

@@ -1,12 +1,15 @@
 // Package slack is everything taskhook says to and hears from Slack: a task
-// rendered as a Block Kit message, the signature check of Slack's requests,
-// the interaction payloads a click or a typed answer sends, and the map of
-// Slack users to principals.
+// rendered as a Block Kit message, the interaction payloads a click or a
+// typed answer sends (their signature check is package slacksig), the map of
+// Slack users to principals, and where the bot may post for whom
+// (Destinations).
 //
 // Rendering is pure, so whoever posts or updates a message (the interaction
 // reply, a notification) renders the same task the same way. The package
-// imports api/wire and stdwebhooks (timestamps) only, both leaves:
-// any layer may use it.
+// imports api/wire only, a leaf, so any layer may use it: endpoints checks a
+// Slack endpoint against Destinations when it is registered, and callbacks
+// renders the message it posts to one. It imports neither of them, nor any
+// other package of ours: the direction is one way.
 package slack
 
 // Message is a Block Kit message: its blocks and the plain text Slack shows

@@ -1,4 +1,4 @@
-package callbacks
+package netguard
 
 import (
 	"context"
@@ -282,7 +282,7 @@ func TestCheckURLRefusesMalformedURLs(t *testing.T) {
 		reason string
 	}{
 		{"", "is required"},
-		{"https://example.com/" + strings.Repeat("a", maxURLLen), "longer than"},
+		{"https://example.com/" + strings.Repeat("a", MaxURLLen), "longer than"},
 		{"ftp://example.com/", "scheme"},
 		{"file:///etc/passwd", "scheme"},
 		{"gopher://example.com/", "scheme"},

@@ -1,4 +1,12 @@
-package callbacks
+// Package netguard is the SSRF guard of every outbound call to a URL an
+// agent registered: which targets are well formed, and which addresses no
+// receiver may have (the service's own network, cloud metadata, every
+// special-purpose block). It is used twice, at registration (package
+// endpoints, CheckURL) and on every connection a delivery dials (package
+// callbacks, DialControl), so it sits below both.
+//
+// It imports the standard library only; anything may import it.
+package netguard
 
 import (
 	"context"
@@ -10,10 +18,10 @@ import (
 	"syscall"
 )
 
-// maxURLLen bounds a target URL. Real webhook URLs are far shorter; the cap
+// MaxURLLen bounds a target URL. Real webhook URLs are far shorter; the cap
 // keeps a registration from storing, and every delivery from sending, a
 // megabyte of URL.
-const maxURLLen = 2048
+const MaxURLLen = 2048
 
 // ErrAddressNotAllowed is matched (errors.Is) by every refusal of an address,
 // from CheckURL or from DialControl, whatever the field or the class.
@@ -88,7 +96,7 @@ type Guard struct {
 // unless AllowPrivate, one whose host is, or resolves to any, address that is
 // not allowed. It returns nil or a *TargetError.
 func (g Guard) CheckURL(ctx context.Context, raw string) error {
-	u, err := parseTarget(raw)
+	u, err := ParseTarget(raw)
 	if err != nil {
 		return err
 	}
@@ -152,13 +160,15 @@ func (g Guard) resolver() Resolver {
 	return g.Resolver
 }
 
-// parseTarget parses raw and checks how it is written, not where it leads.
-func parseTarget(raw string) (*url.URL, error) {
+// ParseTarget parses raw and checks how it is written, not where it leads:
+// CheckURL's first half, which a sender repeats before every delivery. It
+// returns the URL or a *TargetError.
+func ParseTarget(raw string) (*url.URL, error) {
 	switch {
 	case raw == "":
 		return nil, badURL("is required")
-	case len(raw) > maxURLLen:
-		return nil, badURL("is longer than " + strconv.Itoa(maxURLLen) + " bytes")
+	case len(raw) > MaxURLLen:
+		return nil, badURL("is longer than " + strconv.Itoa(MaxURLLen) + " bytes")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -1,4 +1,4 @@
-package callbacks
+package endpoints
 
 import (
 	"cmp"
@@ -14,22 +14,21 @@ import (
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/replay"
 	"github.com/taskhook/taskhook/stdwebhooks"
 	"github.com/taskhook/taskhook/store"
 )
 
-// EndpointPrefix starts every notification endpoint id.
-const EndpointPrefix = "ep_"
-
-// maxURL is the longest endpoint URL taken.
-const maxURL = 2048
+// IDPrefix starts every notification endpoint id.
+const IDPrefix = "ep_"
 
 // Registrar checks endpoint requests and makes their records: the one place
 // that decides what a notification endpoint may be. It also adds, removes
 // and lists the endpoints of an existing session or task.
 type Registrar struct {
-	guard Guard
+	guard netguard.Guard
 	store *store.Store
 	vault *authz.Vault // seals each endpoint's secret before it is stored
 	// slackTo is where Slack endpoints may post for whom; nil: Slack
@@ -40,7 +39,7 @@ type Registrar struct {
 // NewRegistrar wires the registrar; v seals endpoint secrets (the
 // dispatcher opens them with the same keys); slackTo says where Slack
 // endpoints may post, nil refusing them all.
-func NewRegistrar(g Guard, s *store.Store, v *authz.Vault, slackTo *slack.Destinations) *Registrar {
+func NewRegistrar(g netguard.Guard, s *store.Store, v *authz.Vault, slackTo *slack.Destinations) *Registrar {
 	return &Registrar{guard: g, store: s, vault: v, slackTo: slackTo}
 }
 
@@ -62,11 +61,11 @@ func (r *Registrar) NewEndpoint(ctx context.Context, who Registrant, req wire.En
 	if req.URL == "" {
 		return wire.Endpoint{}, problem.Invalid(field+".url", "is required (or slack)")
 	}
-	if len(req.URL) > maxURL {
-		return wire.Endpoint{}, problem.Invalid(field+".url", "is longer than %d bytes", maxURL)
+	if len(req.URL) > netguard.MaxURLLen {
+		return wire.Endpoint{}, problem.Invalid(field+".url", "is longer than %d bytes", netguard.MaxURLLen)
 	}
 	if err := r.guard.CheckURL(ctx, req.URL); err != nil {
-		var te *TargetError
+		var te *netguard.TargetError
 		if errors.As(err, &te) {
 			return wire.Endpoint{}, problem.Invalid(field+".url", "%s", te.Reason)
 		}
@@ -83,7 +82,7 @@ func (r *Registrar) NewEndpoint(ctx context.Context, who Registrant, req wire.En
 		return wire.Endpoint{}, problem.Invalid(field+".secret", "must be whsec_ followed by the base64 of 16 to 64 bytes")
 	}
 	return wire.Endpoint{
-		EndpointID: EndpointPrefix + ids.Random(20), URL: req.URL, Kinds: kinds,
+		EndpointID: IDPrefix + ids.Random(20), URL: req.URL, Kinds: kinds,
 		Status: wire.EndpointActive, Secret: secret,
 	}, nil
 }
@@ -108,7 +107,7 @@ func (r *Registrar) newSlackEndpoint(who Registrant, req wire.EndpointRequest, f
 		return wire.Endpoint{}, err
 	}
 	return wire.Endpoint{
-		EndpointID: EndpointPrefix + ids.Random(20), Slack: &wire.SlackTarget{Channel: req.Slack.Channel},
+		EndpointID: IDPrefix + ids.Random(20), Slack: &wire.SlackTarget{Channel: req.Slack.Channel},
 		Kinds: kinds, Status: wire.EndpointActive,
 	}, nil
 }
@@ -264,7 +263,7 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	}
 	res, err := r.store.AddEndpoint(ctx, store.EndpointChange{
 		Partition: p, Key: key, Principal: pr.ID, Admin: pr.Admin(), ID: ep.EndpointID,
-		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idem, Response: r.SealReplay(pr, resp),
+		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idem, Response: replay.Seal(r.vault, pr, resp),
 	})
 	if err != nil {
 		return store.Reply{}, err
@@ -275,7 +274,7 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	case store.TooManyEndpoints:
 		return store.Reply{}, problem.ErrTooManyEndpoints
 	}
-	return r.Settle(pr, res.Outcome, res.ReplayBody, "add endpoint")
+	return replay.Settle(r.vault, pr, res.Outcome, res.ReplayBody, "add endpoint")
 }
 
 // requesterOf is whose own Slack user an endpoint added to the record at
