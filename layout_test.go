@@ -272,7 +272,7 @@ func TestWaitRegistryIsNotInStore(t *testing.T) {
 	}
 	inStore := declared("store")
 	inWaits := declared("waits")
-	for _, name := range []string{"Waiters", "Waiter", "Wake", "LogReader", "LogPoll", "Kinds"} {
+	for _, name := range []string{"Waiters", "Waiter", "Wake", "LogQuery", "LogPoll", "Kinds"} {
 		if inStore[name] {
 			t.Errorf("store declares %s, which is the wait registry's", name)
 		}
