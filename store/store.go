@@ -7,8 +7,10 @@
 // reads that wait on it (logreader.go). It knows byte blobs, stream ids and
 // partitions; the meaning of a task lives in package tasks.
 //
-// It imports ids, metrics and problem of this module, never a service: ids, tokens
-// and caches are not Redis and live in packages of their own.
+// It imports ids, metrics, problem and api/wire (the statuses and close
+// reasons the scripts write, handed to them by luanames.go) of this module,
+// never a service: ids, tokens and caches are not Redis and live in packages
+// of their own.
 package store
 
 import (
