@@ -161,8 +161,8 @@ func TestKeptHeaders(t *testing.T) {
 }
 
 // The hook.received event, completed as the script completes it (each
-// marker in its one place), is what
-// json.Marshal gives for the event, whatever the strings hold.
+// marker in its one place), is what json.Marshal gives for the event,
+// whatever the strings hold.
 func TestReceivedEvent(t *testing.T) {
 	at := time.Date(2024, 5, 6, 7, 8, 9, 10_000_000, time.UTC)
 	for _, c := range []struct {
