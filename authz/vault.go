@@ -101,6 +101,24 @@ func (v *Vault) Current(sealed string) bool {
 	return ok && id == v.sealWith
 }
 
+// OpenKept opens a secret as the store keeps it, and says whether it should
+// be sealed again: the one rule of that for every secret the service
+// stores. sealed is what Seal made; a version from before secrets were
+// sealed kept them in clear, and for such a one sealed is "" and clear is
+// the secret. reseal is true for a secret kept in clear and for one sealed
+// with a key that no longer seals (it opens: the vault still holds that
+// key).
+func (v *Vault) OpenKept(sealed, clear string, belongsTo ...string) (plain []byte, reseal bool, err error) {
+	if sealed == "" {
+		return []byte(clear), clear != "", nil
+	}
+	plain, err = v.Open(sealed, belongsTo...)
+	if err != nil {
+		return nil, false, err
+	}
+	return plain, !v.Current(sealed), nil
+}
+
 func (v *Vault) add(id string, key []byte) error {
 	block, err := aes.NewCipher(key)
 	if err != nil {

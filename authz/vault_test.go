@@ -121,3 +121,39 @@ func TestRandomVaultSealsAndOpens(t *testing.T) {
 		t.Fatalf("%q %v", got, err)
 	}
 }
+
+// OpenKept is the one rule of sealing a stored secret again: one kept in
+// clear, or sealed with a key that no longer seals, is due; one sealed with
+// the sealing key is not; one that does not open is an error.
+func TestVaultOpenKept(t *testing.T) {
+	t.Parallel()
+	k1, k2 := vaultKey(t), vaultKey(t)
+	old, err := ParseVaultKeys("k1:" + k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := ParseVaultKeys("k2:" + k2 + ",k1:" + k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name          string
+		sealed, clear string
+		want          string
+		reseal        bool
+	}{
+		{"sealed with the sealing key", v.Seal([]byte("s1"), "hook", "h1"), "", "s1", false},
+		{"sealed with an older key", old.Seal([]byte("s2"), "hook", "h1"), "", "s2", true},
+		{"kept in clear", "", "s3", "s3", true},
+		{"no secret at all", "", "", "", false},
+	}
+	for _, c := range cases {
+		plain, reseal, err := v.OpenKept(c.sealed, c.clear, "hook", "h1")
+		if err != nil || string(plain) != c.want || reseal != c.reseal {
+			t.Errorf("%s: %q, reseal %v, %v; want %q, reseal %v", c.name, plain, reseal, err, c.want, c.reseal)
+		}
+	}
+	if _, _, err := v.OpenKept(v.Seal([]byte("s4"), "hook", "h1"), "", "hook", "h2"); !errors.Is(err, ErrSealed) {
+		t.Errorf("a value moved to another hook: %v, want ErrSealed", err)
+	}
+}

@@ -2,7 +2,6 @@ package callbacks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -630,8 +629,7 @@ func (d *Dispatcher) settleOutcome(ctx context.Context, p int, e store.OutboxEnt
 		}
 	case e.Attempt >= d.cfg.MaxAttempts:
 		d.settle(ctx, p, e, store.Settlement{
-			How: store.SettleDeadLetter, Reason: out.Reason, EventType: eventType(e.Event),
-			Now: now, DeadLetter: d.cfg.DeadLetterTTL,
+			How: store.SettleDeadLetter, Reason: out.Reason, Now: now, DeadLetter: d.cfg.DeadLetterTTL,
 		}, "dead_lettered")
 	default: // a retry
 		final = false
@@ -707,15 +705,6 @@ func eventTime(id string) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(v)
-}
-
-// eventType reads a stored event's type.
-func eventType(event []byte) string {
-	var head struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(event, &head)
-	return head.Type
 }
 
 // ageEvery is how often a reader measures its partition's oldest

@@ -16,18 +16,16 @@ func SealSecret(v *authz.Vault, endpointID, secret string) string {
 	return v.Seal([]byte(secret), "endpoint", endpointID)
 }
 
-// OpenSecret is the secret of a stored one. A secret stored before secrets
-// were sealed is the "whsec_..." secret itself (a sealed value never starts
-// so: it starts with a key id and a dot, and whsec_ secrets hold no dot);
-// reseal says it should be sealed again, as should one sealed with a key
-// that no longer seals.
+// OpenSecret is the secret of a stored one, and whether it should be
+// sealed again (authz.Vault.OpenKept decides). A secret stored before
+// secrets were sealed is the "whsec_..." secret itself (a sealed value never
+// starts so: it starts with a key id and a dot, and whsec_ secrets hold no
+// dot).
 func OpenSecret(v *authz.Vault, endpointID, stored string) (secret string, reseal bool, err error) {
+	sealed, clear := stored, ""
 	if strings.HasPrefix(stored, "whsec_") && !strings.Contains(stored, ".") {
-		return stored, true, nil
+		sealed, clear = "", stored
 	}
-	plain, err := v.Open(stored, "endpoint", endpointID)
-	if err != nil {
-		return "", false, err
-	}
-	return string(plain), !v.Current(stored), nil
+	plain, reseal, err := v.OpenKept(sealed, clear, "endpoint", endpointID)
+	return string(plain), reseal, err
 }

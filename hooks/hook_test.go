@@ -11,6 +11,7 @@ import (
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/store"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -159,8 +160,9 @@ func TestKeptHeaders(t *testing.T) {
 	}
 }
 
-// The hook.received event, completed as the script completes it, is what
-// json.Marshal gives for the event, whatever the strings hold.
+// The hook.received event, completed as the script completes it (each
+// marker in its one place), is what json.Marshal gives for the event,
+// whatever the strings hold.
 func TestReceivedEvent(t *testing.T) {
 	at := time.Date(2024, 5, 6, 7, 8, 9, 10_000_000, time.UTC)
 	for _, c := range []struct {
@@ -171,8 +173,11 @@ func TestReceivedEvent(t *testing.T) {
 		{ingestConfig{HookID: "hook_2", SessionID: "ses_2"}, "PUT", "application/json; charset=utf-8"},
 		{ingestConfig{HookID: "hook_3", SessionID: "ses_3", TaskID: "task_3"}, "POST", "text/html; q=<&>\\ é\t"},
 	} {
-		parts := receivedEvent(c.cfg, c.method, c.contentType, at)
-		full := string(parts[0]) + "1-0" + string(parts[1]) + "3" + string(parts[2])
+		ev := string(receivedEvent(c.cfg, c.method, c.contentType, at))
+		if strings.Count(ev, store.FillQueueID) != 1 || strings.Count(ev, store.FillSeq) != 1 {
+			t.Errorf("event %q: want one place for the queue id and one for the seq", ev)
+		}
+		full := strings.Replace(strings.Replace(ev, store.FillQueueID, "1-0", 1), store.FillSeq, "3", 1)
 		data, _ := json.Marshal(struct {
 			HookID      string `json:"hookId"`
 			Method      string `json:"method"`

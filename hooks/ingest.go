@@ -27,9 +27,10 @@ type Post struct {
 // Target is the hook a ingest token names, as Resolve found it from the
 // token alone, before the request's body is read.
 type Target struct {
-	part int
-	hash string
-	cfg  ingestConfig
+	part   int
+	hash   string
+	cfg    ingestConfig
+	reseal store.Reseal // the hook's config sealed again, when this resolve read it and found it due
 }
 
 // tokenEntry is what this replica keeps of a token it resolved: the hook's
@@ -77,7 +78,7 @@ func (s *Service) Resolve(ctx context.Context, token string) (Target, error) {
 		return Target{}, ErrUnknownToken
 	}
 	hash := HashToken(token)
-	e, err := s.resolve(ctx, part, hash)
+	e, reseal, err := s.resolve(ctx, part, hash)
 	if err != nil {
 		if errors.Is(err, ErrUnknownToken) {
 			s.count(outcomeNotFound)
@@ -86,20 +87,21 @@ func (s *Service) Resolve(ctx context.Context, token string) (Target, error) {
 	}
 	reason := e.closed
 	if reason == "" && !e.closesAt.IsZero() && !s.now().Before(e.closesAt) {
-		reason = store.ClosedExpired
+		reason = wire.CloseReasonExpired
 	}
 	if reason != "" {
 		s.count(outcomeClosed)
 		return Target{}, &ClosedError{Reason: reason}
 	}
-	return Target{part: part, hash: hash, cfg: e.cfg}, nil
+	return Target{part: part, hash: hash, cfg: e.cfg, reseal: reseal}, nil
 }
 
 // Ingest stores a post in the queue of the hook Resolve found.
 // The signature is checked here, before the store sees anything; the rest
 // (the hook's state, its task's and session's, the rate limit, dedupe, the
-// append and the session's hook.received event) is one script, so a
-// post whose token is cached costs one round trip.
+// append and the session's hook.received event, and the sealing again of a
+// secret Resolve found due) is one script, so a post whose token is cached
+// costs one round trip.
 func (s *Service) Ingest(ctx context.Context, t Target, in Post) (Accepted, error) {
 	part, hash, cfg := t.part, t.hash, t.cfg
 	if cfg.HookID == "" {
@@ -134,6 +136,7 @@ func (s *Service) Ingest(ctx context.Context, t Target, in Post) (Accepted, erro
 		ProviderEventID: eventID, RateInterval: s.cfg.rateInterval(), Burst: s.cfg.Burst,
 		Method: in.Method, ContentType: contentType, Headers: headers, Body: body, BodyIsBase64: isBase64,
 		Event: received, Now: now, ReceivedAt: events.At(now).String(), Retention: s.cfg.Retention,
+		Reseal: t.reseal,
 	})
 	if err != nil {
 		return Accepted{}, err
@@ -162,49 +165,52 @@ func (s *Service) Ingest(ctx context.Context, t Target, in Post) (Accepted, erro
 }
 
 // resolve finds the hook of a token hash: from this replica's cache, or
-// from the store (two reads, once per hook and replica).
-func (s *Service) resolve(ctx context.Context, part int, hash string) (tokenEntry, error) {
+// from the store (two reads, once per hook and replica), with the config
+// to store instead of the one read when its secret is due to be sealed
+// again (openConfig).
+func (s *Service) resolve(ctx context.Context, part int, hash string) (tokenEntry, store.Reseal, error) {
 	if e, ok := s.tokens.Get(hash); ok && tokens.SameHash(e.cfg.TokenHash, hash) {
-		return e, nil
+		return e, store.Reseal{}, nil
 	}
 	tok, err := s.store.HookByToken(ctx, part, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return tokenEntry{}, ErrUnknownToken
+		return tokenEntry{}, store.Reseal{}, ErrUnknownToken
 	}
 	if err != nil {
-		return tokenEntry{}, err
+		return tokenEntry{}, store.Reseal{}, err
 	}
-	cfg, err := s.openConfig(ctx, part, tok.Config)
+	cfg, reseal, err := s.openConfig(tok.Config)
 	if err != nil {
-		return tokenEntry{}, err
+		return tokenEntry{}, store.Reseal{}, err
 	}
 	if !tokens.SameHash(cfg.TokenHash, hash) {
-		return tokenEntry{}, ErrUnknownToken
+		return tokenEntry{}, store.Reseal{}, ErrUnknownToken
 	}
 	cfg.Response = servable(cfg.Response)
 	e := tokenEntry{cfg: cfg, closesAt: tok.ClosesAt}
 	if !tok.Open {
-		e.closed = store.ClosedExplicitly
+		e.closed = wire.CloseReasonClosed
 	}
 	s.tokens.Put(hash, e, nil)
-	return e, nil
+	return e, reseal, nil
 }
 
 // receivedEvent renders the session log's hook.received event, metadata
-// only (never the body or headers), whole but for the two values that only
-// the ingest script knows: the event's id in the hook's queue and its seq.
-// The script writes parts[0], the id, parts[1], the seq, parts[2]: the shape
-// of the event is decided here alone.
-func receivedEvent(cfg ingestConfig, method, contentType string, now time.Time) [3][]byte {
-	head := make([]byte, 0, 256)
-	head = events.AppendHead(head, wire.EventHookReceived, now, cfg.SessionID, cfg.TaskID, 0)
-	head = append(head, `{"hookId":`...)
-	head = events.AppendString(head, cfg.HookID)
-	head = append(head, `,"method":`...)
-	head = events.AppendString(head, method)
-	head = append(head, `,"contentType":`...)
-	head = events.AppendString(head, contentType)
-	return [3][]byte{append(head, `,"eventId":"`...), []byte(`","seq":`), []byte(`}}`)}
+// only (never the body or headers), whole: the shape of the event is
+// decided here alone. The two values only the ingest script knows, the
+// event's id in the hook's queue and its seq, stand as store.FillQueueID
+// and store.FillSeq, which the script replaces.
+func receivedEvent(cfg ingestConfig, method, contentType string, now time.Time) []byte {
+	b := make([]byte, 0, 256)
+	b = events.AppendHead(b, wire.EventHookReceived, now, cfg.SessionID, cfg.TaskID, 0)
+	b = append(b, `{"hookId":`...)
+	b = events.AppendString(b, cfg.HookID)
+	b = append(b, `,"method":`...)
+	b = events.AppendString(b, method)
+	b = append(b, `,"contentType":`...)
+	b = events.AppendString(b, contentType)
+	b = append(b, `,"eventId":"`+store.FillQueueID+`","seq":`+store.FillSeq+`}}`...)
+	return b
 }
 
 func (s *Service) count(outcome string) {

@@ -1,9 +1,10 @@
 package hooks
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/taskhook/taskhook/store"
 )
 
 // A hook's verify secret is sealed in the vault, bound to the hook's id, so
@@ -24,37 +25,31 @@ func (s *Service) sealed(cfg ingestConfig) ingestConfig {
 
 // openConfig reads a stored config with its secret opened. A config kept
 // before secrets were sealed (the secret in clear), or sealed with a key
-// that no longer seals, is sealed again in the store, once: the first
-// replica to read it does it.
-func (s *Service) openConfig(ctx context.Context, part int, raw []byte) (ingestConfig, error) {
+// that no longer seals, comes with the config to store instead, sealed
+// again: the ingest of the post that read it writes that, in the same
+// script as the post (store.HookIngest.Reseal), so reading never writes.
+func (s *Service) openConfig(raw []byte) (ingestConfig, store.Reseal, error) {
 	var cfg ingestConfig
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return ingestConfig{}, fmt.Errorf("decode hook config: %w", err)
+		return ingestConfig{}, store.Reseal{}, fmt.Errorf("decode hook config: %w", err)
 	}
 	if cfg.Verify == nil {
-		return cfg, nil
+		return cfg, store.Reseal{}, nil
 	}
-	reseal := cfg.SealedSecret == "" && cfg.Verify.Secret != ""
-	if cfg.SealedSecret != "" {
-		plain, err := s.cfg.Vault.Open(cfg.SealedSecret, "hook", cfg.HookID)
-		if err != nil {
-			return ingestConfig{}, fmt.Errorf("hook %s: verify secret: %w", cfg.HookID, err)
-		}
-		v := *cfg.Verify
-		v.Secret = string(plain)
-		cfg.Verify = &v
-		reseal = !s.cfg.Vault.Current(cfg.SealedSecret)
-		cfg.SealedSecret = ""
+	plain, reseal, err := s.cfg.Vault.OpenKept(cfg.SealedSecret, cfg.Verify.Secret, "hook", cfg.HookID)
+	if err != nil {
+		return ingestConfig{}, store.Reseal{}, fmt.Errorf("hook %s: verify secret: %w", cfg.HookID, err)
 	}
-	if reseal {
-		next, err := json.Marshal(s.sealed(cfg))
-		if err == nil {
-			_, err = s.store.ResealHookConfig(ctx, part, cfg.HookID, raw, next)
-		}
-		if err != nil {
-			// The secret still serves; the next replica to read it tries again.
-			s.log.WarnContext(ctx, "hook verify secret not sealed again", "hookId", cfg.HookID, "err", err)
-		}
+	v := *cfg.Verify
+	v.Secret = string(plain)
+	cfg.Verify = &v
+	cfg.SealedSecret = ""
+	if !reseal {
+		return cfg, store.Reseal{}, nil
 	}
-	return cfg, nil
+	next, err := json.Marshal(s.sealed(cfg))
+	if err != nil { // the secret still serves; the next read tries again
+		return cfg, store.Reseal{}, nil
+	}
+	return cfg, store.Reseal{Read: raw, Sealed: next}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskhook/taskhook/problem"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/cache"
 	"github.com/taskhook/taskhook/events"
@@ -396,7 +397,7 @@ func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem 
 		return store.Reply{}, err
 	}
 	at := events.At(s.now())
-	h.Status, h.CloseReason, h.ClosedAt = Closed, store.ClosedExplicitly, &at
+	h.Status, h.CloseReason, h.ClosedAt = Closed, wire.CloseReasonClosed, &at
 	closed, err := json.Marshal(h)
 	if err != nil {
 		return store.Reply{}, err

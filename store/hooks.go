@@ -8,22 +8,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/taskhook/taskhook/ids"
-)
 
-// Reasons a hook is closed, as ingest and reads report them.
-const (
-	ClosedExplicitly       = "closed"
-	ClosedExpired          = "expired"
-	ClosedTaskTerminal     = "task_terminal"
-	ClosedSessionCancelled = "session_cancelled"
+	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/ids"
 )
 
 // IngestResult is hook_ingest's answer.
 type IngestResult struct {
 	Outcome    Outcome       // OK, Duplicate, Missing, Closed or RateLimited
 	EventID    string        // the stored (or, for a duplicate, the first) event
-	Reason     string        // why the hook is closed: one of the Closed* reasons
+	Reason     string        // why the hook is closed: one of wire's CloseReason* reasons
 	RetryAfter time.Duration // when a rate-limited sender may try again
 }
 
@@ -150,7 +144,7 @@ func (s *Store) HookByToken(ctx context.Context, p int, tokenHash string) (HookT
 		return HookToken{}, ErrNotFound
 	}
 	status, _ := vals[1].(string)
-	tok := HookToken{ID: id, Config: []byte(cfg), Open: status == "open"}
+	tok := HookToken{ID: id, Config: []byte(cfg), Open: status == wire.HookOpen}
 	if exp, ok := vals[2].(string); ok {
 		if ms, err := strconv.ParseInt(exp, 10, 64); err == nil {
 			tok.ClosesAt = time.UnixMilli(ms)
@@ -172,20 +166,32 @@ type HookIngest struct {
 	ContentType     string
 	Headers         []byte // the allowed headers, a JSON object
 	Body            []byte
-	BodyIsBase64    bool      // Body is base64 text (the request body was not UTF-8)
-	Event           [3][]byte // the session log's hook.received event, cut where the script writes the event's id and its seq
+	BodyIsBase64    bool   // Body is base64 text (the request body was not UTF-8)
+	Event           []byte // the session log's hook.received event, whole but for FillQueueID and FillSeq
 	Now             time.Time
 	ReceivedAt      string
 	Retention       time.Duration // of the session log
+	Reseal          Reseal        // the hook's config as read and sealed again, when its secret is to be (zero: not)
 }
 
+// The places in a hook.received event (HookIngest.Event) of the two values
+// only the ingest script knows: the request's id in the hook's queue and
+// its seq. Each is a byte no JSON text holds (a control character is
+// escaped inside a string and allowed nowhere else), so the script finds
+// its place and no other.
+const (
+	FillQueueID = "\x01"
+	FillSeq     = "\x02"
+)
+
 // IngestHook stores a callback request in one script: state check, rate
-// limit, dedupe, append, session event, wake-up.
+// limit, dedupe, append, session event, wake-up, and the sealing again of
+// the hook's secret when w.Reseal says so.
 func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, error) {
 	p := w.Partition
-	taskKey, hasTask := s.Keys.Hook(p, w.HookID), "0" // unread for a session hook
+	taskKey := s.Keys.Hook(p, w.HookID) // unread for a session hook
 	if w.TaskID != "" {
-		taskKey, hasTask = s.Keys.Task(p, w.TaskID), "1"
+		taskKey = s.Keys.Task(p, w.TaskID)
 	}
 	cmdKey, cmdHash, cmdTTL := s.idemKey(p, Idempotency{})
 	keys := []string{
@@ -198,9 +204,14 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, err
 		bodyField = hookFieldBodyBase64
 	}
 	args := []any{
-		ms(w.Now), hasTask, w.ProviderEventID, w.RateInterval.Milliseconds(), w.Burst, w.ReceivedAt,
-		w.Method, w.ContentType, w.Headers, bodyField, w.Body, logMinID(w.Now, w.Retention),
-		w.HookID, w.SessionID, w.Event[0], w.Event[1], w.Event[2], cmdHash, cmdTTL, w.TaskID,
+		ms(w.Now), w.ProviderEventID, w.RateInterval.Milliseconds(), w.Burst, logMinID(w.Now, w.Retention),
+		w.HookID, w.SessionID, w.TaskID, cmdHash, cmdTTL, w.Event, w.Reseal.Read, w.Reseal.Sealed,
+		// The queue entry's fields, after the seq the script gives it.
+		hookFieldAt, w.ReceivedAt, hookFieldMethod, w.Method, hookFieldContentType, w.ContentType,
+		hookFieldHeaders, w.Headers, bodyField, w.Body,
+	}
+	if w.ProviderEventID != "" {
+		args = append(args, hookFieldProviderEventID, w.ProviderEventID)
 	}
 	return s.scripts.hookIngest.run(ctx, s, keys, args...)
 }
@@ -233,7 +244,7 @@ type HookStatus struct {
 	Outcome      Outcome // OK, or Missing: no such hook for this principal
 	JSON         []byte
 	Closed       bool
-	Reason       string // why it is closed ("" while open): one of the Closed* reasons
+	Reason       string // why it is closed ("" while open): one of wire's CloseReason* reasons
 	NeedsParents bool   // asked without its task and session, which it needs to decide: ask again with them
 }
 
@@ -284,8 +295,8 @@ var parseHookStatus = replies[HookStatus]{
 func hookStatusOK(r scriptReply) (HookStatus, error) {
 	st := HookStatus{Outcome: OK, JSON: []byte(r.str(1)), Reason: r.str(3)}
 	switch r.str(2) {
-	case "open":
-	case "closed":
+	case wire.HookOpen:
+	case wire.HookClosed:
 		st.Closed = true
 	default:
 		return HookStatus{}, fmt.Errorf("hook_status: hook status %q", r.str(2))
@@ -376,9 +387,9 @@ type HookDeadLetter struct {
 	DeadAt    time.Time
 }
 
-// The fields of a hook queue entry, as hook_ingest writes them, and those a
-// dead letter adds (hook_read). The scripts get them as HOOK_FIELD from
-// luaNames.
+// The fields of a hook queue entry, as hook_ingest writes them (the seq from
+// the script, the others from IngestHook), and those a dead letter adds
+// (hook_read). The scripts get those they write as HOOK_FIELD from luaNames.
 const (
 	hookFieldSeq             = "seq"
 	hookFieldAt              = "at"
@@ -443,7 +454,7 @@ type HookBatch struct {
 	Redelivered  int           // events delivered again
 	NextVisible  time.Duration // with nothing delivered: when a pending event becomes visible again; -1 for none
 	Closed       bool          // the hook takes no more requests (decided as ingest decides it)
-	Reason       string        // why it is closed ("" while open): one of the Closed* reasons
+	Reason       string        // why it is closed ("" while open): one of wire's CloseReason* reasons
 }
 
 // ReadHook runs one consumer-group read in one script, which also decides
@@ -479,12 +490,12 @@ func hookBatchOK(reply scriptReply) (HookBatch, error) {
 	}
 	status, _ := reply[6].(string)
 	reason, _ := reply[7].(string)
-	if (status != "open" && status != "closed") || (status == "closed") != (reason != "") {
+	if (status != wire.HookOpen && status != wire.HookClosed) || (status == wire.HookClosed) != (reason != "") {
 		return HookBatch{}, fmt.Errorf("read reply has hook status %q (%q)", status, reason)
 	}
 	b := HookBatch{
 		Pending: toInt(reply[1]), DeadLettered: int(toInt(reply[2])), Redelivered: int(toInt(reply[3])),
-		NextVisible: time.Duration(toInt(reply[4])) * time.Millisecond, Closed: status == "closed", Reason: reason,
+		NextVisible: time.Duration(toInt(reply[4])) * time.Millisecond, Closed: status == wire.HookClosed, Reason: reason,
 	}
 	if b.NextVisible < 0 {
 		b.NextVisible = -1

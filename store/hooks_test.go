@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -73,6 +74,7 @@ type post struct {
 	body     string
 	interval time.Duration
 	burst    int
+	reseal   store.Reseal
 }
 
 func (f hookFixture) ingest(t *testing.T, p post) store.IngestResult {
@@ -87,11 +89,9 @@ func (f hookFixture) ingest(t *testing.T, p post) store.IngestResult {
 		Partition: f.part, HookID: f.hook, TaskID: f.task, SessionID: f.session, ProviderEventID: p.pid,
 		RateInterval: p.interval, Burst: p.burst, Method: "POST", ContentType: "application/json",
 		Headers: []byte(`{"x-github-event":"push"}`), Body: []byte(p.body),
-		Event: [3][]byte{
-			[]byte(`{"type":"hook.received","sessionId":"` + f.session + `","data":{"hookId":"` + f.hook + `","eventId":"`),
-			[]byte(`","seq":`), []byte(`}}`),
-		},
-		Now: p.at, ReceivedAt: p.at.UTC().Format(time.RFC3339), Retention: time.Hour,
+		Event: []byte(`{"type":"hook.received","sessionId":"` + f.session + `","data":{"hookId":"` + f.hook +
+			`","eventId":"` + store.FillQueueID + `","seq":` + store.FillSeq + `}}`),
+		Now: p.at, ReceivedAt: p.at.UTC().Format(time.RFC3339), Retention: time.Hour, Reseal: p.reseal,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -365,17 +365,17 @@ func closings(ctx context.Context, s *store.Store) []hookClosing {
 		}
 	}
 	return []hookClosing{
-		{"expired", store.ClosedExpired, false, true, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
-		{"task completed", store.ClosedTaskTerminal, true, false, now(func(f *hookFixture) {
+		{"expired", wire.CloseReasonExpired, false, true, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
+		{"task completed", wire.CloseReasonTaskTerminal, true, false, now(func(f *hookFixture) {
 			s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
 		})},
-		{"task gone", store.ClosedTaskTerminal, true, false, now(func(f *hookFixture) {
+		{"task gone", wire.CloseReasonTaskTerminal, true, false, now(func(f *hookFixture) {
 			s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
 		})},
-		{"session cancelled", store.ClosedSessionCancelled, false, false, now(func(f *hookFixture) {
+		{"session cancelled", wire.CloseReasonSessionCancelled, false, false, now(func(f *hookFixture) {
 			s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled")
 		})},
-		{"session gone", store.ClosedExpired, false, false, now(func(f *hookFixture) {
+		{"session gone", wire.CloseReasonExpired, false, false, now(func(f *hookFixture) {
 			s.RDB.Del(ctx, s.Keys.Session(f.part, f.session))
 		})},
 	}
@@ -385,7 +385,7 @@ func TestHookIngestRefusesClosedHooks(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
-		cases := append(closings(ctx, s), hookClosing{"closed", store.ClosedExplicitly, false, true, func(f *hookFixture) time.Time {
+		cases := append(closings(ctx, s), hookClosing{"closed", wire.CloseReasonClosed, false, true, func(f *hookFixture) time.Time {
 			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
 			if err != nil || res.Outcome != store.OK || string(res.JSON) != `{"status":"closed"}` {
 				t.Fatalf("close: %+v %v", res, err)
@@ -437,7 +437,7 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 				t.Errorf("open hook (task %v): %+v", withTask, b)
 			}
 		}
-		cases := append(closings(ctx, s), hookClosing{"closed", store.ClosedExplicitly, true, true, func(f *hookFixture) time.Time {
+		cases := append(closings(ctx, s), hookClosing{"closed", wire.CloseReasonClosed, true, true, func(f *hookFixture) time.Time {
 			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
 				Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
 			if err != nil || res.Outcome != store.OK {
@@ -450,7 +450,7 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 				t.Errorf("wake after close: %+v %v", last, err)
 			}
 			return time.Now()
-		}}, hookClosing{"task failed", store.ClosedTaskTerminal, true, false, func(f *hookFixture) time.Time {
+		}}, hookClosing{"task failed", wire.CloseReasonTaskTerminal, true, false, func(f *hookFixture) time.Time {
 			s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "failed")
 			return time.Now()
 		}})
@@ -696,7 +696,7 @@ func TestHookStatusDecidesAsIngest(t *testing.T) {
 				t.Errorf("an admin: %+v", st)
 			}
 		}
-		cases := append(closings(ctx, s), hookClosing{"closed", store.ClosedExplicitly, true, true, func(f *hookFixture) time.Time {
+		cases := append(closings(ctx, s), hookClosing{"closed", wire.CloseReasonClosed, true, true, func(f *hookFixture) time.Time {
 			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
 				Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
 			if err != nil || res.Outcome != store.OK {
@@ -738,7 +738,7 @@ func TestHookStatusDecidesAsIngest(t *testing.T) {
 		}
 		for _, st := range page.Hooks {
 			isOpen := string(st.JSON) == `{"hookId":"`+open+`"}`
-			if isOpen && (!st.NeedsParents || st.Closed) || !isOpen && (!st.Closed || st.Reason != store.ClosedExplicitly) {
+			if isOpen && (!st.NeedsParents || st.Closed) || !isOpen && (!st.Closed || st.Reason != wire.CloseReasonClosed) {
 				t.Errorf("listed: %+v", st)
 			}
 		}

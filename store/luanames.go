@@ -4,17 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/waits"
 )
 
 // luaNames are the names Go and the scripts share, each defined once, here
-// in Go. A script writes them as WAKE_KIND.task, HOOK_FIELD.method,
-// CLOSED.expired, ...; inlineNames puts each one's value in its place when
-// the scripts are loaded, so no run of a script builds tables of them.
+// in Go or in api/wire. A script writes them as WAKE_KIND.task,
+// HOOK_STATUS.open, CLOSED.expired, ...; inlineNames puts each one's value
+// in its place when the scripts are loaded, so no run of a script builds
+// tables of them.
 func luaNames() map[string]string {
 	b := map[string]string{}
+	luaTable(b, "IDEM", []string{"command", commandHash})
 	luaTable(b, "WAKE_KIND", []string{
 		"task", string(waits.WakeTask), "session", string(waits.WakeSession), "hook", string(waits.WakeHook),
 	})
@@ -23,22 +28,41 @@ func luaNames() map[string]string {
 		"revision", wakeFieldRevision, "snapshot", wakeFieldSnapshot, "types", wakeFieldTypes,
 	})
 	luaTable(b, "HOOK_FIELD", []string{
-		"seq", hookFieldSeq, "at", hookFieldAt, "method", hookFieldMethod, "content_type", hookFieldContentType,
-		"headers", hookFieldHeaders, "body", hookFieldBody, "body_base64", hookFieldBodyBase64,
-		"provider_event_id", hookFieldProviderEventID,
+		"seq", hookFieldSeq,
 		"dead_event_id", deadFieldEventID, "dead_group", deadFieldGroup,
 		"dead_deliveries", deadFieldDeliveries, "dead_at", deadFieldAt,
 	})
+	luaTable(b, "HOOK_HASH", []string{"config", hookFieldConfig})
+	luaTable(b, "RECORD_FIELD", []string{
+		"endpoints", recordFieldEndpoints, "secret", recordFieldSecret,
+	})
 	luaTable(b, "OUTBOX_FIELD", []string{
 		"endpoint", outboxFieldEndpoint, "scope", outboxFieldScope, "session", outboxFieldSession, "task", outboxFieldTask,
-		"event_id", outboxFieldEventID, "event", outboxFieldEvent, "attempt", outboxFieldAttempt,
+		"event_id", outboxFieldEventID, "type", outboxFieldType, "event", outboxFieldEvent, "attempt", outboxFieldAttempt,
 	})
 	luaTable(b, "OUTBOX_SCOPE", []string{"task", string(ScopeTask), "session", string(ScopeSession)})
+	luaTable(b, "TASK_STATUS", []string{"working", wire.StatusWorking, "cancelled", wire.StatusCancelled})
+	luaTable(b, "SESSION_STATUS", []string{"active", wire.SessionActive, "cancelled", wire.SessionCancelled})
+	luaTable(b, "ENDPOINT_STATUS", []string{"active", wire.EndpointActive, "dead", wire.EndpointDead})
+	luaTable(b, "HOOK_STATUS", []string{"open", wire.HookOpen, "closed", wire.HookClosed})
 	luaTable(b, "CLOSED", []string{
-		"explicitly", ClosedExplicitly, "expired", ClosedExpired,
-		"task_terminal", ClosedTaskTerminal, "session_cancelled", ClosedSessionCancelled,
+		"explicitly", wire.CloseReasonClosed, "expired", wire.CloseReasonExpired,
+		"task_terminal", wire.CloseReasonTaskTerminal, "session_cancelled", wire.CloseReasonSessionCancelled,
 	})
+	luaTable(b, "FILL", []string{"queue_id", FillQueueID, "seq", FillSeq})
 	return b
+}
+
+// luaSets are the sets Go gives the scripts: a script writes one's name
+// where it wants the set, a table whose keys are its members (each true).
+func luaSets() map[string][]string {
+	var terminal []string
+	for _, st := range wire.TaskStatuses {
+		if wire.Terminal(st) {
+			terminal = append(terminal, st)
+		}
+	}
+	return map[string][]string{"TERMINAL_STATUSES": terminal}
 }
 
 // luaTable adds the names of one table (name, value, name, value ...).
@@ -48,32 +72,81 @@ func luaTable(b map[string]string, table string, pairs []string) {
 	}
 }
 
-// luaNameRef is a use of a shared name in a script.
-var luaNameRef = regexp.MustCompile(`\b(WAKE_KIND|WAKE_FIELD|HOOK_FIELD|OUTBOX_FIELD|OUTBOX_SCOPE|CLOSED)\.([A-Za-z_]+)\b`)
+// luaLiteral is s as a Lua string literal: quoted, with the quote, the
+// backslash and every byte that is not printable ASCII escaped.
+func luaLiteral(s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c > 0x7e:
+			fmt.Fprintf(&b, `\%03d`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
 
-// luaNameTable is any mention of a table of shared names, in code or not.
-var luaNameTable = regexp.MustCompile(`\b(WAKE_KIND|WAKE_FIELD|HOOK_FIELD|OUTBOX_FIELD|OUTBOX_SCOPE|CLOSED)\b`)
+// luaSet is a set as a Lua table constructor, its members in order.
+func luaSet(members []string) string {
+	parts := make([]string, len(members))
+	for i, m := range members {
+		parts[i] = "[" + luaLiteral(m) + "] = true"
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// luaNamePatterns are what inlineNames looks for: a use of a shared name
+// (TABLE.name), any mention of a table of shared names, and a use of a set.
+func luaNamePatterns(names map[string]string, sets map[string][]string) (ref, table, set *regexp.Regexp) {
+	var tables []string
+	for n := range names {
+		t, _, _ := strings.Cut(n, ".")
+		if !slices.Contains(tables, t) {
+			tables = append(tables, t)
+		}
+	}
+	var setNames []string
+	for n := range sets {
+		setNames = append(setNames, n)
+	}
+	sort.Strings(tables)
+	sort.Strings(setNames)
+	alt := strings.Join(tables, "|")
+	ref = regexp.MustCompile(`\b(` + alt + `)\.([A-Za-z_]+)\b`)
+	table = regexp.MustCompile(`\b(` + alt + `)\b`)
+	set = regexp.MustCompile(`\b(` + strings.Join(setNames, "|") + `)\b`)
+	return ref, table, set
+}
 
 // inlineNames replaces each use of a shared name in a script's source with
-// its value as a Lua string. A name Go does not define, or a table used other
-// than by one of its names in code, is an error: the script is not loaded.
-// The result is the same text on every replica, and so is its SHA.
+// its value as a Lua string, and each use of a set with its table. A name
+// Go does not define, or a table used other than by one of its names in
+// code, is an error: the script is not loaded. The result is the same text
+// on every replica, and so is its SHA.
 func inlineNames(src string) (string, error) {
-	names := luaNames()
+	names, sets := luaNames(), luaSets()
+	refPattern, tablePattern, setPattern := luaNamePatterns(names, sets)
 	var errs []error
-	out := luaNameRef.ReplaceAllStringFunc(src, func(ref string) string {
+	out := refPattern.ReplaceAllStringFunc(src, func(ref string) string {
 		v, ok := names[ref]
 		if !ok {
 			errs = append(errs, fmt.Errorf("lua: unknown name %s", ref))
 			return ref
 		}
-		return "'" + v + "'"
+		return luaLiteral(v)
 	})
+	out = setPattern.ReplaceAllStringFunc(out, func(name string) string { return luaSet(sets[name]) })
 	for _, line := range strings.Split(out, "\n") {
 		if i := strings.Index(line, "--"); i >= 0 {
 			line = line[:i]
 		}
-		if m := luaNameTable.FindString(line); m != "" {
+		if m := tablePattern.FindString(line); m != "" {
 			errs = append(errs, fmt.Errorf("lua: table %s used other than by a name: %q", m, line))
 		}
 	}

@@ -29,8 +29,17 @@ const (
 	outboxFieldSession  = "s"
 	outboxFieldTask     = "t"
 	outboxFieldEventID  = "eid"
+	outboxFieldType     = "ty" // the event's type, as the script that routed it matched it
 	outboxFieldEvent    = "e"
 	outboxFieldAttempt  = "n"
+)
+
+// The fields of a session's or task's hash that hold its notification
+// endpoints: the list of their views, and each one's secret under this
+// prefix and its endpoint id (luanames.go hands them to the scripts).
+const (
+	recordFieldEndpoints = "nfy"
+	recordFieldSecret    = "sec:"
 )
 
 // OutboxGroup is the consumer group every replica reads the outbox through.
@@ -128,11 +137,11 @@ func (s *Store) EndpointSecrets(ctx context.Context, key string) (NewEndpoints, 
 		return NewEndpoints{}, unavailable(err)
 	}
 	out := NewEndpoints{}
-	if l := h["nfy"]; l != "" {
+	if l := h[recordFieldEndpoints]; l != "" {
 		out.List = []byte(l)
 	}
 	for f, v := range h {
-		if id, ok := strings.CutPrefix(f, "sec:"); ok {
+		if id, ok := strings.CutPrefix(f, recordFieldSecret); ok {
 			out.Secrets = append(out.Secrets, id, v)
 		}
 	}
@@ -155,7 +164,7 @@ type Target struct {
 // of its endpoints they go to.
 func (s *Store) Targets(ctx context.Context, p int, entries []OutboxEntry) ([]Target, error) {
 	type recordRead struct {
-		fields []string       // nfy, owner, then sec:<endpoint id> of each endpoint asked for
+		fields []string       // the endpoint list, owner, then the secret of each endpoint asked for
 		at     map[string]int // endpoint id → its secret's place in fields
 		cmd    *redis.SliceCmd
 	}
@@ -165,13 +174,13 @@ func (s *Store) Targets(ctx context.Context, p int, entries []OutboxEntry) ([]Ta
 		key := s.EndpointRecord(p, e)
 		r := reads[key]
 		if r == nil {
-			r = &recordRead{fields: []string{"nfy", "owner"}, at: map[string]int{}}
+			r = &recordRead{fields: []string{recordFieldEndpoints, "owner"}, at: map[string]int{}}
 			reads[key] = r
 			order = append(order, key)
 		}
 		if _, ok := r.at[e.EndpointID]; !ok {
 			r.at[e.EndpointID] = len(r.fields)
-			r.fields = append(r.fields, "sec:"+e.EndpointID)
+			r.fields = append(r.fields, recordFieldSecret+e.EndpointID)
 		}
 	}
 	pipe := s.RDB.Pipeline()
@@ -213,6 +222,7 @@ type OutboxEntry struct {
 	SessionID  string
 	TaskID     string // "" for a session event
 	EventID    string
+	EventType  string // the event's type, as the script that routed it matched it
 	Event      []byte // the event as stored (without its id)
 	Attempt    int    // 1 for the first
 }
@@ -222,7 +232,7 @@ type OutboxEntry struct {
 func (e OutboxEntry) fields(attempt int) string {
 	f := []string{
 		outboxFieldEndpoint, e.EndpointID, outboxFieldScope, string(e.Scope), outboxFieldSession, e.SessionID,
-		outboxFieldTask, e.TaskID, outboxFieldEventID, e.EventID, outboxFieldEvent, string(e.Event),
+		outboxFieldTask, e.TaskID, outboxFieldEventID, e.EventID, outboxFieldType, e.EventType, outboxFieldEvent, string(e.Event),
 		outboxFieldAttempt, strconv.Itoa(attempt),
 	}
 	b, _ := json.Marshal(f)
@@ -232,11 +242,20 @@ func (e OutboxEntry) fields(attempt int) string {
 func parseOutboxEntry(m redis.XMessage) OutboxEntry {
 	str := func(k string) string { v, _ := m.Values[k].(string); return v }
 	n, _ := strconv.Atoi(str(outboxFieldAttempt))
-	return OutboxEntry{
+	e := OutboxEntry{
 		ID: m.ID, EndpointID: str(outboxFieldEndpoint), Scope: Scope(str(outboxFieldScope)),
 		SessionID: str(outboxFieldSession), TaskID: str(outboxFieldTask), EventID: str(outboxFieldEventID),
-		Event: []byte(str(outboxFieldEvent)), Attempt: max(n, 1),
+		EventType: str(outboxFieldType), Event: []byte(str(outboxFieldEvent)), Attempt: max(n, 1),
 	}
+	if _, ok := m.Values[outboxFieldType]; !ok {
+		// Routed by an earlier version, which did not keep the type.
+		var head struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(e.Event, &head)
+		e.EventType = head.Type
+	}
+	return e
 }
 
 // EnsureOutboxGroup creates partition p's outbox and its consumer group when
@@ -339,7 +358,6 @@ type Settlement struct {
 	RetryAt    time.Time     // SettleRetry
 	Attempt    int           // SettleRetry: the attempt number the retry carries
 	Reason     string        // SettleDeadLetter: the last error; SettleEndpointDead: why
-	EventType  string        // SettleDeadLetter
 	Now        time.Time     // SettleDeadLetter
 	DeadLetter time.Duration // SettleDeadLetter: how long dead letters are kept
 }
@@ -373,7 +391,7 @@ const (
 
 func (e OutboxEntry) deadLetter(st Settlement) string {
 	b, _ := json.Marshal([]string{
-		deadLetterEndpoint, e.EndpointID, deadLetterEventID, e.EventID, deadLetterType, st.EventType,
+		deadLetterEndpoint, e.EndpointID, deadLetterEventID, e.EventID, deadLetterType, e.EventType,
 		deadLetterTask, e.TaskID, deadLetterAttempts, strconv.Itoa(e.Attempt), deadLetterError, st.Reason,
 		deadLetterAt, ms(st.Now),
 	})

@@ -154,3 +154,48 @@ func TestClaimOutboxReachesAnEntryBehindHeldOnes(t *testing.T) {
 		}
 	})
 }
+
+// An outbox entry carries the type of its event as the routing script
+// matched it, through a retry too, and a dead letter keeps it; an entry
+// routed by an earlier version, without it, gets it from its event.
+func TestOutboxEntryCarriesItsType(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		f := outboxFixture(t, s, "alice", false, 1, "")
+		entries := readOutbox(t, s, f, "reader")
+		if len(entries) != 1 || entries[0].EventType != "task.created" {
+			t.Fatalf("entries %+v, want one of type task.created", entries)
+		}
+		e := entries[0]
+		if ok, err := s.SettleOutbox(ctx, f.part, e, store.Settlement{How: store.SettleRetry, RetryAt: f.now, Attempt: 2}); err != nil || !ok {
+			t.Fatalf("retry: %v, %v", ok, err)
+		}
+		if n, err := s.MoveDueRetries(ctx, f.part, f.now.Add(time.Second), 10); err != nil || n != 1 {
+			t.Fatalf("moved %d, %v", n, err)
+		}
+		again := readOutbox(t, s, f, "reader")
+		if len(again) != 1 || again[0].EventType != "task.created" || again[0].Attempt != 2 {
+			t.Fatalf("the retry: %+v", again)
+		}
+		if ok, err := s.SettleOutbox(ctx, f.part, again[0], store.Settlement{How: store.SettleDeadLetter, Reason: "gave up", Now: f.now, DeadLetter: time.Hour}); err != nil || !ok {
+			t.Fatalf("dead letter: %v, %v", ok, err)
+		}
+		dead, err := s.DeadLetters(ctx, f.part, f.session, "", 10)
+		if err != nil || len(dead) != 1 || dead[0].EventType != "task.created" {
+			t.Fatalf("dead letters %+v, %v", dead, err)
+		}
+
+		err = s.RDB.XAdd(ctx, &redis.XAddArgs{Stream: s.Keys.Outbox(f.part), Values: []string{
+			"ep", "ep_session", "sc", string(store.ScopeSession), "s", f.session, "t", "", "eid", "1-0",
+			"e", `{"type":"session.created","sessionId":"x"}`, "n", "1",
+		}}).Err()
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := readOutbox(t, s, f, "reader")
+		if len(old) != 1 || old[0].EventType != "session.created" {
+			t.Fatalf("an entry without its type: %+v", old)
+		}
+	})
+}

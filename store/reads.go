@@ -440,8 +440,8 @@ func parseReadOwnedEndpoints(v any) (OwnedRecord, error) {
 		return OwnedRecord{}, ErrNotFound
 	}
 	out := OwnedRecord{JSON: []byte(rec)}
-	if nfy, _ := pair[1].(string); nfy != "" {
-		out.Endpoints = []byte(nfy)
+	if list, _ := pair[1].(string); list != "" {
+		out.Endpoints = []byte(list)
 	}
 	return out, nil
 }

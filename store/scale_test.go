@@ -260,10 +260,8 @@ func TestHookReadsOfAHundredLargeBodies(t *testing.T) {
 			res, err := s.IngestHook(ctx, store.HookIngest{
 				Partition: f.part, HookID: f.hook, TaskID: f.task, SessionID: f.session, ProviderEventID: fmt.Sprint("p", i),
 				Burst: 1000, Method: "POST", ContentType: "text/plain", Headers: []byte(`{}`), Body: []byte(bodyOf(i)),
-				Event: [3][]byte{
-					[]byte(`{"type":"hook.received","sessionId":"` + f.session + `","data":{"hookId":"` + f.hook + `","eventId":"`),
-					[]byte(`","seq":`), []byte(`}}`),
-				},
+				Event: []byte(`{"type":"hook.received","sessionId":"` + f.session + `","data":{"hookId":"` + f.hook +
+					`","eventId":"` + store.FillQueueID + `","seq":` + store.FillSeq + `}}`),
 				Now: now, ReceivedAt: now.UTC().Format(time.RFC3339), Retention: time.Hour,
 			})
 			if err == nil && res.Outcome != store.OK {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // TaskCancel is one live task's cancellation, computed from ExpectRevision.
@@ -105,8 +107,8 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 	args := []any{hash, ttl, ms(now), logMinID(now, retention), sessionID, ms(now.Add(CancelLease))}
 	for _, t := range tasks {
 		keys = append(keys, s.Keys.Task(p, t.ID), s.Keys.TaskLog(p, t.ID),
-			s.Keys.OwnerTasksByStatus(p, t.Owner, t.OldStatus), s.Keys.OwnerTasksByStatus(p, t.Owner, "cancelled"),
-			s.Keys.SessionTasksByStatus(p, sessionID, t.OldStatus), s.Keys.SessionTasksByStatus(p, sessionID, "cancelled"))
+			s.Keys.OwnerTasksByStatus(p, t.Owner, t.OldStatus), s.Keys.OwnerTasksByStatus(p, t.Owner, wire.StatusCancelled),
+			s.Keys.SessionTasksByStatus(p, sessionID, t.OldStatus), s.Keys.SessionTasksByStatus(p, sessionID, wire.StatusCancelled))
 		// No snapshot in the wake-ups: a cancel of many tasks would send every
 		// replica every record; a replica that waits on one reads it.
 		args = append(args, t.ID, t.ExpectRevision, t.JSON, "", t.Event)

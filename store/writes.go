@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/ids"
 )
 
@@ -178,16 +180,12 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID),
 		s.Keys.SessionLog(p, w.SessionID), s.Keys.OwnerTasks(p, w.Principal),
 		s.Keys.SessionTasks(p, w.SessionID), idemKey, s.Keys.Wake(p), s.Keys.OwnerSessions(p, w.Principal),
-		s.Keys.SessionLive(p, w.SessionID), s.Keys.OwnerTasksByStatus(p, w.Principal, "working"),
-		s.Keys.SessionTasksByStatus(p, w.SessionID, "working"), s.Keys.OwnerTasksByKind(p, w.Principal, w.Kind),
+		s.Keys.SessionLive(p, w.SessionID), s.Keys.OwnerTasksByStatus(p, w.Principal, wire.StatusWorking),
+		s.Keys.SessionTasksByStatus(p, w.SessionID, wire.StatusWorking), s.Keys.OwnerTasksByKind(p, w.Principal, w.Kind),
 		s.Keys.Outbox(p),
 	}
-	admin := "0"
-	if w.Admin {
-		admin = "1"
-	}
 	args := []any{
-		idemHash, idemTTL, w.Principal, admin, w.ID, w.JSON, ms(w.Now),
+		idemHash, idemTTL, w.Principal, flag(w.Admin), w.ID, w.JSON, ms(w.Now),
 		ms(w.ExpiresAt), w.Event, w.minID(), wakeCarries(w.JSON), w.SessionID,
 		w.MaxLive, w.Requester, w.Kind,
 	}
@@ -202,6 +200,7 @@ type TaskUpdate struct {
 	SessionID      string
 	ExpectRevision int64
 	Status         string
+	Ends           bool // the change ends the task (the state machine says its status becomes terminal)
 	JSON           []byte
 	Events         [][]byte
 	AnswerTokens   []AnswerToken // the answer tokens of the requests this change adds
@@ -237,9 +236,9 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		s.Keys.OwnerTasksByStatus(p, w.Owner, w.OldStatus), s.Keys.OwnerTasksByStatus(p, w.Owner, w.Status),
 		s.Keys.SessionTasksByStatus(p, w.SessionID, w.OldStatus), s.Keys.SessionTasksByStatus(p, w.SessionID, w.Status),
 		s.Keys.Session(p, w.SessionID), s.Keys.Outbox(p))
-	args := make([]any, 0, 14+len(w.Events)+len(w.AnswerTokens))
+	args := make([]any, 0, 13+len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
 	args = append(args, idemHash, idemTTL, w.ExpectRevision, w.Status, w.JSON,
-		ms(w.Now), w.minID(), w.ID, w.SessionID, wakeCarries(w.JSON), len(w.Events))
+		ms(w.Now), w.minID(), w.ID, w.SessionID, wakeCarries(w.JSON), flag(w.Ends), len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e)
 	}

@@ -430,7 +430,8 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 		res, err := s.store.ApplyTask(ctx, store.TaskUpdate{
 			LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: idem},
 			ID:       id, SessionID: t.SessionID, ExpectRevision: t.Revision,
-			Status: string(change.Task.Status), JSON: next, Events: evs,
+			Status: string(change.Task.Status), Ends: change.Task.Status.Terminal() && !t.Status.Terminal(),
+			JSON: next, Events: evs,
 			AnswerTokens: tokens, SigninAttempts: attempts,
 			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
 			Owner:     t.Owner, OldStatus: string(t.Status),

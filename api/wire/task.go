@@ -11,6 +11,9 @@ const (
 	StatusCancelled     = "cancelled"
 )
 
+// TaskStatuses are every task status.
+var TaskStatuses = []string{StatusWorking, StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled}
+
 // Terminal reports whether a task with this status is completed, failed or
 // cancelled: no command changes it any more.
 func Terminal[S ~string](status S) bool {

@@ -7,8 +7,7 @@
 -- Returns {'ok', acked} | {'replay', body} | {'idem_conflict'} | {'not_found'}
 local r = idem_replay(KEYS[3], ARGV[1])
 if r then return r end
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner or (owner ~= ARGV[3] and ARGV[4] ~= '1') then return {'not_found'} end
+if not owned(redis.call('HGET', KEYS[1], 'owner'), ARGV[3], ARGV[4]) then return {'not_found'} end
 local has_group = false
 if redis.call('EXISTS', KEYS[2]) == 1 then
   for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[2])) do

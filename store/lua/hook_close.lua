@@ -10,13 +10,13 @@
 local r = idem_replay(KEYS[2], ARGV[1])
 if r then return r end
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'json')
-if not h[1] or (h[1] ~= ARGV[3] and ARGV[4] ~= '1') then return {'not_found'} end
+if not owned(h[1], ARGV[3], ARGV[4]) then return {'not_found'} end
 
 -- Every check is done; writes start here.
 local json = h[3]
-if h[2] == 'open' then
+if h[2] == HOOK_STATUS.open then
   json = ARGV[5]
-  redis.call('HSET', KEYS[1], 'status', 'closed', 'json', json)
+  redis.call('HSET', KEYS[1], 'status', HOOK_STATUS.closed, 'json', json)
   wake(KEYS[3], WAKE_KIND.hook, ARGV[6], ARGV[7], 0, '', {})
 end
 return idem_done(KEYS[2], ARGV[1], ARGV[2], json, {'ok', json})

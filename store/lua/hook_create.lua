@@ -16,17 +16,17 @@
 local r = idem_replay(KEYS[8], ARGV[1])
 if r then return r end
 local s = redis.call('HMGET', KEYS[3], 'owner', 'status')
-if not s[1] or (s[1] ~= ARGV[3] and ARGV[4] ~= '1') then return {'session_not_found'} end
-if s[2] ~= 'active' then return {'session_not_active'} end
+if not owned(s[1], ARGV[3], ARGV[4]) then return {'session_not_found'} end
+if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
 if ARGV[6] ~= '' then
   local st = redis.call('HGET', KEYS[4], 'status')
   if not st then return {'task_not_found'} end
-  if st == 'completed' or st == 'failed' or st == 'cancelled' then return {'task_terminal'} end
+  if terminal[st] then return {'task_terminal'} end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
 
-redis.call('HSET', KEYS[1], 'json', ARGV[7], 'owner', ARGV[3], 'status', 'open',
-  'exp', ARGV[10], 'kexp', ARGV[11], 'cfg', ARGV[8], 'seq', 0)
+redis.call('HSET', KEYS[1], 'json', ARGV[7], 'owner', ARGV[3], 'status', HOOK_STATUS.open,
+  'exp', ARGV[10], 'kexp', ARGV[11], HOOK_HASH.config, ARGV[8], 'seq', 0)
 redis.call('PEXPIREAT', KEYS[1], ARGV[11])
 redis.call('SET', KEYS[2], ARGV[5], 'PXAT', ARGV[11])
 redis.call('ZADD', KEYS[5], ARGV[9], ARGV[5])

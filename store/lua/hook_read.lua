@@ -15,16 +15,16 @@
 -- ARGV[10] '1' when the hook belongs to a task
 -- Returns {'ok', pending, dead-lettered, redelivered, next visible in ms (-1: none),
 --          {{eventId, deliveryCount, {field, value, ...}}, ...},
---          hook status ('open' | 'closed'), close reason ('' when open: else
---          closed, expired, task_terminal or session_cancelled)}
+--          hook status (HOOK_STATUS.open or .closed), close reason ('' when
+--          open, else one of CLOSED)}
 --       | {'not_found'} | {'too_many_groups'}
 local h = redis.call('HMGET', KEYS[1], 'owner', 'kexp', 'status', 'exp')
-if not h[1] or (h[1] ~= ARGV[1] and ARGV[2] ~= '1') then return {'not_found'} end
+if not owned(h[1], ARGV[1], ARGV[2]) then return {'not_found'} end
 local task = nil
 if ARGV[10] == '1' then task = KEYS[4] end
 local reason = hook_closed_reason(h[3], h[4], tonumber(ARGV[8]), task, KEYS[5])
-local hook_status = 'open'
-if reason then hook_status = 'closed' else reason = '' end
+local hook_status = HOOK_STATUS.open
+if reason then hook_status = HOOK_STATUS.closed else reason = '' end
 local q, dead, group, consumer = KEYS[2], KEYS[3], ARGV[3], ARGV[4]
 local count, vis, max = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 

@@ -10,18 +10,18 @@
 -- ARGV[1] principal   ARGV[2] '1' when the principal is an admin   ARGV[3] now ms
 -- ARGV[4] 'task' (a task's hook, its parents given), 'session' (a session's
 --         hook, its session given) or '' (the parents not given)
--- Returns {'ok', hook json, 'open' | 'closed', close reason ('' when open)}
+-- Returns {'ok', hook json, HOOK_STATUS.open or .closed, close reason ('' when open, else one of CLOSED)}
 --       | {'parents', hook json} | {'not_found'}
 local h = redis.call('HMGET', KEYS[1], 'owner', 'json', 'status', 'exp')
-if not h[1] or (h[1] ~= ARGV[1] and ARGV[2] ~= '1') then return {'not_found'} end
+if not owned(h[1], ARGV[1], ARGV[2]) then return {'not_found'} end
 local now = tonumber(ARGV[3])
 if ARGV[4] == '' then
   local own = hook_own_closed_reason(h[3], h[4], now)
-  if own then return {'ok', h[2], 'closed', own} end
+  if own then return {'ok', h[2], HOOK_STATUS.closed, own} end
   return {'parents', h[2]}
 end
 local task = nil
 if ARGV[4] == 'task' then task = KEYS[2] end
 local reason = hook_closed_reason(h[3], h[4], now, task, KEYS[3])
-if reason then return {'ok', h[2], 'closed', reason} end
-return {'ok', h[2], 'open', ''}
+if reason then return {'ok', h[2], HOOK_STATUS.closed, reason} end
+return {'ok', h[2], HOOK_STATUS.open, ''}

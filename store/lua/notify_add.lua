@@ -8,13 +8,13 @@
 --       | {'not_found'} | {'too_many'}
 local r = idem_replay(KEYS[2], ARGV[1])
 if r then return r end
-local h = redis.call('HMGET', KEYS[1], 'owner', 'nfy')
-if not h[1] or (h[1] ~= ARGV[3] and ARGV[4] ~= '1') then return {'not_found'} end
+local h = redis.call('HMGET', KEYS[1], 'owner', RECORD_FIELD.endpoints)
+if not owned(h[1], ARGV[3], ARGV[4]) then return {'not_found'} end
 local list = {}
 if h[2] then list = cjson.decode(h[2]) end
 if #list >= tonumber(ARGV[8]) then return {'too_many'} end
 
 list[#list + 1] = cjson.decode(ARGV[5])
-local nfy = cjson.encode(list)
-save_endpoints(KEYS[1], nfy, {ARGV[6], ARGV[7]})
-return idem_done(KEYS[2], ARGV[1], ARGV[2], ARGV[9], {'ok', nfy})
+local encoded = cjson.encode(list)
+save_endpoints(KEYS[1], encoded, {ARGV[6], ARGV[7]})
+return idem_done(KEYS[2], ARGV[1], ARGV[2], ARGV[9], {'ok', encoded})

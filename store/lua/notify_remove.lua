@@ -6,8 +6,8 @@
 -- Returns {'ok', the endpoint list left ('' for none)} | {'not_found'}
 local r = idem_replay(KEYS[2], ARGV[1])
 if r then return r end
-local h = redis.call('HMGET', KEYS[1], 'owner', 'nfy')
-if not h[1] or (h[1] ~= ARGV[3] and ARGV[4] ~= '1') or not h[2] then return {'not_found'} end
+local h = redis.call('HMGET', KEYS[1], 'owner', RECORD_FIELD.endpoints)
+if not owned(h[1], ARGV[3], ARGV[4]) or not h[2] then return {'not_found'} end
 local list, keep = cjson.decode(h[2]), {}
 for _, ep in ipairs(list) do
   if ep.endpointId ~= ARGV[5] then keep[#keep + 1] = ep end
@@ -16,10 +16,10 @@ if #keep == #list then return {'not_found'} end
 
 local left = ''
 if #keep == 0 then
-  redis.call('HDEL', KEYS[1], 'nfy')
+  redis.call('HDEL', KEYS[1], RECORD_FIELD.endpoints)
 else
   left = cjson.encode(keep)
-  redis.call('HSET', KEYS[1], 'nfy', left)
+  redis.call('HSET', KEYS[1], RECORD_FIELD.endpoints, left)
 end
-redis.call('HDEL', KEYS[1], 'sec:' .. ARGV[5])
+redis.call('HDEL', KEYS[1], RECORD_FIELD.secret .. ARGV[5])
 return idem_done(KEYS[2], ARGV[1], ARGV[2], '', {'ok', left})

@@ -21,16 +21,16 @@ elseif what == 'dead_letter' then
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', 1000, '*', unpack(cjson.decode(ARGV[5])))
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
 elseif what == 'endpoint_dead' then
-  local raw = redis.call('HGET', KEYS[3], 'nfy')
+  local raw = redis.call('HGET', KEYS[3], RECORD_FIELD.endpoints)
   if raw then
     local list = cjson.decode(raw)
     for _, ep in ipairs(list) do
       if ep.endpointId == ARGV[6] then
-        ep.status = 'dead'
+        ep.status = ENDPOINT_STATUS.dead
         ep.deadReason = ARGV[4]
       end
     end
-    redis.call('HSET', KEYS[3], 'nfy', cjson.encode(list))
+    redis.call('HSET', KEYS[3], RECORD_FIELD.endpoints, cjson.encode(list))
   end
 end
 return {'ok'}

@@ -1,11 +1,27 @@
 -- prelude.lua is put in front of every script. It and the scripts write the
--- names shared with Go as WAKE_KIND.task, HOOK_FIELD.method, CLOSED.expired,
--- ... (store/luanames.go), which are replaced by their values when the
--- scripts are loaded. It holds the helpers the scripts share; none of them
--- writes before the caller's checks are done.
+-- names shared with Go as WAKE_KIND.task, HOOK_STATUS.open, CLOSED.expired,
+-- ... and the sets Go gives them (TERMINAL_STATUSES) by name
+-- (store/luanames.go); each is replaced by its value when the scripts are
+-- loaded, so no status, reason or field name Go chose is spelled here. It
+-- holds the helpers the scripts share; none of them writes before the
+-- caller's checks are done.
+
+-- owned is authz.Principal.CanAccess, the rule of who may see and change a
+-- record: its owner, or an admin; a principal with no id owns nothing.
+-- owner is the record's owner field (nil or false: no such record),
+-- principal and admin the script's ARGV for them (admin: '1' for an admin).
+-- Every script that checks ownership asks it.
+local function owned(owner, principal, admin)
+  if not owner then return false end
+  return (principal ~= '' and owner == principal) or admin == '1'
+end
+
+-- terminal holds the task statuses no command changes any more
+-- (wire.Terminal, as Go gives them): terminal[status] is true for those.
+local terminal = TERMINAL_STATUSES
 
 -- Every write carries a command id: the caller's idempotency key, or one the
--- server made for this one command (hash 'cmd'). A script run again with the
+-- server made for this one command (hash IDEM.command). A script run again with the
 -- same id (a client library re-sending after a timeout, a retry after a
 -- dropped connection) answers what the first run answered and changes
 -- nothing.
@@ -19,7 +35,7 @@
 -- the same server); a caller's key is a hash (h: body hash, b: body).
 local function idem_replay(key, hash)
   if hash == '' then return nil end
-  if hash == 'cmd' then
+  if hash == IDEM.command then
     local rec = redis.call('GET', key)
     if not rec then return nil end
     return cjson.decode(rec)
@@ -35,7 +51,7 @@ end
 -- replay.
 local function idem_done(key, hash, ttl, body, reply)
   if hash == '' then return reply end
-  if hash == 'cmd' then
+  if hash == IDEM.command then
     redis.call('SET', key, cjson.encode(reply), 'PX', ttl)
     return reply
   end
@@ -169,12 +185,13 @@ local function event_type(ev)
 end
 
 -- Notification endpoints live in the hash of the session or task they
--- belong to, and expire with it: field 'nfy' is the JSON array of their
--- views (as the API shows them, never the secret), field 'sec:<endpointId>'
--- each one's signing secret, sealed by the service before it gets here
--- (field_reseal seals one stored in clear by an earlier version).
+-- belong to, and expire with it: field RECORD_FIELD.endpoints is the JSON
+-- array of their views (as the API shows them, never the secret), field
+-- RECORD_FIELD.secret .. endpointId each one's signing secret, sealed by the
+-- service before it gets here (reseal seals one stored in clear by an
+-- earlier version).
 --
--- endpoints_of decodes the lists given, each {scope, nfy field or false}
+-- endpoints_of decodes the lists given, each {scope, endpoints field or false}
 -- (scope: OUTBOX_SCOPE.task or .session, whose hash the list came from),
 -- into one list of the active endpoints, each marked with its scope.
 local function endpoints_of(lists)
@@ -182,7 +199,7 @@ local function endpoints_of(lists)
   for _, l in ipairs(lists) do
     if l[2] and l[2] ~= '' then
       for _, ep in ipairs(cjson.decode(l[2])) do
-        if ep.status == 'active' then
+        if ep.status == ENDPOINT_STATUS.active then
           ep.scope = l[1]
           eps[#eps + 1] = ep
         end
@@ -194,19 +211,31 @@ end
 
 -- save_endpoints writes a record's endpoint list and the secrets of the new
 -- endpoints (pairs: endpoint id, secret, ...).
-local function save_endpoints(rec, nfy, pairs_)
-  if nfy == '' then return end
-  redis.call('HSET', rec, 'nfy', nfy)
+local function save_endpoints(rec, list, pairs_)
+  if list == '' then return end
+  redis.call('HSET', rec, RECORD_FIELD.endpoints, list)
   for i = 1, #pairs_, 2 do
-    redis.call('HSET', rec, 'sec:' .. pairs_[i], pairs_[i + 1])
+    redis.call('HSET', rec, RECORD_FIELD.secret .. pairs_[i], pairs_[i + 1])
   end
+end
+
+-- reseal replaces a secret kept in a hash field by the same secret sealed
+-- again (the service decided it should be: authz.Vault.OpenKept), only
+-- while the field still holds what the service read: a hash that is gone is
+-- not brought back, and a field changed since is left alone. It reports
+-- whether it wrote.
+local function reseal(key, field, read, sealed)
+  if redis.call('HGET', key, field) ~= read then return false end
+  redis.call('HSET', key, field, sealed)
+  return true
 end
 
 -- route enqueues one outbox entry per endpoint in eps that takes the event's
 -- type, in the same script as the change the event reports: the outbox
 -- never misses a committed event and never holds one that was not
--- committed. The dispatcher (callbacks.Dispatcher) reads the partition's
--- outbox through a consumer group.
+-- committed. The entry carries the type matched here, so no reader parses
+-- the event for it. The dispatcher (callbacks.Dispatcher) reads the
+-- partition's outbox through a consumer group.
 local function route(outbox, eps, session, task, eid, ev)
   if #eps == 0 then return end
   local typ = event_type(ev)
@@ -215,7 +244,7 @@ local function route(outbox, eps, session, task, eid, ev)
       if kind == typ then
         redis.call('XADD', outbox, '*', OUTBOX_FIELD.endpoint, ep.endpointId,
           OUTBOX_FIELD.scope, ep.scope, OUTBOX_FIELD.session, session, OUTBOX_FIELD.task, task,
-          OUTBOX_FIELD.event_id, eid, OUTBOX_FIELD.event, ev, OUTBOX_FIELD.attempt, 1)
+          OUTBOX_FIELD.event_id, eid, OUTBOX_FIELD.type, typ, OUTBOX_FIELD.event, ev, OUTBOX_FIELD.attempt, 1)
         break
       end
     end
@@ -289,7 +318,7 @@ end
 -- hook_own_closed_reason is its first part, what the hook's own fields
 -- decide: enough to say a hook is closed, never that it is open.
 local function hook_own_closed_reason(status, exp, now)
-  if status ~= 'open' then return CLOSED.explicitly end
+  if status ~= HOOK_STATUS.open then return CLOSED.explicitly end
   if now >= tonumber(exp) then return CLOSED.expired end
   return nil
 end
@@ -299,12 +328,10 @@ local function hook_closed_reason(status, exp, now, task, session)
   if own then return own end
   if task then
     local st = redis.call('HGET', task, 'status')
-    if not st or st == 'completed' or st == 'failed' or st == 'cancelled' then
-      return CLOSED.task_terminal
-    end
+    if not st or terminal[st] then return CLOSED.task_terminal end
   end
   local ses = redis.call('HGET', session, 'status')
   if not ses then return CLOSED.expired end
-  if ses ~= 'active' then return CLOSED.session_cancelled end
+  if ses ~= SESSION_STATUS.active then return CLOSED.session_cancelled end
   return nil
 end

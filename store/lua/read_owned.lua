@@ -10,8 +10,8 @@
 -- false when there is no such record for this principal.
 local h = redis.call('HMGET', KEYS[1], 'owner', 'requester')
 if not h[1] then return false end
-if h[1] == ARGV[1] or ARGV[2] == '1' or (ARGV[3] == '1' and h[2] == ARGV[1]) then
-  if ARGV[4] == '1' then return redis.call('HMGET', KEYS[1], 'json', 'nfy') end
+if owned(h[1], ARGV[1], ARGV[2]) or (ARGV[3] == '1' and h[2] == ARGV[1]) then
+  if ARGV[4] == '1' then return redis.call('HMGET', KEYS[1], 'json', RECORD_FIELD.endpoints) end
   return redis.call('HGET', KEYS[1], 'json')
 end
 return false

@@ -14,9 +14,9 @@ local r = idem_replay(KEYS[2], ARGV[1])
 if r then return r end
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return {'not_found'} end
-if status ~= 'active' then return {'already'} end
+if status ~= SESSION_STATUS.active then return {'already'} end
 
-redis.call('HSET', KEYS[1], 'status', 'cancelled', 'json', ARGV[3], 'reason', ARGV[4], 'cancelling', '1')
+redis.call('HSET', KEYS[1], 'status', SESSION_STATUS.cancelled, 'json', ARGV[3], 'reason', ARGV[4], 'cancelling', '1')
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[6])
 redis.call('PEXPIRE', KEYS[3], 86400000)
 wake(KEYS[4], WAKE_KIND.session, ARGV[6], ARGV[6], 0, '', {})

@@ -21,7 +21,7 @@ if redis.call('LLEN', KEYS[4]) ~= tonumber(ARGV[8]) then return {'tasks_left'} e
 local ms, seq = next_id(ARGV[3], {KEYS[2]})
 local id = format_id(ms, seq)
 redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], id, 'e', ARGV[6])
-route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[1], 'nfy')}}), ARGV[5], '', id, ARGV[6])
+route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[1], RECORD_FIELD.endpoints)}}), ARGV[5], '', id, ARGV[6])
 redis.call('HDEL', KEYS[1], 'cancelling', 'reason')
 redis.call('DEL', KEYS[3], KEYS[4])
 redis.call('ZREM', KEYS[5], ARGV[5])

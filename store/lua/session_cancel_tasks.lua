@@ -20,7 +20,7 @@ local ntasks = (#KEYS - 8) / 6
 local take = {}
 local logs = {KEYS[2]}
 for i = 0, ntasks - 1 do
-  local t = redis.call('HMGET', KEYS[9 + 6 * i], 'rev', 'created', 'nfy')
+  local t = redis.call('HMGET', KEYS[9 + 6 * i], 'rev', 'created', RECORD_FIELD.endpoints)
   if t[1] == ARGV[8 + 5 * i] then
     take[#take + 1] = {i, t[2], t[3]}
     logs[#logs + 1] = KEYS[10 + 6 * i]
@@ -28,7 +28,7 @@ for i = 0, ntasks - 1 do
 end
 
 local out = {'ok'}
-local ses_nfy = redis.call('HGET', KEYS[1], 'nfy')
+local ses_endpoints = redis.call('HGET', KEYS[1], RECORD_FIELD.endpoints)
 local ms, seq = next_id(ARGV[3], logs)
 for _, pick in ipairs(take) do
   local i, created = pick[1], pick[2]
@@ -36,10 +36,10 @@ for _, pick in ipairs(take) do
   local id = format_id(ms, seq)
   seq = seq + 1
   local rev = tonumber(ARGV[a + 1]) + 1
-  redis.call('HSET', KEYS[k], 'rev', rev, 'status', 'cancelled', 'json', ARGV[a + 2])
+  redis.call('HSET', KEYS[k], 'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2])
   redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], id, 'e', ARGV[a + 4])
   task_log_append(KEYS[k + 1], id, ARGV[a + 4], is_stream(KEYS[k + 1]))
-  route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_nfy}}),
+  route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_endpoints}}),
     ARGV[5], ARGV[a], id, ARGV[a + 4])
   redis.call('ZREM', KEYS[3], ARGV[a])
   move_status(ARGV[a], created, redis.call('PEXPIRETIME', KEYS[k]), KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])

@@ -12,7 +12,7 @@ local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
 
-redis.call('HSET', KEYS[1], 'json', ARGV[5], 'status', 'active', 'owner', ARGV[4])
+redis.call('HSET', KEYS[1], 'json', ARGV[5], 'status', SESSION_STATUS.active, 'owner', ARGV[4])
 save_endpoints(KEYS[1], ARGV[11], {unpack(ARGV, 12)})
 local ms, seq = next_id(ARGV[6], {KEYS[2]})
 local id = format_id(ms, seq)

@@ -13,29 +13,32 @@
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
 -- ARGV[10] '1' when the wake-up carries the new task json, '' when it is too large
--- ARGV[11] n, the number of events
--- ARGV[12..11+n] event json, one per event, in order
--- ARGV[12+n] the task's expire-at ms (the answer token keys end with it)
--- ARGV[13+n..12+n+m] the value of each answer token and attempt key, in KEYS order
+-- ARGV[11] '1' when the change ends the task (the state machine decided:
+--          its status becomes terminal), so it leaves the session's live tasks
+-- ARGV[12] n, the number of events
+-- ARGV[13..12+n] event json, one per event, in order
+-- ARGV[13+n] the task's expire-at ms (the answer token keys end with it)
+-- ARGV[14+n..13+n+m] the value of each answer token and attempt key, in KEYS order
 -- Returns {'ok', eventId...} | {'replay', body} | {'idem_conflict'}
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
 -- The task's json is read only for a conflict: the change replaces it.
-local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', 'nfy')
+local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints)
 if not cur[1] then return {'not_found'} end
 if cur[1] ~= ARGV[3] then return {'conflict', redis.call('HGET', KEYS[1], 'json')} end
 local m = #KEYS - 12
 
-local n = tonumber(ARGV[11])
-local expire_at = ARGV[12 + n]
+local n = tonumber(ARGV[12])
+local expire_at = ARGV[13 + n]
 local rev = tonumber(ARGV[3]) + 1
 redis.call('HSET', KEYS[1], 'rev', rev, 'status', ARGV[4], 'json', ARGV[5])
 local ms, seq = next_id(ARGV[6], {KEYS[3], KEYS[2]})
 local out = {'ok'}
-local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]}, {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], 'nfy')}})
+local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]},
+  {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], RECORD_FIELD.endpoints)}})
 local stream = is_stream(KEYS[2])
-for i = 12, 11 + n do
+for i = 13, 12 + n do
   local id = format_id(ms, seq)
   redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[7], id, 'e', ARGV[i])
   task_log_append(KEYS[2], id, ARGV[i], stream)
@@ -44,14 +47,12 @@ for i = 12, 11 + n do
   seq = seq + 1
 end
 for k = 6, 5 + m do
-  redis.call('SET', KEYS[k], ARGV[12 + n + k - 5], 'PXAT', expire_at)
+  redis.call('SET', KEYS[k], ARGV[13 + n + k - 5], 'PXAT', expire_at)
 end
 if cur[2] ~= ARGV[4] and cur[3] then
   local ix = 6 + m
-  if ARGV[4] == 'completed' or ARGV[4] == 'failed' or ARGV[4] == 'cancelled' then
-    redis.call('ZREM', KEYS[ix], ARGV[8])
-  end
+  if ARGV[11] == '1' then redis.call('ZREM', KEYS[ix], ARGV[8]) end
   move_status(ARGV[8], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
 end
-wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10] == '1' and ARGV[5] or '', {unpack(ARGV, 12, 11 + n)})
+wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10] == '1' and ARGV[5] or '', {unpack(ARGV, 13, 12 + n)})
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)

@@ -25,9 +25,9 @@
 --       | {'too_many_tasks', live}
 local r = idem_replay(KEYS[7], ARGV[1])
 if r then return r end
-local s = redis.call('HMGET', KEYS[1], 'owner', 'status', 'nfy')
-if not s[1] or (s[1] ~= ARGV[3] and ARGV[4] ~= '1') then return {'session_not_found'} end
-if s[2] ~= 'active' then return {'session_not_active'} end
+local s = redis.call('HMGET', KEYS[1], 'owner', 'status', RECORD_FIELD.endpoints)
+if not owned(s[1], ARGV[3], ARGV[4]) then return {'session_not_found'} end
+if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
 local max_live = tonumber(ARGV[13])
 if max_live > 0 then
@@ -35,7 +35,7 @@ if max_live > 0 then
   if live >= max_live then return {'too_many_tasks', live} end
 end
 
-redis.call('HSET', KEYS[2], 'rev', 1, 'status', 'working', 'json', ARGV[6], 'owner', ARGV[3],
+redis.call('HSET', KEYS[2], 'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[6], 'owner', ARGV[3],
   'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7])
 save_endpoints(KEYS[2], ARGV[17], {unpack(ARGV, 18)})
 local ms, seq = next_id(ARGV[7], {KEYS[4], KEYS[3]})
