@@ -32,7 +32,7 @@ func settings(c *Config) []setting {
 		{"TASKHOOK_REDIS_CLUSTER", "", "false", "the URL lists Redis Cluster nodes", into(&c.RedisCluster, strconv.ParseBool)},
 		{"TASKHOOK_REDIS_PREFIX", "redis-prefix", "th:", "key prefix", into(&c.RedisPrefix, text)},
 		{"TASKHOOK_PARTITIONS", "", "16", "partitions of the keys; fixed per deployment", into(&c.Partitions, strconv.Atoi)},
-		{"TASKHOOK_REDIS_TIMEOUT", "", "2s", "the whole of one Redis command; past it the request is a 503", into(&c.RedisTimeout, time.ParseDuration)},
+		{"TASKHOOK_REDIS_TIMEOUT", "", "2s", "the whole of one Redis command; past it the request is a 503 (the embedded store: at least 30s)", into(&c.RedisTimeout, time.ParseDuration)},
 		{"TASKHOOK_JWT_SECRET", "jwt-secret", "(random in dev)", "HS256 secret, at least 32 bytes", into(&c.JWTSecret, text)},
 		{"TASKHOOK_JWKS_FILE", "jwks-file", "", "JWKS file of RS256, ES256 and EdDSA keys", into(&c.JWKSFile, text)},
 		{"TASKHOOK_JWT_AUDIENCE", "jwt-audience", "", "required aud", into(&c.JWTAudience, text)},

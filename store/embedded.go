@@ -49,6 +49,9 @@ const (
 // openEmbedded starts the server and returns it with the options of a client
 // that reaches it: the same go-redis client as for a real Redis, dialing an
 // in-memory connection instead of a socket.
+// embeddedTimeout is the least per-command timeout of the embedded store.
+const embeddedTimeout = 30 * time.Second
+
 func openEmbedded(cfg Config) (*embedded, *redis.Options, error) {
 	srv := miniredis.NewMiniRedis()
 	srv.SetTime(time.Now())

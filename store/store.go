@@ -135,6 +135,10 @@ func Open(ctx context.Context, cfg Config, m *metrics.Metrics, log *slog.Logger)
 	s := &Store{Keys: NewKeys(cfg.Prefix), scripts: scripts, Partitions: cfg.Partitions, metrics: m}
 	switch {
 	case cfg.URL == "":
+		// The embedded store is in this process: no network can stall it,
+		// and it runs one command at a time, so a timeout would only turn a
+		// long scan under load into 503s for everyone queued behind it.
+		cfg.Timeout = max(cfg.Timeout, embeddedTimeout)
 		var opts *redis.Options
 		if s.embedded, opts, err = openEmbedded(cfg); err != nil {
 			return nil, err
