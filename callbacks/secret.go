@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/store"
 )
 
@@ -53,7 +54,7 @@ func (r *Registrar) OpenReplay(p authz.Principal, kept []byte) ([]byte, error) {
 
 // Settle is store.Settle for a write whose stored answer may hold an
 // endpoint's secret: a replayed answer is opened for p.
-func (r *Registrar) Settle(p authz.Principal, o store.Outcome, replay []byte, what string) (store.Reply, error) {
+func (r *Registrar) Settle(p authz.Principal, o store.Outcome, replay []byte, what string) (idem.Reply, error) {
 	reply, err := store.Settle(o, replay, what)
 	if err == nil && reply.Replayed {
 		reply.JSON, err = r.OpenReplay(p, reply.JSON)

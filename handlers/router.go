@@ -4,12 +4,15 @@
 // keeps waiting long-polls and connections that wait for a request off
 // net/http's goroutine per connection.
 //
-// It imports the services (tasks, sessions, hooks), problem, store, authz,
-// metrics and api/wire; no service imports it.
+// It imports the services (tasks, sessions, hooks, connections, the
+// notification registrar of callbacks), the shapes they answer in (idem,
+// paging, problem, ids), authz, metrics, channels and api/wire; never store,
+// and no service imports it.
 package handlers
 
 import (
 	"cmp"
+	"context"
 	"github.com/taskhook/taskhook/api/wire"
 	"log/slog"
 	"net/http"
@@ -24,7 +27,6 @@ import (
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -36,13 +38,19 @@ type Deps struct {
 	Notify       *callbacks.Registrar // nil: the notification routes are not mounted
 	Slack        *Slack               // nil: the Slack interactions route is not mounted
 	Connections  *connections.Service // nil: the connection routes are not mounted
-	Store        *store.Store
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
 	Log          *slog.Logger
 	Parking      *Parking // nil: long-polls wait in their handlers
 	MaxBodyBytes int64    // default 1 MiB
 	Version      string   // reported by /v1/info
+
+	// Ready answers /readyz: nil while the store answers.
+	Ready func(context.Context) error
+	// StoreKind (redis, redis-cluster or embedded) and Partitions are
+	// reported by /v1/info.
+	StoreKind  string
+	Partitions int
 
 	// BodyTimeout is how long a request's body may take to arrive (default
 	// 15s); MaxInflightBodyBytes bounds the body bytes held in memory across
@@ -69,7 +77,9 @@ type api struct {
 	hooks       *hooks.Service
 	notify      *callbacks.Registrar
 	connections *connections.Service
-	store       *store.Store
+	ready       func(context.Context) error
+	storeKind   string
+	partitions  int
 	verifier    *authz.Verifier
 	metrics     *metrics.Metrics
 	httpMetrics *httpMetrics
@@ -85,7 +95,8 @@ type api struct {
 // New builds the router.
 func New(d Deps) http.Handler {
 	a := &api{
-		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections, store: d.Store,
+		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections,
+		ready: d.Ready, storeKind: d.StoreKind, partitions: d.Partitions,
 		verifier: d.Verifier, metrics: d.Metrics, httpMetrics: &httpMetrics{m: d.Metrics}, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
 		parking: d.Parking,
 	}

@@ -7,8 +7,9 @@
 // reads that wait on it (logreader.go). It knows byte blobs, stream ids and
 // partitions; the meaning of a task lives in package tasks.
 //
-// It imports ids, metrics and problem of this module, never a service: ids, tokens
-// and caches are not Redis and live in packages of their own.
+// It imports ids, idem, paging, metrics and problem of this module, never a
+// service: ids, tokens and caches are not Redis and live in packages of
+// their own.
 package store
 
 import (

@@ -1,8 +1,8 @@
 // Package tasks holds the task record, the pure state machine that decides
 // every change to it, and the service that applies changes through the store.
 //
-// It imports store, ids, tokens, cache, events, problem, authz, metrics and
-// api/wire, never handlers or another service.
+// It imports store, idem, paging, ids, tokens, cache, events, problem,
+// authz, metrics and api/wire, never handlers or another service.
 package tasks
 
 import (

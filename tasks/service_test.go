@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
@@ -37,7 +38,7 @@ func startTask(t *testing.T, s *store.Store, svc *tasks.Service, owner authz.Pri
 	t.Helper()
 	ctx := context.Background()
 	ses := sessions.NewService(sessions.Config{}, s, store.NewFanIn(s, store.FanInConfig{}, nil, nil, time.Now), time.Now)
-	sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, store.Idempotency{})
+	sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, idem.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func startTask(t *testing.T, s *store.Store, svc *tasks.Service, owner authz.Pri
 	if err := json.Unmarshal(sraw, &session); err != nil {
 		t.Fatal(err)
 	}
-	created, err := svc.Create(ctx, owner, tasks.CreateInput{SessionID: session.SessionID}, store.Idempotency{})
+	created, err := svc.Create(ctx, owner, tasks.CreateInput{SessionID: session.SessionID}, idem.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,16 +68,16 @@ func TestRunRetriesOnTheStoredTaskOnly(t *testing.T) {
 			return tasks.Command{Kind: tasks.CmdRequireInput, Requests: []tasks.InputRequest{{RequestID: rid, Prompt: "ok?"}}}
 		}
 		// a caches the task as input_required with r1 open ...
-		if _, err := a.Run(ctx, owner, id, ask("r1"), store.Idempotency{}); err != nil {
+		if _, err := a.Run(ctx, owner, id, ask("r1"), idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		// ... another replica answers r1: the task is working again ...
 		resp := tasks.Command{Kind: tasks.CmdRespond, Responses: []tasks.Answer{{RequestID: "r1", OptionID: "yes"}}, Answerer: tasks.Answerer{By: owner.ID, Via: "api"}}
-		if _, err := other.Run(ctx, owner, id, resp, store.Idempotency{}); err != nil {
+		if _, err := other.Run(ctx, owner, id, resp, idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		// ... and a asks again from its stale snapshot.
-		reply, err := a.Run(ctx, owner, id, ask("r2"), store.Idempotency{})
+		reply, err := a.Run(ctx, owner, id, ask("r2"), idem.Key{})
 		if err != nil {
 			t.Fatal(err)
 		}
