@@ -191,6 +191,41 @@ func (s *Service) AnswerAs(ctx context.Context, by Answerer, taskID string, answ
 	return done, t.InputRequests, nil
 }
 
+// TaskAnswer is one answer of those a channel gives together (the actions
+// of one Slack interaction): the task, and the answer to one of its
+// requests.
+type TaskAnswer struct {
+	TaskID string
+	Answer Answer
+}
+
+// AnswersTaken is what AnswerEach did: how many answers it took, the task
+// as the last one taken left it with the requests open before that answer
+// (as AnswerAs returns them), and the error that refused the next one (nil
+// when none was refused).
+type AnswersTaken struct {
+	Taken   int
+	Task    Task
+	Asked   []InputRequest
+	Refused error
+}
+
+// AnswerEach gives answers in order as by, each as AnswerAs gives one, and
+// stops at the first one refused: the answers taken before it stand.
+func (s *Service) AnswerEach(ctx context.Context, by Answerer, answers []TaskAnswer) AnswersTaken {
+	var took AnswersTaken
+	for _, a := range answers {
+		t, asked, err := s.AnswerAs(ctx, by, a.TaskID, a.Answer)
+		if err != nil {
+			took.Refused = err
+			break
+		}
+		took.Taken++
+		took.Task, took.Asked = t, asked
+	}
+	return took
+}
+
 // answerOne answers one request with the rights of the task's requester
 // under the rules of an answer URL, recorded as by's, with the stored task as
 // it is after.
