@@ -6,30 +6,20 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 )
 
-// Event is one stored post, as readers see it.
-type Event struct {
-	EventID         string            `json:"eventId"`
-	HookID          string            `json:"hookId"`
-	Seq             int64             `json:"seq"`
-	ReceivedAt      string            `json:"receivedAt"`
-	Method          string            `json:"method"`
-	ContentType     string            `json:"contentType"`
-	Headers         map[string]string `json:"headers"`
-	Body            *string           `json:"body,omitempty"`       // the body, when it is UTF-8
-	BodyBase64      *string           `json:"bodyBase64,omitempty"` // the body otherwise
-	ProviderEventID string            `json:"providerEventId,omitempty"`
-	DeliveryCount   int64             `json:"deliveryCount,omitempty"` // in reads through a group: 1 the first time
-}
+// Event is one stored post, as readers see it: its receivedAt is the text
+// stored when it came (events.Time's), and exactly one of its body fields
+// is set, even for an empty body.
+type Event = wire.HookEvent[string, *string]
 
 // DeadLetter is an event a group gave up on after the maximum deliveries.
 type DeadLetter struct {
