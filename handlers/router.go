@@ -6,8 +6,8 @@
 //
 // It imports the services (tasks, sessions, hooks, connections, the
 // notification registrar of callbacks), the shapes they answer in (idem,
-// paging, problem, ids), authz, metrics, channels and api/wire; never store,
-// and no service imports it.
+// paging, problem, ids), authz, metrics, channels and api/wire, and store
+// only for the shapes of a log read; no service imports it.
 package handlers
 
 import (
