@@ -14,7 +14,7 @@ import (
 
 // write runs one write of a route for the principal under its idempotency
 // key, with the body decoded into an In.
-type write[In any] func(ctx context.Context, p authz.Principal, in In, idem idem.Key) (idem.Reply, error)
+type write[In any] func(ctx context.Context, p authz.Principal, in In, key idem.Key) (idem.Reply, error)
 
 // serveWrite answers a write route: the body of the POST decoded strictly
 // into an In, the write run, and its stored reply written with status (or
@@ -37,8 +37,8 @@ func serveWrite[In any](a *api, w http.ResponseWriter, r *http.Request, status i
 // serveWrite with 201, and Location at base and the id the reply names.
 func creates[In, T any](a *api, run write[In], base string, id func(T) string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in In, idem idem.Key) (idem.Reply, error) {
-			reply, err := run(ctx, p, in, idem)
+		serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in In, key idem.Key) (idem.Reply, error) {
+			reply, err := run(ctx, p, in, key)
 			if err == nil {
 				setLocation(w, base, reply.JSON, id)
 			}
