@@ -164,7 +164,8 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Parking = parking.New(parking.Config{IdleTimeout: idleTimeout, HeaderTimeout: readHeaderTimeout}, a.Metrics)
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
-		Store: a.Store, Verifier: verifier, Parking: a.Parking,
+		Ready: a.Store.Ready, StoreKind: a.Store.Kind, Partitions: a.Store.Partitions,
+		Verifier: verifier, Parking: a.Parking,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 		MaxPreauthBodyBytes: cfg.MaxPreauthBodyBytes, MaxPreauthBodyBytesPerAddress: cfg.MaxPreauthBodyBytesPerAddress,

@@ -22,6 +22,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -574,7 +575,7 @@ const maxPerSession = 10000
 func (l *scaleLoader) fill(b *testing.B, ctx context.Context, n int) {
 	var sessionIDs []string
 	for need := n - len(l.ids); need > 0; need -= maxPerSession {
-		raw, _, err := l.srv.App.Sessions.Create(ctx, l.p, sessions.CreateInput{}, store.Idempotency{})
+		raw, _, err := l.srv.App.Sessions.Create(ctx, l.p, sessions.CreateInput{}, idem.Key{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -605,7 +606,7 @@ func (l *scaleLoader) fill(b *testing.B, ctx context.Context, n int) {
 					Kind:      "scale",
 					Input:     json.RawMessage(fmt.Sprintf(`{"repo":"x","i":%d}`, i)),
 				}
-				reply, err := l.srv.App.Tasks.Create(ctx, l.p, in, store.Idempotency{})
+				reply, err := l.srv.App.Tasks.Create(ctx, l.p, in, idem.Key{})
 				if err != nil {
 					b.Error(err)
 					return

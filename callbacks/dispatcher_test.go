@@ -18,6 +18,7 @@ import (
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/endpoints"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/sessions"
@@ -106,7 +107,7 @@ func (r replica) createSession(t *testing.T, eps ...wire.EndpointRequest) sessio
 // createSessionOf opens a session of who with the given endpoints.
 func (r replica) createSessionOf(t *testing.T, who authz.Principal, eps ...wire.EndpointRequest) sessions.Session {
 	t.Helper()
-	raw, _, err := r.sessions.Create(context.Background(), who, sessions.CreateInput{Notify: eps}, store.Idempotency{})
+	raw, _, err := r.sessions.Create(context.Background(), who, sessions.CreateInput{Notify: eps}, idem.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestDispatcherWaitsForEntriesWithoutHoldingASlot(t *testing.T) {
 	ses := r.createSession(t, wire.EndpointRequest{URL: recv.URL, Kinds: []string{wire.EventTaskCreated}})
 	const n = 5 // all in the session's partition
 	for range n {
-		if _, err := r.tasks.Create(context.Background(), owner, tasks.CreateInput{SessionID: ses.SessionID}, store.Idempotency{}); err != nil {
+		if _, err := r.tasks.Create(context.Background(), owner, tasks.CreateInput{SessionID: ses.SessionID}, idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 	}

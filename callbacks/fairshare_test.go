@@ -17,6 +17,7 @@ import (
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/netguard"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -60,7 +61,7 @@ func (h *hangingReceivers) holding() int {
 func (r replica) createTasks(t *testing.T, who authz.Principal, sessionID string, n int) {
 	t.Helper()
 	for range n {
-		if _, err := r.tasks.Create(context.Background(), who, tasks.CreateInput{SessionID: sessionID}, store.Idempotency{}); err != nil {
+		if _, err := r.tasks.Create(context.Background(), who, tasks.CreateInput{SessionID: sessionID}, idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 	}

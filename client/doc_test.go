@@ -35,6 +35,7 @@ var wireTypes = map[string]reflect.Type{
 	"HookVerify":            reflect.TypeFor[client.HookVerify](),
 	"HookResponse":          reflect.TypeFor[client.HookResponse](),
 	"CreateHookInput":       reflect.TypeFor[client.CreateHookInput](),
+	"HookEvent":             reflect.TypeFor[client.HookEvent](),
 	"HookBatch":             reflect.TypeFor[client.HookBatch](),
 	"EndpointRequest":       reflect.TypeFor[client.EndpointRequest](),
 	"SlackTarget":           reflect.TypeFor[client.SlackTarget](),

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -103,32 +101,22 @@ func (c *Client) CloseHook(ctx context.Context, id string, opts ...CallOption) (
 	return fetch[Hook](ctx, c, http.MethodPost, hookPath(id, "/close"), nil, struct{}{}, opts)
 }
 
-// HookEvent is one request an outside system posted to a hook.
-type HookEvent struct {
-	EventID         string            `json:"eventId"` // the cursor, and the id to ack
-	HookID          string            `json:"hookId"`
-	Seq             int64             `json:"seq"` // 1, 2, 3 ... in the order the hook stored them
-	ReceivedAt      time.Time         `json:"receivedAt"`
-	Method          string            `json:"method"`
-	ContentType     string            `json:"contentType"`
-	Headers         map[string]string `json:"headers"`              // an allowlist, lower-case names; never credentials or signatures
-	Body            string            `json:"body,omitempty"`       // the body, when it is UTF-8
-	BodyBase64      string            `json:"bodyBase64,omitempty"` // the body otherwise
-	ProviderEventID string            `json:"providerEventId,omitempty"`
-	DeliveryCount   int64             `json:"deliveryCount,omitempty"` // in reads through a group: 1 the first time
-}
-
-// Bytes returns the body as it was posted, whichever field carries it.
-func (e HookEvent) Bytes() ([]byte, error) {
-	if e.BodyBase64 != "" {
-		b, err := base64.StdEncoding.DecodeString(e.BodyBase64)
-		if err != nil {
-			return nil, fmt.Errorf("taskhook: decode the body of hook event %s: %w", e.EventID, err)
-		}
-		return b, nil
-	}
-	return []byte(e.Body), nil
-}
+// HookEvent is one request an outside system posted to a hook; its Bytes
+// method returns the body as it was posted, whichever field carries it. Its
+// fields:
+//
+//	EventID         string            // the cursor, and the id to ack
+//	HookID          string
+//	Seq             int64             // 1, 2, 3 ... in the order the hook stored them
+//	ReceivedAt      time.Time
+//	Method          string
+//	ContentType     string
+//	Headers         map[string]string // an allowlist, lower-case names; never credentials or signatures
+//	Body            string            // the body, when it is UTF-8
+//	BodyBase64      string            // the body otherwise
+//	ProviderEventID string
+//	DeliveryCount   int64             // in reads through a group: 1 the first time
+type HookEvent = wire.HookEvent[time.Time, string]
 
 // HookBatch is what one read of a consumer group delivered, and whether the
 // hook still takes posts. A closed hook gets no more events: once a batch

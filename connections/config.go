@@ -4,7 +4,8 @@
 // redirects to, and the tokens kept sealed in the vault under (requester,
 // connection).
 //
-// It imports tasks, store, authz, ids, tokens, problem, metrics and api/wire.
+// It imports tasks, store, idem, authz, ids, tokens, problem, metrics and
+// api/wire.
 package connections
 
 import (

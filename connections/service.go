@@ -19,6 +19,7 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/problem"
@@ -156,7 +157,7 @@ func (s *Service) redirectURI(c Connection, token string) string {
 // caller must be able to act for the requester now, not only when the task
 // was created (see mayUseTokens).
 func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in wire.AuthorizationAsk,
-	idem store.Idempotency) (*wire.ConnectionToken, *wire.AuthorizationPending, error) {
+	idem idem.Key) (*wire.ConnectionToken, *wire.AuthorizationPending, error) {
 	if in.Connection == "" {
 		return nil, nil, problem.Invalid("connection", "is required")
 	}
@@ -492,7 +493,7 @@ func (s *Service) Reject(ctx context.Context, p authz.Principal, taskID, name st
 		return wire.AuthorizationRejected{Connection: c.Name, Action: "token_dropped"}, nil
 	}
 	cmd := tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "authorization rejected right after sign-in"}}
-	if _, err := s.tasks.Run(ctx, p, taskID, cmd, store.Idempotency{}); err != nil {
+	if _, err := s.tasks.Run(ctx, p, taskID, cmd, idem.Key{}); err != nil {
 		return wire.AuthorizationRejected{}, err
 	}
 	s.metrics.Connections.Signins.WithLabelValues("rejected").Inc()

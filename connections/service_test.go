@@ -15,6 +15,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/connections"
 	"github.com/taskhook/taskhook/connections/providertest"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/problem"
 	"github.com/taskhook/taskhook/sessions"
@@ -78,7 +79,7 @@ func (e *env) task(t *testing.T) string {
 	t.Helper()
 	ctx := ctxFor(t)
 	ses := sessions.NewService(sessions.Config{}, e.store, waits.New(waits.Config{}, nil, time.Now), time.Now)
-	raw, _, err := ses.Create(ctx, e.owner, sessions.CreateInput{}, store.Idempotency{})
+	raw, _, err := ses.Create(ctx, e.owner, sessions.CreateInput{}, idem.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func (e *env) task(t *testing.T) string {
 	if err := json.Unmarshal(raw, &session); err != nil {
 		t.Fatal(err)
 	}
-	created, err := e.tasks.Create(ctx, e.owner, tasks.CreateInput{SessionID: session.SessionID, Requester: "alice"}, store.Idempotency{})
+	created, err := e.tasks.Create(ctx, e.owner, tasks.CreateInput{SessionID: session.SessionID, Requester: "alice"}, idem.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func (e *env) task(t *testing.T) string {
 
 func (e *env) ask(t *testing.T, taskID, conn string) (*wire.ConnectionToken, *wire.AuthorizationPending) {
 	t.Helper()
-	tok, pending, err := e.svc.Ask(ctxFor(t), e.owner, taskID, wire.AuthorizationAsk{Connection: conn}, store.Idempotency{})
+	tok, pending, err := e.svc.Ask(ctxFor(t), e.owner, taskID, wire.AuthorizationAsk{Connection: conn}, idem.Key{})
 	if err != nil {
 		t.Fatalf("Ask: %v", err)
 	}
@@ -465,7 +466,7 @@ func TestDelegationRule(t *testing.T) {
 		}
 		check := func(when string) {
 			for name, p := range refused {
-				tok, pending, err := e.svc.Ask(ctx, p, id, wire.AuthorizationAsk{Connection: "devbox"}, store.Idempotency{})
+				tok, pending, err := e.svc.Ask(ctx, p, id, wire.AuthorizationAsk{Connection: "devbox"}, idem.Key{})
 				if !errors.Is(err, problem.ErrRequesterNotAllowed) || tok != nil || pending != nil {
 					t.Errorf("%s: Ask by %s = %+v, %+v, %v; want requester not allowed", when, name, tok, pending, err)
 				}
@@ -485,7 +486,7 @@ func TestDelegationRule(t *testing.T) {
 		}
 		// One the requester named in act_for may.
 		named := authz.Principal{ID: e.owner.ID, ActFor: []string{"alice"}}
-		if tok, _, err := e.svc.Ask(ctx, named, id, wire.AuthorizationAsk{Connection: "devbox"}, store.Idempotency{}); err != nil || tok == nil {
+		if tok, _, err := e.svc.Ask(ctx, named, id, wire.AuthorizationAsk{Connection: "devbox"}, idem.Key{}); err != nil || tok == nil {
 			t.Fatalf("Ask by the owner acting for alice = %+v, %v", tok, err)
 		}
 	})
@@ -544,7 +545,7 @@ func TestAskRefuses(t *testing.T) {
 			"bad scope":          {wire.AuthorizationAsk{Connection: "devbox", Scopes: []string{"ok", "a b"}}, "scopes[1]"},
 		} {
 			var invalid *problem.ValidationError
-			if _, _, err := e.svc.Ask(ctx, e.owner, id, c.in, store.Idempotency{}); !errors.As(err, &invalid) || invalid.Field != c.field {
+			if _, _, err := e.svc.Ask(ctx, e.owner, id, c.in, idem.Key{}); !errors.As(err, &invalid) || invalid.Field != c.field {
 				t.Errorf("%s: %v, want %s invalid", name, err, c.field)
 			}
 		}
@@ -552,7 +553,7 @@ func TestAskRefuses(t *testing.T) {
 			t.Fatalf("refused asks changed the task: %s", task.Status)
 		}
 		e.signIn(t, id, "devbox")
-		tok, pending, err := e.svc.Ask(ctx, e.owner, id, wire.AuthorizationAsk{Connection: "devbox", Scopes: []string{"admin"}}, store.Idempotency{})
+		tok, pending, err := e.svc.Ask(ctx, e.owner, id, wire.AuthorizationAsk{Connection: "devbox", Scopes: []string{"admin"}}, idem.Key{})
 		if err != nil || tok != nil || pending == nil {
 			t.Fatalf("ask for a scope the token lacks = %+v, %+v, %v; want a sign-in", tok, pending, err)
 		}
@@ -562,10 +563,10 @@ func TestAskRefuses(t *testing.T) {
 
 		ended := e.task(t)
 		fail := tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "done"}}
-		if _, err := e.tasks.Run(ctx, e.owner, ended, fail, store.Idempotency{}); err != nil {
+		if _, err := e.tasks.Run(ctx, e.owner, ended, fail, idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := e.svc.Ask(ctx, e.owner, ended, wire.AuthorizationAsk{Connection: "devbox"}, store.Idempotency{}); !errors.Is(err, tasks.ErrTerminal) {
+		if _, _, err := e.svc.Ask(ctx, e.owner, ended, wire.AuthorizationAsk{Connection: "devbox"}, idem.Key{}); !errors.Is(err, tasks.ErrTerminal) {
 			t.Fatalf("ask on a failed task: %v, want ErrTerminal", err)
 		}
 	})
@@ -578,7 +579,7 @@ func TestSigninClosedWhenTaskEnds(t *testing.T) {
 		e, id, pending := asking(t, sc, connections.ReturnInState)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
 		fail := tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "gave up"}}
-		if _, err := e.tasks.Run(ctxFor(t), e.owner, id, fail, store.Idempotency{}); err != nil {
+		if _, err := e.tasks.Run(ctxFor(t), e.owner, id, fail, idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := e.land(t, "devbox", redirect); !errors.Is(err, connections.ErrSigninClosed) {

@@ -13,6 +13,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/channels/slack"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/netguard"
 	"github.com/taskhook/taskhook/problem"
@@ -236,43 +237,43 @@ func (r *Registrar) key(o Owner) (int, string, error) {
 
 // Add registers one more endpoint (field "notify" names it in errors) and
 // returns it as its creator sees it, secret included.
-func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wire.EndpointRequest, idem store.Idempotency) (store.Reply, error) {
+func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wire.EndpointRequest, idemKey idem.Key) (idem.Reply, error) {
 	p, key, err := r.key(o)
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	who := Registrant{Principal: pr.ID}
 	if req.Slack != nil {
 		if who.Requester, err = r.requesterOf(ctx, pr, key); err != nil {
-			return store.Reply{}, err
+			return idem.Reply{}, err
 		}
 	}
 	ep, err := r.NewEndpoint(ctx, who, req, "notify")
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	resp, err := json.Marshal(ep)
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	view := ep
 	view.Secret = ""
 	viewJSON, err := json.Marshal(view)
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	res, err := r.store.AddEndpoint(ctx, store.EndpointChange{
 		Partition: p, Key: key, Principal: pr.ID, Admin: pr.Admin(), ID: ep.EndpointID,
-		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idem, Response: replay.Seal(r.vault, pr, resp),
+		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idemKey, Response: replay.Seal(r.vault, pr, resp),
 	})
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	switch res.Outcome {
 	case store.OK:
-		return store.Reply{JSON: resp}, nil
+		return idem.Reply{JSON: resp}, nil
 	case store.TooManyEndpoints:
-		return store.Reply{}, problem.ErrTooManyEndpoints
+		return idem.Reply{}, problem.ErrTooManyEndpoints
 	}
 	return replay.Settle(r.vault, pr, res.Outcome, res.ReplayBody, "add endpoint")
 }

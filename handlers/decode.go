@@ -1,19 +1,16 @@
 package handlers
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/taskhook/taskhook/strictjson"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/strictjson"
+
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -23,13 +20,12 @@ func (a *api) readBody(r *http.Request) ([]byte, error) { return a.body.Read(r) 
 
 // idempotency reads Idempotency-Key and scopes it to the principal and the
 // request path.
-func idempotency(r *http.Request, p authz.Principal, body []byte) (store.Idempotency, error) {
+func idempotency(r *http.Request, p authz.Principal, body []byte) (idem.Key, error) {
 	scope, err := idempotencyScope(r, p)
-	if err != nil || scope == "" {
-		return store.Idempotency{}, err
+	if err != nil {
+		return idem.Key{}, err
 	}
-	sum := sha256.Sum256(body)
-	return store.Idempotency{Scope: scope, BodyHash: hex.EncodeToString(sum[:])}, nil
+	return idem.KeyFor(scope, body), nil
 }
 
 // idempotencyScope is the scope of the request's Idempotency-Key, known
@@ -85,57 +81,32 @@ func parseLimit(r *http.Request, def, max int) (int, error) {
 	return n, nil
 }
 
-// Cursors of lists are opaque: base64url of "score:id".
-func encodeCursor(p *store.Position) any {
-	if p == nil {
-		return nil
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.Score, 10) + ":" + p.ID))
-}
-
-func parseCursor(r *http.Request) (*store.Position, error) {
-	v := r.URL.Query().Get("cursor")
-	if v == "" {
-		return nil, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
-		return nil, store.ErrBadCursor
-	}
-	score, id, ok := strings.Cut(string(raw), ":")
-	n, err := strconv.ParseInt(score, 10, 64)
-	if !ok || err != nil || id == "" {
-		return nil, store.ErrBadCursor
-	}
-	return &store.Position{Score: n, ID: id}, nil
-}
-
 // readPost reads a POST: its body under the size limit, the principal and the
 // idempotency key scoped to both. On failure it has answered and ok is false.
-func (a *api) readPost(w http.ResponseWriter, r *http.Request) (body []byte, p authz.Principal, idem store.Idempotency, ok bool) {
+func (a *api) readPost(w http.ResponseWriter, r *http.Request) (body []byte, p authz.Principal, key idem.Key, ok bool) {
 	body, err := a.readBody(r)
 	if err == nil {
 		p = principal(r)
-		idem, err = idempotency(r, p, body)
+		key, err = idempotency(r, p, body)
 	}
 	if err != nil {
 		a.writeError(w, r, err)
-		return nil, p, idem, false
+		return nil, p, key, false
 	}
-	return body, p, idem, true
+	return body, p, key, true
 }
 
 // decodePost is readPost with the body decoded strictly into dst.
-func (a *api) decodePost(w http.ResponseWriter, r *http.Request, dst any) (authz.Principal, store.Idempotency, bool) {
-	body, p, idem, ok := a.readPost(w, r)
+func (a *api) decodePost(w http.ResponseWriter, r *http.Request, dst any) (authz.Principal, idem.Key, bool) {
+	body, p, key, ok := a.readPost(w, r)
 	if !ok {
-		return p, idem, false
+		return p, key, false
 	}
 	if err := strictjson.Decode(body, dst); err != nil {
 		a.writeError(w, r, err)
-		return p, idem, false
+		return p, key, false
 	}
-	return p, idem, true
+	return p, key, true
 }
 
 // writeReplayable writes a write's answer, marked when it is the stored
@@ -145,16 +116,6 @@ func writeReplayable(w http.ResponseWriter, status int, raw []byte, replayed boo
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeRaw(w, status, raw)
-}
-
-// parsePage reads ?limit= (1..100, default 50) and ?cursor= of a list.
-func parsePage(r *http.Request) (int, *store.Position, error) {
-	limit, err := parseLimit(r, 50, 100)
-	if err != nil {
-		return 0, nil, err
-	}
-	cursor, err := parseCursor(r)
-	return limit, cursor, err
 }
 
 // setLocation points Location at the record a create answered with.

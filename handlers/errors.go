@@ -6,17 +6,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/taskhook/taskhook/jsonhtml"
-	"github.com/taskhook/taskhook/problem"
-	"github.com/taskhook/taskhook/requestid"
-	"github.com/taskhook/taskhook/requestlog"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/hooks"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/jsonhtml"
+	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/requestid"
+	"github.com/taskhook/taskhook/requestlog"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -118,7 +117,7 @@ func toAPIError(err error) *APIError {
 		return e
 	}
 	switch {
-	case errors.Is(err, problem.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, hooks.ErrUnknownToken):
+	case errors.Is(err, problem.ErrNotFound), errors.Is(err, hooks.ErrUnknownToken):
 		return errNotFound
 	case errors.Is(err, tasks.ErrInputClosed):
 		return apiError(http.StatusGone, wire.CodeInputClosed, "the input request is no longer open")
@@ -133,9 +132,9 @@ func toAPIError(err error) *APIError {
 		return apiError(http.StatusConflict, wire.CodeTooManyEndpoints, "the session or task holds as many notification endpoints as it may (10)")
 	case errors.Is(err, problem.ErrIdempotency):
 		return apiError(http.StatusConflict, wire.CodeIdempotencyConflict, "this Idempotency-Key was used with a different request body")
-	case errors.Is(err, store.ErrBadCursor):
+	case errors.Is(err, problem.ErrBadCursor):
 		return invalidRequest("cursor", "is not a cursor this service gave out")
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, problem.ErrUnavailable):
 		return apiError(http.StatusServiceUnavailable, wire.CodeStoreUnavailable, "the store is unavailable; retry shortly")
 	}
 	return nil

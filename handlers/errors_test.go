@@ -9,7 +9,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/problem"
 )
 
 // A request whose client went away is not a server error: no 500, no error
@@ -38,7 +38,7 @@ func TestWriteErrorStatuses(t *testing.T) {
 	}
 
 	rec = httptest.NewRecorder()
-	a.writeError(rec, req, fmt.Errorf("%w: dial tcp: connection refused", store.ErrUnavailable))
+	a.writeError(rec, req, fmt.Errorf("%w: dial tcp: connection refused", problem.ErrUnavailable))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("unavailable: %d %v", rec.Code, rec.Header())
 	}

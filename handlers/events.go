@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/jsonhtml"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/waits"
 )
 
@@ -39,7 +40,7 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, poll pollLog) 
 		if id := r.Header.Get("Last-Event-ID"); id != "" {
 			after, field = id, "Last-Event-ID"
 		}
-		if after != "" && !store.ValidStreamID(after) {
+		if after != "" && !ids.ValidEventID(after) {
 			a.writeError(w, r, invalidRequest(field, "is not an event id"))
 			return
 		}
@@ -48,7 +49,7 @@ func (a *api) serveEvents(w http.ResponseWriter, r *http.Request, poll pollLog) 
 		})
 		return
 	}
-	if after != "" && !store.ValidStreamID(after) {
+	if after != "" && !ids.ValidEventID(after) {
 		a.writeError(w, r, invalidRequest("after", "is not an event id"))
 		return
 	}
@@ -150,18 +151,23 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string,
 	}
 }
 
-// writeList writes {"items": [...], "nextCursor": ...} from stored JSON.
-func writeList(w http.ResponseWriter, items [][]byte, next *store.Position) {
+// writeList writes {"items": [...], "nextCursor": ...} from stored JSON;
+// nextCursor is null on the last page.
+func writeList(w http.ResponseWriter, page paging.Page) {
 	var b bytes.Buffer
 	b.WriteString(`{"items":[`)
-	for i, it := range items {
+	for i, it := range page.Items {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.Write(it)
 	}
 	b.WriteString(`],"nextCursor":`)
-	c, _ := json.Marshal(encodeCursor(next))
+	var next any
+	if page.Next != "" {
+		next = page.Next
+	}
+	c, _ := json.Marshal(next)
 	b.Write(c)
 	b.WriteByte('}')
 	writeRaw(w, http.StatusOK, b.Bytes())

@@ -14,7 +14,7 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) {
 func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := a.store.Ready(ctx); err != nil {
+	if err := a.ready(ctx); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -34,7 +34,7 @@ func (a *api) info(w http.ResponseWriter, r *http.Request) {
 		caps = append(caps[:len(caps):len(caps)], "connections")
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"name": "taskhook", "version": a.version, "store": a.store.Kind,
-		"partitions": a.store.Partitions, "capabilities": caps,
+		"name": "taskhook", "version": a.version, "store": a.storeKind,
+		"partitions": a.partitions, "capabilities": caps,
 	})
 }

@@ -10,7 +10,8 @@ import (
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/hooks"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/idem"
+	"github.com/taskhook/taskhook/paging"
 )
 
 func (a *api) getHook(w http.ResponseWriter, r *http.Request) {
@@ -21,14 +22,14 @@ func (a *api) getHook(w http.ResponseWriter, r *http.Request) {
 func (a *api) listHooks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := hooks.ListFilter{TaskID: q.Get("taskId"), SessionID: q.Get("sessionId")}
-	a.serveList(w, r, func(after *store.Position, limit int) (store.Page, error) {
-		return a.hooks.List(r.Context(), principal(r), f, after, limit)
+	a.serveList(w, r, func(cursor string, limit int) (paging.Page, error) {
+		return a.hooks.List(r.Context(), principal(r), f, cursor, limit)
 	})
 }
 
 func (a *api) closeHook(w http.ResponseWriter, r *http.Request) {
-	serveWrite(a, w, r, http.StatusOK, func(ctx context.Context, p authz.Principal, _ struct{}, idem store.Idempotency) (store.Reply, error) {
-		return a.hooks.Close(ctx, p, chi.URLParam(r, "hookId"), idem)
+	serveWrite(a, w, r, http.StatusOK, func(ctx context.Context, p authz.Principal, _ struct{}, key idem.Key) (idem.Reply, error) {
+		return a.hooks.Close(ctx, p, chi.URLParam(r, "hookId"), key)
 	})
 }
 
@@ -74,8 +75,8 @@ func queryInt(r *http.Request, name string, lo, hi int) (int, error) {
 }
 
 func (a *api) ackHook(w http.ResponseWriter, r *http.Request) {
-	serveWrite(a, w, r, http.StatusOK, func(ctx context.Context, p authz.Principal, in hooks.AckInput, idem store.Idempotency) (store.Reply, error) {
-		return a.hooks.Ack(ctx, p, chi.URLParam(r, "hookId"), in, idem)
+	serveWrite(a, w, r, http.StatusOK, func(ctx context.Context, p authz.Principal, in hooks.AckInput, key idem.Key) (idem.Reply, error) {
+		return a.hooks.Ack(ctx, p, chi.URLParam(r, "hookId"), in, key)
 	})
 }
 

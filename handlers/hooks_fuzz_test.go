@@ -11,7 +11,7 @@ import (
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -100,7 +100,7 @@ func FuzzCallback(f *testing.F) {
 		}
 		if rec.Code == http.StatusAccepted {
 			id, isString := v["eventId"].(string)
-			if v["ok"] != true || !isString || !store.ValidStreamID(id) {
+			if v["ok"] != true || !isString || !ids.ValidEventID(id) {
 				t.Fatalf("202 body: %s, want ok and the stored event's id", out)
 			}
 		}

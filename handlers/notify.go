@@ -9,7 +9,7 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/endpoints"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/idem"
 )
 
 // Notification endpoints of a session (param "sessionId") or a task
@@ -23,8 +23,8 @@ func notifyOwner(r *http.Request) endpoints.Owner {
 }
 
 func (a *api) addEndpoint(w http.ResponseWriter, r *http.Request) {
-	serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in wire.EndpointRequest, idem store.Idempotency) (store.Reply, error) {
-		return a.notify.Add(ctx, p, notifyOwner(r), in, idem)
+	serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in wire.EndpointRequest, key idem.Key) (idem.Reply, error) {
+		return a.notify.Add(ctx, p, notifyOwner(r), in, key)
 	})
 }
 

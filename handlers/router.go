@@ -18,10 +18,12 @@
 package handlers
 
 import (
-	"github.com/taskhook/taskhook/api/wire"
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
 
 	"github.com/go-chi/chi/v5"
 
@@ -37,7 +39,6 @@ import (
 	"github.com/taskhook/taskhook/requestid"
 	"github.com/taskhook/taskhook/requestlog"
 	"github.com/taskhook/taskhook/sessions"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -49,13 +50,19 @@ type Deps struct {
 	Notify       *endpoints.Registrar // nil: the notification routes are not mounted
 	Slack        *Slack               // nil: the Slack interactions route is not mounted
 	Connections  *connections.Service // nil: the connection routes are not mounted
-	Store        *store.Store
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
 	Log          *slog.Logger
 	Parking      *parking.Lot // nil: long-polls wait in their handlers
 	MaxBodyBytes int64        // default 1 MiB
 	Version      string       // reported by /v1/info
+
+	// Ready answers /readyz: nil while the store answers.
+	Ready func(context.Context) error
+	// StoreKind (redis, redis-cluster or embedded) and Partitions are
+	// reported by /v1/info.
+	StoreKind  string
+	Partitions int
 
 	// BodyTimeout is how long a request's body may take to arrive (default
 	// 15s); MaxInflightBodyBytes bounds the body bytes held in memory across
@@ -82,7 +89,9 @@ type api struct {
 	hooks       *hooks.Service
 	notify      *endpoints.Registrar
 	connections *connections.Service
-	store       *store.Store
+	ready       func(context.Context) error
+	storeKind   string
+	partitions  int
 	verifier    *authz.Verifier
 	metrics     *metrics.Metrics
 	requestLog  *requestlog.Observer
@@ -98,7 +107,8 @@ type api struct {
 // New builds the router.
 func New(d Deps) http.Handler {
 	a := &api{
-		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections, store: d.Store,
+		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections,
+		ready: d.Ready, storeKind: d.StoreKind, partitions: d.Partitions,
 		verifier: d.Verifier, metrics: d.Metrics, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
 		parking: d.Parking,
 	}

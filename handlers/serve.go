@@ -5,7 +5,8 @@ import (
 	"net/http"
 
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/idem"
+	"github.com/taskhook/taskhook/paging"
 )
 
 // The shapes the resource routes share: a write, a read of one record, a
@@ -13,7 +14,7 @@ import (
 
 // write runs one write of a route for the principal under its idempotency
 // key, with the body decoded into an In.
-type write[In any] func(ctx context.Context, p authz.Principal, in In, idem store.Idempotency) (store.Reply, error)
+type write[In any] func(ctx context.Context, p authz.Principal, in In, key idem.Key) (idem.Reply, error)
 
 // serveWrite answers a write route: the body of the POST decoded strictly
 // into an In, the write run, and its stored reply written with status (or
@@ -36,8 +37,8 @@ func serveWrite[In any](a *api, w http.ResponseWriter, r *http.Request, status i
 // serveWrite with 201, and Location at base and the id the reply names.
 func creates[In, T any](a *api, run write[In], base string, id func(T) string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in In, idem store.Idempotency) (store.Reply, error) {
-			reply, err := run(ctx, p, in, idem)
+		serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in In, key idem.Key) (idem.Reply, error) {
+			reply, err := run(ctx, p, in, key)
 			if err == nil {
 				setLocation(w, base, reply.JSON, id)
 			}
@@ -56,18 +57,19 @@ func (a *api) writeRead(w http.ResponseWriter, r *http.Request, raw []byte, err 
 	writeRaw(w, http.StatusOK, raw)
 }
 
-// serveList answers a list route: ?limit= and ?cursor= read, one page
-// listed with them and written.
-func (a *api) serveList(w http.ResponseWriter, r *http.Request, list func(after *store.Position, limit int) (store.Page, error)) {
-	limit, cursor, err := parsePage(r)
+// serveList answers a list route: ?limit= (1..100, default 50) read,
+// ?cursor= handed on as it came (the service reads it), one page listed
+// with them and written.
+func (a *api) serveList(w http.ResponseWriter, r *http.Request, list func(cursor string, limit int) (paging.Page, error)) {
+	limit, err := parseLimit(r, 50, 100)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	page, err := list(cursor, limit)
+	page, err := list(r.URL.Query().Get("cursor"), limit)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeList(w, page.Items, page.Next)
+	writeList(w, page)
 }

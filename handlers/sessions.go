@@ -7,15 +7,16 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/idem"
+	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/sessions"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/waits"
 )
 
 func (a *api) createSession(w http.ResponseWriter, r *http.Request) {
-	serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in sessions.CreateInput, idem store.Idempotency) (store.Reply, error) {
-		raw, replayed, err := a.sessions.Create(ctx, p, in, idem)
-		return store.Reply{JSON: raw, Replayed: replayed}, err
+	serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in sessions.CreateInput, key idem.Key) (idem.Reply, error) {
+		raw, replayed, err := a.sessions.Create(ctx, p, in, key)
+		return idem.Reply{JSON: raw, Replayed: replayed}, err
 	})
 }
 
@@ -25,8 +26,8 @@ func (a *api) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) listSessions(w http.ResponseWriter, r *http.Request) {
-	a.serveList(w, r, func(after *store.Position, limit int) (store.Page, error) {
-		return a.sessions.List(r.Context(), principal(r), r.URL.Query().Get("status"), after, limit)
+	a.serveList(w, r, func(cursor string, limit int) (paging.Page, error) {
+		return a.sessions.List(r.Context(), principal(r), r.URL.Query().Get("status"), cursor, limit)
 	})
 }
 
@@ -54,20 +55,20 @@ func (a *api) cancelSession(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	a.sessionEnd(http.StatusOK, func(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error) {
-		return a.sessions.CancelAndWait(ctx, p, id, reason, idem, wait)
+	a.sessionEnd(http.StatusOK, func(ctx context.Context, p authz.Principal, id, reason string, key idem.Key) ([]byte, bool, error) {
+		return a.sessions.CancelAndWait(ctx, p, id, reason, key, wait)
 	})(w, r)
 }
 
 // sessionEnd serves cancel (200) and reset (201): same body, same checks.
-func (a *api) sessionEnd(status int, end func(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error)) http.HandlerFunc {
+func (a *api) sessionEnd(status int, end func(ctx context.Context, p authz.Principal, id, reason string, key idem.Key) ([]byte, bool, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		serveWrite(a, w, r, status, func(ctx context.Context, p authz.Principal, in reasonBody, idem store.Idempotency) (store.Reply, error) {
+		serveWrite(a, w, r, status, func(ctx context.Context, p authz.Principal, in reasonBody, key idem.Key) (idem.Reply, error) {
 			if len(in.Reason) > 1000 {
-				return store.Reply{}, invalidRequest("reason", "at most 1000 bytes")
+				return idem.Reply{}, invalidRequest("reason", "at most 1000 bytes")
 			}
-			raw, replayed, err := end(ctx, p, chi.URLParam(r, "sessionId"), in.Reason, idem)
-			return store.Reply{JSON: raw, Replayed: replayed}, err
+			raw, replayed, err := end(ctx, p, chi.URLParam(r, "sessionId"), in.Reason, key)
+			return idem.Reply{JSON: raw, Replayed: replayed}, err
 		})
 	}
 }

@@ -92,31 +92,27 @@ func (a *api) slackInteractions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, slack.Refusal(slack.RefusedUnmapped))
 		return
 	}
+	answers := make([]tasks.TaskAnswer, len(in.Answers))
+	for i, ans := range in.Answers {
+		answers[i] = tasks.TaskAnswer{TaskID: ans.TaskID, Answer: tasks.Answer{RequestID: ans.RequestID, OptionID: ans.OptionID, Text: ans.Text}}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), slackAnswerTime)
 	defer cancel()
-	var (
-		done     tasks.Task
-		asked    []tasks.InputRequest
-		answered bool
-		refusal  string
-	)
-	for _, ans := range in.Answers {
-		t, open, err := a.tasks.AnswerAs(ctx, tasks.Answerer{By: who, SlackUserID: in.UserID, Via: wire.ViaSlack}, ans.TaskID,
-			tasks.Answer{RequestID: ans.RequestID, OptionID: ans.OptionID, Text: ans.Text})
-		if err != nil {
-			refusal = a.slackRefusal(r, err)
-			break
-		}
+	took := a.tasks.AnswerEach(ctx, tasks.Answerer{By: who, SlackUserID: in.UserID, Via: wire.ViaSlack}, answers)
+	for range took.Taken {
 		a.countSlack("answered")
-		done, asked, answered = t, open, true
 	}
-	if !answered {
+	var refusal string
+	if took.Refused != nil {
+		refusal = a.slackRefusal(r, took.Refused)
+	}
+	if took.Taken == 0 {
 		writeJSON(w, http.StatusOK, slack.Refusal(refusal))
 		return
 	}
 	// Answers given before a refusal stand: the message shows the task as
 	// they left it.
-	writeJSON(w, http.StatusOK, slack.Replace(renderSlack(done, asked)))
+	writeJSON(w, http.StatusOK, slack.Replace(renderSlack(took.Task, took.Asked)))
 }
 
 // slackRefusal counts a refused answer and says why, as the Slack user

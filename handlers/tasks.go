@@ -13,7 +13,8 @@ import (
 	"github.com/taskhook/taskhook/strictjson"
 
 	"github.com/taskhook/taskhook/authz"
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/idem"
+	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/tasks"
 	"github.com/taskhook/taskhook/waits"
 )
@@ -87,8 +88,8 @@ func (a *api) taskResult(w http.ResponseWriter, r *http.Request) {
 func (a *api) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := tasks.ListFilter{SessionID: q.Get("sessionId"), Status: tasks.Status(q.Get("status")), Kind: q.Get("kind")}
-	a.serveList(w, r, func(after *store.Position, limit int) (store.Page, error) {
-		return a.tasks.List(r.Context(), principal(r), f, after, limit)
+	a.serveList(w, r, func(cursor string, limit int) (paging.Page, error) {
+		return a.tasks.List(r.Context(), principal(r), f, cursor, limit)
 	})
 }
 
@@ -180,7 +181,7 @@ func decodeInto[B any](body []byte, set func(B)) error {
 
 func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, p, idem, ok := a.readPost(w, r)
+		body, p, key, ok := a.readPost(w, r)
 		if !ok {
 			return
 		}
@@ -188,9 +189,9 @@ func (a *api) taskCommand(kind tasks.CommandKind) http.HandlerFunc {
 		if err == nil && kind == tasks.CmdRespond {
 			cmd.Answerer, err = answererOf(r, p)
 		}
-		var reply store.Reply
+		var reply idem.Reply
 		if err == nil {
-			reply, err = a.tasks.Run(r.Context(), p, chi.URLParam(r, "taskId"), cmd, idem)
+			reply, err = a.tasks.Run(r.Context(), p, chi.URLParam(r, "taskId"), cmd, key)
 		}
 		if err != nil {
 			a.writeError(w, r, err)
@@ -226,8 +227,8 @@ func (a *api) cancelTask(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	serveWrite(a, w, r, http.StatusOK, func(ctx context.Context, p authz.Principal, in cancelBody, idem store.Idempotency) (store.Reply, error) {
-		return a.tasks.Cancel(ctx, p, chi.URLParam(r, "taskId"), in.Reason, idem, wait)
+	serveWrite(a, w, r, http.StatusOK, func(ctx context.Context, p authz.Principal, in cancelBody, key idem.Key) (idem.Reply, error) {
+		return a.tasks.Cancel(ctx, p, chi.URLParam(r, "taskId"), in.Reason, key, wait)
 	})
 }
 
@@ -242,17 +243,17 @@ func (a *api) answerInput(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	target, err := a.tasks.ResolveAnswer(r.Context(), chi.URLParam(r, "token"), store.Idempotency{Scope: scope})
+	target, err := a.tasks.ResolveAnswer(r.Context(), chi.URLParam(r, "token"), idem.Key{Scope: scope})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	var in tasks.AnswerInput
-	_, idem, ok := a.decodePost(w, r, &in)
+	_, key, ok := a.decodePost(w, r, &in)
 	if !ok {
 		return
 	}
-	ans, replayed, err := a.tasks.Answer(r.Context(), target, in, idem)
+	ans, replayed, err := a.tasks.Answer(r.Context(), target, in, key)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -11,8 +11,8 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/channels/web"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/problem"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -73,7 +73,7 @@ func (a *api) answerForm(w http.ResponseWriter, r *http.Request) {
 		a.writePageError(w, r, err)
 		return
 	}
-	target, err := a.tasks.ResolveAnswer(r.Context(), token, store.Idempotency{Scope: scope})
+	target, err := a.tasks.ResolveAnswer(r.Context(), token, idem.Key{Scope: scope})
 	if errors.Is(err, tasks.ErrInputClosed) {
 		a.seeAnswerPage(w, r)
 		return
@@ -83,9 +83,9 @@ func (a *api) answerForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := a.readBody(r)
-	var idem store.Idempotency
+	var key idem.Key
 	if err == nil {
-		idem, err = idempotency(r, authz.Principal{}, body)
+		key, err = idempotency(r, authz.Principal{}, body)
 	}
 	var form url.Values
 	if err == nil {
@@ -98,7 +98,7 @@ func (a *api) answerForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := tasks.AnswerInput{OptionID: form.Get("optionId"), Text: form.Get("text")}
-	_, _, err = a.tasks.Answer(r.Context(), target, in, idem)
+	_, _, err = a.tasks.Answer(r.Context(), target, in, key)
 	var refused *problem.ValidationError
 	switch {
 	case err == nil, errors.Is(err, tasks.ErrInputClosed):

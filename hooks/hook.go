@@ -6,9 +6,9 @@
 // whether a hook still takes posts, for ingest and reads alike. What a hook
 // bound to a task may do is asked of the task service (Tasks).
 //
-// It imports store, waits, ids, tokens, cache, events, authz, metrics,
-// problem and api/wire, and tasks for the task service it asks; never handlers or
-// sessions.
+// It imports store, idem, paging, waits, ids, tokens, cache, events, authz,
+// metrics, problem and api/wire, and tasks for the task service it asks;
+// never handlers or sessions.
 package hooks
 
 import (

@@ -11,25 +11,16 @@ import (
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/waits"
 )
 
-// Event is one stored post, as readers see it.
-type Event struct {
-	EventID         string            `json:"eventId"`
-	HookID          string            `json:"hookId"`
-	Seq             int64             `json:"seq"`
-	ReceivedAt      string            `json:"receivedAt"`
-	Method          string            `json:"method"`
-	ContentType     string            `json:"contentType"`
-	Headers         map[string]string `json:"headers"`
-	Body            *string           `json:"body,omitempty"`       // the body, when it is UTF-8
-	BodyBase64      *string           `json:"bodyBase64,omitempty"` // the body otherwise
-	ProviderEventID string            `json:"providerEventId,omitempty"`
-	DeliveryCount   int64             `json:"deliveryCount,omitempty"` // in reads through a group: 1 the first time
-}
+// Event is one stored post, as readers see it: its receivedAt is the text
+// stored when it came (events.Time's), and exactly one of its body fields
+// is set, even for an empty body.
+type Event = wire.HookEvent[string, *string]
 
 // DeadLetter is an event a group gave up on after the maximum deliveries.
 type DeadLetter struct {
@@ -240,33 +231,33 @@ type AckInput struct {
 
 // Ack acknowledges events for a group: they are never delivered to it
 // again. It answers how many were pending and are acknowledged now.
-func (s *Service) Ack(ctx context.Context, p authz.Principal, id string, in AckInput, idem store.Idempotency) (store.Reply, error) {
+func (s *Service) Ack(ctx context.Context, p authz.Principal, id string, in AckInput, key idem.Key) (idem.Reply, error) {
 	if in.Group == "" {
 		in.Group = DefaultGroup
 	}
 	if !validName(in.Group) {
-		return store.Reply{}, problem.Invalid("group", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
+		return idem.Reply{}, problem.Invalid("group", "must be 1 to %d letters, digits or . _ : -", maxNameLen)
 	}
 	if len(in.EventIDs) == 0 || len(in.EventIDs) > MaxAckIDs {
-		return store.Reply{}, problem.Invalid("eventIds", "must hold 1 to %d event ids", MaxAckIDs)
+		return idem.Reply{}, problem.Invalid("eventIds", "must hold 1 to %d event ids", MaxAckIDs)
 	}
 	for i, e := range in.EventIDs {
-		if !store.ValidStreamID(e) {
-			return store.Reply{}, problem.Invalid("eventIds["+strconv.Itoa(i)+"]", "is not an event id")
+		if !ids.ValidEventID(e) {
+			return idem.Reply{}, problem.Invalid("eventIds["+strconv.Itoa(i)+"]", "is not an event id")
 		}
 	}
 	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
-		return store.Reply{}, problem.ErrNotFound
+		return idem.Reply{}, problem.ErrNotFound
 	}
 	res, err := s.store.AckHook(ctx, store.HookAck{
-		Partition: part, ID: id, Principal: p.ID, Admin: p.Admin(), Group: in.Group, EventIDs: in.EventIDs, Idem: idem,
+		Partition: part, ID: id, Principal: p.ID, Admin: p.Admin(), Group: in.Group, EventIDs: in.EventIDs, Idem: key,
 	})
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	if res.Outcome == store.OK {
-		return store.Reply{JSON: []byte(`{"acked":` + strconv.FormatInt(res.Acked, 10) + `}`)}, nil
+		return idem.Reply{JSON: []byte(`{"acked":` + strconv.FormatInt(res.Acked, 10) + `}`)}, nil
 	}
 	return store.Settle(res.Outcome, res.ReplayBody, "ack hook")
 }
@@ -286,7 +277,7 @@ const maxDeadLetters = 100
 // hook's dead letters, in one round trip. It changes nothing: no group sees
 // a difference.
 func (s *Service) Log(ctx context.Context, p authz.Principal, id, after string, limit int) (LogPage, error) {
-	if after != "" && !store.ValidStreamID(after) {
+	if after != "" && !ids.ValidEventID(after) {
 		return LogPage{}, problem.Invalid("after", "is not an event id")
 	}
 	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)

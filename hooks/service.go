@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/taskhook/taskhook/idem"
+	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -120,14 +122,14 @@ func NewService(cfg Config, s *store.Store, w *waits.Waiters, t Tasks, m *metric
 // Create makes an open hook bound to a session, or to a task and its
 // session. The answer carries the token, which is shown this once: a replay
 // of the create (same Idempotency-Key) answers without it.
-func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (store.Reply, error) {
+func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, key idem.Key) (idem.Reply, error) {
 	if err := validateCreate(&in); err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	now := s.now()
 	ttl, part, sessionID, err := s.bind(ctx, p, &in, now)
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	closes := now.Add(ttl)
 	h := Hook{
@@ -142,23 +144,23 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	}
 	raw, err := json.Marshal(h)
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	rawCfg, err := json.Marshal(s.sealed(cfg))
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	created, err := json.Marshal(Created{Hook: h, Token: token, URL: s.cfg.PublicURL + "/v1/callback/" + token})
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	// The record of the key lives in the partition of the task or session
 	// the body names; the claim makes a repeat naming another one a conflict.
-	res, err := store.ClaimedCreate(ctx, s.store, idem, func() (store.Result, error) {
+	res, err := store.ClaimedCreate(ctx, s.store, key, func() (store.Result, error) {
 		return s.store.CreateHook(ctx, store.HookCreate{
 			Partition: part, ID: h.HookID, TaskID: h.TaskID, SessionID: sessionID, Principal: p.ID, Admin: p.Admin(),
 			TokenHash: cfg.TokenHash, JSON: raw, Config: rawCfg, Replay: raw, Now: now, ClosesAt: closes,
-			ExpiresAt: closes.Add(s.cfg.Tombstone), Idem: idem,
+			ExpiresAt: closes.Add(s.cfg.Tombstone), Idem: key,
 		})
 	}, func(r store.Result) bool {
 		switch r.Outcome {
@@ -168,19 +170,19 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return false
 	})
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	switch res.Outcome {
 	case store.OK:
 		s.tokens.Put(cfg.TokenHash, tokenEntry{cfg: cfg, closesAt: closes}, nil)
 		s.refs.Put(h.HookID, hookRef{TaskID: h.TaskID, SessionID: sessionID, ClosesAt: h.ExpiresAt.Time}, nil)
-		return store.Reply{JSON: created}, nil
+		return idem.Reply{JSON: created}, nil
 	case store.SessionMissing, store.TaskMissing:
-		return store.Reply{}, problem.ErrNotFound
+		return idem.Reply{}, problem.ErrNotFound
 	case store.SessionNotActive:
-		return store.Reply{}, problem.ErrSessionNotActive
+		return idem.Reply{}, problem.ErrSessionNotActive
 	case store.TaskTerminal:
-		return store.Reply{}, ErrTaskTerminal
+		return idem.Reply{}, ErrTaskTerminal
 	}
 	return store.Settle(res.Outcome, res.ReplayBody, "create hook")
 }
@@ -331,10 +333,14 @@ type ListFilter struct {
 }
 
 // List pages through the caller's own hooks, newest first, each with its
-// status as of now, as JSON.
-func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, after *store.Position, limit int) (store.Page, error) {
+// status as of now, as JSON. cursor is the Next of the page before ("" for
+// the first).
+func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cursor string, limit int) (paging.Page, error) {
+	after, err := paging.After(cursor)
+	if err != nil {
+		return paging.Page{}, err
+	}
 	var indexes []string
-	var err error
 	switch {
 	case f.TaskID != "":
 		indexes, err = s.parentIndex(ctx, p, f.TaskID, ids.TaskPrefix, s.store.Keys.Task, s.store.Keys.TaskHooks)
@@ -347,21 +353,21 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, aft
 		}
 	}
 	if err != nil || indexes == nil {
-		return store.Page{}, err
+		return paging.Page{}, err
 	}
 	now := s.now()
 	page, err := s.store.ListHooks(ctx, indexes, after, limit, p.ID, p.Admin(), now)
 	if err != nil {
-		return store.Page{}, err
+		return paging.Page{}, err
 	}
 	hs, err := s.withStatus(ctx, p, now, page.Hooks)
 	if err != nil {
-		return store.Page{}, err
+		return paging.Page{}, err
 	}
-	out := store.Page{Items: make([][]byte, len(hs)), Next: page.Next}
+	out := paging.Page{Items: make([][]byte, len(hs)), Next: page.Next}
 	for i, h := range hs {
 		if out.Items[i], err = json.Marshal(h); err != nil {
-			return store.Page{}, err
+			return paging.Page{}, err
 		}
 	}
 	return out, nil
@@ -386,41 +392,41 @@ func (s *Service) parentIndex(ctx context.Context, p authz.Principal, id, prefix
 
 // Close closes a hook: posts get 410 from now on. Its events stay
 // readable until its records expire. Closing a closed hook is a no-op.
-func (s *Service) Close(ctx context.Context, p authz.Principal, id string, idem store.Idempotency) (store.Reply, error) {
+func (s *Service) Close(ctx context.Context, p authz.Principal, id string, key idem.Key) (idem.Reply, error) {
 	h, part, err := s.load(ctx, p, id)
 	if err != nil {
 		if errors.Is(err, problem.ErrNotFound) {
-			if r, ok, rerr := s.replay(ctx, id, idem); rerr != nil || ok {
+			if r, ok, rerr := s.replay(ctx, id, key); rerr != nil || ok {
 				return r, rerr
 			}
 		}
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	at := events.At(s.now())
 	h.Status, h.CloseReason, h.ClosedAt = Closed, wire.CloseReasonClosed, &at
 	closed, err := json.Marshal(h)
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	res, err := s.store.CloseHook(ctx, store.HookClose{
-		Partition: part, ID: id, SessionID: h.SessionID, Principal: p.ID, Admin: p.Admin(), ClosedJSON: closed, Idem: idem,
+		Partition: part, ID: id, SessionID: h.SessionID, Principal: p.ID, Admin: p.Admin(), ClosedJSON: closed, Idem: key,
 	})
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	if res.Outcome == store.OK {
 		// The script woke the other replicas' reads through the wake stream.
 		s.waiters.Notify(waits.Wake{Kind: waits.WakeHook, ID: id, SessionID: h.SessionID, Types: []string{}})
-		return store.Reply{JSON: res.JSON}, nil
+		return idem.Reply{JSON: res.JSON}, nil
 	}
 	return store.Settle(res.Outcome, res.ReplayBody, "close hook")
 }
 
 // replay answers a repeat of a request whose hook has since expired.
-func (s *Service) replay(ctx context.Context, id string, idem store.Idempotency) (store.Reply, bool, error) {
+func (s *Service) replay(ctx context.Context, id string, key idem.Key) (idem.Reply, bool, error) {
 	part, err := ids.PartitionOf(id, ids.HookPrefix, s.store.Partitions)
 	if err != nil {
-		return store.Reply{}, false, nil
+		return idem.Reply{}, false, nil
 	}
-	return s.store.ReplayOf(ctx, part, idem)
+	return s.store.ReplayOf(ctx, part, key)
 }

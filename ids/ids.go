@@ -1,13 +1,15 @@
 // Package ids makes and reads the ids of sessions, tasks, hooks and input
-// requests. A session, task or hook id names its partition, so any replica
-// finds the record's Redis Cluster slot from the id alone. It imports
-// nothing of this module: the store, the services and the tokens use it.
+// requests, and reads the ids of logged events. A session, task or hook id
+// names its partition, so any replica finds the record's Redis Cluster slot
+// from the id alone. It imports nothing of this module: the store, the
+// services, the faces and the tokens use it.
 package ids
 
 import (
 	"crypto/rand"
 	"errors"
 	"hash/fnv"
+	"strconv"
 	"strings"
 )
 
@@ -78,4 +80,34 @@ func PartitionFor(s string, partitions int) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(s))
 	return int(h.Sum32() % uint32(partitions))
+}
+
+// An event id is the id Redis gave the event in its log, a stream id: the
+// milliseconds of its append, "-" and a sequence number ("1733000000000-0").
+// A reader's cursor may name the milliseconds alone, meaning every event of
+// that millisecond.
+
+// ValidEventID reports whether id reads as an event id (ms or ms-seq).
+func ValidEventID(id string) bool {
+	_, err := NextEventID(id)
+	return err == nil
+}
+
+// NextEventID is the smallest event id after id; ErrBadID when id does not
+// read as one.
+func NextEventID(id string) (string, error) {
+	msPart, seqPart, ok := strings.Cut(id, "-")
+	if !ok {
+		seqPart = "0"
+		msPart = id
+	}
+	msv, err1 := strconv.ParseUint(msPart, 10, 64)
+	seq, err2 := strconv.ParseUint(seqPart, 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", ErrBadID
+	}
+	if !ok {
+		return strconv.FormatUint(msv+1, 10) + "-0", nil
+	}
+	return strconv.FormatUint(msv, 10) + "-" + strconv.FormatUint(seq+1, 10), nil
 }

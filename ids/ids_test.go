@@ -31,3 +31,22 @@ func TestPartitionForIsStable(t *testing.T) {
 		t.Fatalf("PartitionFor: %d then %d", a, b)
 	}
 }
+
+func TestEventIDs(t *testing.T) {
+	t.Parallel()
+	for id, next := range map[string]string{
+		"1733000000000-0": "1733000000000-1",
+		"1733000000000-7": "1733000000000-8",
+		"1733000000000":   "1733000000001-0", // every event of that millisecond
+		"0-0":             "0-1",
+	} {
+		if got, err := NextEventID(id); err != nil || got != next || !ValidEventID(id) {
+			t.Errorf("NextEventID(%q) = %q, %v; want %q", id, got, err, next)
+		}
+	}
+	for _, id := range []string{"", "-", "x", "1-", "-1", "1-x", "1.5", "1-2-3", "-1-0", "18446744073709551616"} {
+		if _, err := NextEventID(id); !errors.Is(err, ErrBadID) || ValidEventID(id) {
+			t.Errorf("%q read as an event id (%v)", id, err)
+		}
+	}
+}

@@ -1,8 +1,9 @@
 // Package problem holds the refusals every service shares: a request that
 // can never succeed as sent (a field at fault), a record that does not exist
-// for the caller, an idempotency key used again with another body, a
-// session that takes no more work, and a requester the caller may not act
-// for. Services return them, wrapped or not; package handlers maps them to
+// for the caller, a cursor the service did not hand out, an idempotency key
+// used again with another body, a session that takes no more work, a
+// requester the caller may not act for, and a store that cannot answer just
+// now. Services return them, wrapped or not; package handlers maps them to
 // HTTP in one place. It imports nothing of the project, so every package may
 // import it.
 package problem
@@ -17,6 +18,9 @@ var (
 	// ErrNotFound is a record that does not exist, or that the caller may
 	// not see: the two answer alike.
 	ErrNotFound = errors.New("not found")
+	// ErrBadCursor is a cursor the service did not hand out: a list's, or
+	// an event id to read a log after.
+	ErrBadCursor = errors.New("malformed cursor")
 	// ErrIdempotency is an Idempotency-Key used again with another body.
 	ErrIdempotency = errors.New("idempotency key reused with a different body")
 	// ErrSessionNotActive is a session that is cancelled: it takes no new
@@ -29,6 +33,9 @@ var (
 	// token may not act for (authz.Principal.CanActFor), or a provider
 	// token asked for by a caller who may not act for the task's requester.
 	ErrRequesterNotAllowed = errors.New("requester not allowed")
+	// ErrUnavailable is the store down, slow or busy: nothing was decided,
+	// and the caller may try again shortly.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // ValidationError is a request that can never succeed as sent: Field names

@@ -11,6 +11,7 @@ package replay
 
 import (
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/store"
 )
 
@@ -31,7 +32,7 @@ func Open(v *authz.Vault, p authz.Principal, kept []byte) ([]byte, error) {
 
 // Settle is store.Settle for a write whose stored answer may hold an
 // endpoint's secret: a replayed answer is opened for p.
-func Settle(v *authz.Vault, p authz.Principal, o store.Outcome, kept []byte, what string) (store.Reply, error) {
+func Settle(v *authz.Vault, p authz.Principal, o store.Outcome, kept []byte, what string) (idem.Reply, error) {
 	reply, err := store.Settle(o, kept, what)
 	if err == nil && reply.Replayed {
 		reply.JSON, err = Open(v, p, reply.JSON)

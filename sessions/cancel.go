@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
@@ -39,7 +40,7 @@ const (
 // ends with session.cancelled. A replica that dies midway leaves the cancel
 // to another one (Resumer), and a repeat of the request finishes it too. A
 // repeat after the end is a no-op that answers the session as it is.
-func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error) {
+func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason string, idem idem.Key) ([]byte, bool, error) {
 	ses, raw, err := s.Get(ctx, p, id)
 	if err != nil {
 		return nil, false, err
@@ -84,7 +85,7 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 // finishCancel cancels the live tasks of a cancelling session batch by batch
 // and ends the cancel. done is false when the session was not cancelling
 // (its cancel had ended already).
-func (s *Service) finishCancel(ctx context.Context, part int, id string, idem store.Idempotency) ([]byte, bool, error) {
+func (s *Service) finishCancel(ctx context.Context, part int, id string, idem idem.Key) ([]byte, bool, error) {
 	for round := 0; round < maxCancelRounds; round++ {
 		now := s.now()
 		st, err := s.store.CancelBatch(ctx, part, id, cancelReadBatch, now)
@@ -159,7 +160,7 @@ func (s *Service) cancelBatch(ctx context.Context, part int, id string, st store
 
 // endCancel writes session.cancelled with every task the cancel ended, once
 // no live task is left. ok is false when tasks are left after all.
-func (s *Service) endCancel(ctx context.Context, part int, id, reason string, idem store.Idempotency, now time.Time) ([]byte, bool, error) {
+func (s *Service) endCancel(ctx context.Context, part int, id, reason string, idem idem.Key, now time.Time) ([]byte, bool, error) {
 	ids, err := s.store.CancelledSoFar(ctx, part, id)
 	if err != nil {
 		return nil, false, err

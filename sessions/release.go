@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
 	"github.com/taskhook/taskhook/waits"
 )
@@ -30,7 +30,7 @@ type CancelWaitAnswer struct {
 // wake-up cannot tell (it carries no snapshot, or stands for several
 // objects) and on the slow re-check. A task that expired meanwhile is not
 // waited for.
-func (s *Service) CancelAndWait(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency,
+func (s *Service) CancelAndWait(ctx context.Context, p authz.Principal, id, reason string, idem idem.Key,
 	wait time.Duration) ([]byte, bool, error) {
 	deadline := s.now().Add(min(wait, tasks.MaxWait))
 	w := s.waiters.Wait(waits.WaitKey(waits.WakeSession, id))

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/worker"
 )
 
@@ -82,7 +82,7 @@ func (r *Resumer) Sweep(ctx context.Context) {
 			return
 		}
 		for _, id := range ids {
-			if _, _, err := r.svc.finishCancel(ctx, p, id, store.Idempotency{}); err != nil && ctx.Err() == nil {
+			if _, _, err := r.svc.finishCancel(ctx, p, id, idem.Key{}); err != nil && ctx.Err() == nil {
 				r.log.Warn("session cancels: finish a stalled cancel", "partition", p, "err", err)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
@@ -121,7 +122,7 @@ func TestResumerFinishesAStalledCancel(t *testing.T) {
 			t.Fatalf("the resumer cancelled a task of a cancel another replica holds: %s", task.Status)
 		}
 		// The owner's repeat of the request finishes a cancel too.
-		raw, _, err := e.sessions.Cancel(ctx, alice, held, "", store.Idempotency{})
+		raw, _, err := e.sessions.Cancel(ctx, alice, held, "", idem.Key{})
 		if answer := decode[sessions.CancelAnswer](t, raw); err != nil || !slices.Equal(answer.CancelledTaskIDs, []string{heldTask}) {
 			t.Fatalf("the repeated cancel: %s %v", raw, err)
 		}

@@ -3,8 +3,8 @@
 //
 // It imports tasks (to cancel a session's tasks), endpoints (to check
 // notification endpoints), replay (to keep a create's answer sealed for a
-// repeat), store, waits, ids, events, problem, authz and api/wire, never handlers
-// or callbacks.
+// repeat), store, idem, paging, waits, ids, events, problem, authz and
+// api/wire, never handlers or callbacks.
 package sessions
 
 import (
@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/taskhook/taskhook/idem"
+	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -74,7 +76,7 @@ func NewService(cfg Config, s *store.Store, w *waits.Waiters, now func() time.Ti
 
 // Create opens an active session owned by p. With an idempotency key the
 // partition follows the key, so a repeat finds its first response.
-func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) ([]byte, bool, error) {
+func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem idem.Key) ([]byte, bool, error) {
 	if in.Metadata != nil && (len(in.Metadata) == 0 || in.Metadata[0] != '{') {
 		return nil, false, &problem.ValidationError{Field: "metadata", Message: "must be an object"}
 	}
@@ -88,7 +90,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 // create writes a new session with its endpoints: eps as the answer shows
 // them (secrets included), records as the store keeps them.
 func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.RawMessage, eps []wire.Endpoint,
-	records store.NewEndpoints, idem store.Idempotency) ([]byte, bool, error) {
+	records store.NewEndpoints, idem idem.Key) ([]byte, bool, error) {
 	part := ids.PartitionFor(idem.Scope, s.store.Partitions)
 	if idem.Scope == "" {
 		part = ids.PartitionFor(ids.NewRequestID(), s.store.Partitions)
@@ -138,8 +140,8 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 // Reset is cancel, then a new active session with the same owner, metadata
 // and notification endpoints (the same ids, addresses, kinds and secrets). The new session is created under the caller's idempotency key,
 // so a repeated reset answers with the same new session.
-func (s *Service) Reset(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency) ([]byte, bool, error) {
-	if _, _, err := s.Cancel(ctx, p, id, reason, store.Idempotency{}); err != nil {
+func (s *Service) Reset(ctx context.Context, p authz.Principal, id, reason string, key idem.Key) ([]byte, bool, error) {
+	if _, _, err := s.Cancel(ctx, p, id, reason, idem.Key{}); err != nil {
 		return nil, false, err
 	}
 	old, _, err := s.Get(ctx, p, id)
@@ -156,7 +158,7 @@ func (s *Service) Reset(ctx context.Context, p authz.Principal, id, reason strin
 		return nil, false, err
 	}
 	owner := authz.Principal{ID: old.Owner}
-	raw, replay, err := s.create(ctx, owner, old.Metadata, views, carried, idem)
+	raw, replay, err := s.create(ctx, owner, old.Metadata, views, carried, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -188,10 +190,15 @@ func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Sessio
 	return ses, raw, err
 }
 
-// List pages through the caller's sessions, newest first, optionally by status.
-func (s *Service) List(ctx context.Context, p authz.Principal, status string, after *store.Position, limit int) (store.Page, error) {
+// List pages through the caller's sessions, newest first, optionally by
+// status. cursor is the Next of the page before ("" for the first).
+func (s *Service) List(ctx context.Context, p authz.Principal, status, cursor string, limit int) (paging.Page, error) {
+	after, err := paging.After(cursor)
+	if err != nil {
+		return paging.Page{}, err
+	}
 	if status != "" && status != Active && status != Cancelled {
-		return store.Page{}, &problem.ValidationError{Field: "status", Message: "must be active or cancelled"}
+		return paging.Page{}, &problem.ValidationError{Field: "status", Message: "must be active or cancelled"}
 	}
 	indexes := make([]string, s.store.Partitions)
 	for i := range indexes {

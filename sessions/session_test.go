@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/problem"
 
@@ -67,7 +68,7 @@ func (e env) create(t *testing.T, p authz.Principal, metadata string) sessions.S
 	if metadata != "" {
 		in.Metadata = json.RawMessage(metadata)
 	}
-	raw, replayed, err := e.sessions.Create(context.Background(), p, in, store.Idempotency{})
+	raw, replayed, err := e.sessions.Create(context.Background(), p, in, idem.Key{})
 	if err != nil || replayed {
 		t.Fatalf("create session: %v (replayed %v)", err, replayed)
 	}
@@ -77,7 +78,7 @@ func (e env) create(t *testing.T, p authz.Principal, metadata string) sessions.S
 // task starts a task of p in the session.
 func (e env) task(t *testing.T, p authz.Principal, session string) tasks.Task {
 	t.Helper()
-	r, err := e.tasks.Create(context.Background(), p, tasks.CreateInput{SessionID: session}, store.Idempotency{})
+	r, err := e.tasks.Create(context.Background(), p, tasks.CreateInput{SessionID: session}, idem.Key{})
 	if err != nil {
 		t.Fatalf("create task: %v", err)
 	}
@@ -168,20 +169,20 @@ func TestCreateRefusals(t *testing.T) {
 			"empty metadata":             {sessions.CreateInput{Metadata: json.RawMessage{}}, "metadata"},
 			"notify without a registrar": {sessions.CreateInput{Notify: []wire.EndpointRequest{{URL: "https://example.test"}}}, "notify"},
 		} {
-			_, _, err := e.sessions.Create(ctx, alice, c.in, store.Idempotency{})
+			_, _, err := e.sessions.Create(ctx, alice, c.in, idem.Key{})
 			var ve *problem.ValidationError
 			if !errors.As(err, &ve) || ve.Field != c.field {
 				t.Errorf("%s: %v, want a validation error on %s", name, err, c.field)
 			}
 		}
-		page, err := e.sessions.List(ctx, alice, "", nil, 10)
+		page, err := e.sessions.List(ctx, alice, "", "", 10)
 		if err != nil || len(page.Items) != 0 {
 			t.Fatalf("refused creates made sessions: %d %v", len(page.Items), err)
 		}
 
 		// With an idempotency key: the same body answers the first
 		// session again, another body is refused.
-		key := store.Idempotency{Scope: "alice\nPOST /v1/sessions\nk1", BodyHash: "h1"}
+		key := idem.Key{Scope: "alice\nPOST /v1/sessions\nk1", BodyHash: "h1"}
 		first, replayed, err := e.sessions.Create(ctx, alice, sessions.CreateInput{}, key)
 		if err != nil || replayed {
 			t.Fatalf("create with a key: %v %v", replayed, err)
@@ -191,7 +192,7 @@ func TestCreateRefusals(t *testing.T) {
 			t.Fatalf("repeat: %s %v %v, want %s replayed", again, replayed, err, first)
 		}
 		if _, _, err := e.sessions.Create(ctx, alice, sessions.CreateInput{Metadata: json.RawMessage(`{"a":1}`)},
-			store.Idempotency{Scope: key.Scope, BodyHash: "h2"}); !errors.Is(err, problem.ErrIdempotency) {
+			idem.Key{Scope: key.Scope, BodyHash: "h2"}); !errors.Is(err, problem.ErrIdempotency) {
 			t.Fatalf("the key with another body: %v, want ErrIdempotency", err)
 		}
 	})
@@ -206,16 +207,16 @@ func TestListByStatus(t *testing.T) {
 			made = append(made, e.create(t, alice, "").SessionID)
 		}
 		e.create(t, bob, "")
-		if _, _, err := e.sessions.Cancel(ctx, alice, made[1], "", store.Idempotency{}); err != nil {
+		if _, _, err := e.sessions.Cancel(ctx, alice, made[1], "", idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		list := func(p authz.Principal, status string) []string {
 			t.Helper()
 			var ids []string
-			var after *store.Position
+			var cursor string
 			last := time.Now().Add(time.Hour)
 			for {
-				page, err := e.sessions.List(ctx, p, status, after, 2)
+				page, err := e.sessions.List(ctx, p, status, cursor, 2)
 				if err != nil {
 					t.Fatalf("list %q: %v", status, err)
 				}
@@ -230,10 +231,10 @@ func TestListByStatus(t *testing.T) {
 					last = s.CreatedAt.Time
 					ids = append(ids, s.SessionID)
 				}
-				if page.Next == nil {
+				if page.Next == "" {
 					return ids
 				}
-				after = page.Next
+				cursor = page.Next
 			}
 		}
 		want := map[string][]string{
@@ -254,7 +255,7 @@ func TestListByStatus(t *testing.T) {
 			t.Errorf("bob's sessions: %v", got)
 		}
 		var ve *problem.ValidationError
-		if _, err := e.sessions.List(ctx, alice, "closed", nil, 10); !errors.As(err, &ve) || ve.Field != "status" {
+		if _, err := e.sessions.List(ctx, alice, "closed", "", 10); !errors.As(err, &ve) || ve.Field != "status" {
 			t.Errorf("list by an unknown status: %v", err)
 		}
 	})
@@ -324,16 +325,16 @@ func TestCancelInBatches(t *testing.T) {
 		}
 		// Live tasks at other revisions and statuses, and a finished one.
 		halfway := "halfway"
-		if _, err := e.tasks.Run(ctx, alice, live[1], tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &halfway}, store.Idempotency{}); err != nil {
+		if _, err := e.tasks.Run(ctx, alice, live[1], tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &halfway}, idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.tasks.Run(ctx, alice, live[2], tasks.Command{Kind: tasks.CmdRequireInput, Requests: []tasks.InputRequest{
 			{RequestID: "q", Kind: "ask", Prompt: "?", Display: "confirmation"},
-		}}, store.Idempotency{}); err != nil {
+		}}, idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		done := e.task(t, alice, ses.SessionID)
-		if _, err := e.tasks.Run(ctx, alice, done.TaskID, tasks.Command{Kind: tasks.CmdComplete, Result: json.RawMessage(`"ok"`)}, store.Idempotency{}); err != nil {
+		if _, err := e.tasks.Run(ctx, alice, done.TaskID, tasks.Command{Kind: tasks.CmdComplete, Result: json.RawMessage(`"ok"`)}, idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		revisions := map[string]int64{}
@@ -346,12 +347,12 @@ func TestCancelInBatches(t *testing.T) {
 		one := e.create(t, alice, "")
 		e.task(t, alice, one.SessionID)
 		before := e.scripts()
-		if _, _, err := e.sessions.Cancel(ctx, alice, one.SessionID, "", store.Idempotency{}); err != nil {
+		if _, _, err := e.sessions.Cancel(ctx, alice, one.SessionID, "", idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		single := e.scripts() - before
 
-		key := store.Idempotency{Scope: "alice\nPOST /v1/sessions/cancel\nk1", BodyHash: "h1"}
+		key := idem.Key{Scope: "alice\nPOST /v1/sessions/cancel\nk1", BodyHash: "h1"}
 		before = e.scripts()
 		raw, replayed, err := e.sessions.Cancel(ctx, alice, ses.SessionID, "user left", key)
 		if err != nil || replayed {
@@ -388,15 +389,15 @@ func TestCancelInBatches(t *testing.T) {
 		if err != nil || !replayed || string(again) != string(raw) {
 			t.Fatalf("repeat with the key: %s %v %v", again, replayed, err)
 		}
-		raw, replayed, err = e.sessions.Cancel(ctx, alice, ses.SessionID, "again", store.Idempotency{})
+		raw, replayed, err = e.sessions.Cancel(ctx, alice, ses.SessionID, "again", idem.Key{})
 		if answer := decode[sessions.CancelAnswer](t, raw); err != nil || replayed || answer.CancelledTaskIDs == nil ||
 			len(answer.CancelledTaskIDs) != 0 || decode[sessions.Session](t, answer.Session).Status != sessions.Cancelled {
 			t.Fatalf("repeat: %s %v %v", raw, replayed, err)
 		}
-		if _, err := e.tasks.Create(ctx, alice, tasks.CreateInput{SessionID: ses.SessionID}, store.Idempotency{}); !errors.Is(err, problem.ErrSessionNotActive) {
+		if _, err := e.tasks.Create(ctx, alice, tasks.CreateInput{SessionID: ses.SessionID}, idem.Key{}); !errors.Is(err, problem.ErrSessionNotActive) {
 			t.Fatalf("a task in the cancelled session: %v", err)
 		}
-		if _, _, err := e.sessions.Cancel(ctx, bob, ses.SessionID, "", store.Idempotency{}); !errors.Is(err, problem.ErrNotFound) {
+		if _, _, err := e.sessions.Cancel(ctx, bob, ses.SessionID, "", idem.Key{}); !errors.Is(err, problem.ErrNotFound) {
 			t.Fatalf("another principal's cancel: %v", err)
 		}
 	})
@@ -415,7 +416,7 @@ func TestResetCarriesMetadata(t *testing.T) {
 		old := e.create(t, alice, `{"chat":"c1","n":[1,2]}`)
 		task := e.task(t, alice, old.SessionID)
 
-		key := store.Idempotency{Scope: "alice\nPOST /v1/sessions/reset\nr1", BodyHash: "h1"}
+		key := idem.Key{Scope: "alice\nPOST /v1/sessions/reset\nr1", BodyHash: "h1"}
 		raw, replayed, err := e.sessions.Reset(ctx, alice, old.SessionID, "new chat", key)
 		if err != nil || replayed {
 			t.Fatalf("reset: %v (replayed %v)", err, replayed)
@@ -447,11 +448,11 @@ func TestResetCarriesMetadata(t *testing.T) {
 
 		// An admin's reset keeps the owner; to another principal, the
 		// session does not exist.
-		raw, _, err = e.sessions.Reset(ctx, admin, ses.SessionID, "", store.Idempotency{})
+		raw, _, err = e.sessions.Reset(ctx, admin, ses.SessionID, "", idem.Key{})
 		if byAdmin := decode[resetAnswer](t, raw).Session; err != nil || byAdmin.Owner != "alice" || string(byAdmin.Metadata) != string(ses.Metadata) {
 			t.Fatalf("reset by an admin: %s %v", raw, err)
 		}
-		if _, _, err := e.sessions.Reset(ctx, bob, ses.SessionID, "", store.Idempotency{}); !errors.Is(err, problem.ErrNotFound) {
+		if _, _, err := e.sessions.Reset(ctx, bob, ses.SessionID, "", idem.Key{}); !errors.Is(err, problem.ErrNotFound) {
 			t.Fatalf("another principal's reset: %v", err)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -37,7 +38,7 @@ func TestAnswerByToken(t *testing.T) {
 			t.Fatalf("unknown hash: %v, want ErrNotFound", err)
 		}
 
-		kept, _ := f.createTask(t, "alice", store.Idempotency{})
+		kept, _ := f.createTask(t, "alice", idem.Key{})
 		f.askWithToken(t, kept, "hash-kept", `{"taskId":"kept","requestId":"q1"}`, time.Now().Add(time.Hour))
 		got, err := s.AnswerByToken(ctx, f.part, "hash-kept")
 		if err != nil || string(got) != `{"taskId":"kept","requestId":"q1"}` {
@@ -49,7 +50,7 @@ func TestAnswerByToken(t *testing.T) {
 
 		// A task that expires soon: its mapping ends at its expiry time.
 		expires := time.Now().Add(time.Second).Truncate(time.Millisecond) // as Redis keeps it
-		short, _ := f.createTask(t, "alice", store.Idempotency{})
+		short, _ := f.createTask(t, "alice", idem.Key{})
 		f.askWithToken(t, short, "hash-short", `{"taskId":"short"}`, expires)
 		at, err := s.RDB.PExpireTime(ctx, s.Keys.AnswerToken(f.part, "hash-short")).Result()
 		// The embedded server keeps a TTL, not a deadline: it reads back off

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -20,12 +21,12 @@ func TestLostReplyIsNotAppliedTwice(t *testing.T) {
 	ctx := context.Background()
 
 	proxy.CutAfterReply("evalsha")
-	id, res := f.createTask(t, "alice", store.Idempotency{})
+	id, res := f.createTask(t, "alice", idem.Key{})
 	if res.Outcome != store.OK {
 		t.Fatalf("create with its reply lost: %+v, want ok", res)
 	}
 	proxy.CutAfterReply("evalsha")
-	if r := f.apply(t, id, 1, store.Idempotency{}, `{"type":"task.message"}`); r.Outcome != store.OK {
+	if r := f.apply(t, id, 1, idem.Key{}, `{"type":"task.message"}`); r.Outcome != store.OK {
 		t.Fatalf("apply with its reply lost: %+v, want ok", r)
 	}
 	if proxy.Cuts() != 2 {

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
+	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/waits"
@@ -59,7 +61,7 @@ func newFixture(t *testing.T, s *store.Store, owner string) fixture {
 	return f
 }
 
-func (f fixture) createTask(t *testing.T, principal string, idem store.Idempotency) (string, store.Result) {
+func (f fixture) createTask(t *testing.T, principal string, idem idem.Key) (string, store.Result) {
 	t.Helper()
 	id := ids.New(ids.TaskPrefix, f.part)
 	res, err := f.s.CreateTask(context.Background(), store.TaskCreate{
@@ -73,7 +75,7 @@ func (f fixture) createTask(t *testing.T, principal string, idem store.Idempoten
 	return id, res
 }
 
-func (f fixture) apply(t *testing.T, id string, expect int64, idem store.Idempotency, events ...string) store.Result {
+func (f fixture) apply(t *testing.T, id string, expect int64, idem idem.Key, events ...string) store.Result {
 	t.Helper()
 	evs := make([][]byte, len(events))
 	for i, e := range events {
@@ -92,16 +94,16 @@ func (f fixture) apply(t *testing.T, id string, expect int64, idem store.Idempot
 
 func TestTaskWritesCompareAndSet(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
-		id, res := f.createTask(t, "alice", store.Idempotency{})
+		id, res := f.createTask(t, "alice", idem.Key{})
 		if res.Outcome != store.OK || len(res.EventIDs) != 1 {
 			t.Fatalf("create: %+v", res)
 		}
-		if r := f.apply(t, id, 1, store.Idempotency{}, `{"type":"a"}`, `{"type":"b"}`); r.Outcome != store.OK || len(r.EventIDs) != 2 {
+		if r := f.apply(t, id, 1, idem.Key{}, `{"type":"a"}`, `{"type":"b"}`); r.Outcome != store.OK || len(r.EventIDs) != 2 {
 			t.Fatalf("apply at 1: %+v", r)
 		}
 		// A change computed from revision 1 again has lost the race: the
 		// script returns the current task and writes nothing.
-		r := f.apply(t, id, 1, store.Idempotency{}, `{"type":"late"}`)
+		r := f.apply(t, id, 1, idem.Key{}, `{"type":"late"}`)
 		if r.Outcome != store.Conflict || string(r.Current) != `{"rev":2}` {
 			t.Fatalf("stale apply: %+v", r)
 		}
@@ -109,7 +111,7 @@ func TestTaskWritesCompareAndSet(t *testing.T) {
 		if err != nil || string(raw) != `{"rev":2}` {
 			t.Fatalf("task after stale apply: %s %v", raw, err)
 		}
-		if r := f.apply(t, ids.New(ids.TaskPrefix, f.part), 1, store.Idempotency{}, `{}`); r.Outcome != store.Missing {
+		if r := f.apply(t, ids.New(ids.TaskPrefix, f.part), 1, idem.Key{}, `{}`); r.Outcome != store.Missing {
 			t.Fatalf("missing task: %+v", r)
 		}
 	})
@@ -118,11 +120,11 @@ func TestTaskWritesCompareAndSet(t *testing.T) {
 func TestEventsShareIDsAcrossLogs(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()
-		a, _ := f.createTask(t, "alice", store.Idempotency{})
-		b, _ := f.createTask(t, "alice", store.Idempotency{})
-		f.apply(t, a, 1, store.Idempotency{}, `{"type":"a2"}`)
-		f.apply(t, b, 1, store.Idempotency{}, `{"type":"b2"}`, `{"type":"b3"}`)
-		f.apply(t, a, 2, store.Idempotency{}, `{"type":"a3"}`)
+		a, _ := f.createTask(t, "alice", idem.Key{})
+		b, _ := f.createTask(t, "alice", idem.Key{})
+		f.apply(t, a, 1, idem.Key{}, `{"type":"a2"}`)
+		f.apply(t, b, 1, idem.Key{}, `{"type":"b2"}`, `{"type":"b3"}`)
+		f.apply(t, a, 2, idem.Key{}, `{"type":"a3"}`)
 
 		sessionLog, err := s.ReadLog(ctx, s.Keys.SessionEvents(f.part, f.session), "", 100)
 		if err != nil {
@@ -167,12 +169,12 @@ func TestEventsShareIDsAcrossLogs(t *testing.T) {
 func TestTaskLogStoresNoEventTwice(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		id, _ := f.createTask(t, "alice", idem.Key{})
 		events := make([]string, 12) // one script: ids of one millisecond, seq 0 to 11 and up
 		for i := range events {
 			events[i] = fmt.Sprintf(`{"type":"e%d"}`, i)
 		}
-		f.apply(t, id, 1, store.Idempotency{}, events...)
+		f.apply(t, id, 1, idem.Key{}, events...)
 		if typ, err := s.RDB.Type(ctx, s.Keys.TaskLog(f.part, id)).Result(); err != nil || typ != "zset" {
 			t.Fatalf("the task log is a %q (%v), want an index (zset)", typ, err)
 		}
@@ -219,12 +221,12 @@ func TestTaskLogStoresNoEventTwice(t *testing.T) {
 func TestTaskLogPassesOverTrimmedEvents(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		id, _ := f.createTask(t, "alice", idem.Key{})
 		events := make([]string, 8)
 		for i := range events {
 			events[i] = fmt.Sprintf(`{"type":"e%d"}`, i)
 		}
-		f.apply(t, id, 1, store.Idempotency{}, events...)
+		f.apply(t, id, 1, idem.Key{}, events...)
 		all, err := s.ReadLog(ctx, f.taskLog(id), "", 100)
 		if err != nil || len(all) != 9 {
 			t.Fatalf("task log: %d events, %v", len(all), err)
@@ -250,7 +252,7 @@ func TestTaskLogPassesOverTrimmedEvents(t *testing.T) {
 func TestTaskLogWrittenAsAStreamStillReads(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		id, _ := f.createTask(t, "alice", idem.Key{})
 		created, err := s.ReadLog(ctx, f.taskLog(id), "", 10)
 		if err != nil || len(created) != 1 {
 			t.Fatalf("task log: %+v %v", created, err)
@@ -265,7 +267,7 @@ func TestTaskLogWrittenAsAStreamStillReads(t *testing.T) {
 		s.RDB.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: created[0].ID, Values: stored[0].Values})
 		s.RDB.PExpire(ctx, key, ttl)
 
-		f.apply(t, id, 1, store.Idempotency{}, `{"type":"later"}`)
+		f.apply(t, id, 1, idem.Key{}, `{"type":"later"}`)
 		if typ, _ := s.RDB.Type(ctx, key).Result(); typ != "stream" {
 			t.Fatalf("the old log became a %q", typ)
 		}
@@ -286,7 +288,7 @@ func idLess(a, b string) bool {
 
 func TestIdempotentWrites(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
-		key := store.Idempotency{Scope: "alice\nPOST /v1/tasks\nk1", BodyHash: "h1"}
+		key := idem.Key{Scope: "alice\nPOST /v1/tasks\nk1", BodyHash: "h1"}
 		id, first := f.createTask(t, "alice", key)
 		if first.Outcome != store.OK {
 			t.Fatalf("first: %+v", first)
@@ -295,12 +297,12 @@ func TestIdempotentWrites(t *testing.T) {
 		if again.Outcome != store.Replayed || string(again.ReplayBody) != `{"rev":1}` {
 			t.Fatalf("replay: %+v", again)
 		}
-		_, other := f.createTask(t, "alice", store.Idempotency{Scope: key.Scope, BodyHash: "h2"})
+		_, other := f.createTask(t, "alice", idem.Key{Scope: key.Scope, BodyHash: "h2"})
 		if other.Outcome != store.IdemConflict {
 			t.Fatalf("different body: %+v", other)
 		}
 		// A replayed command writes nothing, even computed from a stale revision.
-		ckey := store.Idempotency{Scope: "alice\nPOST /x\nk2", BodyHash: "c"}
+		ckey := idem.Key{Scope: "alice\nPOST /x\nk2", BodyHash: "c"}
 		if r := f.apply(t, id, 1, ckey, `{"type":"x"}`); r.Outcome != store.OK {
 			t.Fatalf("apply: %+v", r)
 		}
@@ -319,7 +321,7 @@ func TestIdempotentWrites(t *testing.T) {
 
 func TestCreateTaskChecksTheSession(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
-		if _, r := f.createTask(t, "mallory", store.Idempotency{}); r.Outcome != store.SessionMissing {
+		if _, r := f.createTask(t, "mallory", idem.Key{}); r.Outcome != store.SessionMissing {
 			t.Fatalf("another principal's session: %+v", r)
 		}
 		id := ids.New(ids.TaskPrefix, f.part)
@@ -333,7 +335,7 @@ func TestCreateTaskChecksTheSession(t *testing.T) {
 		}
 		g := f
 		g.session = ids.New(ids.SessionPrefix, f.part)
-		if _, r := g.createTask(t, "alice", store.Idempotency{}); r.Outcome != store.SessionMissing {
+		if _, r := g.createTask(t, "alice", idem.Key{}); r.Outcome != store.SessionMissing {
 			t.Fatalf("missing session: %+v", r)
 		}
 		if _, err := s.GetJSON(context.Background(), s.Keys.Task(f.part, ids.New(ids.TaskPrefix, f.part))); !errors.Is(err, store.ErrNotFound) {
@@ -369,14 +371,14 @@ func TestListIndexedPages(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		var ids []string
 		for i := 0; i < 7; i++ {
-			id, _ := f.createTask(t, "alice", store.Idempotency{})
+			id, _ := f.createTask(t, "alice", idem.Key{})
 			ids = append(ids, id)
 		}
 		index := []string{s.Keys.SessionTasks(f.part, f.session)}
 		record := func(id string) string { return s.Keys.Task(f.part, id) }
 		seen := map[string]bool{}
 		var got []string
-		var pos *store.Position
+		var pos *paging.Position
 		pages := 0
 		for {
 			page, err := s.ListIndexed(context.Background(), index, record, pos, 3, store.ListFilter{})
@@ -390,14 +392,16 @@ func TestListIndexedPages(t *testing.T) {
 			if len(page.Items) > 3 {
 				t.Fatalf("page of %d items, limit 3", len(page.Items))
 			}
-			if page.Next == nil {
+			if page.Next == "" {
 				break
 			}
-			if seen[page.Next.ID] {
-				t.Fatalf("cursor repeats %s", page.Next.ID)
+			if pos, err = paging.After(page.Next); err != nil {
+				t.Fatal(err)
 			}
-			seen[page.Next.ID] = true
-			pos = page.Next
+			if seen[pos.ID] {
+				t.Fatalf("cursor repeats %s", pos.ID)
+			}
+			seen[pos.ID] = true
 			if pages > 10 {
 				t.Fatal("paging does not end")
 			}
@@ -430,7 +434,7 @@ func TestListIndexedPagesThroughOneMillisecond(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen := map[string]bool{}
-		var pos *store.Position
+		var pos *paging.Position
 		for pages := 0; ; pages++ {
 			if pages > n/100+2 {
 				t.Fatalf("paging does not end after %d pages", pages)
@@ -445,10 +449,12 @@ func TestListIndexedPagesThroughOneMillisecond(t *testing.T) {
 				}
 				seen[string(it)] = true
 			}
-			if page.Next == nil {
+			if page.Next == "" {
 				break
 			}
-			pos = page.Next
+			if pos, err = paging.After(page.Next); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if len(seen) != n {
 			t.Fatalf("paged through %d of %d entries of one millisecond", len(seen), n)
@@ -476,7 +482,7 @@ func TestListIndexedBoundsPageBytes(t *testing.T) {
 		}
 		index := []string{s.Keys.SessionTasks(f.part, f.session)}
 		record := func(id string) string { return s.Keys.Task(f.part, id) }
-		var pos *store.Position
+		var pos *paging.Position
 		var sizes []int
 		seen := 0
 		for range 10 {
@@ -496,10 +502,12 @@ func TestListIndexedBoundsPageBytes(t *testing.T) {
 			if bytes > 1<<20 {
 				t.Fatalf("a page of %d bytes, want at most 1 MiB", bytes)
 			}
-			if page.Next == nil {
+			if page.Next == "" {
 				break
 			}
-			pos = page.Next
+			if pos, err = paging.After(page.Next); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// 300 KiB records: three to a page.
 		if seen != len(want) || len(sizes) != 3 || sizes[0] != 3 {
@@ -528,7 +536,7 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 		})
 
 		f := newFixture(t, writer, "alice")
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		id, _ := f.createTask(t, "alice", idem.Key{})
 		w := reg.Wait(waits.WaitKey(waits.WakeTask, id), waits.WaitKey(waits.WakeSession, f.session))
 		defer w.Stop()
 		// The reader may start after the first writes: write until a wake for
@@ -536,7 +544,7 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 		// may still be in flight, and is skipped).
 		deadline := time.Now().Add(10 * time.Second)
 		for rev := int64(1); time.Now().Before(deadline); rev++ {
-			f.apply(t, id, rev, store.Idempotency{}, `{"type":"x"}`)
+			f.apply(t, id, rev, idem.Key{}, `{"type":"x"}`)
 			for {
 				wk, why := w.Next(context.Background(), time.Now().Add(500*time.Millisecond))
 				if why != waits.Woken {

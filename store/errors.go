@@ -10,14 +10,18 @@ import (
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskhook/taskhook/problem"
 )
 
 // ErrUnavailable is Redis being down, slow or busy: the caller gets a 503 with
-// Retry-After and may try again.
-var ErrUnavailable = errors.New("store unavailable")
+// Retry-After and may try again. It is a problem.ErrUnavailable, so a face
+// answers it without naming the store.
+var ErrUnavailable = fmt.Errorf("store %w", problem.ErrUnavailable)
 
-// ErrNotFound is a record that does not exist (or has expired).
-var ErrNotFound = errors.New("not found")
+// ErrNotFound is a record that does not exist (or has expired). It is a
+// problem.ErrNotFound, so a face answers it without naming the store.
+var ErrNotFound = fmt.Errorf("%w", problem.ErrNotFound)
 
 // unavailable classifies a Redis error. A reply error that says the server is
 // loading, failing over or down is unavailability; so is any network error or

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/paging"
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // IngestResult is hook_ingest's answer.
@@ -92,7 +93,7 @@ type HookCreate struct {
 	Now       time.Time
 	ClosesAt  time.Time // stops taking requests
 	ExpiresAt time.Time // every key of the hook is gone (the tombstone's end)
-	Idem      Idempotency
+	Idem      idem.Key
 }
 
 // CreateHook writes a hook, its token mapping and its indexes in one script.
@@ -193,7 +194,7 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, err
 	if w.TaskID != "" {
 		taskKey = s.Keys.Task(p, w.TaskID)
 	}
-	cmdKey, cmdHash, cmdTTL := s.idemKey(p, Idempotency{})
+	cmdKey, cmdHash, cmdTTL := s.idemKey(p, idem.Key{})
 	keys := []string{
 		s.Keys.Hook(p, w.HookID), taskKey, s.Keys.Session(p, w.SessionID), s.Keys.HookQueue(p, w.HookID),
 		s.Keys.HookDedupe(p, w.HookID), s.Keys.SessionLog(p, w.SessionID), s.Keys.Wake(p), cmdKey,
@@ -311,13 +312,13 @@ func hookStatusOK(r scriptReply) (HookStatus, error) {
 // the hook alone decides it (NeedsParents for the others).
 type HookPage struct {
 	Hooks []HookStatus
-	Next  *Position
+	Next  string // the cursor of the next page, "" on the last
 }
 
 // ListHooks pages through hook indexes as ListIndexed does, and reads each
 // kept hook with hook_status (without its parents) where ListIndexed reads
 // a record's json: in the same round trip.
-func (s *Store) ListHooks(ctx context.Context, indexes []string, after *Position, limit int,
+func (s *Store) ListHooks(ctx context.Context, indexes []string, after *paging.Position, limit int,
 	principal string, admin bool, now time.Time) (HookPage, error) {
 	load := func(ctx context.Context, hookIDs []string) ([]HookStatus, []bool, error) {
 		calls := make([]scriptCall, len(hookIDs))
@@ -337,7 +338,7 @@ func (s *Store) ListHooks(ctx context.Context, indexes []string, after *Position
 	}
 	owner := ListFilter{Fields: []string{"owner"}, Keep: func(v []string) bool { return v[0] == principal }}
 	hooks, next, err := listIndexed(ctx, s, indexes, s.hookKey, after, limit, owner, load)
-	return HookPage{Hooks: hooks, Next: next}, err
+	return HookPage{Hooks: hooks, Next: next.Cursor()}, err
 }
 
 // hookKey is the key of a hook's hash, from its id.
@@ -354,7 +355,7 @@ type HookClose struct {
 	Principal  string
 	Admin      bool
 	ClosedJSON []byte // the record to store if the hook is still open
-	Idem       Idempotency
+	Idem       idem.Key
 }
 
 // CloseHook closes a hook in one script and wakes the reads waiting on it;
@@ -523,7 +524,7 @@ type HookAck struct {
 	Admin     bool
 	Group     string
 	EventIDs  []string
-	Idem      Idempotency
+	Idem      idem.Key
 }
 
 // AckHook acknowledges events in one script.

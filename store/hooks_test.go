@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -30,12 +31,12 @@ func newHookFixture(t *testing.T, s *store.Store, owner string, withTask bool) h
 	f := hookFixture{fixture: newFixture(t, s, owner)}
 	if withTask {
 		var res store.Result
-		f.task, res = f.createTask(t, owner, store.Idempotency{})
+		f.task, res = f.createTask(t, owner, idem.Key{})
 		if res.Outcome != store.OK {
 			t.Fatalf("create task: %+v", res)
 		}
 	}
-	res, id := f.createHook(t, owner, f.now.Add(time.Hour), store.Idempotency{})
+	res, id := f.createHook(t, owner, f.now.Add(time.Hour), idem.Key{})
 	if res.Outcome != store.OK {
 		t.Fatalf("create hook: %+v", res)
 	}
@@ -53,7 +54,7 @@ func eachHook(t *testing.T, withTask bool, fn func(t *testing.T, s *store.Store,
 	})
 }
 
-func (f *hookFixture) createHook(t *testing.T, principal string, closes time.Time, idem store.Idempotency) (store.Result, string) {
+func (f *hookFixture) createHook(t *testing.T, principal string, closes time.Time, idem idem.Key) (store.Result, string) {
 	t.Helper()
 	id := ids.New(ids.HookPrefix, f.part)
 	f.token = "tok-" + id
@@ -214,7 +215,7 @@ func TestHookCreate(t *testing.T) {
 
 		// Somebody else's session does not exist; a stranger cannot hang a
 		// hook on it.
-		if res, _ := f.createHook(t, "mallory", closes, store.Idempotency{}); res.Outcome != store.SessionMissing {
+		if res, _ := f.createHook(t, "mallory", closes, idem.Key{}); res.Outcome != store.SessionMissing {
 			t.Errorf("stranger: %+v", res)
 		}
 		// An admin can.
@@ -227,15 +228,15 @@ func TestHookCreate(t *testing.T) {
 		}
 
 		// Idempotent repeat: the replay body, and no second hook.
-		idem := store.Idempotency{Scope: "alice\nPOST /v1/hooks\nk1", BodyHash: "b1"}
-		if res, _ := f.createHook(t, "alice", closes, idem); res.Outcome != store.OK {
+		key := idem.Key{Scope: "alice\nPOST /v1/hooks\nk1", BodyHash: "b1"}
+		if res, _ := f.createHook(t, "alice", closes, key); res.Outcome != store.OK {
 			t.Fatalf("first: %+v", res)
 		}
-		res, _ = f.createHook(t, "alice", closes, idem)
+		res, _ = f.createHook(t, "alice", closes, key)
 		if res.Outcome != store.Replayed || string(res.ReplayBody) != `{"replay":true}` {
 			t.Errorf("replay: %+v", res)
 		}
-		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{Scope: idem.Scope, BodyHash: "b2"}); res.Outcome != store.IdemConflict {
+		if res, _ := f.createHook(t, "alice", closes, idem.Key{Scope: key.Scope, BodyHash: "b2"}); res.Outcome != store.IdemConflict {
 			t.Errorf("idem conflict: %+v", res)
 		}
 
@@ -243,11 +244,11 @@ func TestHookCreate(t *testing.T) {
 		if _, err := s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed").Result(); err != nil {
 			t.Fatal(err)
 		}
-		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.TaskTerminal {
+		if res, _ := f.createHook(t, "alice", closes, idem.Key{}); res.Outcome != store.TaskTerminal {
 			t.Errorf("terminal task: %+v", res)
 		}
 		f.task = ids.New(ids.TaskPrefix, f.part)
-		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.TaskMissing {
+		if res, _ := f.createHook(t, "alice", closes, idem.Key{}); res.Outcome != store.TaskMissing {
 			t.Errorf("missing task: %+v", res)
 		}
 		// Nor does a cancelled session.
@@ -255,7 +256,7 @@ func TestHookCreate(t *testing.T) {
 		if _, err := s.RDB.HSet(ctx, s.Keys.Session(f.part, f.session), "status", "cancelled").Result(); err != nil {
 			t.Fatal(err)
 		}
-		if res, _ := f.createHook(t, "alice", closes, store.Idempotency{}); res.Outcome != store.SessionNotActive {
+		if res, _ := f.createHook(t, "alice", closes, idem.Key{}); res.Outcome != store.SessionNotActive {
 			t.Errorf("cancelled session: %+v", res)
 		}
 	})
@@ -639,11 +640,11 @@ func TestHookAckIdempotency(t *testing.T) {
 		ctx := context.Background()
 		e := f.ingest(t, post{body: "x"}).EventID
 		f.read(t, readOpts{consumer: "a"})
-		idem := store.Idempotency{Scope: "alice\nPOST ack\nk", BodyHash: "h"}
+		key := idem.Key{Scope: "alice\nPOST ack\nk", BodyHash: "h"}
 		ack := func(hash string) store.AckResult {
 			res, err := s.AckHook(ctx, store.HookAck{
 				Partition: f.part, ID: f.hook, Principal: "alice", Group: "g", EventIDs: []string{e},
-				Idem: store.Idempotency{Scope: idem.Scope, BodyHash: hash},
+				Idem: idem.Key{Scope: key.Scope, BodyHash: hash},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -726,14 +727,14 @@ func TestHookStatusDecidesAsIngest(t *testing.T) {
 		// round trip that reads the records.
 		f := newHookFixture(t, s, "alice", false)
 		open := f.hook
-		if res, id := f.createHook(t, "alice", f.now.Add(time.Hour), store.Idempotency{}); res.Outcome != store.OK {
+		if res, id := f.createHook(t, "alice", f.now.Add(time.Hour), idem.Key{}); res.Outcome != store.OK {
 			t.Fatalf("second hook: %+v", res)
 		} else if res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: id, SessionID: f.session,
 			Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)}); err != nil || res.Outcome != store.OK {
 			t.Fatalf("close: %+v %v", res, err)
 		}
 		page, err := s.ListHooks(ctx, []string{s.Keys.SessionHooks(f.part, f.session)}, nil, 10, "alice", false, time.Now())
-		if err != nil || len(page.Hooks) != 2 || page.Next != nil {
+		if err != nil || len(page.Hooks) != 2 || page.Next != "" {
 			t.Fatalf("list: %+v %v", page, err)
 		}
 		for _, st := range page.Hooks {
@@ -756,7 +757,7 @@ func TestHookStatusesAfterTheScriptsAreLost(t *testing.T) {
 	ctx := context.Background()
 	f := newHookFixture(t, s, "alice", false)
 	first := f.hook
-	if res, id := f.createHook(t, "alice", f.now.Add(time.Hour), store.Idempotency{}); res.Outcome != store.OK {
+	if res, id := f.createHook(t, "alice", f.now.Add(time.Hour), idem.Key{}); res.Outcome != store.OK {
 		t.Fatalf("second hook: %+v", res)
 	} else {
 		f.hook = id

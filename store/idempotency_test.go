@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -16,7 +17,7 @@ func TestIdempotencyClaims(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
-		claim := func(idem store.Idempotency) bool {
+		claim := func(idem idem.Key) bool {
 			t.Helper()
 			ok, err := s.ClaimIdempotency(ctx, idem)
 			if err != nil {
@@ -24,19 +25,19 @@ func TestIdempotencyClaims(t *testing.T) {
 			}
 			return ok
 		}
-		release := func(idem store.Idempotency) {
+		release := func(idem idem.Key) {
 			t.Helper()
 			if err := s.ReleaseIdempotency(ctx, idem); err != nil {
 				t.Fatal(err)
 			}
 		}
 		scope := "alice\nPOST /v1/tasks\nk1"
-		first, other := store.Idempotency{Scope: scope, BodyHash: "h1"}, store.Idempotency{Scope: scope, BodyHash: "h2"}
+		first, other := idem.Key{Scope: scope, BodyHash: "h1"}, idem.Key{Scope: scope, BodyHash: "h2"}
 
-		if !claim(store.Idempotency{}) {
+		if !claim(idem.Key{}) {
 			t.Fatal("a request without a key was refused")
 		}
-		release(store.Idempotency{})
+		release(idem.Key{})
 		if !claim(first) {
 			t.Fatal("the first claim of a key was refused")
 		}
@@ -63,7 +64,7 @@ func TestIdempotencyClaims(t *testing.T) {
 			t.Fatal("the first body claimed the key another body holds now")
 		}
 		// Keys are scoped: another key is free.
-		if !claim(store.Idempotency{Scope: scope + "x", BodyHash: "h1"}) {
+		if !claim(idem.Key{Scope: scope + "x", BodyHash: "h1"}) {
 			t.Fatal("a claim on one key refused another key")
 		}
 		ttl, err := s.RDB.PTTL(ctx, s.Keys.IdempotencyClaim(ids.PartitionFor(scope, s.Partitions), scope)).Result()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -56,9 +57,9 @@ func eachBackendWithFanIn(t *testing.T, fn func(t *testing.T, s *store.Store, re
 // events) at the next revision; it returns the task's id.
 func taskWithChanges(t *testing.T, f fixture, changes ...[]string) string {
 	t.Helper()
-	id, _ := f.createTask(t, "alice", store.Idempotency{})
+	id, _ := f.createTask(t, "alice", idem.Key{})
 	for i, events := range changes {
-		f.apply(t, id, int64(i+1), store.Idempotency{}, events...)
+		f.apply(t, id, int64(i+1), idem.Key{}, events...)
 	}
 	return id
 }
@@ -77,11 +78,11 @@ func many(n int, typ string, rev int64) []string {
 // nobody.
 func awaitLive(t *testing.T, reg *waits.Waiters, f fixture) {
 	t.Helper()
-	id, _ := f.createTask(t, "alice", store.Idempotency{})
+	id, _ := f.createTask(t, "alice", idem.Key{})
 	w := reg.Wait(waits.WaitKey(waits.WakeTask, id))
 	defer w.Stop()
 	for rev := int64(1); rev < 1000; rev++ {
-		f.apply(t, id, rev, store.Idempotency{}, event("task.progress", rev+1))
+		f.apply(t, id, rev, idem.Key{}, event("task.progress", rev+1))
 		if _, why := w.Next(context.Background(), time.Now().Add(200*time.Millisecond)); why == waits.Woken {
 			return
 		}
@@ -99,11 +100,11 @@ func TestWakesNameTheirEventTypes(t *testing.T) {
 		// change: none is coalesced with another.
 		w := reg.Wait(waits.WaitKey(waits.WakeSession, f.session))
 		defer w.Stop()
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		id, _ := f.createTask(t, "alice", idem.Key{})
 		wakeOf := func(rev int64, events ...string) waits.Wake {
 			t.Helper()
 			if rev > 0 {
-				if r := f.apply(t, id, rev, store.Idempotency{}, events...); r.Outcome != store.OK {
+				if r := f.apply(t, id, rev, idem.Key{}, events...); r.Outcome != store.OK {
 					t.Fatalf("apply at %d: %+v", rev, r)
 				}
 			}
@@ -189,8 +190,8 @@ func TestReadLogKinds(t *testing.T) {
 
 		// More events of other kinds than one script looks at: the read
 		// goes on until it finds the one asked for.
-		f.apply(t, id, 4, store.Idempotency{}, many(1500, "task.progress", 5)...)
-		f.apply(t, id, 5, store.Idempotency{}, event("task.terminal", 6))
+		f.apply(t, id, 4, idem.Key{}, many(1500, "task.progress", 5)...)
+		f.apply(t, id, 5, idem.Key{}, event("task.terminal", 6))
 		got = read(last, 100, "task.terminal")
 		if !slices.Equal(types(got), []string{"task.terminal"}) {
 			t.Errorf("after 1500 others: %q", types(got))
@@ -230,7 +231,7 @@ func TestTaskKindsAfter(t *testing.T) {
 		}
 
 		// Looking back past more entries than one script looks at.
-		f.apply(t, id, 4, store.Idempotency{}, many(1500, "task.progress", 5)...)
+		f.apply(t, id, 4, idem.Key{}, many(1500, "task.progress", 5)...)
 		if found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 3, waits.Kinds{"input.requested"}); err != nil || !found {
 			t.Errorf("behind 1500 others: found %v, %v", found, err)
 		}
@@ -248,7 +249,7 @@ func TestTaskKindsAfter(t *testing.T) {
 func TestReadLogKindsWaitsThroughOtherKinds(t *testing.T) {
 	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, reg *waits.Waiters, m *metrics.Metrics, f fixture) {
 		awaitLive(t, reg, f)
-		id, _ := f.createTask(t, "alice", store.Idempotency{})
+		id, _ := f.createTask(t, "alice", idem.Key{})
 		w := reg.Wait(waits.WaitKey(waits.WakeTask, id))
 		defer w.Stop()
 		all, err := reg.ReadLog(context.Background(), w, s.Source(f.taskLog(id)), waits.LogQuery{Limit: 10})
@@ -265,7 +266,7 @@ func TestReadLogKindsWaitsThroughOtherKinds(t *testing.T) {
 				waits.LogQuery{After: all.Cursor, Limit: 10, Wait: 30 * time.Second, Kinds: waits.Kinds{"task.message"}})
 			done <- read{page, err}
 		}()
-		f.apply(t, id, 1, store.Idempotency{}, event("task.progress", 2))
+		f.apply(t, id, 1, idem.Key{}, event("task.progress", 2))
 		storetest.WaitFor(t, "the read to leave the progress aside", func() bool {
 			return testutil.ToFloat64(m.WakeupsIgnored) >= 1
 		})
@@ -274,7 +275,7 @@ func TestReadLogKindsWaitsThroughOtherKinds(t *testing.T) {
 			t.Fatalf("the read answered on progress: %+v %v", r.page, r.err)
 		default:
 		}
-		f.apply(t, id, 2, store.Idempotency{}, event("task.message", 3))
+		f.apply(t, id, 2, idem.Key{}, event("task.message", 3))
 		r := <-done
 		if r.err != nil || len(r.page.Entries) != 1 || r.page.Cursor != r.page.Entries[0].ID {
 			t.Fatalf("the read after the message: %+v %v", r.page, r.err)

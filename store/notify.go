@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskhook/taskhook/idem"
 )
 
 // Scope says whose hash holds a notification endpoint: a task's or a
@@ -110,7 +112,7 @@ type EndpointChange struct {
 	View      []byte // add: the endpoint as the API shows it, without the secret
 	Secret    string // add
 	Max       int    // add: most endpoints the record may hold
-	Idem      Idempotency
+	Idem      idem.Key
 	Response  []byte // add: the answer, kept for a repeat with the same key
 }
 
@@ -124,7 +126,7 @@ func (s *Store) AddEndpoint(ctx context.Context, c EndpointChange) (EndpointsRes
 // RemoveEndpoint removes an endpoint of a session or a task its principal
 // owns. Outcome OK (Endpoints: the list left) or Missing.
 func (s *Store) RemoveEndpoint(ctx context.Context, c EndpointChange) (EndpointsResult, error) {
-	key, hash, ttl := s.idemKey(c.Partition, Idempotency{})
+	key, hash, ttl := s.idemKey(c.Partition, idem.Key{})
 	return s.scripts.notifyRemove.run(ctx, s, []string{c.Key, key},
 		hash, ttl, c.Principal, flag(c.Admin), c.ID)
 }

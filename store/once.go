@@ -4,29 +4,23 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/problem"
 )
-
-// Reply is a write's answer: its JSON, and whether it is the answer an
-// earlier request with the same idempotency key got, replayed.
-type Reply struct {
-	JSON     []byte
-	Replayed bool
-}
 
 // ReplayOf looks up the stored answer of an earlier request with the same
 // idempotency key, without writing: for a request the current state refuses
 // that may repeat one that succeeded. ok is false when there is none; a key
 // used with another body is problem.ErrIdempotency.
-func (s *Store) ReplayOf(ctx context.Context, p int, idem Idempotency) (Reply, bool, error) {
-	res, ok, err := s.Replay(ctx, p, idem)
+func (s *Store) ReplayOf(ctx context.Context, p int, key idem.Key) (idem.Reply, bool, error) {
+	res, ok, err := s.Replay(ctx, p, key)
 	if err != nil || !ok {
-		return Reply{}, false, err
+		return idem.Reply{}, false, err
 	}
 	if res.Outcome == IdemConflict {
-		return Reply{}, true, problem.ErrIdempotency
+		return idem.Reply{}, true, problem.ErrIdempotency
 	}
-	return Reply{JSON: res.ReplayBody, Replayed: true}, true, nil
+	return idem.Reply{JSON: res.ReplayBody, Replayed: true}, true, nil
 }
 
 // Settle answers the outcomes of a write that every idempotent write
@@ -34,16 +28,16 @@ func (s *Store) ReplayOf(ctx context.Context, p int, idem Idempotency) (Reply, b
 // replayed; a key used with another body (problem.ErrIdempotency); a record
 // that does not exist (problem.ErrNotFound). Any other outcome is one that
 // what (the write, for the error) does not expect.
-func Settle(o Outcome, replay []byte, what string) (Reply, error) {
+func Settle(o Outcome, replay []byte, what string) (idem.Reply, error) {
 	switch o {
 	case Replayed:
-		return Reply{JSON: replay, Replayed: true}, nil
+		return idem.Reply{JSON: replay, Replayed: true}, nil
 	case IdemConflict:
-		return Reply{}, problem.ErrIdempotency
+		return idem.Reply{}, problem.ErrIdempotency
 	case Missing:
-		return Reply{}, problem.ErrNotFound
+		return idem.Reply{}, problem.ErrNotFound
 	}
-	return Reply{}, o.Unexpected(what)
+	return idem.Reply{}, o.Unexpected(what)
 }
 
 // Unexpected is the error of an outcome that what (the write or read, for
@@ -58,7 +52,7 @@ func (o Outcome) Unexpected(what string) error {
 // conflict too, and released again when the create was refused (nothing was
 // stored, so the key may serve another body). A key bound to another body is
 // problem.ErrIdempotency.
-func ClaimedCreate[R any](ctx context.Context, s *Store, idem Idempotency, create func() (R, error), refused func(R) bool) (R, error) {
+func ClaimedCreate[R any](ctx context.Context, s *Store, idem idem.Key, create func() (R, error), refused func(R) bool) (R, error) {
 	var zero R
 	ok, err := s.ClaimIdempotency(ctx, idem)
 	if err != nil {

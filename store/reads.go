@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/problem"
 	"github.com/taskhook/taskhook/waits"
 )
@@ -109,31 +110,14 @@ func logStart(after string) (string, error) {
 	return nextStreamID(after)
 }
 
-// ErrBadCursor is a cursor this service did not hand out.
-var ErrBadCursor = errors.New("malformed cursor")
-
-// nextStreamID is the smallest stream id after id.
+// nextStreamID is the smallest stream id after id; an id that does not read
+// as one is a cursor the service did not hand out.
 func nextStreamID(id string) (string, error) {
-	msPart, seqPart, ok := strings.Cut(id, "-")
-	if !ok {
-		seqPart = "0"
-		msPart = id
+	next, err := ids.NextEventID(id)
+	if err != nil {
+		return "", problem.ErrBadCursor
 	}
-	msv, err1 := strconv.ParseUint(msPart, 10, 64)
-	seq, err2 := strconv.ParseUint(seqPart, 10, 64)
-	if err1 != nil || err2 != nil {
-		return "", ErrBadCursor
-	}
-	if !ok {
-		return strconv.FormatUint(msv+1, 10) + "-0", nil
-	}
-	return strconv.FormatUint(msv, 10) + "-" + strconv.FormatUint(seq+1, 10), nil
-}
-
-// ValidStreamID reports whether id reads as a stream id (ms or ms-seq).
-func ValidStreamID(id string) bool {
-	_, err := nextStreamID(id)
-	return err == nil
+	return next, nil
 }
 
 // EventWithID is a stored event's JSON with its stream id as "id", as every
@@ -153,19 +137,6 @@ func withID(id, event string) []byte {
 		b = append(b, ',')
 	}
 	return append(b, event[1:]...)
-}
-
-// Position is a place in a list ordered newest first: items strictly after
-// it (older, or as old with a smaller id) come next.
-type Position struct {
-	Score int64
-	ID    string
-}
-
-// Page is one page of a list.
-type Page struct {
-	Items [][]byte
-	Next  *Position
 }
 
 // ListFilter decides which indexed records a list keeps by a few small
@@ -202,7 +173,7 @@ const maxListScan = 1000
 // loads their json. It reads in batches and examines at most maxListScan
 // index entries per call; when it stops early, Next says where to go on.
 func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(id string) string,
-	after *Position, limit int, f ListFilter) (Page, error) {
+	after *paging.Position, limit int, f ListFilter) (paging.Page, error) {
 	load := func(ctx context.Context, ids []string) ([][]byte, []bool, error) {
 		pipe := s.RDB.Pipeline()
 		gets := make([]*redis.StringCmd, len(ids))
@@ -221,13 +192,13 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 	}
 	f.SizeField = "json"
 	items, next, err := listIndexed(ctx, s, indexes, record, after, limit, f, load)
-	return Page{Items: items, Next: next}, err
+	return paging.Page{Items: items, Next: next.Cursor()}, err
 }
 
 // listIndexed is ListIndexed with the loading of the kept records given:
 // load reads the records of ids in one round trip, and says which exist.
 func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record func(id string) string,
-	after *Position, limit int, f ListFilter, load func(ctx context.Context, ids []string) ([]T, []bool, error)) ([]T, *Position, error) {
+	after *paging.Position, limit int, f ListFilter, load func(ctx context.Context, ids []string) ([]T, []bool, error)) ([]T, *paging.Position, error) {
 	type item struct {
 		score int64
 		id    string
@@ -358,14 +329,14 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 			return nil, nil, err
 		}
 		for i := range items[:end] {
-			pos = &Position{Score: items[i].score, ID: items[i].id}
+			pos = &paging.Position{Score: items[i].score, ID: items[i].id}
 			j := loaded[i]
 			if j < 0 || !found[j] {
 				continue
 			}
 			page = append(page, records[j])
 			if len(page) == limit {
-				var next *Position
+				var next *paging.Position
 				if i < len(items)-1 || more {
 					next = pos
 				}

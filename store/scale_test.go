@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -93,10 +95,10 @@ func (f fixture) createTasks(t *testing.T, jsons func(i int) []byte, n int) ([]s
 // pageThrough reads a list a hundred at a time until its end, checking
 // each page's length and the cursor's progress; each page's items go to
 // got (with the page's number), and all of them are returned.
-func pageThrough[T any](t *testing.T, list func(after *store.Position) ([]T, *store.Position, error), got func(page int, items []T)) []T {
+func pageThrough[T any](t *testing.T, list func(after *paging.Position) ([]T, string, error), got func(page int, items []T)) []T {
 	t.Helper()
 	var all []T
-	var after *store.Position
+	var after *paging.Position
 	for page := 1; ; page++ {
 		if page > 1000 {
 			t.Fatal("more than 1000 pages: the cursor does not advance")
@@ -112,16 +114,18 @@ func pageThrough[T any](t *testing.T, list func(after *store.Position) ([]T, *st
 			got(page, items)
 		}
 		all = append(all, items...)
-		if next == nil {
+		if next == "" {
 			return all
 		}
-		after = next
+		if after, err = paging.After(next); err != nil {
+			t.Fatalf("page %d: cursor %q: %v", page, next, err)
+		}
 	}
 }
 
 // listIndexed is ListIndexed with a limit of 100, as pageThrough reads it.
-func listIndexed(s *store.Store, indexes []string, record func(id string) string, f store.ListFilter) func(after *store.Position) ([][]byte, *store.Position, error) {
-	return func(after *store.Position) ([][]byte, *store.Position, error) {
+func listIndexed(s *store.Store, indexes []string, record func(id string) string, f store.ListFilter) func(after *paging.Position) ([][]byte, string, error) {
+	return func(after *paging.Position) ([][]byte, string, error) {
 		page, err := s.ListIndexed(context.Background(), indexes, record, after, 100, f)
 		return page.Items, page.Next, err
 	}
@@ -246,10 +250,10 @@ func TestHookReadsOfAHundredLargeBodies(t *testing.T) {
 	eachFixtureAtLength(t, func(t *testing.T, s *store.Store, fx fixture) {
 		f := hookFixture{fixture: fx}
 		var res store.Result
-		if f.task, res = f.createTask(t, "alice", store.Idempotency{}); res.Outcome != store.OK {
+		if f.task, res = f.createTask(t, "alice", idem.Key{}); res.Outcome != store.OK {
 			t.Fatalf("create task: %+v", res)
 		}
-		if res, f.hook = f.createHook(t, "alice", f.now.Add(time.Hour), store.Idempotency{}); res.Outcome != store.OK {
+		if res, f.hook = f.createHook(t, "alice", f.now.Add(time.Hour), idem.Key{}); res.Outcome != store.OK {
 			t.Fatalf("create hook: %+v", res)
 		}
 		ctx := context.Background()
@@ -350,7 +354,7 @@ func TestListHooksOfHundreds(t *testing.T) {
 		for p := range indexes {
 			indexes[p] = s.Keys.OwnerHooks(p, "alice")
 		}
-		list := func(after *store.Position) ([]store.HookStatus, *store.Position, error) {
+		list := func(after *paging.Position) ([]store.HookStatus, string, error) {
 			page, err := s.ListHooks(context.Background(), indexes, after, 100, "alice", false, time.Now())
 			return page.Hooks, page.Next, err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/idem"
 )
 
 // TaskCancel is one live task's cancellation, computed from ExpectRevision.
@@ -43,7 +44,7 @@ const CancelLease = 30 * time.Second
 // takes no more tasks and its hooks close. Outcome OK, Missing, or
 // AlreadyCancelled (cancelled, or being cancelled by another request).
 func (s *Store) BeginCancel(ctx context.Context, p int, id string, sessionJSON []byte, reason string, now time.Time) (Result, error) {
-	key, hash, ttl := s.idemKey(p, Idempotency{})
+	key, hash, ttl := s.idemKey(p, idem.Key{})
 	keys := []string{s.Keys.Session(p, id), key, s.Keys.Cancels(p), s.Keys.Wake(p)}
 	args := []any{hash, ttl, sessionJSON, reason, ms(now.Add(CancelLease)), id}
 	return s.scripts.sessionCancel.run(ctx, s, keys, args...)
@@ -99,7 +100,7 @@ func (s *Store) TaskJSONs(ctx context.Context, p int, ids []string) ([][]byte, e
 // CancelTasks writes one batch of a session cancel; EventIDs in the result
 // are the ids of the tasks it cancelled (a task that moved on is left out).
 func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks []TaskCancel, now time.Time, retention time.Duration) ([]string, error) {
-	key, hash, ttl := s.idemKey(p, Idempotency{})
+	key, hash, ttl := s.idemKey(p, idem.Key{})
 	keys := []string{
 		s.Keys.Session(p, sessionID), s.Keys.SessionLog(p, sessionID), s.Keys.SessionLive(p, sessionID),
 		s.Keys.SessionCancelled(p, sessionID), s.Keys.Cancels(p), s.Keys.Wake(p), key, s.Keys.Outbox(p),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -48,7 +49,7 @@ func (f fixture) cancelTasks(t *testing.T, now time.Time, cs ...store.TaskCancel
 	return ids
 }
 
-func (f fixture) endCancel(t *testing.T, cancelled int, idem store.Idempotency) store.Result {
+func (f fixture) endCancel(t *testing.T, cancelled int, idem idem.Key) store.Result {
 	t.Helper()
 	res, err := f.s.EndCancel(context.Background(), store.SessionCancelDone{
 		LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour, Idem: idem},
@@ -98,7 +99,7 @@ func TestSessionCancelBatches(t *testing.T) {
 		f := newFixture(t, s, "alice")
 		var live []string
 		for range 3 {
-			id, _ := f.createTask(t, "alice", store.Idempotency{})
+			id, _ := f.createTask(t, "alice", idem.Key{})
 			live = append(live, id)
 		}
 		moved := live[2]
@@ -122,7 +123,7 @@ func TestSessionCancelBatches(t *testing.T) {
 		if raw, err := s.GetJSON(ctx, s.Keys.Session(f.part, f.session)); err != nil || string(raw) != `{"status":"cancelled"}` {
 			t.Fatalf("the session after begin: %s %v", raw, err)
 		}
-		if _, r := f.createTask(t, "alice", store.Idempotency{}); r.Outcome != store.SessionNotActive {
+		if _, r := f.createTask(t, "alice", idem.Key{}); r.Outcome != store.SessionNotActive {
 			t.Fatalf("a task created in a cancelling session: %+v", r)
 		}
 		st := f.cancelState(t)
@@ -132,7 +133,7 @@ func TestSessionCancelBatches(t *testing.T) {
 
 		// The third task moves on after the batch was read: the batch,
 		// computed from revision 1, cancels the other two and leaves it.
-		if r := f.apply(t, moved, 1, store.Idempotency{}, `{"type":"task.progress"}`); r.Outcome != store.OK {
+		if r := f.apply(t, moved, 1, idem.Key{}, `{"type":"task.progress"}`); r.Outcome != store.OK {
 			t.Fatalf("apply: %+v", r)
 		}
 		got := f.cancelTasks(t, time.Now(), cancelOf(live[0], 1), cancelOf(live[1], 1), cancelOf(moved, 1))
@@ -167,20 +168,20 @@ func TestSessionCancelBatches(t *testing.T) {
 		// The end is refused while a task is live, and when the caller read
 		// fewer cancelled tasks than there are; it writes nothing then.
 		sessionLog := f.logTypes(t, s.Keys.SessionEvents(f.part, f.session))
-		if r := f.endCancel(t, 2, store.Idempotency{}); r.Outcome != store.Conflict {
+		if r := f.endCancel(t, 2, idem.Key{}); r.Outcome != store.Conflict {
 			t.Fatalf("end with a live task left: %+v", r)
 		}
 		if ids := f.cancelTasks(t, time.Now(), cancelOf(moved, 2)); !slices.Equal(ids, []string{moved}) {
 			t.Fatalf("the next batch cancelled %v, want %s", ids, moved)
 		}
-		if r := f.endCancel(t, 2, store.Idempotency{}); r.Outcome != store.Conflict {
+		if r := f.endCancel(t, 2, idem.Key{}); r.Outcome != store.Conflict {
 			t.Fatalf("end with a stale count of cancelled tasks: %+v", r)
 		}
 		if got := f.logTypes(t, s.Keys.SessionEvents(f.part, f.session)); len(got) != len(sessionLog)+1 || slices.Contains(got, "session.cancelled") {
 			t.Fatalf("the refused ends wrote to the session log: %v", got)
 		}
 
-		key := store.Idempotency{Scope: "alice\nPOST /v1/sessions/x/cancel\nk", BodyHash: "h"}
+		key := idem.Key{Scope: "alice\nPOST /v1/sessions/x/cancel\nk", BodyHash: "h"}
 		if r := f.endCancel(t, 3, key); r.Outcome != store.OK {
 			t.Fatalf("end: %+v", r)
 		}
@@ -203,10 +204,10 @@ func TestSessionCancelBatches(t *testing.T) {
 		if r := f.endCancel(t, 3, key); r.Outcome != store.Replayed || string(r.ReplayBody) != `{"answer":1}` {
 			t.Fatalf("repeat with the key: %+v", r)
 		}
-		if r := f.endCancel(t, 3, store.Idempotency{Scope: key.Scope, BodyHash: "other"}); r.Outcome != store.IdemConflict {
+		if r := f.endCancel(t, 3, idem.Key{Scope: key.Scope, BodyHash: "other"}); r.Outcome != store.IdemConflict {
 			t.Fatalf("the key with another body: %+v", r)
 		}
-		if r := f.endCancel(t, 3, store.Idempotency{}); r.Outcome != store.AlreadyCancelled {
+		if r := f.endCancel(t, 3, idem.Key{}); r.Outcome != store.AlreadyCancelled {
 			t.Fatalf("end after the end: %+v", r)
 		}
 		if r := f.begin(t, "again", time.Now()); r.Outcome != store.AlreadyCancelled {
@@ -224,7 +225,7 @@ func TestStalledCancelsAreLeased(t *testing.T) {
 		s := open(t, cfg)
 		ctx := context.Background()
 		f := newFixture(t, s, "alice")
-		task, _ := f.createTask(t, "alice", store.Idempotency{})
+		task, _ := f.createTask(t, "alice", idem.Key{})
 		stalled := func(at time.Time) []string {
 			t.Helper()
 			ids, err := s.StalledCancels(ctx, f.part, at, 8)
@@ -266,7 +267,7 @@ func TestStalledCancelsAreLeased(t *testing.T) {
 		if got := stalled(batch.Add(store.CancelLease - time.Millisecond)); len(got) != 0 {
 			t.Fatalf("handed out within the lease a batch renewed: %v", got)
 		}
-		if r := f.endCancel(t, 1, store.Idempotency{}); r.Outcome != store.OK {
+		if r := f.endCancel(t, 1, idem.Key{}); r.Outcome != store.OK {
 			t.Fatalf("end: %+v", r)
 		}
 		if got := stalled(batch.Add(24 * time.Hour)); len(got) != 0 {

@@ -7,11 +7,11 @@
 // hand each wake-up to the registry of local waits. It knows byte blobs,
 // stream ids and partitions; the meaning of a task lives in package tasks.
 //
-// It imports ids, metrics, problem, worker, waits (the registry it hands
-// each wake-up read from Redis) and api/wire (the statuses and close reasons
-// the scripts write, handed to them by luanames.go) of this module, never a
-// service: ids, tokens, caches and the registry of waits are not Redis and
-// live in packages of their own.
+// It imports ids, idem, paging, metrics, problem, worker, waits (the
+// registry it hands each wake-up read from Redis) and api/wire (the statuses
+// and close reasons the scripts write, handed to them by luanames.go) of
+// this module, never a service: ids, tokens, caches and the registry of
+// waits are not Redis and live in packages of their own.
 package store
 
 import (

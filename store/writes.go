@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 )
 
@@ -62,13 +63,6 @@ var (
 	}.parser("task_apply")
 )
 
-// Idempotency is the key a request carried, already scoped to its principal
-// and route, and the hash of its body. The zero value means no key.
-type Idempotency struct {
-	Scope    string
-	BodyHash string
-}
-
 // IdempotencyTTL is how long a response is kept for replay.
 const IdempotencyTTL = 24 * time.Hour
 
@@ -84,7 +78,7 @@ const commandHash = "cmd"
 // partition p: the caller's idempotency key, or, without one, a command id
 // made for this one write. Every run of the script for this write (the
 // retry in exec included) carries the same id.
-func (s *Store) idemKey(p int, idem Idempotency) (key, hash string, ttlMs int64) {
+func (s *Store) idemKey(p int, idem idem.Key) (key, hash string, ttlMs int64) {
 	if idem.Scope == "" {
 		return s.Keys.Command(p, ids.Random(26)), commandHash, CommandTTL.Milliseconds()
 	}
@@ -120,7 +114,7 @@ type LogWrite struct {
 	Partition int
 	Now       time.Time
 	Retention time.Duration
-	Idem      Idempotency
+	Idem      idem.Key
 }
 
 // minID is the oldest stream id the logs the write appends to keep.
@@ -270,7 +264,7 @@ func (s *Store) AnswerByToken(ctx context.Context, p int, tokenHash string) ([]b
 // of its record (a task goes where its session is) calls it first: a repeat
 // with another body would look for the record in another partition and find
 // none. ok is false when the key is bound to another body already.
-func (s *Store) ClaimIdempotency(ctx context.Context, idem Idempotency) (ok bool, err error) {
+func (s *Store) ClaimIdempotency(ctx context.Context, idem idem.Key) (ok bool, err error) {
 	if idem.Scope == "" {
 		return true, nil
 	}
@@ -295,7 +289,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, idem Idempotency) (ok bool
 // ReleaseIdempotency undoes ClaimIdempotency after the create was refused
 // (nothing was stored), so the key may be used again with another body. Only
 // a claim for this body is released: the same body meets the same refusal.
-func (s *Store) ReleaseIdempotency(ctx context.Context, idem Idempotency) error {
+func (s *Store) ReleaseIdempotency(ctx context.Context, idem idem.Key) error {
 	if idem.Scope == "" {
 		return nil
 	}
@@ -313,7 +307,7 @@ func (s *Store) ReleaseIdempotency(ctx context.Context, idem Idempotency) error 
 // Replay looks up a stored idempotent response without writing anything: for
 // requests that fail validation against the current state but may repeat one
 // that succeeded before.
-func (s *Store) Replay(ctx context.Context, p int, idem Idempotency) (Result, bool, error) {
+func (s *Store) Replay(ctx context.Context, p int, idem idem.Key) (Result, bool, error) {
 	if idem.Scope == "" {
 		return Result{}, false, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
@@ -85,7 +86,7 @@ type AnswerTarget struct {
 // key (only idem.Scope is read: the body is not known yet), which the
 // answer will replay. It reads the store only for what this replica has not
 // cached, so a warm answer still costs one round trip in all.
-func (s *Service) ResolveAnswer(ctx context.Context, token string, idem store.Idempotency) (AnswerTarget, error) {
+func (s *Service) ResolveAnswer(ctx context.Context, token string, idem idem.Key) (AnswerTarget, error) {
 	part, ok := tokens.Parse(token, AnswerTokenPrefix, s.store.Partitions)
 	if !ok {
 		return AnswerTarget{}, problem.ErrNotFound
@@ -141,7 +142,7 @@ var answerLink = Answerer{By: wire.AnsweredByAnswerLink, Via: wire.ViaAnswerLink
 // rights and under the rules of respond; the task records it as given
 // through an answer link. ErrInputClosed: the request was answered or the
 // task ended meanwhile.
-func (s *Service) Answer(ctx context.Context, at AnswerTarget, in AnswerInput, idem store.Idempotency) (Answered, bool, error) {
+func (s *Service) Answer(ctx context.Context, at AnswerTarget, in AnswerInput, idem idem.Key) (Answered, bool, error) {
 	ref := at.ref
 	if ref.TaskID == "" {
 		return Answered{}, false, errors.New("answer: the target was not resolved")
@@ -182,7 +183,7 @@ func (s *Service) AnswerAs(ctx context.Context, by Answerer, taskID string, answ
 	if by.By == "" || by.By != t.Requester {
 		return Task{}, nil, ErrNotRequester
 	}
-	done, _, err := s.answerOne(ctx, t.Requester, taskID, answer, by, store.Idempotency{})
+	done, _, err := s.answerOne(ctx, t.Requester, taskID, answer, by, idem.Key{})
 	if err != nil {
 		return Task{}, nil, err
 	}
@@ -190,10 +191,45 @@ func (s *Service) AnswerAs(ctx context.Context, by Answerer, taskID string, answ
 	return done, t.InputRequests, nil
 }
 
+// TaskAnswer is one answer of those a channel gives together (the actions
+// of one Slack interaction): the task, and the answer to one of its
+// requests.
+type TaskAnswer struct {
+	TaskID string
+	Answer Answer
+}
+
+// AnswersTaken is what AnswerEach did: how many answers it took, the task
+// as the last one taken left it with the requests open before that answer
+// (as AnswerAs returns them), and the error that refused the next one (nil
+// when none was refused).
+type AnswersTaken struct {
+	Taken   int
+	Task    Task
+	Asked   []InputRequest
+	Refused error
+}
+
+// AnswerEach gives answers in order as by, each as AnswerAs gives one, and
+// stops at the first one refused: the answers taken before it stand.
+func (s *Service) AnswerEach(ctx context.Context, by Answerer, answers []TaskAnswer) AnswersTaken {
+	var took AnswersTaken
+	for _, a := range answers {
+		t, asked, err := s.AnswerAs(ctx, by, a.TaskID, a.Answer)
+		if err != nil {
+			took.Refused = err
+			break
+		}
+		took.Taken++
+		took.Task, took.Asked = t, asked
+	}
+	return took
+}
+
 // answerOne answers one request with the rights of the task's requester
 // under the rules of an answer URL, recorded as by's, with the stored task as
 // it is after.
-func (s *Service) answerOne(ctx context.Context, requester, taskID string, answer Answer, by Answerer, idem store.Idempotency) (Task, bool, error) {
+func (s *Service) answerOne(ctx context.Context, requester, taskID string, answer Answer, by Answerer, idem idem.Key) (Task, bool, error) {
 	cmd := Command{Kind: CmdRespond, OpenOnly: true, Responses: []Answer{answer}, Answerer: by}
 	reply, err := s.run(ctx, authz.Principal{ID: requester}, taskID, cmd, idem)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/problem"
 	"github.com/taskhook/taskhook/store"
@@ -46,7 +47,7 @@ func (s *Service) Stored(ctx context.Context, id string) (Task, error) {
 // the change; askedAt is the clock the attempts are timed by. When a sign-in for the connection is pending already, nothing
 // is written and that request is returned instead.
 func (s *Service) RequireAuthorization(ctx context.Context, p authz.Principal, id string, req InputRequest,
-	attempt store.AnswerToken, askedAt time.Time, idem store.Idempotency) (InputRequest, error) {
+	attempt store.AnswerToken, askedAt time.Time, idem idem.Key) (InputRequest, error) {
 	req.Kind = wire.KindAuthorization
 	cmd := Command{Kind: CmdRequireAuthorization, Authorization: &req, AskedAt: askedAt}
 	reply, err := s.runWith(ctx, p, id, cmd, idem, []store.AnswerToken{attempt})
@@ -78,7 +79,7 @@ func (s *Service) ResolveAuthorization(ctx context.Context, id, requestID, outco
 		return Task{}, err
 	}
 	cmd := Command{Kind: CmdResolveAuthorization, RequestID: requestID, Outcome: outcome}
-	reply, err := s.run(ctx, authz.Principal{ID: t.Owner}, id, cmd, store.Idempotency{})
+	reply, err := s.run(ctx, authz.Principal{ID: t.Owner}, id, cmd, idem.Key{})
 	if err != nil {
 		if errors.Is(err, ErrTerminal) {
 			err = fmt.Errorf("%w: %w", ErrInputClosed, err)

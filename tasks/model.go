@@ -1,10 +1,10 @@
 // Package tasks holds the task record, the pure state machine that decides
 // every change to it, and the service that applies changes through the store.
 //
-// It imports store, endpoints (to check notification endpoints), replay (to
-// keep a create's answer sealed for a repeat), waits, ids, tokens, cache, events,
-// problem, authz, metrics and api/wire, never handlers, callbacks or another
-// service.
+// It imports store, idem, paging, endpoints (to check notification
+// endpoints), replay (to keep a create's answer sealed for a repeat), waits,
+// ids, tokens, cache, events, problem, authz, metrics and api/wire, never
+// handlers, callbacks or another service.
 package tasks
 
 import (

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -41,7 +42,7 @@ func TestParkedPollAnswersAsWait(t *testing.T) {
 		id := startTask(t, s, svc, owner)
 		run := func(cmd tasks.Command) {
 			t.Helper()
-			if _, err := svc.Run(ctx, owner, id, cmd, store.Idempotency{}); err != nil {
+			if _, err := svc.Run(ctx, owner, id, cmd, idem.Key{}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/idem"
+	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/problem"
 
 	"github.com/taskhook/taskhook/authz"
@@ -134,16 +136,16 @@ type CreateInput = wire.CreateTask[json.RawMessage]
 const maxTextField = 200
 
 // Create writes a new working task: the receipt, durable before it returns.
-func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, idem store.Idempotency) (store.Reply, error) {
+func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, key idem.Key) (idem.Reply, error) {
 	part, err := ids.PartitionOf(in.SessionID, ids.SessionPrefix, s.store.Partitions)
 	if in.SessionID == "" {
-		return store.Reply{}, problem.Invalid("sessionId", "is required")
+		return idem.Reply{}, problem.Invalid("sessionId", "is required")
 	}
 	if err != nil {
-		return store.Reply{}, problem.ErrNotFound
+		return idem.Reply{}, problem.ErrNotFound
 	}
 	if err := s.checkCreate(in); err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	// A requester's provider tokens go to the task's owner, and its answers
 	// steer the task: naming anybody else needs a grant in the creator's
@@ -152,7 +154,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	// replay a task this token may not create now.
 	if in.Requester != "" && !p.CanActFor(in.Requester) {
 		s.count("create", problem.ErrRequesterNotAllowed)
-		return store.Reply{}, problem.ErrRequesterNotAllowed
+		return idem.Reply{}, problem.ErrRequesterNotAllowed
 	}
 	now := s.now()
 	ttl := TTL(in.TTLMs, s.cfg.DefaultTTL, s.cfg.MaxTTL)
@@ -175,32 +177,32 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	}
 	raw, err := json.Marshal(t)
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	if len(raw) > s.cfg.MaxTaskBytes {
-		return store.Reply{}, &TooLargeError{Size: len(raw), Max: s.cfg.MaxTaskBytes}
+		return idem.Reply{}, &TooLargeError{Size: len(raw), Max: s.cfg.MaxTaskBytes}
 	}
 	ev, err := eventJSON(t, now, Emitted{Type: wire.EventTaskCreated, Data: map[string]any{}}, raw)
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	eps, records, err := s.cfg.Notify.NewEndpoints(ctx, endpoints.Registrant{Principal: p.ID, Requester: t.Requester}, in.Notify)
 	if err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	resp := raw
 	if len(eps) > 0 {
 		t.Notify = eps
 		if resp, err = json.Marshal(t); err != nil {
-			return store.Reply{}, err
+			return idem.Reply{}, err
 		}
 		records.Response = replay.Seal(s.cfg.Vault, p, resp)
 	}
 	// The record of the key lives in the session's partition; the claim makes
 	// a repeat naming another session a conflict too.
-	res, err := store.ClaimedCreate(ctx, s.store, idem, func() (store.Result, error) {
+	res, err := store.ClaimedCreate(ctx, s.store, key, func() (store.Result, error) {
 		return s.store.CreateTask(ctx, store.TaskCreate{
-			LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: idem},
+			LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: key},
 			NewRecord: store.NewRecord{ID: t.TaskID, JSON: raw, Event: ev, ExpiresAt: expires.Time, Endpoints: records},
 			SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
 			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
@@ -210,7 +212,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	})
 	if err != nil {
 		s.count(CommandKind("create"), err)
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	switch res.Outcome {
 	case store.OK:
@@ -219,14 +221,14 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 			Types: []string{wire.EventTaskCreated}})
 		s.count("create", nil)
 		s.metrics.TasksEntered.WithLabelValues(string(Working)).Inc()
-		return store.Reply{JSON: resp}, nil
+		return idem.Reply{JSON: resp}, nil
 	case store.SessionMissing:
-		return store.Reply{}, problem.ErrNotFound
+		return idem.Reply{}, problem.ErrNotFound
 	case store.SessionNotActive:
-		return store.Reply{}, problem.ErrSessionNotActive
+		return idem.Reply{}, problem.ErrSessionNotActive
 	case store.TooManyTasks:
 		s.count("create", ErrTooManyTasks)
-		return store.Reply{}, &TooManyTasksError{Max: s.cfg.MaxLive}
+		return idem.Reply{}, &TooManyTasksError{Max: s.cfg.MaxLive}
 	}
 	return replay.Settle(s.cfg.Vault, p, res.Outcome, res.ReplayBody, "create task")
 }
@@ -330,17 +332,17 @@ const maxAttempts = 64
 // Run applies a command to a task for p and answers with the task after it,
 // answer links filled in. A task p may not run the command on answers as a
 // missing one (problem.ErrNotFound); a command the task's state refuses is a
-// *StateError holding the task as it is; a repeat under idem of a command
+// *StateError holding the task as it is; a repeat under key of a command
 // that was written answers the first reply (Replayed). maxAttempts lost
-// races in a row end in store.ErrUnavailable, as an unreachable store does.
-func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (store.Reply, error) {
-	reply, err := s.run(ctx, p, id, cmd, idem)
+// races in a row end in problem.ErrUnavailable, as an unreachable store does.
+func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Command, key idem.Key) (idem.Reply, error) {
+	reply, err := s.run(ctx, p, id, cmd, key)
 	if err != nil {
 		var state *StateError
 		if errors.As(err, &state) {
 			s.links.ShowTask(&state.Task)
 		}
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	reply.JSON = s.links.Task(reply.JSON)
 	return reply, nil
@@ -349,8 +351,8 @@ func (s *Service) Run(ctx context.Context, p authz.Principal, id string, cmd Com
 // run is Run for callers in this package that decide on the task it
 // answers (answer pages, sign-in results, cancel-and-wait): the stored form,
 // without answer links, which they fill only if they show the task.
-func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency) (store.Reply, error) {
-	return s.runWith(ctx, p, id, cmd, idem, nil)
+func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Command, key idem.Key) (idem.Reply, error) {
+	return s.runWith(ctx, p, id, cmd, key, nil)
 }
 
 // runWith decides a command on the cached snapshot when there is one, so an
@@ -360,11 +362,11 @@ func (s *Service) run(ctx context.Context, p authz.Principal, id string, cmd Com
 // task before it is answered. The sign-in attempts given are written by the
 // script that writes the change, so an attempt exists only if the request
 // naming it was stored.
-func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd Command, idem store.Idempotency,
-	attempts []store.AnswerToken) (store.Reply, error) {
+func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd Command, key idem.Key,
+	attempts []store.AnswerToken) (idem.Reply, error) {
 	part, err := ids.PartitionOf(id, ids.TaskPrefix, s.store.Partitions)
 	if err != nil {
-		return store.Reply{}, problem.ErrNotFound
+		return idem.Reply{}, problem.ErrNotFound
 	}
 	var tokens []store.AnswerToken
 	if cmd.Kind == CmdRequireInput {
@@ -375,60 +377,60 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 	t, raw, fromCache := s.cache.get(id)
 	if !fromCache {
 		if t, raw, err = s.read(ctx, p, id); err != nil {
-			return store.Reply{}, err
+			return idem.Reply{}, err
 		}
 	}
 	if fromCache && !canRead(p, t) {
 		// Somebody else's task answers as a missing one does: after a read.
 		if _, _, err := s.read(ctx, p, id); err != nil {
-			return store.Reply{}, err
+			return idem.Reply{}, err
 		}
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if !canRun(p, t, cmd.Kind) {
-			return store.Reply{}, problem.ErrNotFound
+			return idem.Reply{}, problem.ErrNotFound
 		}
 		now := s.now()
 		change, err := Apply(t, cmd, now)
 		if err != nil || !change.Changed {
 			if fromCache { // a cached snapshot may be stale: judge again on the stored task
 				if t, raw, err = s.read(ctx, p, id); err != nil {
-					return store.Reply{}, err
+					return idem.Reply{}, err
 				}
 				fromCache = false
 				attempt--
 				continue
 			}
-			if r, ok, rerr := s.store.ReplayOf(ctx, part, idem); rerr != nil || ok {
+			if r, ok, rerr := s.store.ReplayOf(ctx, part, key); rerr != nil || ok {
 				return r, rerr
 			}
 			if err != nil {
 				s.count(cmd.Kind, err)
 				var verr *problem.ValidationError
 				if errors.As(err, &verr) {
-					return store.Reply{}, err
+					return idem.Reply{}, err
 				}
-				return store.Reply{}, &StateError{Err: err, Task: t}
+				return idem.Reply{}, &StateError{Err: err, Task: t}
 			}
 			s.count(cmd.Kind, nil)
-			return store.Reply{JSON: raw}, nil
+			return idem.Reply{JSON: raw}, nil
 		}
 		next, err := json.Marshal(change.Task)
 		if err != nil {
-			return store.Reply{}, err
+			return idem.Reply{}, err
 		}
 		if len(next) > s.cfg.MaxTaskBytes {
 			s.count(cmd.Kind, ErrTooLarge)
-			return store.Reply{}, &TooLargeError{Size: len(next), Max: s.cfg.MaxTaskBytes}
+			return idem.Reply{}, &TooLargeError{Size: len(next), Max: s.cfg.MaxTaskBytes}
 		}
 		evs := make([][]byte, len(change.Events))
 		for i, e := range change.Events {
 			if evs[i], err = eventJSON(change.Task, now, e, next); err != nil {
-				return store.Reply{}, err
+				return idem.Reply{}, err
 			}
 		}
 		res, err := s.store.ApplyTask(ctx, store.TaskUpdate{
-			LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: idem},
+			LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: key},
 			ID:       id, SessionID: t.SessionID, ExpectRevision: t.Revision,
 			Status: string(change.Task.Status), Ends: change.Task.Status.Terminal() && !t.Status.Terminal(),
 			JSON: next, Events: evs,
@@ -438,7 +440,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 		})
 		if err != nil {
 			s.count(cmd.Kind, err)
-			return store.Reply{}, err
+			return idem.Reply{}, err
 		}
 		switch res.Outcome {
 		case store.OK:
@@ -455,17 +457,17 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 					s.metrics.Answers.WithLabelValues(r.Via, action(r.Answer)).Inc()
 				}
 			}
-			return store.Reply{JSON: next}, nil
+			return idem.Reply{JSON: next}, nil
 		case store.Missing:
 			s.cache.drop(id)
-			return store.Reply{}, problem.ErrNotFound
+			return idem.Reply{}, problem.ErrNotFound
 		case store.Conflict:
 			// Decode into a fresh Task: decoding into t would keep the stale
 			// snapshot's fields that the stored json omits (inputRequests,
 			// statusMessage, ...).
 			cur, err := decodeTask(res.Current)
 			if err != nil {
-				return store.Reply{}, err
+				return idem.Reply{}, err
 			}
 			t, raw = cur, res.Current
 			s.cache.put(id, t.Revision, raw)
@@ -475,7 +477,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			return store.Settle(res.Outcome, res.ReplayBody, "apply task")
 		}
 	}
-	return store.Reply{}, fmt.Errorf("%w: too much contention on task", store.ErrUnavailable)
+	return idem.Reply{}, fmt.Errorf("%w: too much contention on task", store.ErrUnavailable)
 }
 
 func (s *Service) count(kind CommandKind, err error) {
@@ -510,22 +512,27 @@ type ListFilter struct {
 // an index (the session's, or the caller's, by status or by kind when given),
 // so a list never reads the records it does not return. A session that is
 // not the caller's answers exactly as one that does not exist: an empty page.
-func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, after *store.Position, limit int) (store.Page, error) {
+// cursor is the Next of the page before ("" for the first).
+func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cursor string, limit int) (paging.Page, error) {
+	after, err := paging.After(cursor)
+	if err != nil {
+		return paging.Page{}, err
+	}
 	switch f.Status {
 	case "", Working, InputRequired, Completed, Failed, Cancelled:
 	default:
-		return store.Page{}, problem.Invalid("status", "must be working, input_required, completed, failed or cancelled")
+		return paging.Page{}, problem.Invalid("status", "must be working, input_required, completed, failed or cancelled")
 	}
 	keys := s.store.Keys
 	var indexes []string
 	if f.SessionID != "" {
 		part, err := ids.PartitionOf(f.SessionID, ids.SessionPrefix, s.store.Partitions)
 		if err != nil {
-			return store.Page{}, nil
+			return paging.Page{}, nil
 		}
 		owner, err := s.store.Owner(ctx, keys.Session(part, f.SessionID))
 		if err != nil || owner != p.ID {
-			return store.Page{}, err
+			return paging.Page{}, err
 		}
 		if f.Status != "" {
 			indexes = []string{keys.SessionTasksByStatus(part, f.SessionID, string(f.Status))}

@@ -3,10 +3,12 @@ package tasks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
@@ -38,7 +40,7 @@ func startTask(t *testing.T, s *store.Store, svc *tasks.Service, owner authz.Pri
 	t.Helper()
 	ctx := context.Background()
 	ses := sessions.NewService(sessions.Config{}, s, waits.New(waits.Config{}, nil, time.Now), time.Now)
-	sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, store.Idempotency{})
+	sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, idem.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func startTask(t *testing.T, s *store.Store, svc *tasks.Service, owner authz.Pri
 	if err := json.Unmarshal(sraw, &session); err != nil {
 		t.Fatal(err)
 	}
-	created, err := svc.Create(ctx, owner, tasks.CreateInput{SessionID: session.SessionID}, store.Idempotency{})
+	created, err := svc.Create(ctx, owner, tasks.CreateInput{SessionID: session.SessionID}, idem.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,16 +70,16 @@ func TestRunRetriesOnTheStoredTaskOnly(t *testing.T) {
 			return tasks.Command{Kind: tasks.CmdRequireInput, Requests: []tasks.InputRequest{{RequestID: rid, Prompt: "ok?"}}}
 		}
 		// a caches the task as input_required with r1 open ...
-		if _, err := a.Run(ctx, owner, id, ask("r1"), store.Idempotency{}); err != nil {
+		if _, err := a.Run(ctx, owner, id, ask("r1"), idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		// ... another replica answers r1: the task is working again ...
 		resp := tasks.Command{Kind: tasks.CmdRespond, Responses: []tasks.Answer{{RequestID: "r1", OptionID: "yes"}}, Answerer: tasks.Answerer{By: owner.ID, Via: "api"}}
-		if _, err := other.Run(ctx, owner, id, resp, store.Idempotency{}); err != nil {
+		if _, err := other.Run(ctx, owner, id, resp, idem.Key{}); err != nil {
 			t.Fatal(err)
 		}
 		// ... and a asks again from its stale snapshot.
-		reply, err := a.Run(ctx, owner, id, ask("r2"), store.Idempotency{})
+		reply, err := a.Run(ctx, owner, id, ask("r2"), idem.Key{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,6 +93,50 @@ func TestRunRetriesOnTheStoredTaskOnly(t *testing.T) {
 		}
 		if st := decodeTask(t, stored); len(st.InputRequests) != 1 || st.InputRequests[0].RequestID != "r2" {
 			t.Fatalf("stored open requests %+v; want only r2", st.InputRequests)
+		}
+	})
+}
+
+// The answers a channel gives together are taken in order until one is
+// refused: those before it stand, those after it are not given, and the
+// task is shown as the last answer taken left it.
+func TestAnswerEachStopsAtTheFirstRefusal(t *testing.T) {
+	t.Parallel()
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		ctx := context.Background()
+		s := storetest.Open(t, sc, metrics.New())
+		svc := replica(s)
+		owner := authz.Principal{ID: "each-owner"}
+		id := startTask(t, s, svc, owner)
+		ask := tasks.Command{Kind: tasks.CmdRequireInput, Requests: []tasks.InputRequest{
+			{RequestID: "r1", Prompt: "first?"}, {RequestID: "r2", Prompt: "second?"},
+		}}
+		if _, err := svc.Run(ctx, owner, id, ask, idem.Key{}); err != nil {
+			t.Fatal(err)
+		}
+		by := tasks.Answerer{By: owner.ID, Via: "slack", SlackUserID: "U1"}
+		answer := func(rid string) tasks.TaskAnswer {
+			return tasks.TaskAnswer{TaskID: id, Answer: tasks.Answer{RequestID: rid, OptionID: "yes"}}
+		}
+
+		took := svc.AnswerEach(ctx, tasks.Answerer{By: "someone-else", Via: "slack"}, []tasks.TaskAnswer{answer("r1")})
+		if took.Taken != 0 || !errors.Is(took.Refused, tasks.ErrNotRequester) {
+			t.Fatalf("from another principal: %+v, want none taken and ErrNotRequester", took)
+		}
+
+		took = svc.AnswerEach(ctx, by, []tasks.TaskAnswer{answer("r1"), answer("r1"), answer("r2")})
+		if took.Taken != 1 || !errors.Is(took.Refused, tasks.ErrInputClosed) {
+			t.Fatalf("taken %d, refused %v; want 1 taken, then ErrInputClosed", took.Taken, took.Refused)
+		}
+		if took.Task.TaskID != id || len(took.Task.InputRequests) != 1 || took.Task.InputRequests[0].RequestID != "r2" || len(took.Asked) != 2 {
+			t.Fatalf("shown: open %+v, asked %+v; want r2 open after r1, both asked before", took.Task.InputRequests, took.Asked)
+		}
+		_, stored, err := svc.Get(ctx, owner, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := decodeTask(t, stored); len(st.InputRequests) != 1 || st.InputRequests[0].RequestID != "r2" {
+			t.Fatalf("stored open requests %+v; want r2, unanswered after the refusal", st.InputRequests)
 		}
 	})
 }

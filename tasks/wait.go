@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/waits"
 )
 
@@ -368,21 +368,21 @@ func (s *Service) PollEvents(ctx context.Context, p authz.Principal, id string, 
 // with a wait, as it is when the wait ends; replayed says the cancel was an
 // idempotent repeat. A wait costs no Redis round trip but the cancel's own
 // (and one read after a repeat, whose stored answer may be old).
-func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason string, idem store.Idempotency,
-	wait time.Duration) (store.Reply, error) {
+func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason string, key idem.Key,
+	wait time.Duration) (idem.Reply, error) {
 	if wait <= 0 {
-		return s.Run(ctx, p, id, Command{Kind: CmdCancel, Reason: reason}, idem)
+		return s.Run(ctx, p, id, Command{Kind: CmdCancel, Reason: reason}, key)
 	}
 	deadline := s.now().Add(min(wait, MaxWait))
 	w := s.waiters.Wait(waits.WaitKey(waits.WakeTask, id))
 	defer w.Stop()
-	reply, err := s.run(ctx, p, id, Command{Kind: CmdCancel, Reason: reason}, idem)
+	reply, err := s.run(ctx, p, id, Command{Kind: CmdCancel, Reason: reason}, key)
 	if err != nil {
 		var state *StateError
 		if errors.As(err, &state) {
 			s.links.ShowTask(&state.Task)
 		}
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
 	var t Task
 	raw := reply.JSON
@@ -395,9 +395,9 @@ func (s *Service) Cancel(ctx context.Context, p authz.Principal, id, reason stri
 	c := &revisionCondition{s: s, p: p, id: id, done: IsReleased}
 	c.know(t, raw, !waits)
 	if _, raw, err = s.poll(w, c, waits, deadline, err).Wait(ctx); err != nil {
-		return store.Reply{}, err
+		return idem.Reply{}, err
 	}
-	return store.Reply{JSON: raw, Replayed: reply.Replayed}, nil
+	return idem.Reply{JSON: raw, Replayed: reply.Replayed}, nil
 }
 
 // Draining is closed when the server begins to shut down.

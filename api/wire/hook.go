@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"encoding/base64"
+	"fmt"
+)
+
 // Hook statuses, and why a hook closed.
 const (
 	HookOpen   = "open"
@@ -79,6 +84,54 @@ type HookResponse struct {
 	Status      int    `json:"status,omitempty"` // 2xx; 0 on create: 200
 	Body        string `json:"body"`
 	ContentType string `json:"contentType,omitempty"`
+}
+
+// HookBody is the Go type of a hook event's two body fields: the client
+// reads them as strings; the server writes pointers, so an empty UTF-8 body
+// still shows as "body": "".
+type HookBody interface{ string | *string }
+
+// HookEvent is one request an outside system posted to a hook, as its
+// readers see it. T is the Go type of its timestamp and B of its body
+// fields (HookBody).
+type HookEvent[T any, B HookBody] struct {
+	EventID         string            `json:"eventId"` // the cursor, and the id to ack
+	HookID          string            `json:"hookId"`
+	Seq             int64             `json:"seq"` // 1, 2, 3 ... in the order the hook stored them
+	ReceivedAt      T                 `json:"receivedAt"`
+	Method          string            `json:"method"`
+	ContentType     string            `json:"contentType"`
+	Headers         map[string]string `json:"headers"`              // an allowlist, lower-case names; never credentials or signatures
+	Body            B                 `json:"body,omitempty"`       // the body, when it is UTF-8
+	BodyBase64      B                 `json:"bodyBase64,omitempty"` // the body otherwise
+	ProviderEventID string            `json:"providerEventId,omitempty"`
+	DeliveryCount   int64             `json:"deliveryCount,omitempty"` // in reads through a group: 1 the first time
+}
+
+// Bytes returns the body as it was posted, whichever field carries it.
+func (e HookEvent[T, B]) Bytes() ([]byte, error) {
+	if b64, ok := bodyText(e.BodyBase64); ok {
+		b, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return nil, fmt.Errorf("taskhook: decode the body of hook event %s: %w", e.EventID, err)
+		}
+		return b, nil
+	}
+	body, _ := bodyText(e.Body)
+	return []byte(body), nil
+}
+
+// bodyText is the text of a body field, and whether the field carries one:
+// a string that is not empty, or a pointer that is not nil.
+func bodyText[B HookBody](b B) (string, bool) {
+	if p, ok := any(b).(*string); ok {
+		if p == nil {
+			return "", false
+		}
+		return *p, true
+	}
+	text, _ := any(b).(string)
+	return text, text != ""
 }
 
 // HookBatch is what one read of a hook's consumer group delivered, and
