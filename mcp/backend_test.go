@@ -180,7 +180,9 @@ func (b *memBackend) Cancel(_ context.Context, p authz.Principal, id string) (mc
 	if wire.Terminal(mt.task.Status) {
 		return mt.task, mcp.ErrEnded
 	}
-	b.changeLocked(mt, func(t *mcp.Task) { t.Status, t.CancelReason, t.InputRequests = wire.StatusCancelled, "cancelled through MCP", nil })
+	b.changeLocked(mt, func(t *mcp.Task) {
+		t.Status, t.CancelReason, t.InputRequests = wire.StatusCancelled, "cancelled through MCP", nil
+	})
 	return mt.task, nil
 }
 

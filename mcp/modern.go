@@ -385,24 +385,25 @@ type inputRequiredResult struct {
 // and while the task waits for input, each question with where a person
 // can answer it in a browser.
 func progressMessage(t Task) string {
-	var b strings.Builder
-	b.WriteString(statusMessage(t))
-	if t.Status == wire.StatusInputRequired {
-		for _, r := range t.InputRequests {
-			link, verb := r.AnswerURL, "answer at"
-			if r.Kind == wire.KindAuthorization {
-				link, verb = r.AuthorizationURL, "sign in at"
-			}
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(r.Prompt)
-			if link != "" {
-				b.WriteString(" (" + verb + " " + link + ")")
-			}
-		}
+	if t.Status != wire.StatusInputRequired {
+		return statusMessage(t)
 	}
-	return b.String()
+	lines := []string{}
+	if t.StatusMessage != "" {
+		lines = append(lines, t.StatusMessage)
+	}
+	for _, r := range t.InputRequests {
+		link, verb := r.AnswerURL, "answer at"
+		if r.Kind == wire.KindAuthorization {
+			link, verb = r.AuthorizationURL, "sign in at"
+		}
+		line := r.Prompt
+		if link != "" {
+			line += " (" + verb + " " + link + ")"
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // taskParams are the params of the task methods.
