@@ -41,13 +41,21 @@ func authenticate(r *http.Request) (authz.Principal, error) {
 
 func newHarness(t *testing.T, opts ...func(*mcp.Config)) *harness {
 	t.Helper()
-	b := newMemBackend()
-	schema := json.RawMessage(`{"type":"object","properties":{"repo":{"type":"string"}},"required":["repo"]}`)
-	b.addTool(memTool{Tool: mcp.Tool{Name: "devbox", Title: "Dev box", Description: "Runs work in a dev box",
-		InputSchema: schema, OutputSchema: json.RawMessage(`{"type":"object"}`)}, publisher: "exec", callers: []string{"*"}, required: []string{"repo"}})
-	b.addTool(memTool{Tool: mcp.Tool{Name: "private", Description: "Only for bob"}, publisher: "exec", callers: []string{"bob"}})
-	b.addTool(memTool{Tool: mcp.Tool{Name: "echo", Description: "Echoes"}, publisher: "exec", callers: []string{"*"}})
-	b.addTool(memTool{Tool: mcp.Tool{Name: "sum", Description: "Adds"}, publisher: "exec", callers: []string{"*"}})
+	return serve(t, newMemBackend(), opts...)
+}
+
+// replica is another server over the same backend: nothing of a
+// conversation is shared between the two but what the backend holds.
+func (h *harness) replica() *harness {
+	h.t.Helper()
+	return serve(h.t, h.b)
+}
+
+func serve(t *testing.T, b *memBackend, opts ...func(*mcp.Config)) *harness {
+	t.Helper()
+	if len(b.tools) == 0 {
+		addTools(b)
+	}
 	cfg := mcp.Config{Backend: b, Authenticate: authenticate, PublicURL: publicURL,
 		AllowedOrigins: []string{"https://console.example:8443"}, MaxBodyBytes: 4096, ServerVersion: "1.2.3"}
 	for _, o := range opts {
@@ -63,6 +71,15 @@ func newHarness(t *testing.T, opts ...func(*mcp.Config)) *harness {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &harness{t: t, b: b, srv: srv, client: &http.Client{Timeout: 30 * time.Second}}
+}
+
+func addTools(b *memBackend) {
+	schema := json.RawMessage(`{"type":"object","properties":{"repo":{"type":"string"}},"required":["repo"]}`)
+	b.addTool(memTool{Tool: mcp.Tool{Name: "devbox", Title: "Dev box", Description: "Runs work in a dev box",
+		InputSchema: schema, OutputSchema: json.RawMessage(`{"type":"object"}`)}, publisher: "exec", callers: []string{"*"}, required: []string{"repo"}})
+	b.addTool(memTool{Tool: mcp.Tool{Name: "private", Description: "Only for bob"}, publisher: "exec", callers: []string{"bob"}})
+	b.addTool(memTool{Tool: mcp.Tool{Name: "echo", Description: "Echoes"}, publisher: "exec", callers: []string{"*"}})
+	b.addTool(memTool{Tool: mcp.Tool{Name: "sum", Description: "Adds"}, publisher: "exec", callers: []string{"*"}})
 }
 
 // reply is an answer read whole.

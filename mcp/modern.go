@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ func (h *handler) serveModern(q *request, meta map[string]json.RawMessage, heade
 func (q *request) checkModern(meta map[string]json.RawMessage, header string) *rpcError {
 	if header == "" {
 		return errHeaderMismatch("the " + headerVersion + " header is required")
+	}
+	if !slices.Contains(supportedVersions, header) {
+		return errUnsupportedVersion(header)
 	}
 	raw, ok := meta[metaVersion]
 	if !ok {

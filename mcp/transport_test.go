@@ -157,7 +157,8 @@ func TestModernHeaderRules(t *testing.T) {
 		code    int
 	}{
 		{"no version header", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "devbox"}, call, 400, -32020},
-		{"version header differs from _meta", map[string]string{"MCP-Protocol-Version": "2026-08-01", "Mcp-Method": "tools/call", "Mcp-Name": "devbox"}, call, 400, -32020},
+		{"version header differs from _meta", map[string]string{"MCP-Protocol-Version": v2025, "Mcp-Method": "tools/call", "Mcp-Name": "devbox"}, call, 400, -32020},
+		{"version header nobody serves", map[string]string{"MCP-Protocol-Version": "2026-08-01", "Mcp-Method": "tools/call", "Mcp-Name": "devbox"}, call, 400, -32022},
 		{"no Mcp-Method", map[string]string{"MCP-Protocol-Version": v2026, "Mcp-Name": "devbox"}, call, 400, -32020},
 		{"Mcp-Method differs", map[string]string{"MCP-Protocol-Version": v2026, "Mcp-Method": "tools/list", "Mcp-Name": "devbox"}, call, 400, -32020},
 		{"Mcp-Method case", map[string]string{"MCP-Protocol-Version": v2026, "Mcp-Method": "Tools/Call", "Mcp-Name": "devbox"}, call, 400, -32020},
