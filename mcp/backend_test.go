@@ -25,6 +25,7 @@ type memBackend struct {
 	tasks       map[string]*memTask
 	order       []string // task ids, oldest first
 	unavailable bool
+	broken      error // every call fails with it, when set
 	// waiting gets the id of each task a Watch begins to wait on: a test
 	// acts once the face waits, never after a sleep.
 	waiting chan string
@@ -58,7 +59,7 @@ func (b *memBackend) check() error {
 	if b.unavailable {
 		return fmt.Errorf("redis: connection refused: %w", mcp.ErrUnavailable)
 	}
-	return nil
+	return b.broken
 }
 
 func mayCall(t memTool, p authz.Principal) bool {

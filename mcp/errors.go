@@ -65,7 +65,7 @@ func errMethodNotFound(method string, modern bool) *rpcError {
 // errInvalidParams is a request whose params can never succeed as sent:
 // data.details names each field at fault, as the REST API's do.
 func errInvalidParams(field, msg string) *rpcError {
-	return &rpcError{code: jsonrpc.CodeInvalidParams, message: "invalid params: " + field + " " + msg,
+	return &rpcError{code: jsonrpc.CodeInvalidParams, message: field + " " + msg,
 		data: map[string]any{"details": []wire.Detail{{Field: field, Message: msg}}}, status: http.StatusOK}
 }
 

@@ -264,7 +264,9 @@ func (q *request) answerCall(res *callToolResult, e *rpcError) {
 }
 
 // resume continues a call that answered input_required: the task its
-// requestState names, with the answers of the retry recorded.
+// requestState names, with the answers of the retry recorded. The state is
+// the task id as it is: the caller may resume only a task of its own, of
+// the tool it calls, so a forged state can do no more than fail.
 func (h *handler) resume(q *request, p callParams) (Task, *rpcError) {
 	bad := errInvalidParams("requestState", "does not continue a call of this tool")
 	t, err := h.cfg.Backend.Task(q.r.Context(), q.p, p.RequestState)

@@ -1,12 +1,18 @@
 package mcp_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/taskhook/taskhook/mcp"
 )
@@ -226,4 +232,66 @@ func TestStoreUnavailable(t *testing.T) {
 			t.Fatalf("want the retry hint: %v %s", r.header, r.raw)
 		}
 	}
+}
+
+func TestInternalErrorsAreNotShown(t *testing.T) {
+	var logged bytes.Buffer
+	h := newHarness(t, func(c *mcp.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logged, nil)) })
+	h.b.mu.Lock()
+	h.b.broken = errors.New("ERR wrong number of arguments for 'evalsha' command")
+	h.b.mu.Unlock()
+	r := h.modern("alice", "tools/list", "", nil, nil)
+	wantError(t, r, 500, -32603)
+	errorID := str(r.body, "error.data.errorId")
+	if errorID == "" || strings.Contains(string(r.raw), "evalsha") {
+		t.Fatalf("an internal error: an id, never the text: %s", r.raw)
+	}
+	if !strings.Contains(logged.String(), errorID) || !strings.Contains(logged.String(), "evalsha") {
+		t.Fatalf("the log has the error under its id: %s", logged.String())
+	}
+}
+
+// Any body gets a JSON-RPC answer of the allowed statuses, never a panic.
+func FuzzMessage(f *testing.F) {
+	for _, seed := range []string{
+		legacyBody(1, "ping", nil),
+		legacyBody(0, "initialize", map[string]any{"protocolVersion": v2025, "capabilities": map[string]any{"elicitation": map[string]any{}}}),
+		modernBody(1, "tools/call", map[string]any{"name": "devbox", "arguments": map[string]any{"repo": "r"}}, tasksCaps),
+		modernBody(2, "tasks/update", map[string]any{"taskId": "task_01", "inputResponses": map[string]any{"x": map[string]any{"action": "accept"}}}, tasksCaps),
+		`{"jsonrpc":"2.0","id":"taskhook/task_01/deploy","result":{"action":"accept","content":{"optionId":"yes"}}}`,
+		`[{"jsonrpc":"2.0"}]`, `{"jsonrpc":"2.0","id":1e3,"method":"x"}`, "\xff", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":[]}}`,
+	} {
+		f.Add(seed, "", "", "")
+	}
+	f.Add(modernBody(1, "tasks/get", map[string]any{"taskId": "task_01"}, tasksCaps), v2026, "tasks/get", "task_01")
+	b := newMemBackend()
+	addTools(b)
+	handler, err := mcp.New(mcp.Config{Backend: b, Authenticate: authenticate, PublicURL: publicURL})
+	if err != nil {
+		f.Fatal(err)
+	}
+	allowed := map[int]bool{200: true, 202: true, 400: true, 404: true, 413: true, 500: true, 503: true}
+	f.Fuzz(func(t *testing.T, body, version, method, name string) {
+		req := httptest.NewRequest(http.MethodPost, mcp.Path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer alice")
+		req.Header.Set("Accept", "application/json")
+		for k, v := range map[string]string{"MCP-Protocol-Version": version, "Mcp-Method": method, "Mcp-Name": name} {
+			if v != "" && !strings.ContainsAny(v, "\r\n") {
+				req.Header.Set(k, v)
+			}
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), 20*time.Millisecond) // a held call ends with its case
+		defer cancel()
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req.WithContext(ctx))
+		if !allowed[rec.Code] {
+			t.Fatalf("status %d for %q", rec.Code, body)
+		}
+		if rec.Code != 202 && rec.Body.Len() > 0 {
+			var m map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil || m["jsonrpc"] != "2.0" {
+				t.Fatalf("not a JSON-RPC answer: %s", rec.Body.Bytes())
+			}
+		}
+	})
 }
