@@ -459,3 +459,24 @@ func TestDrainingEndsHeldAnswers(t *testing.T) {
 		t.Fatal("a drained answer says when to retry")
 	}
 }
+
+// A server that shuts down ends a listen stream with its answer: the
+// client subscribes again, on another replica.
+func TestModernListenEndsOnDrain(t *testing.T) {
+	draining := make(chan struct{})
+	h := newHarness(t, func(c *mcp.Config) { c.Draining = draining })
+	id := h.callTask("alice")
+	s := h.stream("alice", modernHeaders("subscriptions/listen", ""), modernBody(8, "subscriptions/listen",
+		map[string]any{"notifications": map[string]any{"taskIds": []string{id}}}, tasksCaps))
+	s.next() // acknowledged
+	s.next() // the task
+	h.waitWatching(id)
+	close(draining)
+	h.b.change(id, func(t *mcp.Task) { t.StatusMessage = "draining" }) // the wake the drain makes
+	end := s.next()
+	meta, _ := at(end, "result._meta").(map[string]any)
+	if at(end, "id") != 8.0 || str(end, "result.resultType") != "complete" || meta["io.modelcontextprotocol/subscriptionId"] != 8.0 {
+		t.Fatalf("a drained subscription's answer: %v", end)
+	}
+	s.end()
+}
