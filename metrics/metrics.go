@@ -41,7 +41,7 @@ type Metrics struct {
 	WakeupsIgnored prometheus.Counter
 
 	RedisCommands   *prometheus.CounterVec   // command
-	RedisRoundTrips *prometheus.CounterVec   // pool: "requests", "wakeups" or "connect" (new connections' set-up)
+	RedisRoundTrips *prometheus.CounterVec   // pool: "requests", "wakeups" (fan-in reads and background workers) or "connect" (new connections' set-up)
 	RedisErrors     *prometheus.CounterVec   // command
 	RedisLatency    *prometheus.HistogramVec // pool
 

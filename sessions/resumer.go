@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/idem"
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/worker"
 )
 
@@ -68,7 +69,7 @@ func (r *Resumer) Stop(ctx context.Context) error {
 
 func (r *Resumer) run(ctx context.Context) {
 	defer close(r.done)
-	worker.Every(ctx, r.interval, r.Sweep)
+	worker.Every(store.Background(ctx), r.interval, r.Sweep)
 }
 
 // Sweep finishes, in every partition, the cancels whose lease ran out.

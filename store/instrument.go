@@ -14,8 +14,9 @@ import (
 
 type poolKey struct{}
 
-// Background marks ctx as the fan-in readers' own traffic, counted apart from
-// the traffic of requests.
+// Background marks ctx as traffic no request waits on (the fan-in readers,
+// deliveries, sweeps), counted apart from the traffic of requests under the
+// pool "wakeups".
 func Background(ctx context.Context) context.Context {
 	return context.WithValue(ctx, poolKey{}, "wakeups")
 }
