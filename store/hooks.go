@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/paging"
-	"github.com/taskhook/taskhook/api/wire"
 )
 
 // IngestResult is hook_ingest's answer.
