@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/taskhook/taskhook/parking"
 	"github.com/taskhook/taskhook/requestid"
 	"github.com/taskhook/taskhook/requestlog"
 	"github.com/taskhook/taskhook/tasks"
@@ -112,7 +113,7 @@ func (a *api) park(w http.ResponseWriter, r *http.Request, begin func(context.Co
 					defer a.requestLog.Settle(late, r)
 					answer(late, r)
 				}()
-				return !isClosed(a.tasks.Draining())
+				return !parking.IsClosed(a.tasks.Draining())
 			})
 		})
 	})
@@ -141,14 +142,4 @@ func (p parkedRequest) request() *http.Request {
 	r := &http.Request{Method: p.method, URL: &url.URL{}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: http.Header{}, Close: p.close}
 	return r.WithContext(p.ctx)
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

@@ -62,8 +62,10 @@ func (h *Held) Answer(write func(w http.ResponseWriter) (keep bool)) {
 	h.lot.answered(h.conn, h.next, res, !h.close && keep)
 }
 
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
+// IsClosed reports whether ch is closed, without waiting: a face answering a
+// held request uses it to say whether the connection may be kept (not once
+// its service is draining).
+func IsClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true

@@ -193,7 +193,7 @@ func (l *Lot) Close() error {
 // Addr is ln's address.
 func (l *Lot) Addr() net.Addr { return l.ln.Addr() }
 
-func (l *Lot) isClosed() bool { return isClosed(l.closed) }
+func (l *Lot) isClosed() bool { return IsClosed(l.closed) }
 
 // firstRead runs read, the first read of a held request, on one of at most
 // FirstReads goroutines: the others wait in a queue, where a burst of
