@@ -147,6 +147,21 @@ func queueInTurn(t *testing.T, commit *groupCommit, n int, call func(i int)) *sy
 	return &wg
 }
 
+// batchesOf queues call(i) for each i below n in turn behind a held lane,
+// with sc a loaded script of body, then releases the lane and tells the
+// sizes and pools of the pipelines that went out.
+func batchesOf(t *testing.T, rdb redis.UniversalClient, body string, n int,
+	call func(commit *groupCommit, sc *redis.Script, i int)) (pipelines []int, pools []string) {
+	t.Helper()
+	sc := loadedScript(t, rdb, body)
+	commit, g, release := heldLane(t, rdb)
+	defer commit.close()
+	wg := queueInTurn(t, commit, n, func(i int) { call(commit, sc, i) })
+	release()
+	wg.Wait()
+	return g.recorded()
+}
+
 // While a lane has a batch on the wire, the scripts that come wait and go
 // out together as one pipeline, each caller answered with its own reply; a
 // caller that gives up while queued is answered at once and its script is
@@ -221,21 +236,16 @@ func TestGroupCommitSendsWaitingScriptsAsOnePipeline(t *testing.T) {
 func TestGroupCommitBoundsABatchByBytes(t *testing.T) {
 	rdb := groupCommitClients(t)["embedded"]
 	ctx := context.Background()
-	sc := loadedScript(t, rdb, "return #ARGV[1]")
-	commit, g, release := heldLane(t, rdb)
-	defer commit.close()
 	big := strings.Repeat("b", maxBatchBytes*3/4)
 	sizes := []int{len(big), len(big), len(big), 1, 1}
-	wg := queueInTurn(t, commit, len(sizes), func(i int) {
+	pipelines, _ := batchesOf(t, rdb, "return #ARGV[1]", len(sizes), func(commit *groupCommit, sc *redis.Script, i int) {
 		reply, err := commit.run(ctx, sc, []string{"k"}, []any{big[:sizes[i]]})
 		if err != nil || reply != int64(sizes[i]) {
 			t.Errorf("script %d: %v, %v; want %d", i, reply, err, sizes[i])
 		}
 	})
-	release()
-	wg.Wait()
 	// The first two large ones pass the bound; the third goes with the small.
-	if pipelines, _ := g.recorded(); !slices.Equal(pipelines, []int{2, 3}) {
+	if !slices.Equal(pipelines, []int{2, 3}) {
 		t.Errorf("pipelines of %v scripts, want [2 3]", pipelines)
 	}
 }
@@ -248,20 +258,15 @@ func TestGroupCommitSendsLargeBatches(t *testing.T) {
 	for name, rdb := range groupCommitClients(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			sc := loadedScript(t, rdb, "return ARGV[1]")
-			commit, g, release := heldLane(t, rdb)
-			defer commit.close()
 			const n = 8
 			arg := func(i int) string { return strings.Repeat(strconv.Itoa(i), maxBatchBytes/n-1024) }
-			wg := queueInTurn(t, commit, n, func(i int) {
+			pipelines, _ := batchesOf(t, rdb, "return ARGV[1]", n, func(commit *groupCommit, sc *redis.Script, i int) {
 				reply, err := commit.run(ctx, sc, []string{"k"}, []any{arg(i)})
 				if got, _ := reply.(string); err != nil || got != arg(i) {
 					t.Errorf("script %d: %d bytes back, %v; want its own %d", i, len(got), err, len(arg(i)))
 				}
 			})
-			release()
-			wg.Wait()
-			if pipelines, _ := g.recorded(); !slices.Equal(pipelines, []int{n}) {
+			if !slices.Equal(pipelines, []int{n}) {
 				t.Errorf("pipelines of %v scripts, want [%d]", pipelines, n)
 			}
 		})
@@ -274,18 +279,12 @@ func TestGroupCommitSendsLargeBatches(t *testing.T) {
 func TestGroupCommitBatchesOnePoolAtATime(t *testing.T) {
 	rdb := groupCommitClients(t)["embedded"]
 	ctx := context.Background()
-	sc := loadedScript(t, rdb, "return 1")
-	commit, g, release := heldLane(t, rdb)
-	defer commit.close()
 	ctxs := []context.Context{ctx, Background(ctx), ctx, Background(ctx), ctx}
-	wg := queueInTurn(t, commit, len(ctxs), func(i int) {
+	pipelines, pools := batchesOf(t, rdb, "return 1", len(ctxs), func(commit *groupCommit, sc *redis.Script, i int) {
 		if _, err := commit.run(ctxs[i], sc, []string{"k"}, nil); err != nil {
 			t.Errorf("script %d: %v", i, err)
 		}
 	})
-	release()
-	wg.Wait()
-	pipelines, pools := g.recorded()
 	if !slices.Equal(pipelines, []int{3, 2}) || !slices.Equal(pools, []string{"requests", "wakeups"}) {
 		t.Errorf("pipelines of %v scripts in pools %v, want [3 2] in [requests wakeups]", pipelines, pools)
 	}
