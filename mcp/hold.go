@@ -18,34 +18,37 @@ var errLeft = errors.New("the client left")
 // returns the last state, errLeft when the client left, or the error the
 // wait ended with (draining included).
 func (q *request) follow(t Task, each func(Task) (done bool)) (Task, error) {
-	ctx := q.r.Context()
 	for !each(t) {
-		next, err := q.waitStream(ctx, q.h.cfg.Backend.Watch(ctx, q.p, t.TaskID, t.Revision))
-		switch {
-		case ctx.Err() != nil:
-			return t, errLeft
-		case err != nil:
-			return t, err
-		case q.h.draining():
-			return t, errDraining()
+		next, err := q.watchStream(t)
+		for err == nil && next.Revision <= t.Revision {
+			if q.stream.comment() != nil {
+				return t, errLeft
+			}
+			next, err = q.watchStream(t)
 		}
-		for next.Revision <= t.Revision {
-			if err := q.stream.comment(); err != nil {
-				return t, errLeft
-			}
-			next, err = q.waitStream(ctx, q.h.cfg.Backend.Watch(ctx, q.p, t.TaskID, t.Revision))
-			switch {
-			case ctx.Err() != nil:
-				return t, errLeft
-			case err != nil:
-				return t, err
-			case q.h.draining():
-				return t, errDraining()
-			}
+		if err != nil {
+			return t, err
 		}
 		t = next
 	}
 	return t, nil
+}
+
+// watchStream waits on q's stream for a state of t newer than t's (or the
+// same again, when the watch ends without one): errLeft when the client
+// left, or the error the wait ended with (draining included).
+func (q *request) watchStream(t Task) (Task, error) {
+	ctx := q.r.Context()
+	next, err := q.waitStream(ctx, q.h.cfg.Backend.Watch(ctx, q.p, t.TaskID, t.Revision))
+	switch {
+	case ctx.Err() != nil:
+		return t, errLeft
+	case err != nil:
+		return t, err
+	case q.h.draining():
+		return t, errDraining()
+	}
+	return next, nil
 }
 
 // waitStream waits for w's answer holding the handler's goroutine only,
