@@ -172,14 +172,8 @@ func (h *handler) callLegacy(q *request) {
 }
 
 func (h *handler) getLegacy(q *request) {
-	p, e := readTaskParams(q)
-	if e != nil {
-		q.fail(e)
-		return
-	}
-	t, err := h.cfg.Backend.Task(q.r.Context(), q.p, p.TaskID)
-	if err != nil {
-		q.fail(h.backendError(err, errNoSuchTask()))
+	t, ok := h.task(q, q.taskParams)
+	if !ok {
 		return
 	}
 	q.reply(newLegacyTask(t))
@@ -212,9 +206,8 @@ func (h *handler) listLegacy(q *request) {
 // cancelLegacy answers tasks/cancel: the cancelled task; a task that had
 // ended is invalid params, as the tasks utility says.
 func (h *handler) cancelLegacy(q *request) {
-	p, e := readTaskParams(q)
-	if e != nil {
-		q.fail(e)
+	p, ok := q.taskParams()
+	if !ok {
 		return
 	}
 	t, err := h.cfg.Backend.Cancel(q.r.Context(), q.p, p.TaskID)
@@ -235,14 +228,8 @@ func (h *handler) cancelLegacy(q *request) {
 // elicitation/create requests and each change of status as
 // notifications/tasks/status; the client's answers may reach any replica.
 func (h *handler) resultLegacy(q *request) {
-	p, e := readTaskParams(q)
-	if e != nil {
-		q.fail(e)
-		return
-	}
-	t, err := h.cfg.Backend.Task(q.r.Context(), q.p, p.TaskID)
-	if err != nil {
-		q.fail(h.backendError(err, errNoSuchTask()))
+	t, ok := h.task(q, q.taskParams)
+	if !ok {
 		return
 	}
 	done := func(t Task) bool { return wire.Terminal(t.Status) }
@@ -258,7 +245,7 @@ func (h *handler) resultLegacy(q *request) {
 	q.beginStream()
 	asked := map[string]bool{}
 	status := t.Status
-	t, err = q.follow(t, func(t Task) bool {
+	t, err := q.follow(t, func(t Task) bool {
 		if t.Status != status {
 			status = t.Status
 			_ = q.notify("", "notifications/tasks/status", newLegacyTask(t))
