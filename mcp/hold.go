@@ -13,6 +13,31 @@ import (
 // errLeft is a wait ended by the client leaving: nothing is written.
 var errLeft = errors.New("the client left")
 
+// await answers q with answer's reply for task t once done says it may:
+// held off the handler when t is done already or when q cannot or need not
+// stream, else on a stream on which each is given t and every newer state.
+func (q *request) await(t Task, stream bool, done func(Task) bool, each func(Task), answer func(Task) (any, *rpcError)) {
+	if done(t) || !q.canStream || !stream {
+		q.hold(t, done, answer)
+		return
+	}
+	q.beginStream()
+	t, err := q.follow(t, func(t Task) bool {
+		each(t)
+		return done(t)
+	})
+	if err != nil {
+		q.failWait(err)
+		return
+	}
+	res, e := answer(t)
+	if e != nil {
+		q.fail(e)
+		return
+	}
+	q.reply(res)
+}
+
 // follow follows task t for q's stream: each is given t, then every newer
 // state, until it says done; idle stretches get a heartbeat comment. It
 // returns the last state, errLeft when the client left, or the error the

@@ -238,27 +238,15 @@ func (h *handler) resultLegacy(q *request) {
 		res.Meta = map[string]any{metaRelatedTask: map[string]string{"taskId": t.TaskID}}
 		return res, nil
 	}
-	if done(t) || !q.canStream || !(q.caps.form || q.caps.url) {
-		q.hold(t, done, answer)
-		return
-	}
-	q.beginStream()
 	asked := map[string]bool{}
 	status := t.Status
-	t, err := q.follow(t, func(t Task) bool {
+	q.await(t, q.caps.form || q.caps.url, done, func(t Task) {
 		if t.Status != status {
 			status = t.Status
 			_ = q.notify("", "notifications/tasks/status", newLegacyTask(t))
 		}
 		q.elicit(t, asked, true)
-		return done(t)
-	})
-	if err != nil {
-		q.failWait(err)
-		return
-	}
-	res, _ := answer(t)
-	q.reply(res)
+	}, answer)
 }
 
 // elicit sends, on q's stream, each open request of t the client can take
