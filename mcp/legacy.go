@@ -180,27 +180,20 @@ func (h *handler) getLegacy(q *request) {
 }
 
 func (h *handler) listLegacy(q *request) {
-	var p struct {
-		Cursor string `json:"cursor"`
-	}
-	if e := decodeParams(q.m.params, &p); e != nil {
-		q.fail(e)
+	cursor, ok := q.cursor()
+	if !ok {
 		return
 	}
-	page, err := h.cfg.Backend.Tasks(q.r.Context(), q.p, p.Cursor)
+	page, err := h.cfg.Backend.Tasks(q.r.Context(), q.p, cursor)
 	if err != nil {
-		q.fail(h.backendError(err, errInvalidParams("cursor", "is not a cursor of this server")))
+		q.fail(h.backendError(err, errBadCursor()))
 		return
 	}
 	tasks := make([]legacyTask, len(page.Tasks))
 	for i, t := range page.Tasks {
 		tasks[i] = newLegacyTask(t)
 	}
-	res := map[string]any{"tasks": tasks}
-	if page.Next != "" {
-		res["nextCursor"] = page.Next
-	}
-	q.reply(res)
+	q.reply(pageResult("tasks", tasks, page.Next))
 }
 
 // cancelLegacy answers tasks/cancel: the cancelled task; a task that had

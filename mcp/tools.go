@@ -13,30 +13,53 @@ import (
 // listTools answers tools/list, in both generations: the tools the caller
 // may call; under 2025-11-25 each may be called as a task.
 func (h *handler) listTools(q *request) {
-	var p struct {
-		Cursor string `json:"cursor"`
-	}
-	if e := decodeParams(q.m.params, &p); e != nil {
-		q.fail(e)
+	cursor, ok := q.cursor()
+	if !ok {
 		return
 	}
-	page, err := h.cfg.Backend.Tools(q.r.Context(), q.p, p.Cursor)
+	page, err := h.cfg.Backend.Tools(q.r.Context(), q.p, cursor)
 	if err != nil {
-		q.fail(h.backendError(err, errInvalidParams("cursor", "is not a cursor of this server")))
+		q.fail(h.backendError(err, errBadCursor()))
 		return
 	}
 	tools := make([]mcpTool, len(page.Tools))
 	for i, t := range page.Tools {
 		tools[i] = newTool(t, !q.modern && q.version == versionTasks)
 	}
-	res := map[string]any{"tools": tools}
-	if page.Next != "" {
-		res["nextCursor"] = page.Next
-	}
+	res := pageResult("tools", tools, page.Next)
 	if q.modern {
 		res["resultType"], res["ttlMs"], res["cacheScope"], res["_meta"] = resultComplete, 0, "private", h.serverMeta()
 	}
 	q.reply(res)
+}
+
+// cursor reads the params of a list method, in both generations: the
+// cursor of the page asked for, "" for the first. ok is false when q has
+// been answered with the error.
+func (q *request) cursor() (cursor string, ok bool) {
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	if e := decodeParams(q.m.params, &p); e != nil {
+		q.fail(e)
+		return "", false
+	}
+	return p.Cursor, true
+}
+
+// errBadCursor is a list method's cursor that no page of this server gave.
+func errBadCursor() *rpcError {
+	return errInvalidParams("cursor", "is not a cursor of this server")
+}
+
+// pageResult is the result of a list method: the page's items under key,
+// and the cursor of the next page when there is one.
+func pageResult(key string, items any, next string) map[string]any {
+	res := map[string]any{key: items}
+	if next != "" {
+		res["nextCursor"] = next
+	}
+	return res
 }
 
 // callParams are the params of tools/call, both generations.
