@@ -180,20 +180,13 @@ func (h *handler) getLegacy(q *request) {
 }
 
 func (h *handler) listLegacy(q *request) {
-	cursor, ok := q.cursor()
-	if !ok {
-		return
+	res, ok := readPage(q, "tasks", func(cursor string) ([]Task, string, error) {
+		page, err := h.cfg.Backend.Tasks(q.r.Context(), q.p, cursor)
+		return page.Tasks, page.Next, err
+	}, newLegacyTask)
+	if ok {
+		q.reply(res)
 	}
-	page, err := h.cfg.Backend.Tasks(q.r.Context(), q.p, cursor)
-	if err != nil {
-		q.fail(h.backendError(err, errBadCursor()))
-		return
-	}
-	tasks := make([]legacyTask, len(page.Tasks))
-	for i, t := range page.Tasks {
-		tasks[i] = newLegacyTask(t)
-	}
-	q.reply(pageResult("tasks", tasks, page.Next))
 }
 
 // cancelLegacy answers tasks/cancel: the cancelled task; a task that had

@@ -13,53 +13,45 @@ import (
 // listTools answers tools/list, in both generations: the tools the caller
 // may call; under 2025-11-25 each may be called as a task.
 func (h *handler) listTools(q *request) {
-	cursor, ok := q.cursor()
+	res, ok := readPage(q, "tools", func(cursor string) ([]Tool, string, error) {
+		page, err := h.cfg.Backend.Tools(q.r.Context(), q.p, cursor)
+		return page.Tools, page.Next, err
+	}, func(t Tool) mcpTool { return newTool(t, !q.modern && q.version == versionTasks) })
 	if !ok {
 		return
 	}
-	page, err := h.cfg.Backend.Tools(q.r.Context(), q.p, cursor)
-	if err != nil {
-		q.fail(h.backendError(err, errBadCursor()))
-		return
-	}
-	tools := make([]mcpTool, len(page.Tools))
-	for i, t := range page.Tools {
-		tools[i] = newTool(t, !q.modern && q.version == versionTasks)
-	}
-	res := pageResult("tools", tools, page.Next)
 	if q.modern {
 		res["resultType"], res["ttlMs"], res["cacheScope"], res["_meta"] = resultComplete, 0, "private", h.serverMeta()
 	}
 	q.reply(res)
 }
 
-// cursor reads the params of a list method, in both generations: the
-// cursor of the page asked for, "" for the first. ok is false when q has
+// readPage reads the page a list method asks for, in both generations: the
+// items fetch gives at the params' cursor, each shown by show, under key,
+// and the cursor of the next page when there is one. ok is false when q has
 // been answered with the error.
-func (q *request) cursor() (cursor string, ok bool) {
+func readPage[T, S any](q *request, key string, fetch func(cursor string) ([]T, string, error), show func(T) S) (res map[string]any, ok bool) {
 	var p struct {
 		Cursor string `json:"cursor"`
 	}
 	if e := decodeParams(q.m.params, &p); e != nil {
 		q.fail(e)
-		return "", false
+		return nil, false
 	}
-	return p.Cursor, true
-}
-
-// errBadCursor is a list method's cursor that no page of this server gave.
-func errBadCursor() *rpcError {
-	return errInvalidParams("cursor", "is not a cursor of this server")
-}
-
-// pageResult is the result of a list method: the page's items under key,
-// and the cursor of the next page when there is one.
-func pageResult(key string, items any, next string) map[string]any {
-	res := map[string]any{key: items}
+	items, next, err := fetch(p.Cursor)
+	if err != nil {
+		q.fail(q.h.backendError(err, errInvalidParams("cursor", "is not a cursor of this server")))
+		return nil, false
+	}
+	shown := make([]S, len(items))
+	for i, t := range items {
+		shown[i] = show(t)
+	}
+	res = map[string]any{key: shown}
 	if next != "" {
 		res["nextCursor"] = next
 	}
-	return res
+	return res, true
 }
 
 // callParams are the params of tools/call, both generations.
