@@ -122,14 +122,9 @@ func (h *handler) awaitCall(q *request, t Task) {
 		return res, nil
 	}
 	asks := !q.modern && (q.caps.form || q.caps.url)
-	if done(t) || !q.canStream || (q.progress == nil && !asks) {
-		q.hold(t, done, answer)
-		return
-	}
-	q.beginStream()
 	asked := map[string]bool{}
 	var progress float64
-	t, err := q.follow(t, func(t Task) bool {
+	q.await(t, q.progress != nil || asks, done, func(t Task) {
 		if q.progress != nil && float64(t.Revision) > progress {
 			progress = float64(t.Revision)
 			_ = q.notify("", "notifications/progress", &sdk.ProgressNotificationParams{
@@ -138,18 +133,7 @@ func (h *handler) awaitCall(q *request, t Task) {
 		if asks {
 			q.elicit(t, asked, false)
 		}
-		return done(t)
-	})
-	if err != nil {
-		q.failWait(err)
-		return
-	}
-	res, e := answer(t)
-	if e != nil {
-		q.fail(e)
-		return
-	}
-	q.reply(res)
+	}, answer)
 }
 
 // failWait ends a request whose wait ended in err: nothing when the client

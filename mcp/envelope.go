@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/taskhook/taskhook/strictjson"
 )
 
 // messageKind is what a JSON-RPC message is.
@@ -142,31 +144,10 @@ func decodeParams(params json.RawMessage, dst any) *rpcError {
 		params = []byte("{}")
 	}
 	if err := json.Unmarshal(params, dst); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			field := typeErr.Field
-			if field == "" {
-				field = "params"
-			}
-			return errInvalidParams(field, "must be "+jsonKind(typeErr.Type.Kind().String()))
+		if field, msg, ok := strictjson.Mismatch(err, "params"); ok {
+			return errInvalidParams(field, msg)
 		}
 		return errInvalidParams("params", "could not be read")
 	}
 	return nil
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "float64", "uint", "uint64":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
-	}
-	return "of another type"
 }

@@ -13,39 +13,67 @@ import (
 // errLeft is a wait ended by the client leaving: nothing is written.
 var errLeft = errors.New("the client left")
 
+// await answers q with answer's reply for task t once done says it may:
+// held off the handler when t is done already or when q cannot or need not
+// stream, else on a stream on which each is given t and every newer state.
+func (q *request) await(t Task, stream bool, done func(Task) bool, each func(Task), answer func(Task) (any, *rpcError)) {
+	if done(t) || !q.canStream || !stream {
+		q.hold(t, done, answer)
+		return
+	}
+	q.beginStream()
+	t, err := q.follow(t, func(t Task) bool {
+		each(t)
+		return done(t)
+	})
+	if err != nil {
+		q.failWait(err)
+		return
+	}
+	res, e := answer(t)
+	if e != nil {
+		q.fail(e)
+		return
+	}
+	q.reply(res)
+}
+
 // follow follows task t for q's stream: each is given t, then every newer
 // state, until it says done; idle stretches get a heartbeat comment. It
 // returns the last state, errLeft when the client left, or the error the
 // wait ended with (draining included).
 func (q *request) follow(t Task, each func(Task) (done bool)) (Task, error) {
-	ctx := q.r.Context()
 	for !each(t) {
-		next, err := q.waitStream(ctx, q.h.cfg.Backend.Watch(ctx, q.p, t.TaskID, t.Revision))
-		switch {
-		case ctx.Err() != nil:
-			return t, errLeft
-		case err != nil:
-			return t, err
-		case q.h.draining():
-			return t, errDraining()
+		next, err := q.watchStream(t)
+		for err == nil && next.Revision <= t.Revision {
+			if q.stream.comment() != nil {
+				return t, errLeft
+			}
+			next, err = q.watchStream(t)
 		}
-		for next.Revision <= t.Revision {
-			if err := q.stream.comment(); err != nil {
-				return t, errLeft
-			}
-			next, err = q.waitStream(ctx, q.h.cfg.Backend.Watch(ctx, q.p, t.TaskID, t.Revision))
-			switch {
-			case ctx.Err() != nil:
-				return t, errLeft
-			case err != nil:
-				return t, err
-			case q.h.draining():
-				return t, errDraining()
-			}
+		if err != nil {
+			return t, err
 		}
 		t = next
 	}
 	return t, nil
+}
+
+// watchStream waits on q's stream for a state of t newer than t's (or the
+// same again, when the watch ends without one): errLeft when the client
+// left, or the error the wait ended with (draining included).
+func (q *request) watchStream(t Task) (Task, error) {
+	ctx := q.r.Context()
+	next, err := q.waitStream(ctx, q.h.cfg.Backend.Watch(ctx, q.p, t.TaskID, t.Revision))
+	switch {
+	case ctx.Err() != nil:
+		return t, errLeft
+	case err != nil:
+		return t, err
+	case q.h.draining():
+		return t, errDraining()
+	}
+	return next, nil
 }
 
 // waitStream waits for w's answer holding the handler's goroutine only,

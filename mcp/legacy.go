@@ -172,49 +172,28 @@ func (h *handler) callLegacy(q *request) {
 }
 
 func (h *handler) getLegacy(q *request) {
-	p, e := readTaskParams(q)
-	if e != nil {
-		q.fail(e)
-		return
-	}
-	t, err := h.cfg.Backend.Task(q.r.Context(), q.p, p.TaskID)
-	if err != nil {
-		q.fail(h.backendError(err, errNoSuchTask()))
+	t, ok := h.task(q, q.taskParams)
+	if !ok {
 		return
 	}
 	q.reply(newLegacyTask(t))
 }
 
 func (h *handler) listLegacy(q *request) {
-	var p struct {
-		Cursor string `json:"cursor"`
+	res, ok := readPage(q, "tasks", func(cursor string) ([]Task, string, error) {
+		page, err := h.cfg.Backend.Tasks(q.r.Context(), q.p, cursor)
+		return page.Tasks, page.Next, err
+	}, newLegacyTask)
+	if ok {
+		q.reply(res)
 	}
-	if e := decodeParams(q.m.params, &p); e != nil {
-		q.fail(e)
-		return
-	}
-	page, err := h.cfg.Backend.Tasks(q.r.Context(), q.p, p.Cursor)
-	if err != nil {
-		q.fail(h.backendError(err, errInvalidParams("cursor", "is not a cursor of this server")))
-		return
-	}
-	tasks := make([]legacyTask, len(page.Tasks))
-	for i, t := range page.Tasks {
-		tasks[i] = newLegacyTask(t)
-	}
-	res := map[string]any{"tasks": tasks}
-	if page.Next != "" {
-		res["nextCursor"] = page.Next
-	}
-	q.reply(res)
 }
 
 // cancelLegacy answers tasks/cancel: the cancelled task; a task that had
 // ended is invalid params, as the tasks utility says.
 func (h *handler) cancelLegacy(q *request) {
-	p, e := readTaskParams(q)
-	if e != nil {
-		q.fail(e)
+	p, ok := q.taskParams()
+	if !ok {
 		return
 	}
 	t, err := h.cfg.Backend.Cancel(q.r.Context(), q.p, p.TaskID)
@@ -235,14 +214,8 @@ func (h *handler) cancelLegacy(q *request) {
 // elicitation/create requests and each change of status as
 // notifications/tasks/status; the client's answers may reach any replica.
 func (h *handler) resultLegacy(q *request) {
-	p, e := readTaskParams(q)
-	if e != nil {
-		q.fail(e)
-		return
-	}
-	t, err := h.cfg.Backend.Task(q.r.Context(), q.p, p.TaskID)
-	if err != nil {
-		q.fail(h.backendError(err, errNoSuchTask()))
+	t, ok := h.task(q, q.taskParams)
+	if !ok {
 		return
 	}
 	done := func(t Task) bool { return wire.Terminal(t.Status) }
@@ -251,27 +224,15 @@ func (h *handler) resultLegacy(q *request) {
 		res.Meta = map[string]any{metaRelatedTask: map[string]string{"taskId": t.TaskID}}
 		return res, nil
 	}
-	if done(t) || !q.canStream || !(q.caps.form || q.caps.url) {
-		q.hold(t, done, answer)
-		return
-	}
-	q.beginStream()
 	asked := map[string]bool{}
 	status := t.Status
-	t, err = q.follow(t, func(t Task) bool {
+	q.await(t, q.caps.form || q.caps.url, done, func(t Task) {
 		if t.Status != status {
 			status = t.Status
 			_ = q.notify("", "notifications/tasks/status", newLegacyTask(t))
 		}
 		q.elicit(t, asked, true)
-		return done(t)
-	})
-	if err != nil {
-		q.failWait(err)
-		return
-	}
-	res, _ := answer(t)
-	q.reply(res)
+	}, answer)
 }
 
 // elicit sends, on q's stream, each open request of t the client can take

@@ -143,30 +143,51 @@ type taskParams struct {
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 }
 
-func readTaskParams(q *request) (taskParams, *rpcError) {
-	var p taskParams
+// taskParams reads the params of a task method, in both generations,
+// answering q with the error when they are wrong; ok is false when q has
+// been answered.
+func (q *request) taskParams() (p taskParams, ok bool) {
 	if e := decodeParams(q.m.params, &p); e != nil {
-		return p, e
+		q.fail(e)
+		return p, false
 	}
 	if p.TaskID == "" {
-		return p, errInvalidParams("taskId", "is required")
+		q.fail(errInvalidParams("taskId", "is required"))
+		return p, false
 	}
-	return p, nil
+	return p, true
 }
 
-func (h *handler) getModern(q *request) {
-	if !q.caps.tasks {
-		q.fail(errNeedsTasks())
-		return
-	}
-	p, e := readTaskParams(q)
-	if e != nil {
-		q.fail(e)
-		return
+// task is the task a task method names, its params read by read (of the
+// request's generation), answering q with the error when the params are
+// wrong or the caller has no such task; ok is false when q has been
+// answered.
+func (h *handler) task(q *request, read func() (taskParams, bool)) (t Task, ok bool) {
+	p, ok := read()
+	if !ok {
+		return t, false
 	}
 	t, err := h.cfg.Backend.Task(q.r.Context(), q.p, p.TaskID)
 	if err != nil {
 		q.fail(h.backendError(err, errNoSuchTask()))
+		return t, false
+	}
+	return t, true
+}
+
+// modernTaskParams is taskParams under 2026-07-28, whose task methods need
+// the tasks extension declared.
+func (q *request) modernTaskParams() (taskParams, bool) {
+	if !q.caps.tasks {
+		q.fail(errNeedsTasks())
+		return taskParams{}, false
+	}
+	return q.taskParams()
+}
+
+func (h *handler) getModern(q *request) {
+	t, ok := h.task(q, q.modernTaskParams)
+	if !ok {
 		return
 	}
 	mt := newModernTask(t, resultComplete, true)
@@ -175,13 +196,8 @@ func (h *handler) getModern(q *request) {
 }
 
 func (h *handler) updateModern(q *request) {
-	if !q.caps.tasks {
-		q.fail(errNeedsTasks())
-		return
-	}
-	p, e := readTaskParams(q)
-	if e != nil {
-		q.fail(e)
+	p, ok := q.modernTaskParams()
+	if !ok {
 		return
 	}
 	if p.InputResponses == nil {
@@ -201,13 +217,8 @@ func (h *handler) updateModern(q *request) {
 }
 
 func (h *handler) cancelModern(q *request) {
-	if !q.caps.tasks {
-		q.fail(errNeedsTasks())
-		return
-	}
-	p, e := readTaskParams(q)
-	if e != nil {
-		q.fail(e)
+	p, ok := q.modernTaskParams()
+	if !ok {
 		return
 	}
 	if _, err := h.cfg.Backend.Cancel(q.r.Context(), q.p, p.TaskID); err != nil && !errors.Is(err, ErrEnded) {

@@ -13,30 +13,45 @@ import (
 // listTools answers tools/list, in both generations: the tools the caller
 // may call; under 2025-11-25 each may be called as a task.
 func (h *handler) listTools(q *request) {
-	var p struct {
-		Cursor string `json:"cursor"`
-	}
-	if e := decodeParams(q.m.params, &p); e != nil {
-		q.fail(e)
+	res, ok := readPage(q, "tools", func(cursor string) ([]Tool, string, error) {
+		page, err := h.cfg.Backend.Tools(q.r.Context(), q.p, cursor)
+		return page.Tools, page.Next, err
+	}, func(t Tool) mcpTool { return newTool(t, !q.modern && q.version == versionTasks) })
+	if !ok {
 		return
-	}
-	page, err := h.cfg.Backend.Tools(q.r.Context(), q.p, p.Cursor)
-	if err != nil {
-		q.fail(h.backendError(err, errInvalidParams("cursor", "is not a cursor of this server")))
-		return
-	}
-	tools := make([]mcpTool, len(page.Tools))
-	for i, t := range page.Tools {
-		tools[i] = newTool(t, !q.modern && q.version == versionTasks)
-	}
-	res := map[string]any{"tools": tools}
-	if page.Next != "" {
-		res["nextCursor"] = page.Next
 	}
 	if q.modern {
 		res["resultType"], res["ttlMs"], res["cacheScope"], res["_meta"] = resultComplete, 0, "private", h.serverMeta()
 	}
 	q.reply(res)
+}
+
+// readPage reads the page a list method asks for, in both generations: the
+// items fetch gives at the params' cursor, each shown by show, under key,
+// and the cursor of the next page when there is one. ok is false when q has
+// been answered with the error.
+func readPage[T, S any](q *request, key string, fetch func(cursor string) ([]T, string, error), show func(T) S) (res map[string]any, ok bool) {
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	if e := decodeParams(q.m.params, &p); e != nil {
+		q.fail(e)
+		return nil, false
+	}
+	items, next, err := fetch(p.Cursor)
+	if err != nil {
+		q.fail(q.h.backendError(err, errInvalidParams("cursor", "is not a cursor of this server")))
+		return nil, false
+	}
+	shown := make([]S, len(items))
+	for i, t := range items {
+		shown[i] = show(t)
+	}
+	res = map[string]any{key: shown}
+	if next != "" {
+		res["nextCursor"] = next
+	}
+	return res, true
 }
 
 // callParams are the params of tools/call, both generations.

@@ -63,11 +63,8 @@ func Decode(body []byte, dst any) error {
 		case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
 			return errNotJSON
 		case errors.As(err, &typeErr):
-			field := typeErr.Field
-			if field == "" {
-				field = "body"
-			}
-			return invalid(field, "must be "+jsonKind(typeErr.Type.Kind().String()))
+			field, msg, _ := Mismatch(err, "body")
+			return invalid(field, msg)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 			return invalid(field, "is not a known field")
@@ -76,6 +73,22 @@ func Decode(body []byte, dst any) error {
 		}
 	}
 	return nil
+}
+
+// Mismatch reports whether err is encoding/json's refusal of a value of the
+// wrong type and, if it is, the field at fault (whole where the value itself
+// is) and what that field must be ("must be a string"). A face decoding JSON
+// more leniently than Decode names type mismatches the same way through it.
+func Mismatch(err error, whole string) (field, msg string, ok bool) {
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) {
+		return "", "", false
+	}
+	field = typeErr.Field
+	if field == "" {
+		field = whole
+	}
+	return field, "must be " + jsonKind(typeErr.Type.Kind().String()), true
 }
 
 func jsonKind(goKind string) string {
