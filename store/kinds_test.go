@@ -83,9 +83,19 @@ func awaitLive(t *testing.T, reg *waits.Waiters, f fixture) {
 	defer w.Stop()
 	for rev := int64(1); rev < 1000; rev++ {
 		f.apply(t, id, rev, idem.Key{}, event("task.progress", rev+1))
-		if _, why := w.Next(context.Background(), time.Now().Add(200*time.Millisecond)); why == waits.Woken {
-			return
+		wk, why := w.Next(context.Background(), time.Now().Add(200*time.Millisecond))
+		if why != waits.Woken {
+			continue
 		}
+		// The reader reads. Wait for the wake of the last change too, so
+		// none of the probe's wakes is still on its way to the caller's
+		// waiters, where it would be coalesced with theirs.
+		for wk.Revision < rev+1 {
+			if wk, why = w.Next(context.Background(), time.Now().Add(10*time.Second)); why != waits.Woken {
+				t.Fatalf("no wake for the probe's revision %d: %v", rev+1, why)
+			}
+		}
+		return
 	}
 	t.Fatal("the fan-in reader does not read")
 }
