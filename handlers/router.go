@@ -4,9 +4,10 @@
 // parking.Lot, which holds them and connections that wait for a request off
 // net/http's goroutine per connection.
 //
-// It imports the services (tasks, sessions, hooks), waits, parking (holding
-// waiting requests off net/http), problem, store, authz,
-// metrics and api/wire; no service imports it.
+// It imports the services (tasks, sessions, hooks, connections, endpoints),
+// the shapes they answer in (idem, paging, problem, ids, events, waits for
+// log reads), parking (holding waiting requests off net/http), slacksig,
+// channels, authz, metrics and api/wire, never store; no service imports it.
 //
 // The HTTP machinery it shares with the other faces lives in packages of
 // its own, which hold no route: strictjson (strict decoding of bodies),
