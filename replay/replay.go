@@ -5,8 +5,8 @@
 // endpoint's add seal their answers so; Settle is the idempotency helpers'
 // Settle for those writes.
 //
-// It imports authz (the vault) and store (the outcomes of an idempotent
-// write) only: the services and package endpoints import it.
+// It imports authz (the vault), store (the outcomes of an idempotent write)
+// and idem (the reply) only: the services and package endpoints import it.
 package replay
 
 import (
