@@ -1,6 +1,7 @@
 package parking
 
 import (
+	"io"
 	"net"
 	"net/http"
 )
@@ -31,8 +32,40 @@ type Held struct {
 // be watched, HTTP/2 or 1.0, a request with a body, or a writer that cannot
 // give up its connection (tests' recorders).
 func (l *Lot) Take(w http.ResponseWriter, r *http.Request) (*Held, bool) {
-	if l == nil || l.watch == nil || l.isClosed() ||
-		r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
+	if r.ContentLength != 0 || (r.Body != nil && r.Body != http.NoBody) {
+		return nil, false
+	}
+	return l.hold(w, r)
+}
+
+// TakeRead is Take for a request whose handler has read its body to the
+// end: the bytes after the body are the client's next request, which the
+// held connection keeps as Take keeps them. It reports false, having changed
+// nothing the handler reads, when the body is not at its end (a byte of it
+// may be gone then), and as Take does otherwise.
+func (l *Lot) TakeRead(w http.ResponseWriter, r *http.Request) (*Held, bool) {
+	if !l.canHold(r) {
+		return nil, false
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		var one [1]byte
+		if n, err := r.Body.Read(one[:]); n != 0 || err != io.EOF {
+			return nil, false
+		}
+	}
+	return l.hold(w, r)
+}
+
+// canHold reports whether the Lot can hold a request like r: it is started
+// and open, and r is HTTP/1.1.
+func (l *Lot) canHold(r *http.Request) bool {
+	return l != nil && l.watch != nil && !l.isClosed() && r.ProtoMajor == 1 && r.ProtoMinor == 1
+}
+
+// hold takes the connection of a request the Lot may hold, once its body
+// is behind it.
+func (l *Lot) hold(w http.ResponseWriter, r *http.Request) (*Held, bool) {
+	if !l.canHold(r) {
 		return nil, false
 	}
 	header := saveHeader(w.Header())
