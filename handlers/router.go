@@ -22,6 +22,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -82,6 +83,21 @@ type Deps struct {
 	// the bound off.
 	ListRate  float64
 	ListBurst int
+
+	// Faces are further protocols served on the same port (the MCP
+	// endpoint, its resource metadata), mounted under the router's body
+	// limits, request ids and log. A request with a valid bearer token
+	// reaches its face with the principal in its context
+	// (authz.FromContext) and its body on the authenticated budget; any
+	// other request reaches it without one, for the face to refuse in its
+	// own words.
+	Faces []Face
+}
+
+// Face is a handler served at Path (and below it).
+type Face struct {
+	Path    string
+	Handler http.Handler
 }
 
 type api struct {
@@ -149,6 +165,11 @@ func New(d Deps) http.Handler {
 	r.Get("/", a.root)
 	r.Get("/console", http.RedirectHandler(web.ConsolePath, http.StatusMovedPermanently).ServeHTTP)
 	r.Method(http.MethodGet, web.ConsolePath+"*", web.Console())
+
+	for _, f := range d.Faces {
+		r.With(a.identify).Handle(f.Path, f.Handler)
+		r.With(a.identify).Handle(strings.TrimSuffix(f.Path, "/")+"/*", f.Handler)
+	}
 
 	r.Route("/v1", func(r chi.Router) {
 		r.Group(func(r chi.Router) {
