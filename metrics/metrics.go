@@ -28,6 +28,7 @@ type Metrics struct {
 	TaskCommands *prometheus.CounterVec // command, outcome
 	TasksEntered *prometheus.CounterVec // status
 	Answers      *prometheus.CounterVec // via, action: answers recorded, by the channel they came through
+	MCPRequests  *prometheus.CounterVec // method, outcome: requests to /mcp
 	Waiters      prometheus.Gauge       // long-polls and streams waiting on this replica
 	// ParkedPolls are the long-polls among Waiters that wait on a connection
 	// taken off the HTTP server, with no goroutine of their own;
@@ -96,7 +97,10 @@ func New() *Metrics {
 		TaskCommands: counters("taskhook_task_commands_total", "Task commands by kind and outcome.", "command", "outcome"),
 		TasksEntered: counters("taskhook_tasks_entered_total", "Tasks that entered each status through this replica.", "status"),
 		Answers:      counters("taskhook_answers_total", "Answers recorded through this replica, by channel and action.", "via", "action"),
-		Waiters:      gauge("taskhook_waiters", "Long-polls and event streams waiting on this replica."),
+		MCPRequests: counters("taskhook_mcp_requests_total",
+			"MCP requests by JSON-RPC method (\"other\" for one not served) and outcome (\"ok\", the JSON-RPC error code, or the HTTP status of a request refused before it was read).",
+			"method", "outcome"),
+		Waiters: gauge("taskhook_waiters", "Long-polls and event streams waiting on this replica."),
 		ParkedPolls: gauge("taskhook_parked_polls",
 			"Long-polls waiting on a connection taken off the HTTP server, with no goroutine of their own (counted in taskhook_waiters too)."),
 		ParkedIdle: gauge("taskhook_parked_idle_connections",
