@@ -106,3 +106,70 @@ func TestParkingClosesASilentConnection(t *testing.T) {
 		t.Fatalf("%v connections held after the close, want 0", held)
 	}
 }
+
+// A request whose handler has read its body to the end may be held: its
+// answer comes later, and the client's next request, sent on its heels in
+// the same write, is served after it. One whose body is not read is not
+// held.
+func TestParkingHoldsARequestWhoseBodyWasRead(t *testing.T) {
+	t.Parallel()
+	var lot *parking.Lot
+	answers := make(chan func(), 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lot = parking.New(parking.Config{}, metrics.New())
+	if err := lot.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/read" {
+			if _, ok := lot.TakeRead(w, r); ok {
+				t.Error("a request whose body was not read was held")
+			}
+			_, _ = io.WriteString(w, "served "+r.URL.Path)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		held, ok := lot.TakeRead(w, r)
+		if !ok {
+			_, _ = io.WriteString(w, "not held")
+			return
+		}
+		answers <- func() {
+			held.Answer(func(w http.ResponseWriter) bool {
+				_, _ = io.WriteString(w, "held "+string(body))
+				return true
+			})
+		}
+	})}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lot.Listener(ln)) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+		if err := lot.Stop(ctx); err != nil {
+			t.Errorf("Lot.Stop: %v", err)
+		}
+	})
+	c := dialParking(t, ln.Addr().String())
+	if _, err := io.WriteString(c, "POST /read HTTP/1.1\r\nHost: parking\r\nContent-Length: 5\r\n\r\nhello"+
+		"POST /unread HTTP/1.1\r\nHost: parking\r\nContent-Length: 3\r\n\r\nabc"); err != nil {
+		t.Fatal(err)
+	}
+	(<-answers)()
+	br := bufio.NewReader(c)
+	for _, want := range []string{"held hello", "served /unread"} {
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK || string(body) != want {
+			t.Fatalf("answered %d %q, want %q", res.StatusCode, body, want)
+		}
+	}
+}
