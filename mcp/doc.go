@@ -26,8 +26,10 @@
 // by the Parker app gives it where it can be.
 //
 // It imports api/wire (the API's shapes), authz (the principal), problem
-// (the services' refusals), strictjson (how a type mismatch is named), the
-// standard library, and the MCP Go SDK's
+// (the services' refusals), strictjson (how a type mismatch is named),
+// parking, requestlog and requestid (LotParker: a held answer parked, and
+// logged as the handler would have), the standard library, and the MCP Go
+// SDK's
 // jsonrpc and mcp packages for their types. It imports no service, store
 // or handler.
 package mcp
