@@ -176,7 +176,9 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		}
 		statuses = append(statuses, str(n, "status"))
 	}
-	if !slices.Equal(statuses, []string{"input_required", "working", "completed"}) {
+	// The stream tells the states it sees: "working" between the answer
+	// and the end may fold into the end.
+	if !slices.Equal(statuses, []string{"input_required", "working", "completed"}) && !slices.Equal(statuses, []string{"input_required", "completed"}) {
 		t.Fatalf("notifications/tasks/status on the held stream: %v", statuses)
 	}
 
