@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,8 +56,13 @@ type sdkScript struct {
 
 func runSDKClient(t *testing.T, h *harness, token string) *sdkScript {
 	t.Helper()
+	return runSDKClientScript(t, h, token, "client.mjs")
+}
+
+func runSDKClientScript(t *testing.T, h *harness, token, script string) *sdkScript {
+	t.Helper()
 	node := needNode(t)
-	cmd := exec.CommandContext(t.Context(), node, "client.mjs", h.srv.URL+mcp.Path)
+	cmd := exec.CommandContext(t.Context(), node, script, h.srv.URL+mcp.Path)
 	cmd.Dir = sdkClientDir
 	cmd.Env = append(os.Environ(), "TASKHOOK_MCP_TOKEN="+token)
 	s := &sdkScript{t: t, cmd: cmd, events: make(chan sdkEvent, 16), stderr: &lockedBuffer{}}
@@ -114,7 +120,8 @@ func (s *sdkScript) next(name string) sdkEvent {
 
 // The official TypeScript SDK's client runs a 2025-11-25 task through to
 // its result: initialize with elicitation, tools/list, a task-augmented
-// call (its task API's callToolStream), tasks/get, tasks/result held while
+// call (its task API's callToolStream; one outside the tool's schema refused
+// with the field named), tasks/get, tasks/result held while
 // the question is answered by the client's elicitation handler (as the
 // caller, through MCP), the result tied to the task, tasks/list with the
 // caller's tasks only, and tasks/cancel of the ended task refused.
@@ -140,6 +147,12 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		t.Fatalf("tools/list, every page: %v", names)
 	}
 
+	// Arguments outside the schema: the SDK's task stream reads the error,
+	// with the field named.
+	if e = s.next("refused"); str(e, "type") != "error" || at(e, "code") != -32602.0 ||
+		!strings.Contains(str(e, "message"), "arguments.repo") {
+		t.Fatalf("a task-augmented call outside the schema: %v", e)
+	}
 	e = s.next("created")
 	id := str(e, "task.taskId")
 	if id == "" || id == theirs || str(e, "task.status") != "working" || at(e, "task.ttl") != 60000.0 {

@@ -64,8 +64,15 @@ async function main() {
     }
     report('tools', { tools: all.map(t => ({ name: t.name, execution: t.execution ?? null })) });
 
-    // The task-augmented call: the stream's first message is the task.
+    // The task-augmented call: the stream's first message is the task, or
+    // the error the call was refused with.
     const tasks = client.experimental.tasks;
+    for await (const message of tasks.callToolStream({ name: 'devbox', arguments: {} }, CallToolResultSchema, {
+        task: { ttl: 60000 }
+    })) {
+        report('refused', { type: message.type, code: message.error?.code ?? null, message: message.error?.message ?? null });
+        break;
+    }
     let created;
     for await (const message of tasks.callToolStream({ name: 'devbox', arguments: { repo: 'r' } }, CallToolResultSchema, {
         task: { ttl: 60000 }
