@@ -54,15 +54,11 @@ type sdkScript struct {
 	err    error
 }
 
+// runSDKClient runs the script against h, as the principal token names.
 func runSDKClient(t *testing.T, h *harness, token string) *sdkScript {
 	t.Helper()
-	return runSDKClientScript(t, h, token, "client.mjs")
-}
-
-func runSDKClientScript(t *testing.T, h *harness, token, script string) *sdkScript {
-	t.Helper()
 	node := needNode(t)
-	cmd := exec.CommandContext(t.Context(), node, script, h.srv.URL+mcp.Path)
+	cmd := exec.CommandContext(t.Context(), node, "client.mjs", h.srv.URL+mcp.Path)
 	cmd.Dir = sdkClientDir
 	cmd.Env = append(os.Environ(), "TASKHOOK_MCP_TOKEN="+token)
 	s := &sdkScript{t: t, cmd: cmd, events: make(chan sdkEvent, 16), stderr: &lockedBuffer{}}
