@@ -29,7 +29,7 @@ func (h *handler) callModern(q *request) {
 		}
 	} else {
 		var toolErr *callToolResult
-		if t, toolErr, e = h.call(q, p, nil); e != nil || toolErr != nil {
+		if t, toolErr, e = h.call(q, p, false); e != nil || toolErr != nil {
 			q.answerCall(toolErr, e)
 			return
 		}

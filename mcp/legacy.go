@@ -155,11 +155,7 @@ func (h *handler) callLegacy(q *request) {
 		return
 	}
 	asTask := p.Task != nil && q.version == versionTasks
-	var ttl *int64
-	if asTask {
-		ttl = p.Task.TTL
-	}
-	t, toolErr, e := h.call(q, p, ttl)
+	t, toolErr, e := h.call(q, p, asTask)
 	if e != nil || toolErr != nil {
 		q.answerCall(toolErr, e)
 		return

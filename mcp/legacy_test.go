@@ -320,3 +320,26 @@ func TestLegacySyncCall(t *testing.T) {
 		t.Fatalf("a plain sync call: %s", r.raw)
 	}
 }
+
+// Arguments outside the schema: a call that asked for a task gets invalid
+// params naming the field (its client reads a task or an error, never a
+// CallToolResult), and nothing is started; a call without a task gets the
+// tool error the model can read.
+func TestLegacyCallArguments(t *testing.T) {
+	h := newHarness(t)
+	session := h.initialize("alice", nil)
+	r := h.legacy("alice", session, "tools/call", map[string]any{"name": "devbox", "arguments": map[string]any{}, "task": map[string]any{"ttl": 60000}})
+	wantError(t, r, 200, -32602)
+	if str(r.body, "error.data.details.0.field") != "arguments.repo" || at(r.body, "result") != nil {
+		t.Fatalf("a task-augmented call outside the schema: %s", r.raw)
+	}
+	r = h.legacy("alice", session, "tools/call", map[string]any{"name": "devbox", "arguments": map[string]any{}, "task": map[string]any{}})
+	wantError(t, r, 200, -32602)
+	r = h.legacy("alice", session, "tools/call", map[string]any{"name": "devbox", "arguments": map[string]any{}})
+	if at(r.body, "result.isError") != true || str(r.body, "result.content.0.text") == "" || at(r.body, "result.task") != nil {
+		t.Fatalf("a call outside the schema: %s", r.raw)
+	}
+	if len(h.b.order) != 0 {
+		t.Fatalf("a task was started: %v", h.b.order)
+	}
+}

@@ -83,13 +83,23 @@ func readCall(q *request) (callParams, *rpcError) {
 	return p, nil
 }
 
-// call starts the task of a tool call. Arguments outside the tool's schema
-// are a tool error the model can correct (ok false, result set), not a
-// protocol error.
-func (h *handler) call(q *request, p callParams, ttl *int64) (t Task, toolErr *callToolResult, e *rpcError) {
+// call starts the task of a tool call, as a task-augmented call of
+// 2025-11-25 (with the ttl it asks for) when asTask. Arguments outside the
+// tool's schema are a tool error the model can correct (toolErr set), not a
+// protocol error; but a task-augmented call's answer is a task or an error,
+// and a client that asked for a task reads no CallToolResult, so there they
+// are invalid params, naming each field as well.
+func (h *handler) call(q *request, p callParams, asTask bool) (t Task, toolErr *callToolResult, e *rpcError) {
+	var ttl *int64
+	if asTask {
+		ttl = p.Task.TTL
+	}
 	t, err := h.cfg.Backend.Call(q.r.Context(), q.p, Call{Tool: p.Name, Arguments: p.Arguments, TTLMs: ttl})
 	var verr *problem.ValidationError
 	if errors.As(err, &verr) && (verr.Field == "arguments" || strings.HasPrefix(verr.Field, "arguments.") || strings.HasPrefix(verr.Field, "arguments[")) {
+		if asTask {
+			return t, nil, errInvalidParams(verr.Field, verr.Message)
+		}
 		res := callToolResult{Content: []*sdk.TextContent{{Text: "invalid arguments: " + verr.Error()}}, IsError: true}
 		if q.modern {
 			res.ResultType = resultComplete
