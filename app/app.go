@@ -34,6 +34,7 @@ import (
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/tools"
 	"github.com/taskhook/taskhook/waits"
 )
 
@@ -60,6 +61,7 @@ type App struct {
 	Dispatch *callbacks.Dispatcher
 	// Connections is provider sign-in; nil without TASKHOOK_CONNECTIONS_FILE.
 	Connections *connections.Service
+	Tools       *tools.Service
 	Handler     http.Handler
 	// Parking holds the long-polls that wait with no goroutine, off the
 	// server's connections.
@@ -148,6 +150,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard, Vault: vault,
 		Links: a.Tasks.AnswerLinks(), Slack: slackPosting(cfg),
 	}, a.Store, a.Metrics, log, time.Now)
+	a.Tools = tools.NewService(tools.Config{Notify: a.Notify, Vault: vault}, a.Store, a.Tasks, a.Metrics, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)
 	hookCfg := cfg.hooks()
 	hookCfg.Vault = vault
@@ -164,6 +167,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Parking = parking.New(parking.Config{IdleTimeout: idleTimeout, HeaderTimeout: readHeaderTimeout}, a.Metrics)
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
+		Tools: a.Tools,
 		Ready: a.Store.Ready, StoreKind: a.Store.Kind, Partitions: a.Store.Partitions,
 		Verifier: verifier, Parking: a.Parking,
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,

@@ -111,6 +111,7 @@ const (
 	CodeTooManyEndpoints    = wire.CodeTooManyEndpoints // 409: the session or task holds as many notification endpoints as it may
 	CodeTaskNotTerminal     = wire.CodeTaskNotTerminal  // 409: release of a task that has not ended
 	CodeTaskTooLarge        = wire.CodeTaskTooLarge     // 413: the task record would be above the size limit
+	CodeToolNameTaken       = wire.CodeToolNameTaken    // 409: another principal publishes a tool by that name
 	CodeOverloaded          = wire.CodeOverloaded
 	CodeInternal            = wire.CodeInternal
 )

@@ -45,6 +45,9 @@ var wireTypes = map[string]reflect.Type{
 	"AuthorizationPending":  reflect.TypeFor[client.AuthorizationPending](),
 	"AuthorizationRejected": reflect.TypeFor[client.AuthorizationRejected](),
 	"ConnectionView":        reflect.TypeFor[client.ConnectionView](),
+	"Tool":                  reflect.TypeFor[client.Tool](),
+	"PutToolInput":          reflect.TypeFor[client.PutToolInput](),
+	"CallToolInput":         reflect.TypeFor[client.CallToolInput](),
 }
 
 // TestDocShowsFields runs go doc on the package and wants every field of

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -51,6 +52,22 @@ func invalidRequest(field, msg string) *APIError {
 		Extra: map[string]any{"details": []Detail{{Field: field, Message: msg}}}}
 }
 
+// invalidFields is the invalid_request of a validation that names several
+// fields: a detail each, the message naming the first.
+func invalidFields(verr *problem.ValidationError) *APIError {
+	e := invalidRequest(verr.Field, verr.Message)
+	if len(verr.More) == 0 {
+		return e
+	}
+	details := []Detail{{Field: verr.Field, Message: verr.Message}}
+	for _, m := range verr.More {
+		details = append(details, Detail{Field: m.Field, Message: m.Message})
+	}
+	e.Message += fmt.Sprintf(" (and %d more)", len(verr.More))
+	e.Extra["details"] = details
+	return e
+}
+
 // errNotFound is the one answer for a missing id and for somebody else's:
 // same status, same body.
 var errNotFound = apiError(http.StatusNotFound, wire.CodeNotFound, notFoundMessage)
@@ -63,7 +80,7 @@ func toAPIError(err error) *APIError {
 	}
 	var verr *problem.ValidationError
 	if errors.As(err, &verr) {
-		return invalidRequest(verr.Field, verr.Message)
+		return invalidFields(verr)
 	}
 	if e := connectionError(err); e != nil {
 		return e
@@ -130,6 +147,8 @@ func toAPIError(err error) *APIError {
 		return apiError(http.StatusConflict, wire.CodeSessionNotActive, "the session is not active")
 	case errors.Is(err, problem.ErrTooManyEndpoints):
 		return apiError(http.StatusConflict, wire.CodeTooManyEndpoints, "the session or task holds as many notification endpoints as it may (10)")
+	case errors.Is(err, problem.ErrToolNameTaken):
+		return apiError(http.StatusConflict, wire.CodeToolNameTaken, "another principal publishes a tool by this name")
 	case errors.Is(err, problem.ErrIdempotency):
 		return apiError(http.StatusConflict, wire.CodeIdempotencyConflict, "this Idempotency-Key was used with a different request body")
 	case errors.Is(err, problem.ErrBadCursor):

@@ -4,7 +4,7 @@
 // parking.Lot, which holds them and connections that wait for a request off
 // net/http's goroutine per connection.
 //
-// It imports the services (tasks, sessions, hooks, connections, endpoints),
+// It imports the services (tasks, sessions, hooks, tools, connections, endpoints),
 // the shapes they answer in (idem, paging, problem, ids, events, waits for
 // log reads), parking (holding waiting requests off net/http), slacksig,
 // channels, authz, metrics and api/wire, never store; no service imports it.
@@ -42,6 +42,7 @@ import (
 	"github.com/taskhook/taskhook/requestlog"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/tasks"
+	"github.com/taskhook/taskhook/tools"
 )
 
 // Deps is what the routes need.
@@ -52,6 +53,7 @@ type Deps struct {
 	Notify       *endpoints.Registrar // nil: the notification routes are not mounted
 	Slack        *Slack               // nil: the Slack interactions route is not mounted
 	Connections  *connections.Service // nil: the connection routes are not mounted
+	Tools        *tools.Service       // nil: the tool routes are not mounted
 	Verifier     *authz.Verifier
 	Metrics      *metrics.Metrics
 	Log          *slog.Logger
@@ -106,6 +108,7 @@ type api struct {
 	hooks       *hooks.Service
 	notify      *endpoints.Registrar
 	connections *connections.Service
+	tools       *tools.Service
 	ready       func(context.Context) error
 	storeKind   string
 	partitions  int
@@ -125,6 +128,7 @@ type api struct {
 func New(d Deps) http.Handler {
 	a := &api{
 		tasks: d.Tasks, sessions: d.Sessions, hooks: d.Hooks, notify: d.Notify, connections: d.Connections,
+		tools: d.Tools,
 		ready: d.Ready, storeKind: d.StoreKind, partitions: d.Partitions,
 		verifier: d.Verifier, metrics: d.Metrics, log: d.Log, version: d.Version, slack: d.Slack, caps: capabilities,
 		parking: d.Parking,
@@ -211,6 +215,14 @@ func New(d Deps) http.Handler {
 				r.Delete("/connections/{name}/token", a.signOut)
 				r.Post("/tasks/{taskId}/authorizations", a.askAuthorization)
 				r.Post("/tasks/{taskId}/authorizations/{name}/reject", a.rejectAuthorization)
+			}
+
+			if a.tools != nil {
+				r.Get("/tools", a.limitLists(a.listTools))
+				r.Put("/tools/{name}", a.putTool)
+				r.Get("/tools/{name}", a.getTool)
+				r.Delete("/tools/{name}", a.deleteTool)
+				r.Post("/tools/{name}/call", a.callTool)
 			}
 
 			if a.hooks != nil {

@@ -53,6 +53,11 @@ type Metrics struct {
 
 	Notify Notify // outbound notifications
 
+	// ToolCalls are tool calls by outcome: started, replayed,
+	// invalid_arguments, refused, not_found, unavailable, error. No label
+	// names the tool: names are chosen by publishers, without bound.
+	ToolCalls *prometheus.CounterVec
+
 	// SlackInteractions are requests to the Slack interactions route, by
 	// outcome: answered, unmapped, not_requester, closed, invalid, error,
 	// signature_invalid, malformed, unread, challenge, ignored.
@@ -122,6 +127,9 @@ func New() *Metrics {
 			Name: "taskhook_hook_group_pending", Help: "Unacknowledged events of a hook's consumer group, observed at each read.",
 			Buckets: []float64{0, 1, 5, 10, 50, 100, 500, 1000, 10000},
 		}),
+
+		ToolCalls: counters("taskhook_tool_calls_total",
+			"Tool calls by outcome (started, replayed, invalid_arguments, refused, not_found, unavailable, error); no label names the tool.", "outcome"),
 
 		SlackInteractions: counters("taskhook_slack_interactions_total",
 			"Requests to the Slack interactions route by outcome (an answer each, for answers).", "outcome"),

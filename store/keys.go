@@ -171,3 +171,20 @@ func (k Keys) ConnectionToken(p int, requester, connection string) string {
 // request and sealed PKCE verifier (a string), in the task's slot; it
 // expires with the task, and says itself when the attempt ran out.
 func (k Keys) SigninAttempt(p int, tokenHash string) string { return k.Tag(p) + "signin:" + tokenHash }
+
+// Tool is a published tool's record (a hash: the fields of store/tools.go,
+// and its endpoint as a record's endpoints are kept), in the partition its
+// name falls in (ids.PartitionFor). Tool names hold no braces or colons.
+func (k Keys) Tool(p int, name string) string { return k.Tag(p) + "tool:" + name }
+
+// ToolsOpen indexes the tools of partition p that anyone may call, by
+// creation time.
+func (k Keys) ToolsOpen(p int) string { return k.Tag(p) + "tools:open" }
+
+// ToolsOf indexes the tools of partition p open to a principal that
+// not everyone may call: those naming it among their callers, and those it
+// publishes. Each tool is in ToolsOpen or in these, never both, so a list
+// of the two holds each tool once.
+func (k Keys) ToolsOf(p int, principal string) string {
+	return k.Tag(p) + "own:" + digest(principal) + ":tools"
+}

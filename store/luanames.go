@@ -36,6 +36,10 @@ func luaNames() map[string]string {
 	luaTable(b, "RECORD_FIELD", []string{
 		"endpoints", recordFieldEndpoints, "secret", recordFieldSecret,
 	})
+	luaTable(b, "TOOL_FIELD", []string{
+		"json", toolFieldJSON, "executor", toolFieldExecutor, "revision", toolFieldRevision,
+		"created", toolFieldCreated, "open", toolFieldOpen, "indexed", toolFieldIndexed,
+	})
 	luaTable(b, "OUTBOX_FIELD", []string{
 		"endpoint", outboxFieldEndpoint, "scope", outboxFieldScope, "session", outboxFieldSession, "task", outboxFieldTask,
 		"event_id", outboxFieldEventID, "type", outboxFieldType, "event", outboxFieldEvent, "attempt", outboxFieldAttempt,

@@ -81,6 +81,9 @@ type scripts struct {
 	logReadKinds       script[waits.LogRead]
 	taskKindsAfter     script[kindsAfter]
 	fieldReseal        script[bool]
+	toolPut            script[ToolResult]
+	toolDelete         script[ToolResult]
+	toolRead           script[ToolRecord]
 
 	all []*redis.Script // for preload
 }
@@ -133,6 +136,9 @@ func loadScripts() (*scripts, error) {
 	s.logReadKinds = script[waits.LogRead]{lua("log_read_kinds"), parseLogReadKinds, readsOrOnce}
 	s.taskKindsAfter = script[kindsAfter]{lua("task_kinds_after"), parseTaskKindsAfter, readsOrOnce}
 	s.fieldReseal = script[bool]{lua("field_reseal"), parseFieldReseal, readsOrOnce}
+	s.toolPut = script[ToolResult]{lua("tool_put"), parseToolPut, withCommandID}
+	s.toolDelete = script[ToolResult]{lua("tool_delete"), parseToolDelete, withCommandID}
+	s.toolRead = script[ToolRecord]{lua("tool_read"), parseToolRead, readsOrOnce}
 	return s, errors.Join(errs...)
 }
 

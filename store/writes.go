@@ -33,6 +33,7 @@ const (
 	TooManyGroups                   // hook read: the hook has as many consumer groups as it may
 	TooManyTasks                    // task create: the session holds as many live tasks as it may
 	TooManyEndpoints                // endpoint add: the record holds as many endpoints as it may
+	NameTaken                       // tool put: another principal publishes a tool by that name
 )
 
 // Result is the answer of a session, task or hook create, a task change or

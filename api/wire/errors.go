@@ -26,6 +26,7 @@ const (
 	CodeTooManyTasks        = "too_many_tasks"     // 429: the session holds as many live tasks as it may
 	CodeTaskTooLarge        = "task_too_large"     // 413: the task record would be above the size limit
 	CodeTooManyEndpoints    = "too_many_endpoints" // 409: the session or task holds as many notification endpoints as it may
+	CodeToolNameTaken       = "tool_name_taken"    // 409: another principal publishes a tool by that name
 	CodeOverloaded          = "overloaded"
 	CodeInternal            = "internal"
 )

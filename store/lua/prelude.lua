@@ -16,6 +16,19 @@ local function owned(owner, principal, admin)
   return (principal ~= '' and owner == principal) or admin == '1'
 end
 
+-- tool_visible is who may see a published tool, and call it: its executor,
+-- anyone when open is '1', else a principal that indexed names (the tool
+-- hash's TOOL_FIELD.indexed: a JSON array of its callers and its executor).
+-- executor is nil or false when there is no such tool.
+local function tool_visible(executor, open, indexed, principal)
+  if principal == '' or not executor then return false end
+  if executor == principal or open == '1' then return true end
+  for _, who in ipairs(cjson.decode(indexed or '[]')) do
+    if who == principal then return true end
+  end
+  return false
+end
+
 -- terminal holds the task statuses no command changes any more
 -- (wire.Terminal, as Go gives them): terminal[status] is true for those.
 local terminal = TERMINAL_STATUSES

@@ -1,0 +1,293 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/callbacks/receivertest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// weatherTool is a tool that takes a city (and optional days), open to
+// callers, with its endpoint at url.
+func weatherTool(url string, callers ...string) client.PutToolInput {
+	return client.PutToolInput{
+		Title: "Weather", Description: "Looks up the weather of a city.",
+		InputSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"city": map[string]any{"type": "string", "minLength": 1},
+				"days": map[string]any{"type": "integer", "minimum": 1, "maximum": 7},
+			},
+			"required":             []string{"city"},
+			"additionalProperties": false,
+		},
+		Callers:  callers,
+		Endpoint: &client.EndpointRequest{URL: url},
+	}
+}
+
+// wantCode fails the test unless err is an API error with status and code.
+func wantCode(t *testing.T, what string, err error, status int, code string) *client.Error {
+	t.Helper()
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != status || e.Code != code {
+		t.Fatalf("%s: %v, want %d %s", what, err, status, code)
+	}
+	return e
+}
+
+func toolNames(t *testing.T, cl *client.Client) []string {
+	t.Helper()
+	page, err := cl.ListTools(context.Background(), client.ListToolsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range page.Items {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// A tool is its publisher's: published (201) and replaced (200) by it, its
+// endpoint and that endpoint's secret shown to it alone, its name refused
+// to anybody else (409 tool_name_taken). It exists only for the callers it
+// names: anybody else neither lists, reads, calls nor deletes it (404). A
+// delete takes it away and leaves the tasks started through it alone.
+func TestToolsPublishReplaceListDelete(t *testing.T) {
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		pub, bob, carol := srv.Client(t, "tool-pub"), srv.Client(t, "tool-bob"), srv.Client(t, "tool-carol")
+		recv := receivertest.New(t, nil)
+
+		tool, created, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "tool-bob"))
+		if err != nil || !created {
+			t.Fatalf("publish: created %v, %v", created, err)
+		}
+		if tool.Executor != "tool-pub" || !slices.Equal(tool.Callers, []string{"tool-bob"}) || tool.Endpoint == nil ||
+			tool.Endpoint.Secret == "" || !slices.Equal(tool.Endpoint.Kinds, client.DefaultToolKinds) {
+			t.Fatalf("the published tool: %+v", tool)
+		}
+		again, created, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "tool-bob"))
+		if err != nil || created || !again.CreatedAt.Equal(tool.CreatedAt) || again.Endpoint == nil || again.Endpoint.Secret == "" {
+			t.Fatalf("replace: created %v, %+v, %v", created, again, err)
+		}
+		if _, _, err := pub.PutTool(ctx, "almanac", weatherTool(recv.URL, client.ToolCallersAll)); err != nil {
+			t.Fatal(err)
+		}
+
+		_, _, err = carol.PutTool(ctx, "weather", weatherTool(recv.URL))
+		wantCode(t, "another principal's name", err, http.StatusConflict, client.CodeToolNameTaken)
+
+		read, err := pub.GetTool(ctx, "weather")
+		if err != nil || read.Endpoint == nil || read.Endpoint.Secret != "" || read.Endpoint.EndpointID != again.Endpoint.EndpointID {
+			t.Fatalf("the publisher reads %+v, %v", read, err)
+		}
+		read, err = bob.GetTool(ctx, "weather")
+		if err != nil || read.Endpoint != nil || read.Description == "" || len(read.InputSchema) == 0 {
+			t.Fatalf("a caller reads %+v, %v", read, err)
+		}
+		_, err = carol.GetTool(ctx, "weather")
+		wantCode(t, "a tool carol may not call", err, http.StatusNotFound, client.CodeNotFound)
+		_, err = carol.CallTool(ctx, "weather", client.CallToolInput{Arguments: map[string]any{"city": "Oslo"}})
+		wantCode(t, "carol calls it", err, http.StatusNotFound, client.CodeNotFound)
+
+		for who, want := range map[*client.Client][]string{pub: {"almanac", "weather"}, bob: {"almanac", "weather"}, carol: {"almanac"}} {
+			if got := toolNames(t, who); !slices.Equal(got, want) {
+				t.Errorf("lists %v, want %v", got, want)
+			}
+		}
+		page, err := pub.ListTools(ctx, client.ListToolsParams{Limit: 1})
+		if err != nil || len(page.Items) != 1 || page.NextCursor == "" || page.Items[0].Endpoint == nil {
+			t.Fatalf("the publisher's first page of one: %+v, %v", page, err)
+		}
+
+		ses := apptest.Session(t, ctx, bob)
+		task, err := bob.CallTool(ctx, "weather", client.CallToolInput{SessionID: ses.SessionID, Arguments: map[string]any{"city": "Oslo"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		_, err = bob.DeleteTool(ctx, "weather")
+		wantCode(t, "a caller deletes it", err, http.StatusNotFound, client.CodeNotFound)
+		gone, err := pub.DeleteTool(ctx, "weather")
+		if err != nil || gone.Name != "weather" {
+			t.Fatalf("delete: %+v, %v", gone, err)
+		}
+		_, err = bob.GetTool(ctx, "weather")
+		wantCode(t, "a deleted tool", err, http.StatusNotFound, client.CodeNotFound)
+		_, err = pub.DeleteTool(ctx, "weather")
+		wantCode(t, "a second delete", err, http.StatusNotFound, client.CodeNotFound)
+		if got := toolNames(t, bob); !slices.Equal(got, []string{"almanac"}) {
+			t.Errorf("bob lists %v after the delete", got)
+		}
+		if still, err := bob.GetTool(ctx, "almanac"); err != nil || still.Name != "almanac" {
+			t.Fatalf("the other tool: %+v, %v", still, err)
+		}
+		if after, err := bob.GetTask(ctx, task.TaskID); err != nil || after.Status != "working" || after.Kind != "weather" {
+			t.Fatalf("the task started through the deleted tool: %+v, %v", after, err)
+		}
+		// The name is free again.
+		if _, created, err := carol.PutTool(ctx, "weather", weatherTool(recv.URL)); err != nil || !created {
+			t.Fatalf("carol takes the freed name: %v, %v", created, err)
+		}
+	})
+}
+
+// Bad puts and calls are refused before anything is written: a name out
+// of the pattern, a schema that is not one, callers mixed with "*", and
+// arguments outside the input schema, with a detail naming each field.
+func TestToolsRefuseBadInput(t *testing.T) {
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		pub, bob := srv.Client(t, "tool-pub"), srv.Client(t, "tool-bob")
+		recv := receivertest.New(t, nil)
+
+		bad := weatherTool(recv.URL)
+		bad.InputSchema = map[string]any{"type": "string"}
+		for name, in := range map[string]client.PutToolInput{
+			"bad name!":   weatherTool(recv.URL),
+			"weather":     bad,
+			"weather-two": weatherTool(recv.URL, "*", "tool-bob"),
+		} {
+			_, _, err := pub.PutTool(ctx, name, in)
+			wantCode(t, "put "+name, err, http.StatusBadRequest, client.CodeInvalidRequest)
+		}
+		if names := toolNames(t, pub); len(names) != 0 {
+			t.Fatalf("refused puts left tools: %v", names)
+		}
+
+		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, client.ToolCallersAll)); err != nil {
+			t.Fatal(err)
+		}
+		ses := apptest.Session(t, ctx, bob)
+		_, err := bob.CallTool(ctx, "weather", client.CallToolInput{
+			SessionID: ses.SessionID, Arguments: map[string]any{"days": 9, "units": "C"},
+		})
+		e := wantCode(t, "arguments outside the schema", err, http.StatusBadRequest, client.CodeInvalidRequest)
+		var fields []string
+		for _, d := range e.Details {
+			fields = append(fields, d.Field)
+		}
+		slices.Sort(fields)
+		if want := []string{"arguments.city", "arguments.days", "arguments.units"}; !slices.Equal(fields, want) {
+			t.Fatalf("details name %v, want %v (%+v)", fields, want, e.Details)
+		}
+		_, err = bob.CallTool(ctx, "weather", client.CallToolInput{SessionID: ses.SessionID})
+		wantCode(t, "a call without arguments", err, http.StatusBadRequest, client.CodeInvalidRequest)
+		tasks, err := bob.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID})
+		if err != nil || len(tasks.Items) != 0 {
+			t.Fatalf("refused calls started tasks: %+v, %v", tasks, err)
+		}
+	})
+}
+
+// A call is a task the caller owns, of the tool's kind, with the arguments
+// as its input; a repeat with the same Idempotency-Key answers the same
+// task, marked replayed.
+func TestToolCallIsATask(t *testing.T) {
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		pub, bob := srv.Client(t, "tool-pub"), srv.Client(t, "tool-bob")
+		recv := receivertest.New(t, nil)
+		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "tool-bob")); err != nil {
+			t.Fatal(err)
+		}
+		ses := apptest.Session(t, ctx, bob)
+		in := client.CallToolInput{SessionID: ses.SessionID, Label: "oslo", Arguments: map[string]any{"city": "Oslo", "days": 2}}
+		var first, second client.Response
+		task, err := bob.CallTool(ctx, "weather", in, client.WithIdempotencyKey("call-1"), client.WithResponse(&first))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Status != http.StatusCreated || task.Owner != "tool-bob" || task.Kind != "weather" || task.Label != "oslo" ||
+			task.Status != "working" || task.Revision != 1 || first.Header.Get("Location") != "/v1/tasks/"+task.TaskID {
+			t.Fatalf("the call's task: %d %+v", first.Status, task)
+		}
+		var input map[string]any
+		if err := json.Unmarshal(task.Input, &input); err != nil || input["city"] != "Oslo" || input["days"] != 2.0 {
+			t.Fatalf("the task's input %s: %v", task.Input, err)
+		}
+		again, err := bob.CallTool(ctx, "weather", in, client.WithIdempotencyKey("call-1"), client.WithResponse(&second))
+		if err != nil || again.TaskID != task.TaskID || !second.Replayed || second.Status != http.StatusCreated {
+			t.Fatalf("the repeat: %+v replayed %v, %v", again, second.Replayed, err)
+		}
+		page, err := bob.ListTasks(ctx, client.ListTasksParams{SessionID: ses.SessionID})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("the session holds %+v, %v; want the one task", page, err)
+		}
+	})
+}
+
+// A call's task is executed by the tool's publisher, who hears of it on
+// the tool's endpoint by a signed task.created; without a session id it
+// goes to the caller's default session, the same one call after call.
+// (This needs tasks.CreateWith whole: the executor role.)
+func TestToolCallReachesItsExecutor(t *testing.T) {
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		pub, bob := srv.Client(t, "tool-pub"), srv.Client(t, "tool-bob")
+		recv := receivertest.New(t, nil)
+		tool, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "tool-bob"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := bob.CallTool(ctx, "weather", client.CallToolInput{Arguments: map[string]any{"city": "Oslo"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := bob.CallTool(ctx, "weather", client.CallToolInput{Arguments: map[string]any{"city": "Bergen"}})
+		if err != nil || next.SessionID != task.SessionID {
+			t.Fatalf("a second call without a session: %+v, %v; want the session %s", next, err, task.SessionID)
+		}
+		var raw map[string]any
+		if err := json.Unmarshal(taskJSON(t, srv, "tool-pub", task.TaskID), &raw); err != nil || raw["executor"] != "tool-pub" || raw["owner"] != "tool-bob" {
+			t.Fatalf("the executor reads the task: %v, %v", raw, err)
+		}
+		storetest.WaitFor(t, "task.created at the tool's endpoint", func() bool { return len(recv.Got()) >= 2 })
+		var heard []string
+		for _, d := range recv.Got() {
+			ev, err := client.VerifyNotification(tool.Endpoint.Secret, d.Header, d.Body)
+			if err != nil {
+				t.Fatalf("a delivery does not verify with the tool's secret: %v", err)
+			}
+			if ev.Type != client.EventTaskCreated {
+				t.Fatalf("the tool's endpoint heard %s", ev.Type)
+			}
+			heard = append(heard, ev.TaskID)
+		}
+		slices.Sort(heard)
+		want := []string{task.TaskID, next.TaskID}
+		slices.Sort(want)
+		if !slices.Equal(heard, want) {
+			t.Fatalf("the endpoint heard of %v, want %v", heard, want)
+		}
+	})
+}
+
+// taskJSON reads a task as who, as the server sends it.
+func taskJSON(t *testing.T, srv *apptest.Server, who, id string) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/tasks/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, who))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body json.RawMessage
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET task as %s: %d, %v", who, resp.StatusCode, err)
+	}
+	return body
+}
