@@ -165,6 +165,10 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	}
 	a.Connections = newConnections(cfg, conns, vault, a, log)
 	a.Parking = parking.New(parking.Config{IdleTimeout: idleTimeout, HeaderTimeout: readHeaderTimeout}, a.Metrics)
+	mcpFace, err := a.mcpFace(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
 		Tools: a.Tools,
@@ -173,7 +177,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 		MaxPreauthBodyBytes: cfg.MaxPreauthBodyBytes, MaxPreauthBodyBytesPerAddress: cfg.MaxPreauthBodyBytesPerAddress,
-		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst,
+		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst, Faces: mcpFace,
 	})
 	return a, nil
 }

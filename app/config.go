@@ -72,6 +72,7 @@ type Config struct {
 	SlackBotToken      string // TASKHOOK_SLACK_BOT_TOKEN: lets notify endpoints be Slack channels ({slack: {channel}})
 	SlackAPIURL        string // TASKHOOK_SLACK_API_URL: the Slack Web API's base, default https://slack.com/api/
 	SlackSigningSecret string // TASKHOOK_SLACK_SIGNING_SECRET: the Slack app's signing secret; set, the interactions route is mounted
+	MCPAllowedOrigins  string // TASKHOOK_MCP_ALLOWED_ORIGINS: "https://a.example,https://b.example"
 	SlackUsers         string // TASKHOOK_SLACK_USERS: "U012AB=alice,U034CD=bob", the principal each Slack user answers as
 	SlackChannels      string // TASKHOOK_SLACK_CHANNELS: "C012=alice|bob,C034=carol", the principals whose endpoints may post to each channel
 

@@ -71,6 +71,7 @@ func settings(c *Config) []setting {
 		{"TASKHOOK_SIGNIN_TTL", "", "15m", "how long a sign-in URL works", into(&c.SigninTTL, time.ParseDuration)},
 		{"TASKHOOK_ALLOW_PRIVATE_TARGETS", "", "false", "let notification endpoints reach loopback, private and metadata addresses", into(&c.AllowPrivateTargets, strconv.ParseBool)},
 		{"TASKHOOK_SLACK_SIGNING_SECRET", "slack-signing-secret", "", "the Slack app's signing secret; set, the interactions route is served", into(&c.SlackSigningSecret, text)},
+		{"TASKHOOK_MCP_ALLOWED_ORIGINS", "mcp-allowed-origins", "", "origins besides the public URL's a browser may post to /mcp from, comma-separated scheme://host[:port]", into(&c.MCPAllowedOrigins, text)},
 		{"TASKHOOK_SLACK_USERS", "slack-users", "", "U012AB=alice,U034CD=bob: the principal each Slack user answers as", into(&c.SlackUsers, text)},
 		{"TASKHOOK_SLACK_CHANNELS", "slack-channels", "", "C012=alice|bob,#ops=carol: the channels the bot may post to for each principal", into(&c.SlackChannels, text)},
 	}
