@@ -269,7 +269,8 @@ func (s *Service) checkCreate(in CreateInput) error {
 // events as readers see them.
 func (s *Service) AnswerLinks() *AnswerLinks { return s.links }
 
-// Get reads a task for someone allowed to see it (owner, requester, admin),
+// Get reads a task for someone allowed to see it (owner, executor,
+// requester, admin),
 // as they see it. The store checks who asks before it sends the record, so
 // another principal's task costs what a missing one costs.
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Task, []byte, error) {
@@ -316,14 +317,28 @@ func (s *Service) load(ctx context.Context, part int, id string) (Task, []byte, 
 	return t, raw, nil
 }
 
-func canRead(p authz.Principal, t Task) bool { return p.CanAccess(t.Owner) || p.ID == t.Requester }
-
-func canRun(p authz.Principal, t Task, kind CommandKind) bool {
-	if kind == CmdRespond {
-		return canRead(p, t)
-	}
-	return p.CanAccess(t.Owner)
+// canRead is who may see a task: its owner (or an admin), its executor
+// and its requester.
+func canRead(p authz.Principal, t Task) bool {
+	return p.CanAccess(t.Owner) || p.ID == t.Executor || p.ID == t.Requester
 }
+
+// canRun is who may give a command: the owner cancels, the owner or the
+// requester answers, and the executor (or an admin) does everything else,
+// which is the work and the report on it.
+func canRun(p authz.Principal, t Task, kind CommandKind) bool {
+	switch kind {
+	case CmdCancel:
+		return p.CanAccess(t.Owner)
+	case CmdRespond:
+		return p.CanAccess(t.Owner) || p.ID == t.Requester
+	}
+	return mayExecute(p, t)
+}
+
+// mayExecute is whether p may act as the task's executor: the executor
+// itself, or an admin.
+func mayExecute(p authz.Principal, t Task) bool { return p.CanAccess(t.Executor) }
 
 // maxAttempts bounds the compare-and-set retries of one command. Each retry
 // means another command won the race, so the task's history moved on.
@@ -436,7 +451,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			JSON: next, Events: evs,
 			AnswerTokens: tokens, SigninAttempts: attempts,
 			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
-			Owner:     t.Owner, OldStatus: string(t.Status),
+			Owner:     t.Owner, Executor: t.Executor, OldStatus: string(t.Status),
 		})
 		if err != nil {
 			s.count(cmd.Kind, err)
@@ -501,18 +516,31 @@ func (s *Service) count(kind CommandKind, err error) {
 	s.metrics.TaskCommands.WithLabelValues(string(kind), outcome).Inc()
 }
 
+// Roles a list of tasks takes the caller in.
+const (
+	RoleOwner    = "owner"    // the tasks the caller owns (the default)
+	RoleExecutor = "executor" // the tasks the caller executes
+)
+
 // ListFilter narrows GET /v1/tasks.
 type ListFilter struct {
 	SessionID string
 	Status    Status
 	Kind      string
+	Role      string // RoleOwner ("" too) or RoleExecutor
 }
 
-// List pages through the caller's own tasks, newest first. A filter picks
-// an index (the session's, or the caller's, by status or by kind when given),
-// so a list never reads the records it does not return. A session that is
-// not the caller's answers exactly as one that does not exist: an empty page.
-// cursor is the Next of the page before ("" for the first).
+// List pages through the caller's own tasks, or with RoleExecutor the tasks
+// it executes, newest first. A filter picks an index (the session's, or the
+// caller's, by status or by kind when given), so a list never reads the
+// records it does not return. A session that is not the caller's answers
+// exactly as one that does not exist: an empty page. cursor is the Next of
+// the page before ("" for the first).
+//
+// The tasks a principal executes are those it owns and executes (in its
+// owner indexes) and those it executes for another owner (in its executor
+// indexes, which hold only those): the list runs over both and keeps the
+// ones whose executor it is.
 func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cursor string, limit int) (paging.Page, error) {
 	after, err := paging.After(cursor)
 	if err != nil {
@@ -523,6 +551,14 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 	default:
 		return paging.Page{}, problem.Invalid("status", "must be working, input_required, completed, failed or cancelled")
 	}
+	executor := false
+	switch f.Role {
+	case "", RoleOwner:
+	case RoleExecutor:
+		executor = true
+	default:
+		return paging.Page{}, problem.Invalid("role", "must be owner or executor")
+	}
 	keys := s.store.Keys
 	var indexes []string
 	if f.SessionID != "" {
@@ -530,9 +566,13 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 		if err != nil {
 			return paging.Page{}, nil
 		}
-		owner, err := s.store.Owner(ctx, keys.Session(part, f.SessionID))
-		if err != nil || owner != p.ID {
-			return paging.Page{}, err
+		// The session is the owner's: its executor lists in it only the
+		// tasks it executes, which the filter below keeps.
+		if !executor {
+			owner, err := s.store.Owner(ctx, keys.Session(part, f.SessionID))
+			if err != nil || owner != p.ID {
+				return paging.Page{}, err
+			}
 		}
 		if f.Status != "" {
 			indexes = []string{keys.SessionTasksByStatus(part, f.SessionID, string(f.Status))}
@@ -540,15 +580,24 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 			indexes = []string{keys.SessionTasks(part, f.SessionID)}
 		}
 	} else {
-		indexes = make([]string, s.store.Partitions)
-		for i := range indexes {
+		indexes = make([]string, 0, 2*s.store.Partitions)
+		for i := range s.store.Partitions {
 			switch {
 			case f.Status != "":
-				indexes[i] = keys.OwnerTasksByStatus(i, p.ID, string(f.Status))
-			case f.Kind != "":
-				indexes[i] = keys.OwnerTasksByKind(i, p.ID, f.Kind)
+				indexes = append(indexes, keys.OwnerTasksByStatus(i, p.ID, string(f.Status)))
+			case f.Kind != "" && !executor:
+				indexes = append(indexes, keys.OwnerTasksByKind(i, p.ID, f.Kind))
 			default:
-				indexes[i] = keys.OwnerTasks(i, p.ID)
+				indexes = append(indexes, keys.OwnerTasks(i, p.ID))
+			}
+			if !executor {
+				continue
+			}
+			// No kind index of the executor's: the kind is kept by the filter.
+			if f.Status != "" {
+				indexes = append(indexes, keys.ExecutorTasksByStatus(i, p.ID, string(f.Status)))
+			} else {
+				indexes = append(indexes, keys.ExecutorTasks(i, p.ID))
 			}
 		}
 	}
@@ -557,9 +606,13 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 		return keys.Task(part, id)
 	}
 	page, err := s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
-		Fields: []string{"owner", "status", "kind"},
+		Fields: []string{"owner", "status", "kind", "executor"},
 		Keep: func(v []string) bool {
-			return v[0] == p.ID && (f.Status == "" || v[1] == string(f.Status)) && (f.Kind == "" || v[2] == f.Kind)
+			who := v[0]
+			if executor && v[3] != "" {
+				who = v[3] // a task with no executor field is executed by its owner
+			}
+			return who == p.ID && (f.Status == "" || v[1] == string(f.Status)) && (f.Kind == "" || v[2] == f.Kind)
 		},
 	})
 	for i := range page.Items {
@@ -587,5 +640,5 @@ func CancelChange(raw []byte, reason string, now time.Time) (store.TaskCancel, b
 	if err != nil {
 		return store.TaskCancel{}, false, err
 	}
-	return store.TaskCancel{ID: t.TaskID, Owner: t.Owner, OldStatus: string(t.Status), ExpectRevision: t.Revision, JSON: next, Event: ev}, true, nil
+	return store.TaskCancel{ID: t.TaskID, Owner: t.Owner, Executor: t.Executor, OldStatus: string(t.Status), ExpectRevision: t.Revision, JSON: next, Event: ev}, true, nil
 }
