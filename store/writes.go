@@ -33,6 +33,7 @@ const (
 	TooManyGroups                   // hook read: the hook has as many consumer groups as it may
 	TooManyTasks                    // task create: the session holds as many live tasks as it may
 	TooManyEndpoints                // endpoint add: the record holds as many endpoints as it may
+	DefaultTaken                    // default session create: the slot names another session; Current holds its id ("" for none)
 )
 
 // Result is the answer of a session, task or hook create, a task change or
@@ -49,6 +50,9 @@ type Result struct {
 var (
 	parseSessionCreate = replies[Result]{
 		"ok": okEvents, "replay": replayed, "idem_conflict": is(IdemConflict), "exists": idTaken,
+		"default": func(r scriptReply) (Result, error) {
+			return Result{Outcome: DefaultTaken, Current: []byte(r.str(1))}, nil
+		},
 	}.parser("session_create")
 	parseTaskCreate = replies[Result]{
 		"ok": okEvents, "replay": replayed, "idem_conflict": is(IdemConflict), "exists": idTaken,
@@ -135,6 +139,12 @@ type SessionCreate struct {
 	LogWrite
 	NewRecord
 	Owner string
+	// Default makes the session the owner's default session (Partition
+	// must be ids.PartitionFor(Owner)), if the owner's default session slot
+	// still names Replaces ("" for none); otherwise nothing is written and
+	// the outcome is DefaultTaken, with the id the slot names.
+	Default  bool
+	Replaces string
 }
 
 // CreateSession writes a session and its session.created event in one script.
@@ -145,12 +155,28 @@ func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, err
 		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.OwnerSessions(p, w.Owner),
 		idemKey, s.Keys.Wake(p), s.Keys.Outbox(p),
 	}
+	if w.Default {
+		keys = append(keys, s.Keys.DefaultSession(p, w.Owner))
+	}
 	args := []any{
 		idemHash, idemTTL, w.ID, w.Owner, w.JSON, ms(w.Now),
-		ms(w.ExpiresAt), w.Event, w.minID(),
+		ms(w.ExpiresAt), w.Event, w.minID(), w.Replaces,
 	}
 	args = append(args, w.Endpoints.args()...)
 	return s.scripts.sessionCreate.run(ctx, s, keys, args...)
+}
+
+// DefaultSession is the id the owner's default session slot names, "" for
+// none; the slot is in partition ids.PartitionFor(owner).
+func (s *Store) DefaultSession(ctx context.Context, owner string) (string, error) {
+	id, err := s.RDB.Get(ctx, s.Keys.DefaultSession(ids.PartitionFor(owner, s.Partitions), owner)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", unavailable(err)
+	}
+	return id, nil
 }
 
 // TaskCreate is a new task to write.

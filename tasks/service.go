@@ -108,6 +108,10 @@ type Service struct {
 	answers *cache.LRU[answerRef] // by token hash
 	links   *AnswerLinks
 	now     func() time.Time
+	// sessions makes default sessions (UseSessions); defaults is this
+	// replica's hint of each principal's default session id.
+	sessions DefaultSessions
+	defaults *cache.LRU[string]
 }
 
 // NewService makes the service and hands its snapshot cache the task
@@ -116,7 +120,8 @@ type Service struct {
 func NewService(cfg Config, s *store.Store, w *waits.Waiters, m *metrics.Metrics, now func() time.Time) *Service {
 	cfg = cfg.withDefaults()
 	svc := &Service{cfg: cfg, store: s, waiters: w, metrics: m, cache: newSnapshots(cfg.CacheSize),
-		answers: cache.New[answerRef](cfg.CacheSize), links: NewAnswerLinks(cfg.AnswerKey, cfg.PublicURL), now: now}
+		answers: cache.New[answerRef](cfg.CacheSize), links: NewAnswerLinks(cfg.AnswerKey, cfg.PublicURL), now: now,
+		defaults: cache.New[string](cfg.CacheSize)}
 	w.OnWake(func(wk waits.Wake) {
 		if wk.Kind != waits.WakeTask {
 			return
@@ -135,8 +140,78 @@ type CreateInput = wire.CreateTask[json.RawMessage]
 
 const maxTextField = 200
 
+// A Start is what starting a task through a tool adds to a create.
+type Start struct {
+	Executor string // who executes the task; "" is the owner
+	// Endpoints the task gets besides the create's notify: List is a JSON
+	// array of endpoint views (wire.EndpointView), Secrets the endpoint id /
+	// sealed secret pairs, already sealed; Response is unused. They are never
+	// shown to the creator: the task's notify shows the create's own.
+	Endpoints store.NewEndpoints
+	// DefaultSession: in.SessionID is empty, and the task goes to the
+	// caller's default session, made on first use.
+	DefaultSession bool
+}
+
+// DefaultSessions finds and makes principals' default sessions:
+// sessions.Service.
+type DefaultSessions interface {
+	// DefaultSession is p's default session id: the one it has, or, when it
+	// has none or its default is stale (found cancelled or gone), a new one.
+	DefaultSession(ctx context.Context, p authz.Principal, stale string) (string, error)
+}
+
+// UseSessions gives the service what makes default sessions, before it
+// serves a create with Start.DefaultSession (the sessions service is made
+// after this one, from its answer links).
+func (s *Service) UseSessions(d DefaultSessions) { s.sessions = d }
+
 // Create writes a new working task: the receipt, durable before it returns.
 func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, key idem.Key) (idem.Reply, error) {
+	return s.CreateWith(ctx, p, in, Start{}, key)
+}
+
+// maxDefaultTries bounds the default sessions one create tries: each one
+// after the first was found cancelled or gone under it.
+const maxDefaultTries = 4
+
+// CreateWith is Create for a task started another way than POST /v1/tasks
+// (a tool call). With st.DefaultSession and no session named, the task goes
+// to the caller's default session: known to this replica from an earlier
+// call (a hint, so the steady state costs the create's one round trip), or
+// asked of the sessions service. A default session found cancelled or gone
+// (the owner cancelled it, or it expired) is replaced by a new one and the
+// create tried again.
+func (s *Service) CreateWith(ctx context.Context, p authz.Principal, in CreateInput, st Start, key idem.Key) (idem.Reply, error) {
+	if !st.DefaultSession || in.SessionID != "" {
+		return s.create(ctx, p, in, st, key)
+	}
+	if s.sessions == nil {
+		return idem.Reply{}, errors.New("create task: no default sessions configured")
+	}
+	sid, known := s.defaults.Get(p.ID)
+	stale := ""
+	for range maxDefaultTries {
+		if !known {
+			var err error
+			if sid, err = s.sessions.DefaultSession(ctx, p, stale); err != nil {
+				return idem.Reply{}, err
+			}
+			s.defaults.Put(p.ID, sid, nil)
+		}
+		in.SessionID = sid
+		reply, err := s.create(ctx, p, in, st, key)
+		if !errors.Is(err, problem.ErrNotFound) && !errors.Is(err, problem.ErrSessionNotActive) {
+			return reply, err
+		}
+		gone := sid
+		s.defaults.Drop(p.ID, func(v string) bool { return v == gone })
+		stale, known = sid, false
+	}
+	return idem.Reply{}, fmt.Errorf("%w: the default session keeps ending", store.ErrUnavailable)
+}
+
+func (s *Service) create(ctx context.Context, p authz.Principal, in CreateInput, st Start, key idem.Key) (idem.Reply, error) {
 	part, err := ids.PartitionOf(in.SessionID, ids.SessionPrefix, s.store.Partitions)
 	if in.SessionID == "" {
 		return idem.Reply{}, problem.Invalid("sessionId", "is required")
@@ -175,6 +250,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if t.Requester == "" {
 		t.Requester = p.ID
 	}
+	t.Executor = cmp.Or(st.Executor, p.ID)
 	raw, err := json.Marshal(t)
 	if err != nil {
 		return idem.Reply{}, err
@@ -198,6 +274,9 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		}
 		records.Response = replay.Seal(s.cfg.Vault, p, resp)
 	}
+	if records, err = withStartEndpoints(st.Endpoints, records); err != nil {
+		return idem.Reply{}, err
+	}
 	// The record of the key lives in the session's partition; the claim makes
 	// a repeat naming another session a conflict too.
 	res, err := store.ClaimedCreate(ctx, s.store, key, func() (store.Result, error) {
@@ -205,7 +284,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 			LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: key},
 			NewRecord: store.NewRecord{ID: t.TaskID, JSON: raw, Event: ev, ExpiresAt: expires.Time, Endpoints: records},
 			SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
-			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
+			Requester: t.Requester, Executor: t.Executor, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
 		})
 	}, func(r store.Result) bool {
 		return r.Outcome == store.SessionMissing || r.Outcome == store.SessionNotActive || r.Outcome == store.TooManyTasks
@@ -231,6 +310,33 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return idem.Reply{}, &TooManyTasksError{Max: s.cfg.MaxLive}
 	}
 	return replay.Settle(s.cfg.Vault, p, res.Outcome, res.ReplayBody, "create task")
+}
+
+// withStartEndpoints puts a start's endpoints in front of the create's own:
+// the task's endpoint list, which the outbox routes from, holds both, and
+// the answer (records.Response) shows the create's own only.
+func withStartEndpoints(start, records store.NewEndpoints) (store.NewEndpoints, error) {
+	if len(start.List) == 0 {
+		return records, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(start.List, &list); err != nil {
+		return store.NewEndpoints{}, fmt.Errorf("start endpoints: %w", err)
+	}
+	if len(records.List) > 0 {
+		var own []json.RawMessage
+		if err := json.Unmarshal(records.List, &own); err != nil {
+			return store.NewEndpoints{}, fmt.Errorf("notify endpoints: %w", err)
+		}
+		list = append(list, own...)
+	}
+	merged, err := json.Marshal(list)
+	if err != nil {
+		return store.NewEndpoints{}, err
+	}
+	return store.NewEndpoints{
+		List: merged, Secrets: append(append([]string(nil), start.Secrets...), records.Secrets...), Response: records.Response,
+	}, nil
 }
 
 // TTL is the lifetime a create asked for in ttlMs, def when it asked for
