@@ -21,6 +21,7 @@ type (
 	//
 	//	TaskID, SessionID        string
 	//	Owner                    string          // the principal that created it
+	//	Executor                 string          // who does the work: the owner, or a tool's publisher
 	//	Requester                string          // who may answer its questions
 	//	Status                   string          // StatusWorking, StatusInputRequired, StatusCompleted, ...
 	//	Revision                 int64           // +1 on every change
