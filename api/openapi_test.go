@@ -629,9 +629,13 @@ func TestContract(t *testing.T) {
 			map[string]any{"requestId": "ok", "optionId": "no"}}}), 200, "", nil)
 		carol.want(carol.do("POST", cp+"/complete", map[string]any{"result": 1}), 404, "not_found", nil)
 		var res task
-		carol.want(carol.do("GET", cp+"/result", nil), 202, "", &res)
+		// The result is the owner's to collect: to the requester, the
+		// route answers as for a missing task.
+		carol.want(carol.do("GET", cp+"/result", nil), 404, "not_found", nil)
+		alice.want(alice.do("GET", cp+"/result", nil), 202, "", &res)
 		alice.want(alice.do("POST", cp+"/complete", `{"result":{"ok":true}}`), 200, "", nil)
-		carol.want(carol.do("GET", cp+"/result?wait=1s", nil), 200, "", &res)
+		carol.want(carol.do("GET", cp+"/result?wait=1s", nil), 404, "not_found", nil)
+		alice.want(alice.do("GET", cp+"/result?wait=1s", nil), 200, "", &res)
 		if res.Status != "completed" {
 			t.Errorf("result status %q", res.Status)
 		}

@@ -145,6 +145,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		MaxLive: cfg.MaxTasksPerSession, MaxTaskBytes: cfg.MaxTaskBytes, Notify: a.Notify, Vault: vault,
 	}, a.Store, a.Waiters, a.Metrics, time.Now)
 	a.Sessions = sessions.NewService(sessions.Config{AnswerLinks: a.Tasks.AnswerLinks(), Notify: a.Notify, Vault: vault}, a.Store, a.Waiters, time.Now)
+	a.Tasks.UseSessions(a.Sessions)
 	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
 		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
 		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard, Vault: vault,

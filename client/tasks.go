@@ -21,6 +21,7 @@ type (
 	//
 	//	TaskID, SessionID        string
 	//	Owner                    string          // the principal that created it
+	//	Executor                 string          // who does the work: the owner, or a tool's publisher
 	//	Requester                string          // who may answer its questions
 	//	Status                   string          // StatusWorking, StatusInputRequired, StatusCompleted, ...
 	//	Revision                 int64           // +1 on every change
@@ -142,16 +143,26 @@ type ListTasksParams struct {
 	SessionID string
 	Status    string
 	Kind      string
+	Role      string // RoleOwner (the default when empty) or RoleExecutor
 	Limit     int    // 0: the server's default
 	Cursor    string // NextCursor of the previous page
 }
 
-// ListTasks lists the caller's tasks, newest first.
+// Roles of ListTasksParams: the tasks the caller owns, or those it
+// executes (how an executor finds its work again after a restart).
+const (
+	RoleOwner    = "owner"
+	RoleExecutor = "executor"
+)
+
+// ListTasks lists the caller's tasks, or with RoleExecutor the tasks it
+// executes, newest first.
 func (c *Client) ListTasks(ctx context.Context, p ListTasksParams, opts ...CallOption) (*Page[Task], error) {
 	q := url.Values{}
 	setNonEmpty(q, "sessionId", p.SessionID)
 	setNonEmpty(q, "status", p.Status)
 	setNonEmpty(q, "kind", p.Kind)
+	setNonEmpty(q, "role", p.Role)
 	setPaging(q, p.Limit, p.Cursor)
 	return fetch[Page[Task]](ctx, c, http.MethodGet, "/v1/tasks", q, nil, opts)
 }

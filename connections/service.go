@@ -171,7 +171,7 @@ func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in 
 		}
 	}
 	want := union(c.Scopes, in.Scopes)
-	t, err := s.tasks.Owned(ctx, p, taskID)
+	t, err := s.tasks.Executed(ctx, p, taskID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,12 +221,18 @@ func (s *Service) Ask(ctx context.Context, p authz.Principal, taskID string, in 
 		AuthorizationURL: links.SigninURL(taskID, open.RequestID, open.AuthorizationURL), ExpiresAt: open.ExpiresAt}, nil
 }
 
-// mayUseTokens refuses a caller who may read the task as its owner or an
-// admin but whose token may not act for the task's requester: an admin
-// that is not the owner, or an owner whose grant (delegate, act_for) its
-// token no longer carries. The requester's tokens, and whether they are
-// kept, are the requester's and its delegates' business only.
+// mayUseTokens refuses a caller who may act as the task's executor but
+// whose token may not act for the task's requester: an admin that is not
+// the executor, or an executor that owns the task whose grant (delegate,
+// act_for) its token no longer carries. The requester's tokens, and whether
+// they are kept, are the requester's and its delegates' business only. An
+// executor that does not own the task was given it by the owner (a tool
+// call), whose right to act for the requester was checked when the task was
+// made: the task carries it.
 func mayUseTokens(p authz.Principal, t tasks.Task) error {
+	if p.ID != "" && p.ID == t.Executor && t.Executor != t.Owner {
+		return nil
+	}
 	if !p.CanActFor(t.Requester) {
 		return problem.ErrRequesterNotAllowed
 	}
@@ -468,7 +474,7 @@ func (s *Service) Reject(ctx context.Context, p authz.Principal, taskID, name st
 	if !ok {
 		return wire.AuthorizationRejected{}, problem.ErrNotFound
 	}
-	t, err := s.tasks.Owned(ctx, p, taskID)
+	t, err := s.tasks.Executed(ctx, p, taskID)
 	if err != nil {
 		return wire.AuthorizationRejected{}, err
 	}

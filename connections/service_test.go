@@ -122,7 +122,7 @@ func asking(t *testing.T, sc store.Config, callback string) (*env, string, *wire
 
 func (e *env) get(t *testing.T, taskID string) tasks.Task {
 	t.Helper()
-	task, err := e.tasks.Owned(ctxFor(t), e.owner, taskID)
+	task, err := e.tasks.Executed(ctxFor(t), e.owner, taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
 package handlers
 
 import (
-	"github.com/taskhook/taskhook/api/wire"
 	"net/http"
 	"strings"
+
+	"github.com/taskhook/taskhook/api/wire"
 
 	"github.com/taskhook/taskhook/authz"
 )

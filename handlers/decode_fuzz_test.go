@@ -3,13 +3,14 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/taskhook/taskhook/api/wire"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/taskhook/taskhook/api/wire"
 
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/sessions"

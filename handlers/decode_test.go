@@ -1,9 +1,10 @@
 package handlers
 
 import (
-	"github.com/taskhook/taskhook/api/wire"
 	"strings"
 	"testing"
+
+	"github.com/taskhook/taskhook/api/wire"
 
 	"github.com/taskhook/taskhook/hooks"
 	"github.com/taskhook/taskhook/sessions"

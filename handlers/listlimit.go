@@ -1,11 +1,12 @@
 package handlers
 
 import (
-	"github.com/taskhook/taskhook/api/wire"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // limitLists wraps a list route: past the principal's rate (listlimit) it is

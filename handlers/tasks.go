@@ -72,7 +72,7 @@ func (a *api) taskResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, id := principal(r), chi.URLParam(r, "taskId")
-	begin := func(ctx context.Context) *tasks.Poll { return a.tasks.PollFor(ctx, p, id, wait, tasks.IsTerminal) }
+	begin := func(ctx context.Context) *tasks.Poll { return a.tasks.PollResult(ctx, p, id, wait) }
 	a.servePoll(w, r, wait, begin, func(w http.ResponseWriter, r *http.Request, t tasks.Task, raw []byte, err error) {
 		switch {
 		case err != nil:
@@ -87,7 +87,7 @@ func (a *api) taskResult(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := tasks.ListFilter{SessionID: q.Get("sessionId"), Status: tasks.Status(q.Get("status")), Kind: q.Get("kind")}
+	f := tasks.ListFilter{SessionID: q.Get("sessionId"), Status: tasks.Status(q.Get("status")), Kind: q.Get("kind"), Role: q.Get("role")}
 	a.serveList(w, r, func(cursor string, limit int) (paging.Page, error) {
 		return a.tasks.List(r.Context(), principal(r), f, cursor, limit)
 	})

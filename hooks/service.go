@@ -343,9 +343,9 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 	var indexes []string
 	switch {
 	case f.TaskID != "":
-		indexes, err = s.parentIndex(ctx, p, f.TaskID, ids.TaskPrefix, s.store.Keys.Task, s.store.Keys.TaskHooks)
+		indexes, err = s.parentIndex(ctx, p, f.TaskID, ids.TaskPrefix, s.store.Keys.Task, s.store.Keys.TaskHooks, s.store.Executor)
 	case f.SessionID != "":
-		indexes, err = s.parentIndex(ctx, p, f.SessionID, ids.SessionPrefix, s.store.Keys.Session, s.store.Keys.SessionHooks)
+		indexes, err = s.parentIndex(ctx, p, f.SessionID, ids.SessionPrefix, s.store.Keys.Session, s.store.Keys.SessionHooks, s.store.Owner)
 	default:
 		indexes = make([]string, s.store.Partitions)
 		for i := range indexes {
@@ -374,16 +374,17 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 }
 
 // parentIndex is the index of the hooks of one task or session (id, with
-// prefix, at the record key of record), or none when it is not the caller's:
-// a task or session that is not the caller's answers exactly as one that
-// does not exist.
+// prefix, at the record key of record), or none when it is not the caller's
+// (whose is the principal who makes hooks on it: a session's owner, a
+// task's executor): a task or session that is not the caller's answers
+// exactly as one that does not exist.
 func (s *Service) parentIndex(ctx context.Context, p authz.Principal, id, prefix string,
-	record, hooks func(part int, id string) string) ([]string, error) {
+	record, hooks func(part int, id string) string, whose func(ctx context.Context, key string) (string, error)) ([]string, error) {
 	part, err := ids.PartitionOf(id, prefix, s.store.Partitions)
 	if err != nil {
 		return nil, nil
 	}
-	owner, err := s.store.Owner(ctx, record(part, id))
+	owner, err := whose(ctx, record(part, id))
 	if err != nil || owner != p.ID {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/taskhook/taskhook/idem"
@@ -96,21 +97,7 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 		part = ids.PartitionFor(ids.NewRequestID(), s.store.Partitions)
 	}
 	now := s.now()
-	ses := Session{
-		SessionID: ids.New(ids.SessionPrefix, part), Status: Active, Owner: p.ID,
-		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: metadata, Notify: []wire.Endpoint{},
-	}
-	if ses.Metadata == nil {
-		ses.Metadata = json.RawMessage("{}")
-	}
-	raw, err := json.Marshal(ses)
-	if err != nil {
-		return nil, false, err
-	}
-	ev, err := json.Marshal(events.Event{
-		Type: wire.EventSessionCreated, At: events.At(now), SessionID: ses.SessionID,
-		Data: json.RawMessage(`{"session":` + string(raw) + `}`),
-	})
+	ses, raw, ev, err := newSession(p, part, metadata, now)
 	if err != nil {
 		return nil, false, err
 	}
@@ -135,6 +122,74 @@ func (s *Service) create(ctx context.Context, p authz.Principal, metadata json.R
 	}
 	reply, err := replay.Settle(s.cfg.Vault, p, res.Outcome, res.ReplayBody, "create session")
 	return reply.JSON, reply.Replayed, err
+}
+
+// newSession is a new active session of p in partition part, as JSON, and
+// its session.created event.
+func newSession(p authz.Principal, part int, metadata json.RawMessage, now time.Time) (Session, []byte, []byte, error) {
+	ses := Session{
+		SessionID: ids.New(ids.SessionPrefix, part), Status: Active, Owner: p.ID,
+		CreatedAt: events.At(now), LastUpdatedAt: events.At(now), Metadata: metadata, Notify: []wire.Endpoint{},
+	}
+	if ses.Metadata == nil {
+		ses.Metadata = json.RawMessage("{}")
+	}
+	raw, err := json.Marshal(ses)
+	if err != nil {
+		return Session{}, nil, nil, err
+	}
+	ev, err := json.Marshal(events.Event{
+		Type: wire.EventSessionCreated, At: events.At(now), SessionID: ses.SessionID,
+		Data: json.RawMessage(`{"session":` + string(raw) + `}`),
+	})
+	if err != nil {
+		return Session{}, nil, nil, err
+	}
+	return ses, raw, ev, nil
+}
+
+// DefaultSession is the id of p's default session, where a task started
+// without a session goes (a tool call): the session p's default slot names,
+// or, when it names none or names stale (a session the caller found
+// cancelled or gone), a new ordinary session of p, made once and named by
+// the slot from then on. Concurrent first calls agree on one session: the
+// slot and the session are in one partition (ids.PartitionFor(p.ID)) and
+// the script that makes the session takes the slot only if it still names
+// what the caller saw. A default session p cancelled is replaced on the
+// next call that finds it so.
+func (s *Service) DefaultSession(ctx context.Context, p authz.Principal, stale string) (string, error) {
+	part := ids.PartitionFor(p.ID, s.store.Partitions)
+	cur, err := s.store.DefaultSession(ctx, p.ID)
+	if err != nil {
+		return "", err
+	}
+	for range 4 {
+		if cur != "" && cur != stale {
+			return cur, nil
+		}
+		now := s.now()
+		ses, raw, ev, err := newSession(p, part, nil, now)
+		if err != nil {
+			return "", err
+		}
+		res, err := s.store.CreateSession(ctx, store.SessionCreate{
+			LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.Retention},
+			NewRecord: store.NewRecord{ID: ses.SessionID, JSON: raw, Event: ev, ExpiresAt: now.Add(s.cfg.TTL)},
+			Owner:     p.ID, Default: true, Replaces: cur,
+		})
+		if err != nil {
+			return "", err
+		}
+		switch res.Outcome {
+		case store.OK:
+			return ses.SessionID, nil
+		case store.DefaultTaken: // another call made it first: take what the slot names now
+			cur = string(res.Current)
+		default:
+			return "", fmt.Errorf("create default session: unexpected outcome %v", res.Outcome)
+		}
+	}
+	return "", fmt.Errorf("%w: the default session keeps changing", store.ErrUnavailable)
 }
 
 // Reset is cancel, then a new active session with the same owner, metadata

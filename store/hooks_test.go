@@ -213,9 +213,9 @@ func TestHookCreate(t *testing.T) {
 			t.Fatalf("GetHook: %+v %v", rec, err)
 		}
 
-		// Somebody else's session does not exist; a stranger cannot hang a
+		// Somebody else's task does not exist; a stranger cannot hang a
 		// hook on it.
-		if res, _ := f.createHook(t, "mallory", closes, idem.Key{}); res.Outcome != store.SessionMissing {
+		if res, _ := f.createHook(t, "mallory", closes, idem.Key{}); res.Outcome != store.TaskMissing {
 			t.Errorf("stranger: %+v", res)
 		}
 		// An admin can.

@@ -69,8 +69,27 @@ func (k Keys) OwnerTasksByKind(p int, owner, kind string) string {
 	return k.Tag(p) + "own:" + digest(owner) + ":kind:" + digest(kind)
 }
 
-// Task is the task record (a hash: rev, status, json, owner, requester,
-// kind, created).
+// ExecutorTasks indexes, in one partition by creation time, the tasks an
+// executor runs for another owner. A task its owner executes is in the
+// owner's indexes only: most tasks are, and each index entry costs memory.
+func (k Keys) ExecutorTasks(p int, executor string) string {
+	return k.Tag(p) + "exe:" + digest(executor) + ":tasks"
+}
+
+// ExecutorTasksByStatus is ExecutorTasks for the tasks in one status.
+func (k Keys) ExecutorTasksByStatus(p int, executor, status string) string {
+	return k.Tag(p) + "exe:" + digest(executor) + ":tasks:" + status
+}
+
+// DefaultSession holds the id of an owner's default session (a string), the
+// one a task started without a session goes to; it is in the partition
+// ids.PartitionFor(owner) chooses, as the session is.
+func (k Keys) DefaultSession(p int, owner string) string {
+	return k.Tag(p) + "own:" + digest(owner) + ":defses"
+}
+
+// Task is the task record (a hash: rev, status, json, owner, executor,
+// requester, kind, created).
 func (k Keys) Task(p int, id string) string { return k.Tag(p) + "task:" + id }
 
 // TaskLog is the task's event log: the ids of its events, an index into its

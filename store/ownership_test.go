@@ -67,3 +67,58 @@ func TestScriptsOwnershipIsAuthz(t *testing.T) {
 		}
 	})
 }
+
+// A task's record is read by its owner (or an admin) and, where the parties
+// may read, by its requester and its executor; to anybody else it answers
+// as a missing record does. A task its owner executes stores no executor.
+func TestReadOwnedTaskParties(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
+		s := open(t, cfg)
+		ctx := context.Background()
+		f := newFixture(t, s, "alice")
+		task := ids.New(ids.TaskPrefix, f.part)
+		res, err := s.CreateTask(ctx, store.TaskCreate{
+			LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour},
+			NewRecord: store.NewRecord{ID: task, JSON: []byte(`{}`), Event: []byte(`{"type":"task.created"}`), ExpiresAt: f.now.Add(time.Hour)},
+			SessionID: f.session, Principal: "alice", Requester: "carol", Executor: "worker",
+		})
+		if err != nil || res.Outcome != store.OK {
+			t.Fatalf("create task: %v %+v", err, res)
+		}
+		key := s.Keys.Task(f.part, task)
+		for _, c := range []struct {
+			who               string
+			parties, ownerish bool
+		}{
+			{"alice", true, true}, {"carol", true, false}, {"worker", true, false}, {"mallory", false, false},
+		} {
+			for _, partiesToo := range []bool{false, true} {
+				_, err := s.GetOwned(ctx, key, c.who, false, partiesToo)
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					t.Fatal(err)
+				}
+				want := c.ownerish || (partiesToo && c.parties)
+				if got := err == nil; got != want {
+					t.Errorf("%s reads (parties too: %v): %v, want %v", c.who, partiesToo, got, want)
+				}
+			}
+		}
+		if who, err := s.Executor(ctx, key); err != nil || who != "worker" {
+			t.Fatalf("the executor: %q %v", who, err)
+		}
+		own := ids.New(ids.TaskPrefix, f.part)
+		if _, err := s.CreateTask(ctx, store.TaskCreate{
+			LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour},
+			NewRecord: store.NewRecord{ID: own, JSON: []byte(`{}`), Event: []byte(`{"type":"task.created"}`), ExpiresAt: f.now.Add(time.Hour)},
+			SessionID: f.session, Principal: "alice", Requester: "alice",
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.RDB.HExists(ctx, s.Keys.Task(f.part, own), "executor").Result(); err != nil || n {
+			t.Fatalf("a task its owner executes stores an executor: %v %v", n, err)
+		}
+		if who, err := s.Executor(ctx, s.Keys.Task(f.part, own)); err != nil || who != "alice" {
+			t.Fatalf("the executor of the owner's own task: %q %v", who, err)
+		}
+	})
+}

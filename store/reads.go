@@ -376,11 +376,11 @@ func loadChunks[T any](ctx context.Context, ids []string, sizes []int64,
 }
 
 // GetOwned reads a record's json for a principal allowed to see it (its
-// owner, an admin, or with requesterToo the task's requester), or
-// ErrNotFound, in one round trip that costs the same for somebody else's
+// owner, an admin, or with partiesToo the task's requester and executor),
+// or ErrNotFound, in one round trip that costs the same for somebody else's
 // record as for a missing one.
-func (s *Store) GetOwned(ctx context.Context, key, principal string, admin, requesterToo bool) ([]byte, error) {
-	return s.scripts.readOwned.run(ctx, s, []string{key}, principal, flag(admin), flag(requesterToo), "0")
+func (s *Store) GetOwned(ctx context.Context, key, principal string, admin, partiesToo bool) ([]byte, error) {
+	return s.scripts.readOwned.run(ctx, s, []string{key}, principal, flag(admin), flag(partiesToo), "0")
 }
 
 // OwnedRecord is a record's json and its notification endpoint list (nil
@@ -431,12 +431,25 @@ func parseReadOwned(v any) ([]byte, error) {
 // Owner is the owner field of a record's hash, "" when the record does not
 // exist: for a list filtered by a parent, which must be the caller's.
 func (s *Store) Owner(ctx context.Context, key string) (string, error) {
-	o, err := s.RDB.HGet(ctx, key, "owner").Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
-	}
+	return s.owner(ctx, key, "owner")
+}
+
+// Executor is a task record's executor field, its owner when it has none,
+// or "" when there is no such record.
+func (s *Store) Executor(ctx context.Context, key string) (string, error) {
+	return s.owner(ctx, key, "executor", "owner")
+}
+
+// owner is the first of fields a record holds, or "" when it holds none.
+func (s *Store) owner(ctx context.Context, key string, fields ...string) (string, error) {
+	vs, err := s.RDB.HMGet(ctx, key, fields...).Result()
 	if err != nil {
 		return "", unavailable(err)
 	}
-	return o, nil
+	for _, v := range vs {
+		if o, ok := v.(string); ok {
+			return o, nil
+		}
+	}
+	return "", nil
 }

@@ -15,6 +15,7 @@ import (
 type TaskCancel struct {
 	ID             string
 	Owner          string
+	Executor       string // "" when the owner executes the task
 	OldStatus      string
 	ExpectRevision int64
 	JSON           []byte
@@ -109,7 +110,9 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 	for _, t := range tasks {
 		keys = append(keys, s.Keys.Task(p, t.ID), s.Keys.TaskLog(p, t.ID),
 			s.Keys.OwnerTasksByStatus(p, t.Owner, t.OldStatus), s.Keys.OwnerTasksByStatus(p, t.Owner, wire.StatusCancelled),
-			s.Keys.SessionTasksByStatus(p, sessionID, t.OldStatus), s.Keys.SessionTasksByStatus(p, sessionID, wire.StatusCancelled))
+			s.Keys.SessionTasksByStatus(p, sessionID, t.OldStatus), s.Keys.SessionTasksByStatus(p, sessionID, wire.StatusCancelled),
+			s.Keys.ExecutorTasksByStatus(p, executorOr(t.Executor, t.Owner), t.OldStatus),
+			s.Keys.ExecutorTasksByStatus(p, executorOr(t.Executor, t.Owner), wire.StatusCancelled))
 		// No snapshot in the wake-ups: a cancel of many tasks would send every
 		// replica every record; a replica that waits on one reads it.
 		args = append(args, t.ID, t.ExpectRevision, t.JSON, "", t.Event)

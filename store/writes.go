@@ -34,6 +34,7 @@ const (
 	TooManyTasks                    // task create: the session holds as many live tasks as it may
 	TooManyEndpoints                // endpoint add: the record holds as many endpoints as it may
 	NameTaken                       // tool put: another principal publishes a tool by that name
+	DefaultTaken                    // default session create: the slot names another session; Current holds its id ("" for none)
 )
 
 // Result is the answer of a session, task or hook create, a task change or
@@ -50,6 +51,9 @@ type Result struct {
 var (
 	parseSessionCreate = replies[Result]{
 		"ok": okEvents, "replay": replayed, "idem_conflict": is(IdemConflict), "exists": idTaken,
+		"default": func(r scriptReply) (Result, error) {
+			return Result{Outcome: DefaultTaken, Current: []byte(r.str(1))}, nil
+		},
 	}.parser("session_create")
 	parseTaskCreate = replies[Result]{
 		"ok": okEvents, "replay": replayed, "idem_conflict": is(IdemConflict), "exists": idTaken,
@@ -136,6 +140,12 @@ type SessionCreate struct {
 	LogWrite
 	NewRecord
 	Owner string
+	// Default makes the session the owner's default session (Partition
+	// must be ids.PartitionFor(Owner)), if the owner's default session slot
+	// still names Replaces ("" for none); otherwise nothing is written and
+	// the outcome is DefaultTaken, with the id the slot names.
+	Default  bool
+	Replaces string
 }
 
 // CreateSession writes a session and its session.created event in one script.
@@ -146,12 +156,28 @@ func (s *Store) CreateSession(ctx context.Context, w SessionCreate) (Result, err
 		s.Keys.Session(p, w.ID), s.Keys.SessionLog(p, w.ID), s.Keys.OwnerSessions(p, w.Owner),
 		idemKey, s.Keys.Wake(p), s.Keys.Outbox(p),
 	}
+	if w.Default {
+		keys = append(keys, s.Keys.DefaultSession(p, w.Owner))
+	}
 	args := []any{
 		idemHash, idemTTL, w.ID, w.Owner, w.JSON, ms(w.Now),
-		ms(w.ExpiresAt), w.Event, w.minID(),
+		ms(w.ExpiresAt), w.Event, w.minID(), w.Replaces,
 	}
 	args = append(args, w.Endpoints.args()...)
 	return s.scripts.sessionCreate.run(ctx, s, keys, args...)
+}
+
+// DefaultSession is the id the owner's default session slot names, "" for
+// none; the slot is in partition ids.PartitionFor(owner).
+func (s *Store) DefaultSession(ctx context.Context, owner string) (string, error) {
+	id, err := s.RDB.Get(ctx, s.Keys.DefaultSession(ids.PartitionFor(owner, s.Partitions), owner)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", unavailable(err)
+	}
+	return id, nil
 }
 
 // TaskCreate is a new task to write.
@@ -162,6 +188,7 @@ type TaskCreate struct {
 	Principal string
 	Admin     bool
 	Requester string
+	Executor  string // "" or Principal: the owner executes the task
 	Kind      string // "" for none
 	MaxLive   int    // most live tasks the session may hold; 0: no limit
 }
@@ -171,18 +198,19 @@ type TaskCreate struct {
 func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
+	executor := executorOr(w.Executor, w.Principal)
 	keys := []string{
 		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID),
 		s.Keys.SessionLog(p, w.SessionID), s.Keys.OwnerTasks(p, w.Principal),
 		s.Keys.SessionTasks(p, w.SessionID), idemKey, s.Keys.Wake(p), s.Keys.OwnerSessions(p, w.Principal),
 		s.Keys.SessionLive(p, w.SessionID), s.Keys.OwnerTasksByStatus(p, w.Principal, wire.StatusWorking),
 		s.Keys.SessionTasksByStatus(p, w.SessionID, wire.StatusWorking), s.Keys.OwnerTasksByKind(p, w.Principal, w.Kind),
-		s.Keys.Outbox(p),
+		s.Keys.Outbox(p), s.Keys.ExecutorTasks(p, executor), s.Keys.ExecutorTasksByStatus(p, executor, wire.StatusWorking),
 	}
 	args := []any{
 		idemHash, idemTTL, w.Principal, flag(w.Admin), w.ID, w.JSON, ms(w.Now),
 		ms(w.ExpiresAt), w.Event, w.minID(), wakeCarries(w.JSON), w.SessionID,
-		w.MaxLive, w.Requester, w.Kind,
+		w.MaxLive, w.Requester, w.Kind, executor,
 	}
 	args = append(args, w.Endpoints.args()...)
 	return s.scripts.taskCreate.run(ctx, s, keys, args...)
@@ -202,7 +230,16 @@ type TaskUpdate struct {
 	SigninAttempts []AnswerToken // the sign-in attempts this change starts, by token hash
 	ExpiresAt      time.Time     // the task's expiry, when the mappings of AnswerTokens end
 	Owner          string        // the task's owner, whose status indexes the change moves it between
+	Executor       string        // the task's executor, whose status indexes follow too when it is not the owner
 	OldStatus      string        // the status at ExpectRevision
+}
+
+// executorOr is a task's executor, the owner when none is named.
+func executorOr(executor, owner string) string {
+	if executor == "" {
+		return owner
+	}
+	return executor
 }
 
 // AnswerToken maps the hash of an input request's answer token to the
@@ -216,7 +253,7 @@ type AnswerToken struct {
 func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
-	keys := make([]string, 0, 12+len(w.AnswerTokens)+len(w.SigninAttempts))
+	keys := make([]string, 0, 14+len(w.AnswerTokens)+len(w.SigninAttempts))
 	keys = append(keys, s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
 		idemKey, s.Keys.Wake(p))
 	// task_apply sets each of these keys to its value, until the task ends:
@@ -230,7 +267,9 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	keys = append(keys, s.Keys.SessionLive(p, w.SessionID),
 		s.Keys.OwnerTasksByStatus(p, w.Owner, w.OldStatus), s.Keys.OwnerTasksByStatus(p, w.Owner, w.Status),
 		s.Keys.SessionTasksByStatus(p, w.SessionID, w.OldStatus), s.Keys.SessionTasksByStatus(p, w.SessionID, w.Status),
-		s.Keys.Session(p, w.SessionID), s.Keys.Outbox(p))
+		s.Keys.Session(p, w.SessionID), s.Keys.Outbox(p),
+		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.OldStatus),
+		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.Status))
 	args := make([]any, 0, 13+len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
 	args = append(args, idemHash, idemTTL, w.ExpectRevision, w.Status, w.JSON,
 		ms(w.Now), w.minID(), w.ID, w.SessionID, wakeCarries(w.JSON), flag(w.Ends), len(w.Events))

@@ -49,7 +49,7 @@ func askingTask(t testing.TB) (Task, []Emitted) {
 	t.Helper()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	task := Task{TaskID: ids.New(ids.TaskPrefix, 3), SessionID: ids.New(ids.SessionPrefix, 3),
-		Owner: "o", Requester: "o", Status: Working, Revision: 1, InputResponses: []InputResponse{},
+		Owner: "o", Executor: "o", Requester: "o", Status: Working, Revision: 1, InputResponses: []InputResponse{},
 		Input: json.RawMessage(`{"kind":"ask","html":"<b>&</b>"}`), CreatedAt: events.At(now), LastUpdatedAt: events.At(now)}
 	change, err := Apply(task, Command{Kind: CmdRequireInput, Requests: PrepareRequests([]InputRequest{
 		{RequestID: "go", Prompt: "Go <now>?"},

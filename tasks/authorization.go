@@ -17,14 +17,15 @@ import (
 // The task side of provider sign-in. Package connections decides what to
 // ask and keeps the tokens; these run its commands on the task.
 
-// Owned reads a task for its owner (or an admin): to anybody else, the
-// requester included, it does not exist.
-func (s *Service) Owned(ctx context.Context, p authz.Principal, id string) (Task, error) {
+// Executed reads a task for its executor (or an admin): to anybody else,
+// the owner and the requester included when they are not the executor, it
+// does not exist.
+func (s *Service) Executed(ctx context.Context, p authz.Principal, id string) (Task, error) {
 	t, _, err := s.read(ctx, p, id)
 	if err != nil {
 		return Task{}, err
 	}
-	if !p.CanAccess(t.Owner) {
+	if !mayExecute(p, t) {
 		return Task{}, problem.ErrNotFound
 	}
 	return t, nil
@@ -41,7 +42,7 @@ func (s *Service) Stored(ctx context.Context, id string) (Task, error) {
 	return t, err
 }
 
-// RequireAuthorization asks the task's requester to sign in, for its owner:
+// RequireAuthorization asks the task's requester to sign in, for its executor:
 // req is the new request (id, connection, URL and expiry filled) and attempt
 // the mapping its URL's attempt token gets, written in the same script as
 // the change; askedAt is the clock the attempts are timed by. When a sign-in for the connection is pending already, nothing
@@ -69,7 +70,8 @@ func (s *Service) RequireAuthorization(ctx context.Context, p authz.Principal, i
 	return InputRequest{}, fmt.Errorf("%w: the sign-in request is no longer open", ErrInputClosed)
 }
 
-// ResolveAuthorization records how a sign-in ended, as the task's owner:
+// ResolveAuthorization records how a sign-in ended, as the task's executor
+// (who asked for it):
 // the request closes and, with nothing else open, the task goes back to
 // working. ErrInputClosed: the request is not open (answered, or the task
 // ended).
@@ -79,7 +81,7 @@ func (s *Service) ResolveAuthorization(ctx context.Context, id, requestID, outco
 		return Task{}, err
 	}
 	cmd := Command{Kind: CmdResolveAuthorization, RequestID: requestID, Outcome: outcome}
-	reply, err := s.run(ctx, authz.Principal{ID: t.Owner}, id, cmd, idem.Key{})
+	reply, err := s.run(ctx, authz.Principal{ID: t.Executor}, id, cmd, idem.Key{})
 	if err != nil {
 		if errors.Is(err, ErrTerminal) {
 			err = fmt.Errorf("%w: %w", ErrInputClosed, err)

@@ -32,6 +32,21 @@ func (s Status) Terminal() bool { return wire.Terminal(s) }
 // Task is the durable record, exactly as the API shows it.
 type Task wire.Task[events.Time, Status]
 
+// UnmarshalJSON reads a task record, stored or shown: a record written
+// before tasks had an executor has none, and its owner did the work, so it
+// reads as executed by its owner. Every decode of a Task in this package
+// passes here.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	type plain Task // without this method
+	if err := json.Unmarshal(b, (*plain)(t)); err != nil {
+		return err
+	}
+	if t.Executor == "" {
+		t.Executor = t.Owner
+	}
+	return nil
+}
+
 // decodeTask reads a task record as the store holds it, into a fresh Task.
 func decodeTask(raw []byte) (Task, error) {
 	var t Task

@@ -108,6 +108,10 @@ type Service struct {
 	answers *cache.LRU[answerRef] // by token hash
 	links   *AnswerLinks
 	now     func() time.Time
+	// sessions makes default sessions (UseSessions); defaults is this
+	// replica's hint of each principal's default session id.
+	sessions DefaultSessions
+	defaults *cache.LRU[string]
 }
 
 // NewService makes the service and hands its snapshot cache the task
@@ -116,7 +120,8 @@ type Service struct {
 func NewService(cfg Config, s *store.Store, w *waits.Waiters, m *metrics.Metrics, now func() time.Time) *Service {
 	cfg = cfg.withDefaults()
 	svc := &Service{cfg: cfg, store: s, waiters: w, metrics: m, cache: newSnapshots(cfg.CacheSize),
-		answers: cache.New[answerRef](cfg.CacheSize), links: NewAnswerLinks(cfg.AnswerKey, cfg.PublicURL), now: now}
+		answers: cache.New[answerRef](cfg.CacheSize), links: NewAnswerLinks(cfg.AnswerKey, cfg.PublicURL), now: now,
+		defaults: cache.New[string](cfg.CacheSize)}
 	w.OnWake(func(wk waits.Wake) {
 		if wk.Kind != waits.WakeTask {
 			return
@@ -135,8 +140,78 @@ type CreateInput = wire.CreateTask[json.RawMessage]
 
 const maxTextField = 200
 
+// A Start is what starting a task through a tool adds to a create.
+type Start struct {
+	Executor string // who executes the task; "" is the owner
+	// Endpoints the task gets besides the create's notify: List is a JSON
+	// array of endpoint views (wire.EndpointView), Secrets the endpoint id /
+	// sealed secret pairs, already sealed; Response is unused. They are never
+	// shown to the creator: the task's notify shows the create's own.
+	Endpoints store.NewEndpoints
+	// DefaultSession: in.SessionID is empty, and the task goes to the
+	// caller's default session, made on first use.
+	DefaultSession bool
+}
+
+// DefaultSessions finds and makes principals' default sessions:
+// sessions.Service.
+type DefaultSessions interface {
+	// DefaultSession is p's default session id: the one it has, or, when it
+	// has none or its default is stale (found cancelled or gone), a new one.
+	DefaultSession(ctx context.Context, p authz.Principal, stale string) (string, error)
+}
+
+// UseSessions gives the service what makes default sessions, before it
+// serves a create with Start.DefaultSession (the sessions service is made
+// after this one, from its answer links).
+func (s *Service) UseSessions(d DefaultSessions) { s.sessions = d }
+
 // Create writes a new working task: the receipt, durable before it returns.
 func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput, key idem.Key) (idem.Reply, error) {
+	return s.CreateWith(ctx, p, in, Start{}, key)
+}
+
+// maxDefaultTries bounds the default sessions one create tries: each one
+// after the first was found cancelled or gone under it.
+const maxDefaultTries = 4
+
+// CreateWith is Create for a task started another way than POST /v1/tasks
+// (a tool call). With st.DefaultSession and no session named, the task goes
+// to the caller's default session: known to this replica from an earlier
+// call (a hint, so the steady state costs the create's one round trip), or
+// asked of the sessions service. A default session found cancelled or gone
+// (the owner cancelled it, or it expired) is replaced by a new one and the
+// create tried again.
+func (s *Service) CreateWith(ctx context.Context, p authz.Principal, in CreateInput, st Start, key idem.Key) (idem.Reply, error) {
+	if !st.DefaultSession || in.SessionID != "" {
+		return s.create(ctx, p, in, st, key)
+	}
+	if s.sessions == nil {
+		return idem.Reply{}, errors.New("create task: no default sessions configured")
+	}
+	sid, known := s.defaults.Get(p.ID)
+	stale := ""
+	for range maxDefaultTries {
+		if !known {
+			var err error
+			if sid, err = s.sessions.DefaultSession(ctx, p, stale); err != nil {
+				return idem.Reply{}, err
+			}
+			s.defaults.Put(p.ID, sid, nil)
+		}
+		in.SessionID = sid
+		reply, err := s.create(ctx, p, in, st, key)
+		if !errors.Is(err, problem.ErrNotFound) && !errors.Is(err, problem.ErrSessionNotActive) {
+			return reply, err
+		}
+		gone := sid
+		s.defaults.Drop(p.ID, func(v string) bool { return v == gone })
+		stale, known = sid, false
+	}
+	return idem.Reply{}, fmt.Errorf("%w: the default session keeps ending", store.ErrUnavailable)
+}
+
+func (s *Service) create(ctx context.Context, p authz.Principal, in CreateInput, st Start, key idem.Key) (idem.Reply, error) {
 	part, err := ids.PartitionOf(in.SessionID, ids.SessionPrefix, s.store.Partitions)
 	if in.SessionID == "" {
 		return idem.Reply{}, problem.Invalid("sessionId", "is required")
@@ -175,6 +250,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 	if t.Requester == "" {
 		t.Requester = p.ID
 	}
+	t.Executor = cmp.Or(st.Executor, p.ID)
 	raw, err := json.Marshal(t)
 	if err != nil {
 		return idem.Reply{}, err
@@ -198,6 +274,9 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		}
 		records.Response = replay.Seal(s.cfg.Vault, p, resp)
 	}
+	if records, err = withStartEndpoints(st.Endpoints, records); err != nil {
+		return idem.Reply{}, err
+	}
 	// The record of the key lives in the session's partition; the claim makes
 	// a repeat naming another session a conflict too.
 	res, err := store.ClaimedCreate(ctx, s.store, key, func() (store.Result, error) {
@@ -205,7 +284,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 			LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: key},
 			NewRecord: store.NewRecord{ID: t.TaskID, JSON: raw, Event: ev, ExpiresAt: expires.Time, Endpoints: records},
 			SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
-			Requester: t.Requester, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
+			Requester: t.Requester, Executor: t.Executor, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
 		})
 	}, func(r store.Result) bool {
 		return r.Outcome == store.SessionMissing || r.Outcome == store.SessionNotActive || r.Outcome == store.TooManyTasks
@@ -231,6 +310,33 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return idem.Reply{}, &TooManyTasksError{Max: s.cfg.MaxLive}
 	}
 	return replay.Settle(s.cfg.Vault, p, res.Outcome, res.ReplayBody, "create task")
+}
+
+// withStartEndpoints puts a start's endpoints in front of the create's own:
+// the task's endpoint list, which the outbox routes from, holds both, and
+// the answer (records.Response) shows the create's own only.
+func withStartEndpoints(start, records store.NewEndpoints) (store.NewEndpoints, error) {
+	if len(start.List) == 0 {
+		return records, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(start.List, &list); err != nil {
+		return store.NewEndpoints{}, fmt.Errorf("start endpoints: %w", err)
+	}
+	if len(records.List) > 0 {
+		var own []json.RawMessage
+		if err := json.Unmarshal(records.List, &own); err != nil {
+			return store.NewEndpoints{}, fmt.Errorf("notify endpoints: %w", err)
+		}
+		list = append(list, own...)
+	}
+	merged, err := json.Marshal(list)
+	if err != nil {
+		return store.NewEndpoints{}, err
+	}
+	return store.NewEndpoints{
+		List: merged, Secrets: append(append([]string(nil), start.Secrets...), records.Secrets...), Response: records.Response,
+	}, nil
 }
 
 // TTL is the lifetime a create asked for in ttlMs, def when it asked for
@@ -269,7 +375,8 @@ func (s *Service) checkCreate(in CreateInput) error {
 // events as readers see them.
 func (s *Service) AnswerLinks() *AnswerLinks { return s.links }
 
-// Get reads a task for someone allowed to see it (owner, requester, admin),
+// Get reads a task for someone allowed to see it (owner, executor,
+// requester, admin),
 // as they see it. The store checks who asks before it sends the record, so
 // another principal's task costs what a missing one costs.
 func (s *Service) Get(ctx context.Context, p authz.Principal, id string) (Task, []byte, error) {
@@ -316,14 +423,28 @@ func (s *Service) load(ctx context.Context, part int, id string) (Task, []byte, 
 	return t, raw, nil
 }
 
-func canRead(p authz.Principal, t Task) bool { return p.CanAccess(t.Owner) || p.ID == t.Requester }
-
-func canRun(p authz.Principal, t Task, kind CommandKind) bool {
-	if kind == CmdRespond {
-		return canRead(p, t)
-	}
-	return p.CanAccess(t.Owner)
+// canRead is who may see a task: its owner (or an admin), its executor
+// and its requester.
+func canRead(p authz.Principal, t Task) bool {
+	return p.CanAccess(t.Owner) || p.ID == t.Executor || p.ID == t.Requester
 }
+
+// canRun is who may give a command: the owner cancels, the owner or the
+// requester answers, and the executor (or an admin) does everything else,
+// which is the work and the report on it.
+func canRun(p authz.Principal, t Task, kind CommandKind) bool {
+	switch kind {
+	case CmdCancel:
+		return p.CanAccess(t.Owner)
+	case CmdRespond:
+		return p.CanAccess(t.Owner) || p.ID == t.Requester
+	}
+	return mayExecute(p, t)
+}
+
+// mayExecute is whether p may act as the task's executor: the executor
+// itself, or an admin.
+func mayExecute(p authz.Principal, t Task) bool { return p.CanAccess(t.Executor) }
 
 // maxAttempts bounds the compare-and-set retries of one command. Each retry
 // means another command won the race, so the task's history moved on.
@@ -436,7 +557,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			JSON: next, Events: evs,
 			AnswerTokens: tokens, SigninAttempts: attempts,
 			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
-			Owner:     t.Owner, OldStatus: string(t.Status),
+			Owner:     t.Owner, Executor: t.Executor, OldStatus: string(t.Status),
 		})
 		if err != nil {
 			s.count(cmd.Kind, err)
@@ -501,18 +622,31 @@ func (s *Service) count(kind CommandKind, err error) {
 	s.metrics.TaskCommands.WithLabelValues(string(kind), outcome).Inc()
 }
 
+// Roles a list of tasks takes the caller in.
+const (
+	RoleOwner    = "owner"    // the tasks the caller owns (the default)
+	RoleExecutor = "executor" // the tasks the caller executes
+)
+
 // ListFilter narrows GET /v1/tasks.
 type ListFilter struct {
 	SessionID string
 	Status    Status
 	Kind      string
+	Role      string // RoleOwner ("" too) or RoleExecutor
 }
 
-// List pages through the caller's own tasks, newest first. A filter picks
-// an index (the session's, or the caller's, by status or by kind when given),
-// so a list never reads the records it does not return. A session that is
-// not the caller's answers exactly as one that does not exist: an empty page.
-// cursor is the Next of the page before ("" for the first).
+// List pages through the caller's own tasks, or with RoleExecutor the tasks
+// it executes, newest first. A filter picks an index (the session's, or the
+// caller's, by status or by kind when given), so a list never reads the
+// records it does not return. A session that is not the caller's answers
+// exactly as one that does not exist: an empty page. cursor is the Next of
+// the page before ("" for the first).
+//
+// The tasks a principal executes are those it owns and executes (in its
+// owner indexes) and those it executes for another owner (in its executor
+// indexes, which hold only those): the list runs over both and keeps the
+// ones whose executor it is.
 func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cursor string, limit int) (paging.Page, error) {
 	after, err := paging.After(cursor)
 	if err != nil {
@@ -523,6 +657,14 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 	default:
 		return paging.Page{}, problem.Invalid("status", "must be working, input_required, completed, failed or cancelled")
 	}
+	executor := false
+	switch f.Role {
+	case "", RoleOwner:
+	case RoleExecutor:
+		executor = true
+	default:
+		return paging.Page{}, problem.Invalid("role", "must be owner or executor")
+	}
 	keys := s.store.Keys
 	var indexes []string
 	if f.SessionID != "" {
@@ -530,9 +672,13 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 		if err != nil {
 			return paging.Page{}, nil
 		}
-		owner, err := s.store.Owner(ctx, keys.Session(part, f.SessionID))
-		if err != nil || owner != p.ID {
-			return paging.Page{}, err
+		// The session is the owner's: its executor lists in it only the
+		// tasks it executes, which the filter below keeps.
+		if !executor {
+			owner, err := s.store.Owner(ctx, keys.Session(part, f.SessionID))
+			if err != nil || owner != p.ID {
+				return paging.Page{}, err
+			}
 		}
 		if f.Status != "" {
 			indexes = []string{keys.SessionTasksByStatus(part, f.SessionID, string(f.Status))}
@@ -540,15 +686,24 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 			indexes = []string{keys.SessionTasks(part, f.SessionID)}
 		}
 	} else {
-		indexes = make([]string, s.store.Partitions)
-		for i := range indexes {
+		indexes = make([]string, 0, 2*s.store.Partitions)
+		for i := range s.store.Partitions {
 			switch {
 			case f.Status != "":
-				indexes[i] = keys.OwnerTasksByStatus(i, p.ID, string(f.Status))
-			case f.Kind != "":
-				indexes[i] = keys.OwnerTasksByKind(i, p.ID, f.Kind)
+				indexes = append(indexes, keys.OwnerTasksByStatus(i, p.ID, string(f.Status)))
+			case f.Kind != "" && !executor:
+				indexes = append(indexes, keys.OwnerTasksByKind(i, p.ID, f.Kind))
 			default:
-				indexes[i] = keys.OwnerTasks(i, p.ID)
+				indexes = append(indexes, keys.OwnerTasks(i, p.ID))
+			}
+			if !executor {
+				continue
+			}
+			// No kind index of the executor's: the kind is kept by the filter.
+			if f.Status != "" {
+				indexes = append(indexes, keys.ExecutorTasksByStatus(i, p.ID, string(f.Status)))
+			} else {
+				indexes = append(indexes, keys.ExecutorTasks(i, p.ID))
 			}
 		}
 	}
@@ -557,9 +712,13 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 		return keys.Task(part, id)
 	}
 	page, err := s.store.ListIndexed(ctx, indexes, record, after, limit, store.ListFilter{
-		Fields: []string{"owner", "status", "kind"},
+		Fields: []string{"owner", "status", "kind", "executor"},
 		Keep: func(v []string) bool {
-			return v[0] == p.ID && (f.Status == "" || v[1] == string(f.Status)) && (f.Kind == "" || v[2] == f.Kind)
+			who := v[0]
+			if executor && v[3] != "" {
+				who = v[3] // a task with no executor field is executed by its owner
+			}
+			return who == p.ID && (f.Status == "" || v[1] == string(f.Status)) && (f.Kind == "" || v[2] == f.Kind)
 		},
 	})
 	for i := range page.Items {
@@ -587,5 +746,5 @@ func CancelChange(raw []byte, reason string, now time.Time) (store.TaskCancel, b
 	if err != nil {
 		return store.TaskCancel{}, false, err
 	}
-	return store.TaskCancel{ID: t.TaskID, Owner: t.Owner, OldStatus: string(t.Status), ExpectRevision: t.Revision, JSON: next, Event: ev}, true, nil
+	return store.TaskCancel{ID: t.TaskID, Owner: t.Owner, Executor: t.Executor, OldStatus: string(t.Status), ExpectRevision: t.Revision, JSON: next, Event: ev}, true, nil
 }

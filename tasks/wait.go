@@ -9,6 +9,7 @@ import (
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/problem"
 	"github.com/taskhook/taskhook/waits"
 )
 
@@ -91,12 +92,30 @@ func (k *knownTask) task() (Task, []byte) {
 // is false.
 func (s *Service) PollFor(ctx context.Context, p authz.Principal, id string, wait time.Duration,
 	done func(Task) bool) *Poll {
+	return s.pollFor(ctx, p, id, wait, done, false)
+}
+
+// pollFor is PollFor; ownerOnly keeps the task from anybody but its owner
+// (and an admin), as if it were missing.
+func (s *Service) pollFor(ctx context.Context, p authz.Principal, id string, wait time.Duration,
+	done func(Task) bool, ownerOnly bool) *Poll {
 	w := s.waiters.Wait(waits.WaitKey(waits.WakeTask, id))
 	t, raw, err := s.read(ctx, p, id)
+	if err == nil && ownerOnly && !p.CanAccess(t.Owner) {
+		t, raw, err = Task{}, nil, problem.ErrNotFound
+	}
 	waits := err == nil && wait > 0 && !done(t)
 	c := &revisionCondition{s: s, p: p, id: id, done: done}
 	c.know(t, raw, !waits)
 	return s.poll(w, c, waits, s.now().Add(min(wait, MaxWait)), err)
+}
+
+// PollResult begins the wait of GET /v1/tasks/{id}/result: PollFor until the
+// task has ended, for its owner (or an admin) only. The outcome is the
+// owner's to collect; to its executor and requester, who may read the task
+// otherwise, the route answers as for a missing task.
+func (s *Service) PollResult(ctx context.Context, p authz.Principal, id string, wait time.Duration) *Poll {
+	return s.pollFor(ctx, p, id, wait, IsTerminal, true)
 }
 
 // PollKinds begins WaitKinds: the task read, the log too when the task is

@@ -53,6 +53,7 @@ type Task[T any, S ~string] struct {
 	TaskID         string             `json:"taskId"`
 	SessionID      string             `json:"sessionId"`
 	Owner          string             `json:"owner"`
+	Executor       string             `json:"executor"` // who does the work and reports on it; the owner unless the task was started another way (a tool call)
 	Requester      string             `json:"requester"`
 	Status         S                  `json:"status"`
 	Revision       int64              `json:"revision"`

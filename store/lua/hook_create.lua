@@ -1,7 +1,8 @@
 -- hook_create: a new open hook of a session (and maybe of one of its tasks),
 -- the mapping from its token's SHA-256 to its id, and the indexes.
 -- KEYS[1] hook hash   KEYS[2] token key   KEYS[3] session hash
--- KEYS[4] task hash (any key of the slot for a session hook: not read)
+-- KEYS[4] task hash (any key of the slot for a session hook: not read); a
+--         task hook is made by the task's executor (or an admin)
 -- KEYS[5] session's hook index   KEYS[6] task's hook index (unused for a session hook)
 -- KEYS[7] owner's hook index   KEYS[8] idempotency   KEYS[9] session log
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
@@ -15,14 +16,19 @@
 --       | {'task_not_found'} | {'task_terminal'} | {'exists'}
 local r = idem_replay(KEYS[8], ARGV[1])
 if r then return r end
+-- A session hook is its session owner's; a task hook its task executor's
+-- (the executor field, or the owner when there is none), whoever owns the
+-- task's session.
 local s = redis.call('HMGET', KEYS[3], 'owner', 'status')
-if not owned(s[1], ARGV[3], ARGV[4]) then return {'session_not_found'} end
-if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
+if ARGV[6] == '' and not owned(s[1], ARGV[3], ARGV[4]) then return {'session_not_found'} end
+if not s[1] then return {'session_not_found'} end
 if ARGV[6] ~= '' then
-  local st = redis.call('HGET', KEYS[4], 'status')
-  if not st then return {'task_not_found'} end
-  if terminal[st] then return {'task_terminal'} end
+  local t = redis.call('HMGET', KEYS[4], 'status', 'owner', 'executor')
+  if not owned(t[3] or t[2], ARGV[3], ARGV[4]) then return {'task_not_found'} end
+  if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
+  if terminal[t[1]] then return {'task_terminal'} end
 end
+if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
 
 redis.call('HSET', KEYS[1], 'json', ARGV[7], 'owner', ARGV[3], 'status', HOOK_STATUS.open,

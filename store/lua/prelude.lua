@@ -288,6 +288,17 @@ local function move_status(id, created, expire_at, owner_old, owner_new, ses_old
   if tonumber(expire_at) > 0 then extend_to(expire_at, {owner_new, ses_new}) end
 end
 
+-- move_executor_status moves a task between its executor's status indexes
+-- as move_status does between its owner's, when the task has an executor
+-- field (executor: its value, nil when the owner executes the task, which
+-- has no executor indexes of its own).
+local function move_executor_status(id, executor, created, expire_at, old, new)
+  if not created or not executor then return end
+  redis.call('ZREM', old, id)
+  redis.call('ZADD', new, created, id)
+  if tonumber(expire_at) > 0 then extend_to(expire_at, {new}) end
+end
+
 -- wake appends a hint to the partition's wake stream: every replica's fan-in
 -- reader wakes its local waiters on the task and session. It is capped by
 -- length because it is a hint only; a reader that falls behind re-checks.

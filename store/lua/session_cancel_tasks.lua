@@ -5,9 +5,11 @@
 -- KEYS[1] session hash   KEYS[2] session log   KEYS[3] session's live tasks
 -- KEYS[4] session's cancelled list   KEYS[5] partition's cancels
 -- KEYS[6] wake stream   KEYS[7] command record   KEYS[8] partition's outbox
--- KEYS[9..] six per task: task hash, task log, owner's tasks in the old status,
+-- KEYS[9..] eight per task: task hash, task log, owner's tasks in the old status,
 --           owner's cancelled tasks, session's tasks in the old status,
---           session's cancelled tasks
+--           session's cancelled tasks, executor's tasks in the old status,
+--           executor's cancelled tasks (the last two moved only when the
+--           task's executor is not its owner)
 -- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms   ARGV[3] now ms
 -- ARGV[4] log min id   ARGV[5] session id   ARGV[6] lease end ms
 -- ARGV[7..] five per task, in KEYS order: task id, expected revision,
@@ -16,14 +18,14 @@
 local r = idem_replay(KEYS[7], ARGV[1])
 if r then return r end
 if redis.call('HGET', KEYS[1], 'cancelling') ~= '1' then return {'not_cancelling'} end
-local ntasks = (#KEYS - 8) / 6
+local ntasks = (#KEYS - 8) / 8
 local take = {}
 local logs = {KEYS[2]}
 for i = 0, ntasks - 1 do
-  local t = redis.call('HMGET', KEYS[9 + 6 * i], 'rev', 'created', RECORD_FIELD.endpoints)
+  local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', 'created', RECORD_FIELD.endpoints, 'executor')
   if t[1] == ARGV[8 + 5 * i] then
-    take[#take + 1] = {i, t[2], t[3]}
-    logs[#logs + 1] = KEYS[10 + 6 * i]
+    take[#take + 1] = {i, t[2], t[3], t[4]}
+    logs[#logs + 1] = KEYS[10 + 8 * i]
   end
 end
 
@@ -32,7 +34,7 @@ local ses_endpoints = redis.call('HGET', KEYS[1], RECORD_FIELD.endpoints)
 local ms, seq = next_id(ARGV[3], logs)
 for _, pick in ipairs(take) do
   local i, created = pick[1], pick[2]
-  local k, a = 9 + 6 * i, 7 + 5 * i
+  local k, a = 9 + 8 * i, 7 + 5 * i
   local id = format_id(ms, seq)
   seq = seq + 1
   local rev = tonumber(ARGV[a + 1]) + 1
@@ -42,7 +44,9 @@ for _, pick in ipairs(take) do
   route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_endpoints}}),
     ARGV[5], ARGV[a], id, ARGV[a + 4])
   redis.call('ZREM', KEYS[3], ARGV[a])
-  move_status(ARGV[a], created, redis.call('PEXPIRETIME', KEYS[k]), KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
+  local expire_at = redis.call('PEXPIRETIME', KEYS[k])
+  move_status(ARGV[a], created, expire_at, KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
+  move_executor_status(ARGV[a], pick[4], created, expire_at, KEYS[k + 6], KEYS[k + 7])
   redis.call('RPUSH', KEYS[4], ARGV[a])
   wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[5], rev, ARGV[a + 3], {ARGV[a + 4]})
   out[#out + 1] = ARGV[a]

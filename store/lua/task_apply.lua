@@ -9,6 +9,8 @@
 --         status and in the new one; the session's tasks in the old status
 --         and in the new one
 -- KEYS[11+m] the session hash (for its notification endpoints)   KEYS[12+m] the partition's outbox
+-- KEYS[13+m..14+m] the executor's tasks in the old status and in the new one
+--         (moved only when the task's executor is not its owner)
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
@@ -24,10 +26,10 @@
 local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
 -- The task's json is read only for a conflict: the change replaces it.
-local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints)
+local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints, 'executor')
 if not cur[1] then return {'not_found'} end
 if cur[1] ~= ARGV[3] then return {'conflict', redis.call('HGET', KEYS[1], 'json')} end
-local m = #KEYS - 12
+local m = #KEYS - 14
 
 local n = tonumber(ARGV[12])
 local expire_at = ARGV[13 + n]
@@ -53,6 +55,7 @@ if cur[2] ~= ARGV[4] and cur[3] then
   local ix = 6 + m
   if ARGV[11] == '1' then redis.call('ZREM', KEYS[ix], ARGV[8]) end
   move_status(ARGV[8], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
+  move_executor_status(ARGV[8], cur[5], cur[3], expire_at, KEYS[13 + m], KEYS[14 + m])
 end
 wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10] == '1' and ARGV[5] or '', {unpack(ARGV, 13, 12 + n)})
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)

@@ -9,6 +9,8 @@
 -- KEYS[10] session's live tasks   KEYS[11] owner's working tasks
 -- KEYS[12] session's working tasks   KEYS[13] owner's tasks of this kind
 -- KEYS[14] the partition's outbox
+-- KEYS[15] executor's task index   KEYS[16] executor's working tasks (both
+--          written only when the executor is not the owner)
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
@@ -16,10 +18,11 @@
 -- ARGV[11] '1' when the wake-up carries the task json, '' when it is too large
 -- ARGV[12] session id   ARGV[13] most live tasks a session may hold ('0': no limit)
 -- ARGV[14] requester   ARGV[15] kind ('' for none)
--- ARGV[16] the response to keep for a repeat ('' for the task json: it
+-- ARGV[16] executor (the principal when it is the owner)
+-- ARGV[17] the response to keep for a repeat ('' for the task json: it
 --          differs when the response shows new endpoints' secrets)
--- ARGV[17] the task's notification endpoint list ('' for none)
--- ARGV[18..] endpoint id, secret, for each endpoint of that list
+-- ARGV[18] the task's notification endpoint list ('' for none)
+-- ARGV[19..] endpoint id, secret, for each endpoint of that list
 -- Returns {'ok', eventId} | {'replay', body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'} | {'exists'}
 --       | {'too_many_tasks', live}
@@ -37,12 +40,12 @@ end
 
 redis.call('HSET', KEYS[2], 'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[6], 'owner', ARGV[3],
   'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7])
-save_endpoints(KEYS[2], ARGV[17], {unpack(ARGV, 18)})
+save_endpoints(KEYS[2], ARGV[18], {unpack(ARGV, 19)})
 local ms, seq = next_id(ARGV[7], {KEYS[4], KEYS[3]})
 local id = format_id(ms, seq)
 redis.call('XADD', KEYS[4], 'MINID', '~', ARGV[10], id, 'e', ARGV[9])
 redis.call('ZADD', KEYS[3], 0, log_member(id))
-route(KEYS[14], endpoints_of({{OUTBOX_SCOPE.task, ARGV[17]}, {OUTBOX_SCOPE.session, s[3]}}),
+route(KEYS[14], endpoints_of({{OUTBOX_SCOPE.task, ARGV[18]}, {OUTBOX_SCOPE.session, s[3]}}),
   ARGV[12], ARGV[5], id, ARGV[9])
 redis.call('ZADD', KEYS[5], ARGV[7], ARGV[5])
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[5])
@@ -55,11 +58,20 @@ if ARGV[15] ~= '' then
   redis.call('ZADD', KEYS[13], ARGV[7], ARGV[5])
   indexes[#indexes + 1] = KEYS[13]
 end
+-- The executor field is written only when it is not the owner: a task
+-- without one is executed by its owner, as most are.
+if ARGV[16] ~= ARGV[3] then
+  redis.call('HSET', KEYS[2], 'executor', ARGV[16])
+  redis.call('ZADD', KEYS[15], ARGV[7], ARGV[5])
+  redis.call('ZADD', KEYS[16], ARGV[7], ARGV[5])
+  indexes[#indexes + 1] = KEYS[15]
+  indexes[#indexes + 1] = KEYS[16]
+end
 redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 extend_to(ARGV[8], indexes)
 if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
 wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, ARGV[11] == '1' and ARGV[6] or '', {ARGV[9]})
-local body = ARGV[16]
+local body = ARGV[17]
 if body == '' then body = ARGV[6] end
 return idem_done(KEYS[7], ARGV[1], ARGV[2], body, {'ok', id})
