@@ -65,10 +65,13 @@ func (s *Recorder) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (s *Recorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
+// Flush sends what was written so far, through every writer beneath: a
+// middleware's writer that only unwraps (the body limit's, on a request
+// with a body) does not stop it.
+func (s *Recorder) Flush() { _ = s.FlushError() }
+
+// FlushError is Flush, telling whether it could (http.ResponseController
+// asks for it).
+func (s *Recorder) FlushError() error { return http.NewResponseController(s.ResponseWriter).Flush() }
 
 func (s *Recorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -111,3 +111,27 @@ func TestParkedRequestSettlesLate(t *testing.T) {
 		t.Errorf("status %d", rec.Status())
 	}
 }
+
+// unwrapOnly is a middleware's writer that does not flush itself but gives
+// the writer beneath it.
+type unwrapOnly struct{ http.ResponseWriter }
+
+func (u unwrapOnly) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// flushCounter counts the flushes that reach it.
+type flushCounter struct {
+	http.ResponseWriter
+	n int
+}
+
+func (f *flushCounter) Flush() { f.n++ }
+
+// A Recorder's flush reaches the server's writer through a writer that only
+// unwraps, as a stream's events must.
+func TestRecorderFlushesThroughWritersThatUnwrap(t *testing.T) {
+	bottom := &flushCounter{ResponseWriter: httptest.NewRecorder()}
+	rec := NewRecorder(unwrapOnly{bottom}, time.Now())
+	if err := http.NewResponseController(rec).Flush(); err != nil || bottom.n != 1 {
+		t.Fatalf("flush: %v, %d flushes reached the server's writer, want 1", err, bottom.n)
+	}
+}
