@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -290,4 +292,71 @@ func taskJSON(t *testing.T, srv *apptest.Server, who, id string) []byte {
 		t.Fatalf("GET task as %s: %d, %v", who, resp.StatusCode, err)
 	}
 	return body
+}
+
+// The tool's endpoint hears a call's whole life, in order: its start, the
+// answer to its question and its end; role=executor lists the call's task
+// for its executor and for nobody else.
+func TestToolEndpointHearsTheTaskLife(t *testing.T) {
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		pub, bob := srv.Client(t, "life-pub"), srv.Client(t, "life-bob")
+		recv := receivertest.New(t, nil)
+		tool, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "life-bob"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := bob.CallTool(ctx, "weather", client.CallToolInput{Arguments: map[string]any{"city": "Oslo"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for who, want := range map[*client.Client]int{pub: 1, bob: 0} {
+			page, err := who.ListTasks(ctx, client.ListTasksParams{Role: "executor"})
+			if err != nil || len(page.Items) != want || (want == 1 && page.Items[0].TaskID != task.TaskID) {
+				t.Fatalf("role=executor: %+v %v; want %d tasks", page, err, want)
+			}
+		}
+		if _, err := pub.RequireInput(ctx, task.TaskID, []client.InputRequest{{RequestID: "unit", Kind: "ask", Prompt: "Celsius?",
+			Options: []client.Choice{{ID: "c", Label: "Celsius"}, {ID: "f", Label: "Fahrenheit"}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bob.Respond(ctx, task.TaskID, []client.Answer{{RequestID: "unit", OptionID: "c"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pub.Complete(ctx, task.TaskID, map[string]any{"temp": 4}); err != nil {
+			t.Fatal(err)
+		}
+		storetest.WaitFor(t, "three deliveries at the tool's endpoint", func() bool { return len(recv.Got()) >= 3 })
+		// Deliveries may overtake each other; the events' ids (stream ids,
+		// ms-seq) give the order they happened in.
+		type heardEvent struct {
+			ms, seq int64
+			typ     string
+		}
+		var events []heardEvent
+		for _, d := range recv.Got() {
+			ev, err := client.VerifyNotification(tool.Endpoint.Secret, d.Header, d.Body)
+			if err != nil || ev.TaskID != task.TaskID {
+				t.Fatalf("a delivery: %+v %v", ev, err)
+			}
+			var e heardEvent
+			if _, err := fmt.Sscanf(ev.MessageID, "%d-%d", &e.ms, &e.seq); err != nil {
+				t.Fatalf("an event id: %q", ev.MessageID)
+			}
+			e.typ = ev.Type
+			events = append(events, e)
+		}
+		slices.SortFunc(events, func(a, b heardEvent) int { return cmp.Or(cmp.Compare(a.ms, b.ms), cmp.Compare(a.seq, b.seq)) })
+		var heard []string
+		for _, e := range events {
+			heard = append(heard, e.typ)
+		}
+		if !slices.Equal(heard, []string{client.EventTaskCreated, "input.resolved", "task.terminal"}) {
+			t.Fatalf("the tool's endpoint heard %v", heard)
+		}
+		// The task's own reads show the caller no trace of the tool's endpoint.
+		if got, err := bob.GetTask(ctx, task.TaskID); err != nil || len(got.Notify) != 0 {
+			t.Fatalf("the caller's view of the task: %+v %v", got.Notify, err)
+		}
+	})
 }
