@@ -30,7 +30,13 @@ import (
 )
 
 // publicRoutes need no token.
-var publicRoutes = []string{"/", "/healthz", "/readyz", "/metrics", signedInRoute}
+var publicRoutes = []string{"/", "/healthz", "/readyz", "/metrics", signedInRoute,
+	"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}
+
+// protocolRoutes carry another protocol's messages (MCP's JSON-RPC): the
+// API's conventions for a POST (an Idempotency-Key, its error codes, a
+// strict JSON object) are that protocol's business there; the rest holds.
+var protocolRoutes = []string{"/mcp"}
 
 // signedInRoute is the page a finished provider sign-in lands on.
 const signedInRoute = "/v1/connections/signed-in"
@@ -92,7 +98,7 @@ func TestDocumentValidates(t *testing.T) {
 			if op.Responses.Status(http.StatusInternalServerError) == nil {
 				t.Errorf("%s: no 500", where)
 			}
-			if method == http.MethodPost {
+			if method == http.MethodPost && !slices.Contains(protocolRoutes, path) {
 				if p := op.Parameters.GetByInAndName(openapi3.ParameterInHeader, "Idempotency-Key"); p == nil && !slices.Contains(noIdempotencyRoutes, path) {
 					t.Errorf("%s: no Idempotency-Key", where)
 				}

@@ -58,9 +58,13 @@ func (a *App) mcpFace(cfg Config, log *slog.Logger) ([]handlers.Face, error) {
 		issuers = []string{cfg.JWTIssuer}
 	}
 	meta := mcp.MetadataHandler(cfg.PublicURL, issuers)
+	// GET and DELETE reach the endpoint for its own 405 (it takes POST
+	// only: no stream of its own, no session to end), after its Origin
+	// check.
 	return []handlers.Face{
-		{Path: mcp.Path, Handler: h},
-		{Path: mcp.MetadataPath, Handler: meta},
+		{Path: mcp.Path, Methods: []string{http.MethodPost, http.MethodGet, http.MethodDelete}, Handler: h},
+		{Path: mcp.MetadataPath, Methods: []string{http.MethodGet}, Handler: meta},
+		{Path: mcp.MetadataPath + mcp.Path, Methods: []string{http.MethodGet}, Handler: meta},
 	}, nil
 }
 

@@ -22,7 +22,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -96,9 +95,11 @@ type Deps struct {
 	Faces []Face
 }
 
-// Face is a handler served at Path (and below it).
+// Face is a handler served at Path for each of Methods (the routes the API
+// document lists).
 type Face struct {
 	Path    string
+	Methods []string
 	Handler http.Handler
 }
 
@@ -171,8 +172,9 @@ func New(d Deps) http.Handler {
 	r.Method(http.MethodGet, web.ConsolePath+"*", web.Console())
 
 	for _, f := range d.Faces {
-		r.With(a.identify).Handle(f.Path, f.Handler)
-		r.With(a.identify).Handle(strings.TrimSuffix(f.Path, "/")+"/*", f.Handler)
+		for _, m := range f.Methods {
+			r.With(a.identify).Method(m, f.Path, f.Handler)
+		}
 	}
 
 	r.Route("/v1", func(r chi.Router) {
