@@ -592,6 +592,42 @@ func TestDevboxToolCatchesUp(t *testing.T) {
 	}
 }
 
+// The executor stops while the task waits for an answer. The next run's
+// job asks the same question, and waits on the one the task holds open
+// instead of asking it twice: the person is asked once, and that answer
+// counts.
+func TestDevboxToolRestartWhileAsking(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Standalone(t, toolServerConfig())
+	ctx, token, _ := asExecutor(t, srv)
+	stop := publishTool(t, ctx, srv, token)
+	caller := srv.Client(t, "caller")
+	task, err := caller.CallTool(ctx, "devbox", client.CallToolInput{Arguments: map[string]string{"job": jobMigrate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asking, err := caller.WaitTask(ctx, task.TaskID, 0, 30*time.Second, client.WithKinds(client.EventInputRequested))
+	if err != nil || len(asking.InputRequests) != 1 {
+		t.Fatalf("the first run's question: %+v %v", asking, err)
+	}
+	stop()
+
+	publishTool(t, ctx, srv, token)
+	// The next run's job reports before it asks, and its executor read the
+	// task, open question and all, before the job started.
+	if _, err := caller.WaitTask(ctx, task.TaskID, asking.Revision, 30*time.Second, client.WithKinds(client.EventTaskProgress)); err != nil {
+		t.Fatal(err)
+	}
+	if ans := playHuman(ctx, caller, task.TaskID); ans.err != nil || len(ans.prompts) != 1 {
+		t.Fatalf("the caller was asked %q (%v)", ans.prompts, ans.err)
+	}
+	final := releasedTask(t, ctx, caller, task.TaskID)
+	if final.Status != client.StatusCompleted || len(final.InputResponses) != 1 ||
+		final.InputResponses[0].RequestID != asking.InputRequests[0].RequestID {
+		t.Fatalf("final task: %s, answers %+v", final.Status, final.InputResponses)
+	}
+}
+
 // toolServerConfig is a server's config where the tool's endpoint, on
 // loopback, may be reached.
 func toolServerConfig() app.Config {

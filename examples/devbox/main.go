@@ -33,7 +33,7 @@
 //
 // With -publish, it starts no task: it publishes the devbox as a tool
 // (tool.go) whose endpoint is the -listen address, and runs steps 2 to 8
-// for every task a caller starts through the tool (over REST, MCP or A2A),
+// for every task a caller starts through the tool (over REST or MCP),
 // heard as a signed task.created webhook; at start it takes the tasks
 // started while it was away. It runs until interrupted:
 //
@@ -74,6 +74,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -381,9 +382,19 @@ func (x *executor) report(ctx context.Context, ev client.HookEvent, st jobState)
 	return nil
 }
 
-// askHuman asks the task's requester whether the job may go on, and waits
-// for the answer: "continue" or "stop".
-func (x *executor) askHuman(ctx context.Context, ev client.HookEvent, question string) (string, error) {
+// ask puts the question to the task and returns the task with it and the
+// question's request id. When the task still holds the same question open
+// from an earlier run of its job (the executor stopped while it waited,
+// and its restarted job asks again), that one is waited on instead: the
+// person sees one question, and the answer they give it counts.
+func (x *executor) ask(ctx context.Context, ev client.HookEvent, question string) (*client.Task, string, error) {
+	for i, open := range x.task.InputRequests {
+		if open.Kind == client.KindAsk && open.Prompt == question {
+			x.task.InputRequests = slices.Delete(x.task.InputRequests, i, i+1) // it is taken: a later question is asked anew
+			t, err := x.c.GetTask(ctx, x.task.TaskID)
+			return t, open.RequestID, err
+		}
+	}
 	t, err := x.c.RequireInput(ctx, x.task.TaskID, []client.InputRequest{{
 		Kind: client.KindAsk, Prompt: question, Display: client.DisplaySelect,
 		Options: []client.Choice{
@@ -392,9 +403,18 @@ func (x *executor) askHuman(ctx context.Context, ev client.HookEvent, question s
 		},
 	}}, client.WithIdempotencyKey("devbox-ask:"+x.hookID+":"+ev.EventID))
 	if err != nil {
+		return nil, "", err
+	}
+	return t, t.InputRequests[len(t.InputRequests)-1].RequestID, nil
+}
+
+// askHuman asks the task's requester whether the job may go on, and waits
+// for the answer: "continue" or "stop".
+func (x *executor) askHuman(ctx context.Context, ev client.HookEvent, question string) (string, error) {
+	t, request, err := x.ask(ctx, ev, question)
+	if err != nil {
 		return "", fmt.Errorf("ask the human: %w", err)
 	}
-	request := t.InputRequests[len(t.InputRequests)-1].RequestID
 	x.log.Info("waiting for the human", "task", t.TaskID, "requestId", request)
 	// Woken by an answer or the task's end only: the progress this
 	// executor or another reports does not end the wait.

@@ -10,7 +10,7 @@ import (
 )
 
 // With -publish, the executor offers the devbox as a tool: any caller it
-// allows (over REST, MCP or A2A) starts a task through it, and taskhook
+// allows (over REST or MCP) starts a task through it, and taskhook
 // tells the tool's endpoint of each new task with a signed task.created
 // webhook. The executor runs each such task as it runs one it was given
 // (worker.work): it is the task's executor, the caller its owner and, by
