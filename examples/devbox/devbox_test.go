@@ -704,12 +704,16 @@ func (m mcpCaller) call(t *testing.T, ctx context.Context, method, name string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+m.token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", mcpVersion)
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
+	req.Header = http.Header{
+		"Authorization": {"Bearer " + m.token},
+		"Content-Type":  {"application/json"},
+		"Accept":        {"application/json, text/event-stream"},
+		// The generation, and the method and its target, where any
+		// replica or proxy can read them without parsing the body.
+		"Mcp-Protocol-Version": {mcpVersion},
+		"Mcp-Method":           {method},
+		"Mcp-Name":             {name},
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
