@@ -14,8 +14,10 @@ import (
 
 // listener is the agent's ear: the session it opens for a task registers
 // a notification endpoint here, so the agent hears the task's questions,
-// messages and end without holding a long-poll open. It verifies every
-// delivery's signature (client.NotificationHandler) and drops repeats.
+// messages and end without holding a long-poll open. With -publish it is
+// the tool's endpoint, where the executor hears of new tasks (tool.go). It
+// verifies every delivery's signature (client.NotificationHandler) and
+// drops repeats.
 type listener struct {
 	url    string
 	secret atomic.Value // string, set once the endpoint is registered
@@ -56,7 +58,7 @@ func listen(addr string, log *slog.Logger, heard func(client.Event)) (*listener,
 				continue
 			}
 			l.seen[key] = true
-			log.Info("the agent heard", "type", ev.Type, "task", ev.TaskID, "revision", ev.Revision)
+			log.Info("heard an event", "type", ev.Type, "task", ev.TaskID, "revision", ev.Revision)
 			if l.heard != nil {
 				l.heard(ev)
 			}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,9 @@ const (
 	jobBrokenMigration   = "broken-migration"    // errors out while running
 	jobLongMigration     = "long-migration"      // runs until it is stopped
 )
+
+// jobs are the jobs the devbox knows, the default first.
+var jobs = []string{jobMigrate, jobMigrateAndReindex, jobBrokenMigration, jobLongMigration}
 
 // jobState is the body of every post. Seq is the job's own sequence number:
 // the order the states happened in, whatever order the posts arrive in.
@@ -157,11 +161,10 @@ func (d *devbox) StartJob(ctx context.Context, token, kind, callbackURL, secret 
 	if err := d.authorize(ctx, token); err != nil {
 		return "", err
 	}
-	switch kind {
-	case "":
+	if kind == "" {
 		kind = jobMigrate
-	case jobMigrate, jobMigrateAndReindex, jobBrokenMigration, jobLongMigration:
-	default:
+	}
+	if !slices.Contains(jobs, kind) {
 		return "", fmt.Errorf("devbox: no job %q", kind)
 	}
 	key, err := base64.StdEncoding.DecodeString(secret[len("whsec_"):])

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -463,3 +464,281 @@ func TestDevboxTokenRefused(t *testing.T) {
 		t.Fatalf("final task: %+v %v", final, err)
 	}
 }
+
+// A caller calls the published devbox over REST: the executor hears of the
+// task by its task.created webhook alone (it was published before the
+// call, so the catch-up had nothing to take), runs the job, asks; the
+// caller, as the task's owner, answers; the executor completes and
+// releases. On every store.
+func TestDevboxToolOverREST(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, toolServerConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx, token, _ := asExecutor(t, srv)
+		publishTool(t, ctx, srv, token)
+		caller := srv.Client(t, "caller")
+
+		// The schema names the jobs: another is refused before any task exists.
+		_, err := caller.CallTool(ctx, "devbox", client.CallToolInput{Arguments: map[string]string{"job": "drop-everything"}})
+		if !client.IsCode(err, client.CodeInvalidRequest) {
+			t.Fatalf("a call with a job the devbox does not know: %v", err)
+		}
+		task, err := caller.CallTool(ctx, "devbox", client.CallToolInput{Arguments: map[string]string{"job": jobMigrateAndReindex}})
+		if err != nil || task.Owner != "caller" || task.Executor != "executor" || task.Kind != "devbox" {
+			t.Fatalf("CallTool: %+v %v", task, err)
+		}
+		ans := playHuman(ctx, caller, task.TaskID)
+		if ans.err != nil || len(ans.prompts) != 2 || !strings.Contains(ans.prompts[0], "legacy_users") {
+			t.Fatalf("the caller was asked %q (%v)", ans.prompts, ans.err)
+		}
+		final := releasedTask(t, ctx, caller, task.TaskID)
+		var result struct{ Summary string }
+		if err := json.Unmarshal(final.Result, &result); err != nil || final.Status != client.StatusCompleted ||
+			result.Summary != "migrated 1,204 users; dropped legacy_users; rebuilt the search index" {
+			t.Fatalf("final task: status %s, result %s (%v)", final.Status, final.Result, err)
+		}
+	})
+}
+
+// A caller calls the devbox through /mcp as a 2026-07-28 client with the
+// tasks extension: a task at once; tasks/get shows the question as an
+// elicitation, tasks/update answers it, and tasks/get shows the result.
+func TestDevboxToolOverMCP(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Standalone(t, toolServerConfig())
+	ctx, token, _ := asExecutor(t, srv)
+	publishTool(t, ctx, srv, token)
+	m := mcpCaller{url: srv.URL + "/mcp", token: apptest.Token(t, "caller")}
+
+	var created struct{ ResultType, TaskID, Status string }
+	m.call(t, ctx, "tools/call", "devbox", map[string]any{"name": "devbox", "arguments": map[string]any{"job": jobMigrate}}, &created)
+	if created.ResultType != "task" || created.TaskID == "" || created.Status != client.StatusWorking {
+		t.Fatalf("tools/call: %+v", created)
+	}
+	id := created.TaskID
+	// tasks/get answers at once; the caller's REST long-poll is what waits.
+	rest := client.New(srv.URL, m.token)
+	if _, err := rest.WaitTask(ctx, id, 0, 30*time.Second, client.WithKinds(client.EventInputRequested)); err != nil {
+		t.Fatal(err)
+	}
+
+	var asking struct {
+		Status        string
+		InputRequests map[string]struct {
+			Method string
+			Params struct {
+				Mode, Message   string
+				RequestedSchema struct {
+					Properties struct {
+						OptionID struct{ OneOf []struct{ Const string } }
+					}
+				}
+			}
+		}
+	}
+	m.call(t, ctx, "tasks/get", id, map[string]any{"taskId": id}, &asking)
+	if asking.Status != client.StatusInputRequired || len(asking.InputRequests) != 1 {
+		t.Fatalf("tasks/get while the devbox asks: %+v", asking)
+	}
+	var requestID string
+	for rid, req := range asking.InputRequests {
+		opts := req.Params.RequestedSchema.Properties.OptionID.OneOf
+		if req.Method != "elicitation/create" || req.Params.Mode != "form" || !strings.Contains(req.Params.Message, "legacy_users") ||
+			len(opts) != 2 || opts[0].Const != "continue" {
+			t.Fatalf("the question as an elicitation: %+v", req)
+		}
+		requestID = rid
+	}
+	m.call(t, ctx, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{
+		requestID: map[string]any{"action": "accept", "content": map[string]any{"optionId": "continue"}}}}, nil)
+
+	final := releasedTask(t, ctx, rest, id)
+	if len(final.InputResponses) != 1 || final.InputResponses[0].Via != "mcp" || final.InputResponses[0].AnsweredBy != "caller" {
+		t.Errorf("the answer recorded: %+v", final.InputResponses)
+	}
+	var done struct {
+		Status string
+		Result struct {
+			StructuredContent struct{ Job, Summary string }
+		}
+	}
+	m.call(t, ctx, "tasks/get", id, map[string]any{"taskId": id}, &done)
+	if done.Status != client.StatusCompleted || done.Result.StructuredContent.Summary != "migrated 1,204 users; dropped legacy_users" {
+		t.Fatalf("tasks/get once completed: %+v", done)
+	}
+}
+
+// A task started while the executor was away (its endpoint no longer
+// listens) is taken by the next run's catch-up, and runs to the end.
+func TestDevboxToolCatchesUp(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Standalone(t, toolServerConfig())
+	ctx, token, _ := asExecutor(t, srv)
+	stop := publishTool(t, ctx, srv, token)
+	stop()
+	caller := srv.Client(t, "caller")
+	task, err := caller.CallTool(ctx, "devbox", client.CallToolInput{Arguments: map[string]string{"job": jobMigrate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The next run listens elsewhere: the task's task.created still goes to
+	// the endpoint it was started with, so only the catch-up can find it.
+	publishTool(t, ctx, srv, token)
+	if ans := playHuman(ctx, caller, task.TaskID); ans.err != nil || len(ans.prompts) != 1 {
+		t.Fatalf("the caller was asked %q (%v)", ans.prompts, ans.err)
+	}
+	if final := releasedTask(t, ctx, caller, task.TaskID); final.Status != client.StatusCompleted {
+		t.Fatalf("final task: %s", final.Status)
+	}
+}
+
+// The executor stops while the task waits for an answer. The next run's
+// job asks the same question, and waits on the one the task holds open
+// instead of asking it twice: the person is asked once, and that answer
+// counts.
+func TestDevboxToolRestartWhileAsking(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Standalone(t, toolServerConfig())
+	ctx, token, _ := asExecutor(t, srv)
+	stop := publishTool(t, ctx, srv, token)
+	caller := srv.Client(t, "caller")
+	task, err := caller.CallTool(ctx, "devbox", client.CallToolInput{Arguments: map[string]string{"job": jobMigrate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asking, err := caller.WaitTask(ctx, task.TaskID, 0, 30*time.Second, client.WithKinds(client.EventInputRequested))
+	if err != nil || len(asking.InputRequests) != 1 {
+		t.Fatalf("the first run's question: %+v %v", asking, err)
+	}
+	stop()
+
+	publishTool(t, ctx, srv, token)
+	// The next run's job reports before it asks, and its executor read the
+	// task, open question and all, before the job started.
+	if _, err := caller.WaitTask(ctx, task.TaskID, asking.Revision, 30*time.Second, client.WithKinds(client.EventTaskProgress)); err != nil {
+		t.Fatal(err)
+	}
+	if ans := playHuman(ctx, caller, task.TaskID); ans.err != nil || len(ans.prompts) != 1 {
+		t.Fatalf("the caller was asked %q (%v)", ans.prompts, ans.err)
+	}
+	final := releasedTask(t, ctx, caller, task.TaskID)
+	if final.Status != client.StatusCompleted || len(final.InputResponses) != 1 ||
+		final.InputResponses[0].RequestID != asking.InputRequests[0].RequestID {
+		t.Fatalf("final task: %s, answers %+v", final.Status, final.InputResponses)
+	}
+}
+
+// toolServerConfig is a server's config where the tool's endpoint, on
+// loopback, may be reached.
+func toolServerConfig() app.Config {
+	return app.Config{AllowPrivateTargets: true, WakeBlock: 500 * time.Millisecond}
+}
+
+// publishTool runs the executor with -publish devbox, as the principal of
+// token, until stop is called (or the test ends); it returns once the tool
+// is published and the catch-up done.
+func publishTool(t *testing.T, ctx context.Context, srv *apptest.Server, token string) (stop func()) {
+	t.Helper()
+	runCtx, cancel := context.WithCancel(ctx)
+	published := make(chan struct{})
+	done := make(chan error, 1)
+	cfg := config{API: srv.URL, Token: token, Log: testLog(t), Publish: "devbox", Listen: "127.0.0.1:0",
+		Published: func(*client.Tool) { close(published) }}
+	go func() { done <- run(runCtx, cfg) }()
+	select {
+	case <-published:
+	case err := <-done:
+		cancel()
+		t.Fatalf("run ended before the tool was published: %v", err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// releasedTask waits for the executor's last step, the task's release, and
+// returns the task then.
+func releasedTask(t *testing.T, ctx context.Context, c *client.Client, id string) *client.Task {
+	t.Helper()
+	for {
+		task, err := c.WaitTask(ctx, id, 0, 30*time.Second, client.WithKinds(client.EventTaskReleased))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.ReleasedAt != nil {
+			return task
+		}
+	}
+}
+
+// mcpCaller is an MCP client of the 2026-07-28 generation with the tasks
+// extension, in raw JSON-RPC: each request carries its version and
+// capabilities, nothing is kept between requests.
+type mcpCaller struct {
+	url, token string
+}
+
+// call sends method (name is its Mcp-Name header: the tool, or the task)
+// and decodes the JSON-RPC result into out (nil: it is not read), failing
+// the test on a JSON-RPC error.
+func (m mcpCaller) call(t *testing.T, ctx context.Context, method, name string, params map[string]any, out any) {
+	t.Helper()
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    mcpVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "devbox-test", "version": "0"},
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = http.Header{
+		"Authorization": {"Bearer " + m.token},
+		"Content-Type":  {"application/json"},
+		"Accept":        {"application/json, text/event-stream"},
+		// The generation, and the method and its target, where any
+		// replica or proxy can read them without parsing the body.
+		"Mcp-Protocol-Version": {mcpVersion},
+		"Mcp-Method":           {method},
+		"Mcp-Name":             {name},
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		Result json.RawMessage
+		Error  *struct {
+			Code    int
+			Message string
+		}
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &answer) != nil || answer.Error != nil || answer.Result == nil {
+		t.Fatalf("%s: %d %s", method, resp.StatusCode, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(answer.Result, out); err != nil {
+			t.Fatalf("%s: %v: %s", method, err, answer.Result)
+		}
+	}
+}
+
+// mcpVersion is the generation the MCP caller speaks.
+const mcpVersion = "2026-07-28"

@@ -31,6 +31,20 @@
 // that address (agent.go): the agent hears the task's question and its end
 // as signed webhooks instead of holding a long-poll open.
 //
+// With -publish, it starts no task: it publishes the devbox as a tool
+// (tool.go) whose endpoint is the -listen address, and runs steps 2 to 8
+// for every task a caller starts through the tool (over REST or MCP),
+// heard as a signed task.created webhook; at start it takes the tasks
+// started while it was away. It runs until interrupted:
+//
+//	TASKHOOK_ALLOW_PRIVATE_TARGETS=true make run
+//	go run ./examples/devbox -token "$TOKEN" -publish devbox -listen 127.0.0.1:9000
+//
+// and call it (see the README's "MCP"):
+//
+//	curl -X POST localhost:8080/v1/tools/devbox/call -H "Authorization: Bearer $TOKEN" \
+//	  -d '{"arguments":{"job":"migrate"}}'
+//
 // Run a server (`make run` prints a dev token), then:
 //
 //	go run ./examples/devbox -api http://localhost:8080 -token "$TOKEN"
@@ -60,6 +74,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/taskhook/taskhook/client"
@@ -70,15 +86,18 @@ func main() {
 	flag.StringVar(&cfg.API, "api", "http://localhost:8080", "taskhook's base URL")
 	flag.StringVar(&cfg.Token, "token", os.Getenv("TASKHOOK_TOKEN"), "bearer token of the executor (default $TASKHOOK_TOKEN)")
 	flag.StringVar(&cfg.TaskID, "task", "", "work on this task instead of starting one")
-	flag.StringVar(&cfg.Job, "job", jobMigrate, "the devbox job of a task it starts: "+
-		jobMigrate+", "+jobMigrateAndReindex+", "+jobBrokenMigration+" or "+jobLongMigration)
-	flag.StringVar(&cfg.Listen, "listen", "", "for a task it starts, hear the task's events here as the agent would "+
-		"(a notification endpoint such as 127.0.0.1:9000; the server needs TASKHOOK_ALLOW_PRIVATE_TARGETS=true for loopback)")
+	flag.StringVar(&cfg.Job, "job", jobMigrate, "the devbox job of a task it starts: one of "+strings.Join(jobs, ", "))
+	flag.StringVar(&cfg.Listen, "listen", "", "for a task it starts, hear the task's events here as the agent would; with -publish, "+
+		"hear the tool's calls here (a notification endpoint such as 127.0.0.1:9000; the server needs TASKHOOK_ALLOW_PRIVATE_TARGETS=true for loopback)")
+	flag.StringVar(&cfg.Publish, "publish", "", "publish a tool of this name (such as devbox) with its endpoint at -listen, "+
+		"and execute every task its callers start until interrupted")
+	callers := flag.String("callers", client.ToolCallersAll, "with -publish: who may call the tool, principals separated by commas; * for everyone")
 	flag.StringVar(&cfg.Connection, "connection", "", "get the requester's token for this taskhook connection (provider sign-in) "+
 		"before calling the devbox; empty: call it without one")
 	introspect := flag.String("introspect", "", "with -connection: the provider's token introspection URL the fake devbox checks tokens at "+
 		"(for the fake provider of connections/providertest/cmd, http://127.0.0.1:9999/introspect)")
 	flag.Parse()
+	cfg.Callers = strings.Split(*callers, ",")
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 	if *introspect != "" {
@@ -107,9 +126,18 @@ type config struct {
 	// Connection is the taskhook connection whose token the devbox API
 	// takes; "" calls it without one.
 	Connection string
+	// Publish, when set, publishes the tool of that name, with its endpoint
+	// at Listen, and executes every task started through it until ctx
+	// ends (tool.go). Callers may call it (nil: everyone). Published is
+	// told once the tool is published and the tasks started while the
+	// executor was away are taken.
+	Publish   string
+	Callers   []string
+	Published func(*client.Tool)
 }
 
-// run is the executor, from the task to its result.
+// run is the executor: of one task, from the task to its result, or with
+// Publish of every task started through the tool, until ctx ends.
 func run(ctx context.Context, cfg config) error {
 	log := cfg.Log
 	if log == nil {
@@ -119,7 +147,13 @@ func run(ctx context.Context, cfg config) error {
 	if dev == nil {
 		dev = newDevbox(log)
 	}
-	c := client.New(cfg.API, cfg.Token)
+	// The fake devbox lives in this process, so its jobs stop with run; a
+	// real service would go on by itself.
+	defer dev.Wait()
+	w := &worker{c: client.New(cfg.API, cfg.Token), log: log, dev: dev, connection: cfg.Connection}
+	if cfg.Publish != "" {
+		return serveTool(ctx, cfg, w)
+	}
 
 	var notify []client.EndpointRequest
 	var ear *listener
@@ -131,31 +165,41 @@ func run(ctx context.Context, cfg config) error {
 		defer l.close()
 		ear, notify = l, l.endpoint()
 	}
-	task, ses, err := taskToWorkOn(ctx, c, cfg.TaskID, cfg.Job, notify)
+	task, ses, err := taskToWorkOn(ctx, w.c, cfg.TaskID, cfg.Job, notify)
 	if err != nil {
 		return err
 	}
 	if ear != nil {
 		ear.secret.Store(ses.Notify[0].Secret)
 	}
-	log.Info("working on a task", "task", task.TaskID, "session", task.SessionID)
+	return w.work(ctx, task)
+}
+
+// worker runs devbox jobs for tasks, one job a task.
+type worker struct {
+	c          *client.Client
+	log        *slog.Logger
+	dev        *devbox
+	connection string // see config.Connection
+}
+
+// work runs the task's job, from the hook to the task's release.
+func (w *worker) work(ctx context.Context, task *client.Task) error {
+	w.log.Info("working on a task", "task", task.TaskID, "session", task.SessionID)
 
 	// The hook first, then the outside work: nothing the job posts can be
 	// missed. Bound to the task, the hook closes itself when the task ends.
 	secret := newWebhookSecret()
-	hook, err := c.CreateHook(ctx, client.CreateHookInput{
+	hook, err := w.c.CreateHook(ctx, client.CreateHookInput{
 		TaskID: task.TaskID, Label: "devbox",
 		Verify: &client.HookVerify{Scheme: client.VerifyStandardWebhooks, Secret: secret},
 	})
 	if err != nil {
 		return fmt.Errorf("create the hook: %w", err)
 	}
-	log.Info("hook created", "hook", hook.HookID) // never log hook.URL: its token is the credential
+	w.log.Info("hook created", "hook", hook.HookID) // never log hook.URL: its token is the credential
 
-	// The fake devbox lives in this process, so the job stops with run; a
-	// real service would go on by itself.
 	jobCtx, stopJob := context.WithCancel(ctx)
-	defer dev.Wait()
 	defer stopJob()
 	var input struct {
 		Job string `json:"job"`
@@ -165,14 +209,14 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("the task's input is not {\"job\": ...}: %w", err)
 		}
 	}
-	jobID, err := startJob(ctx, c, cfg.Connection, task.TaskID, func(token string) (string, error) {
-		return dev.StartJob(jobCtx, token, input.Job, hook.URL, secret)
+	jobID, err := startJob(ctx, w.c, w.connection, task.TaskID, func(token string) (string, error) {
+		return w.dev.StartJob(jobCtx, token, input.Job, hook.URL, secret)
 	})
 	if err != nil {
 		return err
 	}
 
-	x := &executor{c: c, log: log, task: task, hookID: hook.HookID, dev: dev, jobID: jobID}
+	x := &executor{c: w.c, log: w.log, task: task, hookID: hook.HookID, dev: w.dev, jobID: jobID}
 	return x.finish(ctx, x.follow(ctx))
 }
 
@@ -338,9 +382,19 @@ func (x *executor) report(ctx context.Context, ev client.HookEvent, st jobState)
 	return nil
 }
 
-// askHuman asks the task's requester whether the job may go on, and waits
-// for the answer: "continue" or "stop".
-func (x *executor) askHuman(ctx context.Context, ev client.HookEvent, question string) (string, error) {
+// ask puts the question to the task and returns the task with it and the
+// question's request id. When the task still holds the same question open
+// from an earlier run of its job (the executor stopped while it waited,
+// and its restarted job asks again), that one is waited on instead: the
+// person sees one question, and the answer they give it counts.
+func (x *executor) ask(ctx context.Context, ev client.HookEvent, question string) (*client.Task, string, error) {
+	for i, open := range x.task.InputRequests {
+		if open.Kind == client.KindAsk && open.Prompt == question {
+			x.task.InputRequests = slices.Delete(x.task.InputRequests, i, i+1) // it is taken: a later question is asked anew
+			t, err := x.c.GetTask(ctx, x.task.TaskID)
+			return t, open.RequestID, err
+		}
+	}
 	t, err := x.c.RequireInput(ctx, x.task.TaskID, []client.InputRequest{{
 		Kind: client.KindAsk, Prompt: question, Display: client.DisplaySelect,
 		Options: []client.Choice{
@@ -349,9 +403,18 @@ func (x *executor) askHuman(ctx context.Context, ev client.HookEvent, question s
 		},
 	}}, client.WithIdempotencyKey("devbox-ask:"+x.hookID+":"+ev.EventID))
 	if err != nil {
+		return nil, "", err
+	}
+	return t, t.InputRequests[len(t.InputRequests)-1].RequestID, nil
+}
+
+// askHuman asks the task's requester whether the job may go on, and waits
+// for the answer: "continue" or "stop".
+func (x *executor) askHuman(ctx context.Context, ev client.HookEvent, question string) (string, error) {
+	t, request, err := x.ask(ctx, ev, question)
+	if err != nil {
 		return "", fmt.Errorf("ask the human: %w", err)
 	}
-	request := t.InputRequests[len(t.InputRequests)-1].RequestID
 	x.log.Info("waiting for the human", "task", t.TaskID, "requestId", request)
 	// Woken by an answer or the task's end only: the progress this
 	// executor or another reports does not end the wait.
