@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -49,8 +48,7 @@ func BenchmarkToolLifecycle(b *testing.B) {
 			// left stored does not weigh on the next.
 			cmd, url := apptest.StartProcess(b, storetest.Standalone(b), "TASKHOOK_ALLOW_PRIVATE_TARGETS=true")
 			srv := &apptest.Server{URL: url}
-			recv := receivertest.New(b, nil)
-			publishTool(b, srv, "bench-pub", "devbox", recv.URL)
+			offerDevbox(b, srv, "bench-pub")
 			b.SetParallelism(8)
 			cpu0, t0 := serverCPU(b, cmd.Process.Pid), time.Now()
 			b.ResetTimer()

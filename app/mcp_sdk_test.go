@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -16,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
@@ -46,8 +46,7 @@ func TestMCPTypeScriptSDKThroughTheServer(t *testing.T) {
 	}
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		srv := apptest.Start(t, sc, mcpConfig())
-		recv := receivertest.New(t, nil)
-		publishTool(t, srv, "ts-pub", "devbox", recv.URL)
+		offerDevbox(t, srv, "ts-pub")
 		ctx := context.Background()
 		executor := srv.Client(t, "ts-pub")
 		if _, err := srv.Client(t, "ts-other").CallTool(ctx, "devbox", client.CallToolInput{Arguments: map[string]any{"repo": "theirs"}}); err != nil {
@@ -97,14 +96,7 @@ func TestMCPTypeScriptSDKThroughTheServer(t *testing.T) {
 		if e := next("elicited"); jsonStr(e, "params.message") != "Ship it?" {
 			t.Fatalf("the question: %v", e)
 		}
-		answered, err := executor.WaitTask(ctx, id, asked.Revision, 0)
-		for err == nil && len(answered.InputResponses) == 0 {
-			answered, err = executor.WaitTask(ctx, id, answered.Revision, 0)
-		}
-		if err != nil || answered.InputResponses[0].OptionID != "yes" || answered.InputResponses[0].Via != "mcp" ||
-			answered.InputResponses[0].AnsweredBy != "ts-user" {
-			t.Fatalf("the answer as recorded: %+v %v", answered, err)
-		}
+		answeredThroughMCP(t, executor, id, asked.Revision, "ts-user", "yes")
 		if _, err := executor.Complete(ctx, id, map[string]any{"url": "https://x.example"}); err != nil {
 			t.Fatal(err)
 		}
@@ -132,8 +124,7 @@ func TestMCPTypeScriptSDKThroughTheServer(t *testing.T) {
 func TestMCPGoThroughTheServer(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Standalone(t, mcpConfig())
-	recv := receivertest.New(t, nil)
-	publishTool(t, srv, "go-pub", "devbox", recv.URL)
+	offerDevbox(t, srv, "go-pub")
 	ctx := t.Context()
 	executor := srv.Client(t, "go-pub")
 	tr, err := transport.NewStreamableHTTP(srv.URL+"/mcp",
@@ -187,13 +178,7 @@ func TestMCPGoThroughTheServer(t *testing.T) {
 	if req := <-asked; req.Params.Message != "Ship it?" {
 		t.Fatalf("the question: %+v", req.Params)
 	}
-	task, err := executor.GetTask(ctx, id)
-	for err == nil && len(task.InputResponses) == 0 {
-		task, err = executor.WaitTask(ctx, id, task.Revision, 0)
-	}
-	if err != nil || task.InputResponses[0].Via != "mcp" || task.InputResponses[0].AnsweredBy != "go-user" {
-		t.Fatalf("the answer as recorded: %+v %v", task, err)
-	}
+	answeredThroughMCP(t, executor, id, 0, "go-user", "yes")
 	if _, err := executor.Complete(ctx, id, map[string]any{"n": 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,3 +211,18 @@ func (e elicitFirst) Elicit(_ context.Context, req gomcp.ElicitationRequest) (*g
 
 // waiting is how many long-polls and held answers the server has waiting.
 func waiting(srv *apptest.Server) float64 { return testutil.ToFloat64(srv.App.Metrics.Waiters) }
+
+// answeredThroughMCP waits, as the executor, for the first answer to task
+// id after revision after, and checks it is who's choice of option, given
+// through MCP.
+func answeredThroughMCP(t *testing.T, executor *client.Client, id string, after int64, who, option string) {
+	t.Helper()
+	task, err := executor.WaitTask(context.Background(), id, after, 30*time.Second)
+	for err == nil && len(task.InputResponses) == 0 {
+		task, err = executor.WaitTask(context.Background(), id, task.Revision, 30*time.Second)
+	}
+	if err != nil || task.InputResponses[0].Via != "mcp" || task.InputResponses[0].AnsweredBy != who ||
+		task.InputResponses[0].OptionID != option {
+		t.Fatalf("the answer as recorded: %+v %v", task, err)
+	}
+}

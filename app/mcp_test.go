@@ -164,6 +164,13 @@ func publishTool(t testing.TB, srv *apptest.Server, publisher, name, endpoint st
 	}
 }
 
+// offerDevbox publishes the devbox tool as publisher, its webhooks going to
+// a receiver of the test's that answers them all.
+func offerDevbox(t testing.TB, srv *apptest.Server, publisher string) {
+	t.Helper()
+	publishTool(t, srv, publisher, "devbox", receivertest.New(t, nil).URL)
+}
+
 func mcpConfig() app.Config {
 	cfg := notifyConfig()
 	cfg.PublicURL = "http://taskhook.test"
@@ -177,8 +184,7 @@ func TestMCPModernThroughTheServer(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
 		srv := apptest.Start(t, sc, mcpConfig())
 		ctx := context.Background()
-		recv := receivertest.New(t, nil)
-		publishTool(t, srv, "mcp-publisher", "devbox", recv.URL)
+		offerDevbox(t, srv, "mcp-publisher")
 		caller := newMCPCaller(t, srv, "mcp-caller")
 		executor := srv.Client(t, "mcp-publisher")
 		owner := srv.Client(t, "mcp-caller")
@@ -422,8 +428,7 @@ func TestMCPAcrossReplicas(t *testing.T) {
 	sc := storetest.Standalone(t)
 	cfg := mcpConfig()
 	a, b := apptest.Start(t, sc, cfg), apptest.Start(t, sc, cfg)
-	recv := receivertest.New(t, nil)
-	publishTool(t, a, "mcp-pub", "devbox", recv.URL)
+	offerDevbox(t, a, "mcp-pub")
 	ctx := context.Background()
 	executor := b.Client(t, "mcp-pub")
 	onA, onB := newMCPCaller(t, a, "mcp-user"), newMCPCaller(t, b, "mcp-user")
@@ -562,8 +567,7 @@ func gauge(t *testing.T, base, name string) float64 {
 func TestMCPSyncCallReportsTheAnswerURL(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Embedded(t, mcpConfig())
-	recv := receivertest.New(t, nil)
-	publishTool(t, srv, "sync-pub", "devbox", recv.URL)
+	offerDevbox(t, srv, "sync-pub")
 	ctx := context.Background()
 	executor := srv.Client(t, "sync-pub")
 	caller := newMCPCaller(t, srv, "sync-user")
@@ -615,8 +619,7 @@ func TestMCPSyncCallReportsTheAnswerURL(t *testing.T) {
 func TestHeldTaskResultsCostNoRoundTrips(t *testing.T) {
 	const n = 1000
 	srv := apptest.Standalone(t, func() app.Config { c := mcpConfig(); c.WakeBlock = 20 * time.Millisecond; c.Partitions = 4; return c }())
-	recv := receivertest.New(t, nil)
-	publishTool(t, srv, "held-pub", "devbox", recv.URL)
+	offerDevbox(t, srv, "held-pub")
 	caller := newMCPCaller(t, srv, "held-user")
 	session := caller.initializePlain()
 	r := caller.legacy(session, "tools/call", map[string]any{"name": "devbox", "arguments": map[string]any{"repo": "r"}, "task": map[string]any{}})
