@@ -65,10 +65,10 @@ func (s *Recorder) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// Flush flushes through any wrappers under the Recorder that say what they
+// wrap (Unwrap) without flushing themselves, such as the body guard's.
 func (s *Recorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
 }
 
 func (s *Recorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -111,3 +111,21 @@ func TestParkedRequestSettlesLate(t *testing.T) {
 		t.Errorf("status %d", rec.Status())
 	}
 }
+
+// unwrapOnly wraps a writer, says so, and does not flush itself.
+type unwrapOnly struct{ http.ResponseWriter }
+
+func (u unwrapOnly) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// A flush reaches the connection through a wrapper under the Recorder that
+// only unwraps (the body guard's writer): an event stream answering a POST
+// is sent as it is written, not when it ends.
+func TestRecorderFlushesThroughWrappers(t *testing.T) {
+	rec := httptest.NewRecorder()
+	s := NewRecorder(unwrapOnly{rec}, time.Now())
+	_, _ = s.Write([]byte("data: 1\n\n"))
+	s.Flush()
+	if !rec.Flushed {
+		t.Fatal("the flush did not reach the writer under the wrapper")
+	}
+}
