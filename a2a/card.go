@@ -17,6 +17,11 @@ import (
 // bearer is the name of the cards' one security scheme.
 const bearer a2a.SecuritySchemeName = "bearer"
 
+// anybody is who the public card lists tools for: the list shows a
+// principal the open tools and its own, and the card keeps the open ones,
+// so whoever this id might name, the card shows nothing else.
+var anybody = authz.Principal{ID: "\x00anybody"}
+
 // cardPages bounds the tool pages one card lists (100 tools a page).
 const cardPages = 10
 
@@ -93,7 +98,7 @@ func (h *handler) servePublicCard(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	skills, err := h.skills(r.Context(), authz.Principal{}, true)
+	skills, err := h.skills(r.Context(), anybody, true)
 	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, problem.ErrUnavailable) {

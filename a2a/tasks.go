@@ -3,7 +3,6 @@ package a2a
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -111,19 +110,31 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (_
 	if err != nil {
 		return nil, err
 	}
-	reply, err := h.tasks.Run(ctx, p, string(req.ID), tasks.Command{Kind: tasks.CmdCancel, Reason: "cancelled through A2A"}, idem.Key{})
-	var st *tasks.StateError
-	if errors.As(err, &st) && errors.Is(st.Err, tasks.ErrTerminal) {
-		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s", req.ID, st.Task.Status))
-	}
+	// Cancel of an ended task is a read to the service; to A2A it is an
+	// error, so the task is read first.
+	t, _, err := h.tasks.Get(ctx, p, string(req.ID))
 	if err != nil {
 		return nil, err
 	}
-	var t tasks.Task
-	if err := json.Unmarshal(reply.JSON, &t); err != nil {
+	if t.Status.Terminal() {
+		return nil, notCancelable(t)
+	}
+	reply, err := h.tasks.Run(ctx, p, string(req.ID), tasks.Command{Kind: tasks.CmdCancel, Reason: "cancelled through A2A"}, idem.Key{})
+	if err != nil {
 		return nil, err
 	}
+	if t, err = decode(reply.JSON); err != nil {
+		return nil, err
+	}
+	if t.Status != tasks.Cancelled {
+		return nil, notCancelable(t) // it ended otherwise in between
+	}
 	return shape(t, nil), nil
+}
+
+// notCancelable is the refusal to cancel an ended task.
+func notCancelable(t tasks.Task) error {
+	return a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s", t.TaskID, t.Status))
 }
 
 // Push notification configs are not served yet: the card does not offer
