@@ -358,3 +358,132 @@ func TestA2AUnknownSkillIsA400(t *testing.T) {
 		t.Fatalf("an unknown skill: %d %+v", resp.StatusCode, got)
 	}
 }
+
+// Across replicas of one deployment: a task started on A is followed by a
+// subscription on B, answered on A, and completed; B streams the answer's
+// status, the result and the completion, then ends.
+func TestA2AAcrossReplicas(t *testing.T) {
+	for _, binding := range a2aBindings {
+		t.Run(string(binding), func(t *testing.T) {
+			ctx := context.Background()
+			replicas := apptest.Replicas(t, 2, notifyConfig())
+			a, b := replicas[0], replicas[1]
+			pub := a.Client(t, "a2a-pub")
+			recv := receivertest.New(t, nil)
+			if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
+				t.Fatal(err)
+			}
+			onA, onB := a2aClient(t, a, binding, "a2a-bob"), a2aClient(t, b, binding, "a2a-bob")
+			task := sendTask(t, onA, callMessage("weather", "", map[string]any{"city": "Oslo"}))
+			if _, err := pub.RequireInput(ctx, string(task.ID), []client.InputRequest{unitQuestion}); err != nil {
+				t.Fatal(err)
+			}
+			stream := make(chan a2a.Event, 16)
+			go func() {
+				defer close(stream)
+				for ev, err := range onB.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+					if err != nil {
+						t.Errorf("the subscription on B: %v", err)
+						return
+					}
+					stream <- ev
+				}
+			}()
+			if first, ok := (<-stream).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateInputRequired {
+				t.Fatalf("B's first event: %+v", first)
+			}
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{"requestId": "unit", "optionId": "f"}))
+			msg.TaskID = task.ID
+			answered := sendTask(t, onA, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+			if answered.Status.State != a2a.TaskStateWorking {
+				t.Fatalf("the answer on A: %+v", answered)
+			}
+			if _, err := pub.Complete(ctx, string(task.ID), map[string]any{"tempF": 37}); err != nil {
+				t.Fatal(err)
+			}
+			var states []a2a.TaskState
+			artifacts := 0
+			for ev := range stream {
+				switch ev := ev.(type) {
+				case *a2a.TaskStatusUpdateEvent:
+					states = append(states, ev.Status.State)
+				case *a2a.TaskArtifactUpdateEvent:
+					artifacts++
+				}
+			}
+			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
+				t.Fatalf("B streamed states %v and %d artifacts", states, artifacts)
+			}
+		})
+	}
+}
+
+// A streaming message starts the task and streams it until it needs
+// input; the answer, streamed too, runs to the end.
+func TestA2AStreamingMessage(t *testing.T) {
+	srv := apptest.Embedded(t, notifyConfig())
+	ctx := context.Background()
+	pub := srv.Client(t, "a2a-pub")
+	recv := receivertest.New(t, nil)
+	if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
+		t.Fatal(err)
+	}
+	for _, binding := range a2aBindings {
+		t.Run(string(binding), func(t *testing.T) {
+			cl := a2aClient(t, srv, binding, "a2a-bob")
+			// The only tool bob may call is the one called; text alone is {"text": ...}.
+			var id a2a.TaskID
+			var states []a2a.TaskState
+			req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Oslo"))}
+			for ev, err := range cl.SendStreamingMessage(ctx, req) {
+				if err != nil {
+					// weather wants {"city"}: a text message is refused by its schema.
+					wantA2AError(t, "text arguments for a schema that wants a city", err, a2a.ErrInvalidParams)
+					break
+				}
+				t.Fatalf("a refused call streamed %T", ev)
+			}
+			req = callMessage("weather", "", map[string]any{"city": "Oslo"})
+			req.Config = nil
+			for ev, err := range cl.SendStreamingMessage(ctx, req) {
+				if err != nil {
+					t.Fatalf("the stream: %v", err)
+				}
+				switch ev := ev.(type) {
+				case *a2a.Task:
+					id = ev.ID
+					if _, err := pub.RequireInput(ctx, string(id), []client.InputRequest{unitQuestion}); err != nil {
+						t.Fatal(err)
+					}
+				case *a2a.TaskStatusUpdateEvent:
+					states = append(states, ev.Status.State)
+				}
+			}
+			if id == "" || !slices.Equal(states, []a2a.TaskState{a2a.TaskStateInputRequired}) {
+				t.Fatalf("the first stream: task %q, states %v", id, states)
+			}
+			states = nil
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("c"))
+			msg.TaskID = id
+			for ev, err := range cl.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}) {
+				if err != nil {
+					t.Fatalf("the answer's stream: %v", err)
+				}
+				switch ev := ev.(type) {
+				case *a2a.Task:
+					if ev.Status.State != a2a.TaskStateWorking {
+						t.Fatalf("the answered task: %+v", ev)
+					}
+					if _, err := pub.Complete(ctx, string(id), map[string]any{"tempC": 3}); err != nil {
+						t.Fatal(err)
+					}
+				case *a2a.TaskStatusUpdateEvent:
+					states = append(states, ev.Status.State)
+				}
+			}
+			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateCompleted}) {
+				t.Fatalf("the answer's stream: states %v", states)
+			}
+		})
+	}
+}
