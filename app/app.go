@@ -170,6 +170,10 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a2aFace, err := a.a2aFace(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	a.Handler = handlers.New(handlers.Deps{
 		Tasks: a.Tasks, Sessions: a.Sessions, Hooks: a.Hooks, Notify: a.Notify, Slack: slackApp, Connections: a.Connections,
 		Tools: a.Tools,
@@ -178,7 +182,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		Metrics: a.Metrics, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: Version,
 		BodyTimeout: cfg.BodyTimeout, MaxInflightBodyBytes: cfg.MaxInflightBodyBytes,
 		MaxPreauthBodyBytes: cfg.MaxPreauthBodyBytes, MaxPreauthBodyBytesPerAddress: cfg.MaxPreauthBodyBytesPerAddress,
-		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst, Faces: mcpFace,
+		ListRate: cfg.ListRate, ListBurst: cfg.ListBurst, Faces: append(mcpFace, a2aFace...),
 	})
 	return a, nil
 }

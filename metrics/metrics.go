@@ -29,6 +29,7 @@ type Metrics struct {
 	TasksEntered *prometheus.CounterVec // status
 	Answers      *prometheus.CounterVec // via, action: answers recorded, by the channel they came through
 	MCPRequests  *prometheus.CounterVec // method, outcome: requests to /mcp
+	A2ARequests  *prometheus.CounterVec // method, outcome: requests to /a2a, either binding
 	Waiters      prometheus.Gauge       // long-polls and streams waiting on this replica
 	// ParkedPolls are the long-polls among Waiters that wait on a connection
 	// taken off the HTTP server, with no goroutine of their own;
@@ -104,6 +105,9 @@ func New() *Metrics {
 		Answers:      counters("taskhook_answers_total", "Answers recorded through this replica, by channel and action.", "via", "action"),
 		MCPRequests: counters("taskhook_mcp_requests_total",
 			"MCP requests by JSON-RPC method (\"other\" for one not served) and outcome (\"ok\", the JSON-RPC error code, or the HTTP status of a request refused before it was read).",
+			"method", "outcome"),
+		A2ARequests: counters("taskhook_a2a_requests_total",
+			"A2A requests by method (SendMessage, GetTask, ...; either binding) and outcome (\"ok\" or the A2A error reason, such as TASK_NOT_FOUND).",
 			"method", "outcome"),
 		Waiters: gauge("taskhook_waiters", "Long-polls and event streams waiting on this replica."),
 		ParkedPolls: gauge("taskhook_parked_polls",

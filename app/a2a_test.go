@@ -1,0 +1,489 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+
+	"github.com/taskhook/taskhook/app/apptest"
+	"github.com/taskhook/taskhook/callbacks/receivertest"
+	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store/storetest"
+)
+
+// a2aBindings are the two bindings the face serves; every A2A test runs
+// over each.
+var a2aBindings = []a2a.TransportProtocol{a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolJSONRPC}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// a2aClient is a2a-go's client of srv over binding, as who ("" for
+// nobody: no token), made from the card the server publishes.
+func a2aClient(t *testing.T, srv *apptest.Server, binding a2a.TransportProtocol, who string) *a2aclient.Client {
+	t.Helper()
+	ctx := context.Background()
+	card, err := agentcard.DefaultResolver.Resolve(ctx, srv.URL)
+	if err != nil {
+		t.Fatalf("resolve the agent card: %v", err)
+	}
+	token := ""
+	if who != "" {
+		token = apptest.Token(t, who)
+	}
+	hc := &http.Client{Transport: bearerTransport{token}}
+	cl, err := a2aclient.NewFromCard(ctx, card,
+		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{binding}}),
+		a2aclient.WithRESTTransport(hc), a2aclient.WithJSONRPCTransport(hc))
+	if err != nil {
+		t.Fatalf("a2a client: %v", err)
+	}
+	t.Cleanup(func() { _ = cl.Destroy() })
+	return cl
+}
+
+// sendTask sends msg and wants a task back.
+func sendTask(t *testing.T, cl *a2aclient.Client, req *a2a.SendMessageRequest) *a2a.Task {
+	t.Helper()
+	res, err := cl.SendMessage(context.Background(), req)
+	if err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	task, ok := res.(*a2a.Task)
+	if !ok {
+		t.Fatalf("SendMessage answered %T, want a task", res)
+	}
+	return task
+}
+
+// callMessage is a message that calls skill with args, in contextID ("" for
+// a new context), answered at once.
+func callMessage(skill, contextID string, args map[string]any) *a2a.SendMessageRequest {
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(args))
+	msg.ContextID = contextID
+	msg.Metadata = map[string]any{"skill": skill}
+	return &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}}
+}
+
+// statusText is the text of a status message.
+func statusText(st a2a.TaskStatus) string {
+	if st.Message == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range st.Message.Parts {
+		b.WriteString(p.Text())
+	}
+	return b.String()
+}
+
+// unitQuestion is the question the weather executor asks.
+var unitQuestion = client.InputRequest{RequestID: "unit", Prompt: "Which unit?", Options: []client.Choice{
+	{ID: "c", Label: "Celsius"}, {ID: "f", Label: "Fahrenheit"}}}
+
+// An A2A client, over either binding, finds the skill on the public card,
+// starts a task that answers at once as working in a new context, sees the
+// executor's question, answers it with the option's label through a
+// blocking message that returns once the task completed, and reads the
+// result as an artifact and the answer in the history. A subscription
+// opened while the task waited streams the task, the answer's status, the
+// result and the completion, then ends.
+func TestA2AConversation(t *testing.T) {
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		pub := srv.Client(t, "a2a-pub")
+		recv := receivertest.New(t, nil)
+		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "*")); err != nil {
+			t.Fatal(err)
+		}
+		card, err := agentcard.DefaultResolver.Resolve(ctx, srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(card.Skills) != 1 || card.Skills[0].ID != "weather" || len(card.SupportedInterfaces) != 2 ||
+			!card.Capabilities.Streaming || card.SecuritySchemes["bearer"] == nil {
+			t.Fatalf("the public card: %+v", card)
+		}
+		for _, binding := range a2aBindings {
+			t.Run(string(binding), func(t *testing.T) {
+				cl := a2aClient(t, srv, binding, "a2a-bob")
+				task := sendTask(t, cl, callMessage("weather", "", map[string]any{"city": "Oslo"}))
+				if task.Status.State != a2a.TaskStateWorking || task.ContextID == "" || task.ID == "" {
+					t.Fatalf("the started task: %+v", task)
+				}
+				id := string(task.ID)
+				if _, err := pub.RequireInput(ctx, id, []client.InputRequest{unitQuestion}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := cl.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+				if err != nil || got.Status.State != a2a.TaskStateInputRequired || !strings.Contains(statusText(got.Status), "Which unit?") {
+					t.Fatalf("the waiting task: %+v, %v", got, err)
+				}
+
+				stream := make(chan a2a.Event, 16)
+				streamErr := make(chan error, 1)
+				go func() {
+					defer close(stream)
+					for ev, err := range cl.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+						if err != nil {
+							streamErr <- err
+							return
+						}
+						stream <- ev
+					}
+				}()
+				if first, ok := (<-stream).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateInputRequired {
+					t.Fatalf("the subscription's first event: %+v", first)
+				}
+
+				answered := make(chan *a2a.Task, 1)
+				go func() {
+					msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("celsius"))
+					msg.TaskID = task.ID
+					res, err := cl.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+					if err != nil {
+						t.Errorf("the answer: %v", err)
+						answered <- nil
+						return
+					}
+					answered <- res.(*a2a.Task)
+				}()
+				storetest.WaitFor(t, "the answer recorded", func() bool {
+					ex, err := pub.GetTask(ctx, id)
+					return err == nil && ex.Status == "working"
+				})
+				ex, err := pub.GetTask(ctx, id)
+				if err != nil || len(ex.InputResponses) != 1 || ex.InputResponses[0].OptionID != "c" || ex.InputResponses[0].Via != "a2a" ||
+					ex.InputResponses[0].AnsweredBy != "a2a-bob" {
+					t.Fatalf("the executor sees the answer %+v, %v", ex, err)
+				}
+				if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
+					t.Fatal(err)
+				}
+				done := <-answered
+				if done == nil || done.Status.State != a2a.TaskStateCompleted {
+					t.Fatalf("the blocking answer returned %+v", done)
+				}
+
+				history := 10
+				got, err = cl.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: &history})
+				if err != nil || got.Status.State != a2a.TaskStateCompleted || len(got.Artifacts) != 1 {
+					t.Fatalf("the completed task: %+v, %v", got, err)
+				}
+				if data, _ := got.Artifacts[0].Parts[0].Data().(map[string]any); data["tempC"] != 3.0 {
+					t.Fatalf("the result artifact: %+v", got.Artifacts[0].Parts[0])
+				}
+				if len(got.History) != 1 || got.History[0].Role != a2a.MessageRoleUser || got.History[0].Parts[0].Text() != "c" {
+					t.Fatalf("the history: %+v", got.History)
+				}
+
+				var states []a2a.TaskState
+				artifacts := 0
+				for ev := range stream {
+					switch ev := ev.(type) {
+					case *a2a.TaskStatusUpdateEvent:
+						states = append(states, ev.Status.State)
+					case *a2a.TaskArtifactUpdateEvent:
+						artifacts++
+					default:
+						t.Fatalf("the subscription sent %T", ev)
+					}
+				}
+				select {
+				case err := <-streamErr:
+					t.Fatalf("the subscription: %v", err)
+				default:
+				}
+				if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
+					t.Fatalf("the subscription streamed states %v and %d artifacts", states, artifacts)
+				}
+			})
+		}
+	})
+}
+
+// wantA2AError fails the test unless err is the A2A error want.
+func wantA2AError(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: %v, want %v", what, err, want)
+	}
+}
+
+// Tasks list by context and state, a page at a time; a live task cancels
+// (its executor hears task.terminal) and an ended one is not cancelable;
+// to another principal every task is not found on every method; a skill
+// nobody published is a clear invalid-params error; and without a token
+// nothing is served.
+func TestA2AListCancelAndIsolation(t *testing.T) {
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		pub := srv.Client(t, "a2a-pub")
+		recv := receivertest.New(t, nil)
+		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
+			t.Fatal(err)
+		}
+		for _, binding := range a2aBindings {
+			t.Run(string(binding), func(t *testing.T) {
+				bob, carol := a2aClient(t, srv, binding, "a2a-bob"), a2aClient(t, srv, binding, "a2a-carol")
+				first := sendTask(t, bob, callMessage("weather", "", map[string]any{"city": "Oslo"}))
+				second := sendTask(t, bob, callMessage("weather", first.ContextID, map[string]any{"city": "Bergen"}))
+				third := sendTask(t, bob, callMessage("weather", first.ContextID, map[string]any{"city": "Tromsø"}))
+				if second.ContextID != first.ContextID || third.ContextID != first.ContextID {
+					t.Fatalf("contexts %s %s %s, want one", first.ContextID, second.ContextID, third.ContextID)
+				}
+				if _, err := pub.RequireInput(ctx, string(second.ID), []client.InputRequest{unitQuestion}); err != nil {
+					t.Fatal(err)
+				}
+
+				page, err := bob.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: first.ContextID, PageSize: 2})
+				if err != nil || len(page.Tasks) != 2 || page.NextPageToken == "" || page.Tasks[0].ID != third.ID || page.Tasks[1].ID != second.ID {
+					t.Fatalf("the first page: %+v, %v", page, err)
+				}
+				rest, err := bob.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: first.ContextID, PageSize: 2, PageToken: page.NextPageToken})
+				if err != nil || len(rest.Tasks) != 1 || rest.NextPageToken != "" || rest.Tasks[0].ID != first.ID {
+					t.Fatalf("the last page: %+v, %v", rest, err)
+				}
+				waiting, err := bob.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: first.ContextID, Status: a2a.TaskStateInputRequired})
+				if err != nil || len(waiting.Tasks) != 1 || waiting.Tasks[0].ID != second.ID {
+					t.Fatalf("the waiting tasks: %+v, %v", waiting, err)
+				}
+
+				for what, call := range map[string]func(id a2a.TaskID) error{
+					"GetTask": func(id a2a.TaskID) error {
+						_, err := carol.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+						return err
+					},
+					"CancelTask": func(id a2a.TaskID) error {
+						_, err := carol.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
+						return err
+					},
+					"SendMessage": func(id a2a.TaskID) error {
+						msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("c"))
+						msg.TaskID = id
+						_, err := carol.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+						return err
+					},
+					"SubscribeToTask": func(id a2a.TaskID) error {
+						for _, err := range carol.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}) {
+							return err
+						}
+						return nil
+					},
+				} {
+					wantA2AError(t, "another's task, "+what, call(second.ID), a2a.ErrTaskNotFound)
+					wantA2AError(t, "a missing task, "+what, call("task_nosuchtask"), a2a.ErrTaskNotFound)
+				}
+				theirs, err := carol.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: first.ContextID})
+				if err != nil || len(theirs.Tasks) != 0 {
+					t.Fatalf("another's context lists %+v, %v", theirs, err)
+				}
+
+				cancelled, err := bob.CancelTask(ctx, &a2a.CancelTaskRequest{ID: second.ID})
+				if err != nil || cancelled.Status.State != a2a.TaskStateCanceled {
+					t.Fatalf("cancel: %+v, %v", cancelled, err)
+				}
+				storetest.WaitFor(t, "the executor hears of the cancel", func() bool {
+					for _, d := range recv.Got() {
+						var ev struct{ Type, TaskID string }
+						if json.Unmarshal(d.Body, &ev) == nil && ev.Type == client.EventTaskTerminal && ev.TaskID == string(second.ID) {
+							return true
+						}
+					}
+					return false
+				})
+				_, err = bob.CancelTask(ctx, &a2a.CancelTaskRequest{ID: second.ID})
+				wantA2AError(t, "cancel of an ended task", err, a2a.ErrTaskNotCancelable)
+
+				_, err = bob.SendMessage(ctx, callMessage("nosuchskill", "", map[string]any{"city": "Oslo"}))
+				wantA2AError(t, "an unknown skill", err, a2a.ErrInvalidParams)
+				if !strings.Contains(err.Error(), "nosuchskill") {
+					t.Fatalf("the unknown skill's error does not name it: %v", err)
+				}
+				_, err = a2aClient(t, srv, binding, "").GetTask(ctx, &a2a.GetTaskRequest{ID: first.ID})
+				wantA2AError(t, "no token", err, a2a.ErrUnauthenticated)
+			})
+		}
+	})
+}
+
+// Over HTTP+JSON an unknown skill is a 400 in google.rpc.Status form, its
+// ErrorInfo reason INVALID_PARAMS.
+func TestA2AUnknownSkillIsA400(t *testing.T) {
+	srv := apptest.Embedded(t, notifyConfig())
+	body := `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"city":"Oslo"}}],"metadata":{"skill":"nosuchskill"}}}`
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/a2a/message:send", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, "a2a-bob"))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Error struct {
+			Code    int
+			Status  string
+			Message string
+			Details []struct {
+				Type   string `json:"@type"`
+				Reason string
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusBadRequest || got.Error.Status != "INVALID_ARGUMENT" || !strings.Contains(got.Error.Message, "nosuchskill") ||
+		len(got.Error.Details) == 0 || got.Error.Details[0].Reason != "INVALID_PARAMS" {
+		t.Fatalf("an unknown skill: %d %+v", resp.StatusCode, got)
+	}
+}
+
+// Across replicas of one deployment: a task started on A is followed by a
+// subscription on B, answered on A, and completed; B streams the answer's
+// status, the result and the completion, then ends.
+func TestA2AAcrossReplicas(t *testing.T) {
+	for _, binding := range a2aBindings {
+		t.Run(string(binding), func(t *testing.T) {
+			ctx := context.Background()
+			replicas := apptest.Replicas(t, 2, notifyConfig())
+			a, b := replicas[0], replicas[1]
+			pub := a.Client(t, "a2a-pub")
+			recv := receivertest.New(t, nil)
+			if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
+				t.Fatal(err)
+			}
+			onA, onB := a2aClient(t, a, binding, "a2a-bob"), a2aClient(t, b, binding, "a2a-bob")
+			task := sendTask(t, onA, callMessage("weather", "", map[string]any{"city": "Oslo"}))
+			if _, err := pub.RequireInput(ctx, string(task.ID), []client.InputRequest{unitQuestion}); err != nil {
+				t.Fatal(err)
+			}
+			stream := make(chan a2a.Event, 16)
+			go func() {
+				defer close(stream)
+				for ev, err := range onB.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+					if err != nil {
+						t.Errorf("the subscription on B: %v", err)
+						return
+					}
+					stream <- ev
+				}
+			}()
+			if first, ok := (<-stream).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateInputRequired {
+				t.Fatalf("B's first event: %+v", first)
+			}
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{"requestId": "unit", "optionId": "f"}))
+			msg.TaskID = task.ID
+			answered := sendTask(t, onA, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+			if answered.Status.State != a2a.TaskStateWorking {
+				t.Fatalf("the answer on A: %+v", answered)
+			}
+			if _, err := pub.Complete(ctx, string(task.ID), map[string]any{"tempF": 37}); err != nil {
+				t.Fatal(err)
+			}
+			var states []a2a.TaskState
+			artifacts := 0
+			for ev := range stream {
+				switch ev := ev.(type) {
+				case *a2a.TaskStatusUpdateEvent:
+					states = append(states, ev.Status.State)
+				case *a2a.TaskArtifactUpdateEvent:
+					artifacts++
+				}
+			}
+			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
+				t.Fatalf("B streamed states %v and %d artifacts", states, artifacts)
+			}
+		})
+	}
+}
+
+// A streaming message starts the task and streams it until it needs
+// input; the answer, streamed too, runs to the end.
+func TestA2AStreamingMessage(t *testing.T) {
+	srv := apptest.Embedded(t, notifyConfig())
+	ctx := context.Background()
+	pub := srv.Client(t, "a2a-pub")
+	recv := receivertest.New(t, nil)
+	if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
+		t.Fatal(err)
+	}
+	for _, binding := range a2aBindings {
+		t.Run(string(binding), func(t *testing.T) {
+			cl := a2aClient(t, srv, binding, "a2a-bob")
+			// The only tool bob may call is the one called; text alone is {"text": ...}.
+			var id a2a.TaskID
+			var states []a2a.TaskState
+			req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Oslo"))}
+			for ev, err := range cl.SendStreamingMessage(ctx, req) {
+				if err != nil {
+					// weather wants {"city"}: a text message is refused by its schema.
+					wantA2AError(t, "text arguments for a schema that wants a city", err, a2a.ErrInvalidParams)
+					break
+				}
+				t.Fatalf("a refused call streamed %T", ev)
+			}
+			req = callMessage("weather", "", map[string]any{"city": "Oslo"})
+			req.Config = nil
+			for ev, err := range cl.SendStreamingMessage(ctx, req) {
+				if err != nil {
+					t.Fatalf("the stream: %v", err)
+				}
+				switch ev := ev.(type) {
+				case *a2a.Task:
+					id = ev.ID
+					if _, err := pub.RequireInput(ctx, string(id), []client.InputRequest{unitQuestion}); err != nil {
+						t.Fatal(err)
+					}
+				case *a2a.TaskStatusUpdateEvent:
+					states = append(states, ev.Status.State)
+				}
+			}
+			if id == "" || !slices.Equal(states, []a2a.TaskState{a2a.TaskStateInputRequired}) {
+				t.Fatalf("the first stream: task %q, states %v", id, states)
+			}
+			states = nil
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("c"))
+			msg.TaskID = id
+			for ev, err := range cl.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}) {
+				if err != nil {
+					t.Fatalf("the answer's stream: %v", err)
+				}
+				switch ev := ev.(type) {
+				case *a2a.Task:
+					if ev.Status.State != a2a.TaskStateWorking {
+						t.Fatalf("the answered task: %+v", ev)
+					}
+					if _, err := pub.Complete(ctx, string(id), map[string]any{"tempC": 3}); err != nil {
+						t.Fatal(err)
+					}
+				case *a2a.TaskStatusUpdateEvent:
+					states = append(states, ev.Status.State)
+				}
+			}
+			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateCompleted}) {
+				t.Fatalf("the answer's stream: states %v", states)
+			}
+		})
+	}
+}
