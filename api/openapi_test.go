@@ -31,12 +31,13 @@ import (
 
 // publicRoutes need no token.
 var publicRoutes = []string{"/", "/healthz", "/readyz", "/metrics", signedInRoute,
-	"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}
+	"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp", "/.well-known/agent-card.json"}
 
-// protocolRoutes carry another protocol's messages (MCP's JSON-RPC): the
+// protocolRoutes carry another protocol's messages (MCP's and A2A's
+// JSON-RPC): the
 // API's conventions for a POST (an Idempotency-Key, its error codes, a
 // strict JSON object) are that protocol's business there; the rest holds.
-var protocolRoutes = []string{"/mcp"}
+var protocolRoutes = []string{"/mcp", "/a2a"}
 
 // signedInRoute is the page a finished provider sign-in lands on.
 const signedInRoute = "/v1/connections/signed-in"
@@ -173,6 +174,9 @@ func TestDocumentCoversRouter(t *testing.T) {
 	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if route == "/console" || strings.HasPrefix(route, "/console/") {
 			return nil // the web console's files: a page, not part of the API
+		}
+		if route == "/a2a/*" {
+			return nil // the A2A HTTP+JSON binding's routes: the A2A specification's, listed in the README
 		}
 		served[method+" "+route] = true
 		return nil

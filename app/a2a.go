@@ -2,6 +2,7 @@ package app
 
 import (
 	"log/slog"
+	"net/http"
 
 	"github.com/taskhook/taskhook/a2a"
 	"github.com/taskhook/taskhook/handlers"
@@ -20,8 +21,11 @@ func (a *App) a2aFace(cfg Config, log *slog.Logger) ([]handlers.Face, error) {
 	if err != nil {
 		return nil, err
 	}
+	// JSON-RPC at the path itself, the HTTP+JSON binding's routes below it.
+	binding := []string{http.MethodGet, http.MethodPost, http.MethodDelete}
 	return []handlers.Face{
-		{Path: a2a.Path, Handler: f.Handler()},
-		{Path: a2a.CardPath, Handler: f.CardHandler()},
+		{Path: a2a.Path, Methods: []string{http.MethodPost}, Handler: f.Handler()},
+		{Path: a2a.Path + "/*", Methods: binding, Handler: f.Handler()},
+		{Path: a2a.CardPath, Methods: []string{http.MethodGet}, Handler: f.CardHandler()},
 	}, nil
 }
