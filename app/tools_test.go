@@ -360,3 +360,38 @@ func TestToolEndpointHearsTheTaskLife(t *testing.T) {
 		}
 	})
 }
+
+// A call on a replica that called the tool a moment ago is one Redis round
+// trip, the task's create: the tool is read from the replica's hint, and
+// the caller's default session too. A tool deleted through the same replica
+// is gone from its calls at once.
+func TestToolCallIsOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Standalone(t, notifyConfig())
+	ctx := context.Background()
+	pub, bob := srv.Client(t, "rt-pub"), srv.Client(t, "rt-bob")
+	if _, _, err := pub.PutTool(ctx, "weather", weatherTool(receivertest.New(t, nil).URL, "rt-bob")); err != nil {
+		t.Fatal(err)
+	}
+	call := func() error {
+		_, err := bob.CallTool(ctx, "weather", client.CallToolInput{Arguments: map[string]any{"city": "Oslo"}})
+		return err
+	}
+	if err := call(); err != nil { // the first reads the tool and makes the session
+		t.Fatal(err)
+	}
+	before := roundTrips(srv, "requests")
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	if got := roundTrips(srv, "requests") - before; got != 1 {
+		t.Fatalf("a call on a warm replica made %v round trips, want 1", got)
+	}
+	if _, err := pub.DeleteTool(ctx, "weather"); err != nil {
+		t.Fatal(err)
+	}
+	var e *client.Error
+	if err := call(); !errors.As(err, &e) || e.Status != http.StatusNotFound {
+		t.Fatalf("a call of the tool just deleted through this replica: %v, want not found", err)
+	}
+}

@@ -38,7 +38,7 @@ func (s *Service) call(ctx context.Context, p authz.Principal, name string, in C
 	if len(in.Arguments) == 0 || string(in.Arguments) == "null" {
 		return idem.Reply{}, problem.Invalid("arguments", "is required: an object ({} for none)")
 	}
-	rec, err := s.store.ToolFor(ctx, name, p.ID, true)
+	rec, err := s.toolToCall(ctx, p, name)
 	if err != nil {
 		return idem.Reply{}, err
 	}

@@ -78,13 +78,15 @@ type Service struct {
 	tasks   *tasks.Service
 	metrics *metrics.Metrics
 	schemas *cache.LRU[*jsonschema.Schema] // by name, creation and revision
+	hints   *cache.LRU[hint]               // by name: the tools this replica called lately (HintTTL)
 	now     func() time.Time
 }
 
 // NewService wires the service. now is the clock (time.Now in production).
 func NewService(cfg Config, s *store.Store, t *tasks.Service, m *metrics.Metrics, now func() time.Time) *Service {
 	cfg.SchemaCacheSize = cmp.Or(cfg.SchemaCacheSize, 1000)
-	return &Service{cfg: cfg, store: s, tasks: t, metrics: m, schemas: cache.New[*jsonschema.Schema](cfg.SchemaCacheSize), now: now}
+	return &Service{cfg: cfg, store: s, tasks: t, metrics: m, schemas: cache.New[*jsonschema.Schema](cfg.SchemaCacheSize),
+		hints: cache.New[hint](cfg.SchemaCacheSize), now: now}
 }
 
 // checkName refuses a name no tool may have.
@@ -159,6 +161,7 @@ func (s *Service) Put(ctx context.Context, p authz.Principal, name string, in Pu
 		case store.OK:
 			t.Endpoint = &ep
 			answer, err := json.Marshal(t)
+			s.forget(name)
 			return PutReply{JSON: answer, Created: res.Created}, err
 		case store.NameTaken:
 			return PutReply{}, problem.ErrToolNameTaken
@@ -335,6 +338,7 @@ func (s *Service) Delete(ctx context.Context, p authz.Principal, name string) ([
 		}
 		switch res.Outcome {
 		case store.OK:
+			s.forget(name)
 			res.Deleted.Executor = p.ID
 			return view(p, res.Deleted)
 		case store.Missing:
