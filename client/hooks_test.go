@@ -630,7 +630,6 @@ func TestHookEventsResumesOnAnotherReplica(t *testing.T) {
 func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	t.Parallel()
 	srv := startHookServer(t, storetest.Standalone(t))
-	ctx := testContext(t)
 	e := newEnv(t, srv)
 	out := outsider(t)
 	opts := client.HookEventsOptions{Consumer: "w", Wait: 200 * time.Millisecond, MinBackoff: 10 * time.Millisecond}
@@ -638,7 +637,7 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	// drainTo runs the loop to its end, letting every body return; it checks
 	// that the loop yielded one error, with status and code, and gives back
 	// the events it yielded.
-	drainTo := func(t *testing.T, c *client.Client, id string, status int, code string) []client.HookEvent {
+	drainTo := func(t *testing.T, ctx context.Context, c *client.Client, id string, status int, code string) []client.HookEvent {
 		t.Helper()
 		var evs []client.HookEvent
 		var errs []error
@@ -658,45 +657,51 @@ func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 
 	t.Run("unknown hook", func(t *testing.T) {
 		t.Parallel()
-		if evs := drainTo(t, e.alice, "hook_doesnotexist", http.StatusNotFound, client.CodeNotFound); len(evs) != 0 {
+		ctx := testContext(t) // its own minute: a parallel subtest may wait long for its turn
+		if evs := drainTo(t, ctx, e.alice, "hook_doesnotexist", http.StatusNotFound, client.CodeNotFound); len(evs) != 0 {
 			t.Errorf("events %+v", evs)
 		}
 	})
 	t.Run("somebody else's hook", func(t *testing.T) {
 		t.Parallel()
+		ctx := testContext(t) // its own minute: a parallel subtest may wait long for its turn
 		_, h := newHook(t, ctx, e.alice)
-		drainTo(t, e.bob, h.HookID, http.StatusNotFound, client.CodeNotFound)
+		drainTo(t, ctx, e.bob, h.HookID, http.StatusNotFound, client.CodeNotFound)
 	})
 	t.Run("refused token", func(t *testing.T) {
 		t.Parallel()
+		ctx := testContext(t) // its own minute: a parallel subtest may wait long for its turn
 		_, h := newHook(t, ctx, e.alice)
-		drainTo(t, e.alice.WithToken("not-a-jwt"), h.HookID, http.StatusUnauthorized, client.CodeUnauthorized)
+		drainTo(t, ctx, e.alice.WithToken("not-a-jwt"), h.HookID, http.StatusUnauthorized, client.CodeUnauthorized)
 	})
 	t.Run("closed", func(t *testing.T) {
 		t.Parallel()
+		ctx := testContext(t) // its own minute: a parallel subtest may wait long for its turn
 		_, h := newHook(t, ctx, e.alice)
 		postJSON(t, ctx, out, callbackOn(t, srv.URL, h.URL), `{"n":1}`)
 		if _, err := e.alice.CloseHook(ctx, h.HookID); err != nil {
 			t.Fatal(err)
 		}
-		if evs := drainTo(t, e.alice, h.HookID, http.StatusGone, client.CodeHookClosed); len(evs) != 1 || evs[0].Seq != 1 {
+		if evs := drainTo(t, ctx, e.alice, h.HookID, http.StatusGone, client.CodeHookClosed); len(evs) != 1 || evs[0].Seq != 1 {
 			t.Errorf("a closed hook's events are still read: got %+v", evs)
 		}
 		wantDrained(t, ctx, e.alice, h.HookID)
 	})
 	t.Run("task ended", func(t *testing.T) {
 		t.Parallel()
+		ctx := testContext(t) // its own minute: a parallel subtest may wait long for its turn
 		task, h := newHook(t, ctx, e.alice)
 		postJSON(t, ctx, out, callbackOn(t, srv.URL, h.URL), `{"n":1}`)
 		if _, err := e.alice.Complete(ctx, task.TaskID, "done"); err != nil {
 			t.Fatal(err)
 		}
-		if evs := drainTo(t, e.alice, h.HookID, http.StatusGone, client.CodeHookClosed); len(evs) != 1 {
+		if evs := drainTo(t, ctx, e.alice, h.HookID, http.StatusGone, client.CodeHookClosed); len(evs) != 1 {
 			t.Errorf("events %+v", evs)
 		}
 	})
 	t.Run("context ends", func(t *testing.T) {
 		t.Parallel()
+		ctx := testContext(t) // its own minute: a parallel subtest may wait long for its turn
 		_, h := newHook(t, ctx, e.alice)
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()

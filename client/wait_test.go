@@ -191,7 +191,9 @@ func TestWaitOutlastsTheHTTPTimeout(t *testing.T) {
 		if err != nil || terminal || got.Status != client.StatusWorking {
 			t.Fatalf("Result: %+v, %v, %v", got, terminal, err)
 		}
-		all, err := short.TaskEvents(ctx, task.TaskID, client.EventsParams{})
+		// A read that does not wait is held to the client's timeout; only
+		// waits outlast it, so the cursor comes from a client without one.
+		all, err := e.alice.TaskEvents(ctx, task.TaskID, client.EventsParams{})
 		if err != nil {
 			t.Fatalf("TaskEvents: %v", err)
 		}
