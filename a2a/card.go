@@ -26,7 +26,7 @@ var anybody = authz.Principal{ID: "\x00anybody"}
 const cardPages = 10
 
 // card is the agent card with skills: both bindings at PublicURL+Path, a
-// bearer JWT, streaming, and the extended card for an authenticated caller.
+// bearer JWT, streaming, push configs when served, and the extended card for an authenticated caller.
 func (h *handler) card(skills []a2a.AgentSkill) *a2a.AgentCard {
 	url := h.cfg.PublicURL + Path
 	return &a2a.AgentCard{
@@ -37,7 +37,8 @@ func (h *handler) card(skills []a2a.AgentSkill) *a2a.AgentCard {
 			a2a.NewAgentInterface(url, a2a.TransportProtocolHTTPJSON),
 			a2a.NewAgentInterface(url, a2a.TransportProtocolJSONRPC),
 		},
-		Capabilities:       a2a.AgentCapabilities{Streaming: true, ExtendedAgentCard: true},
+		Capabilities: a2a.AgentCapabilities{Streaming: true, ExtendedAgentCard: true,
+			PushNotifications: h.cfg.Notify != nil},
 		DefaultInputModes:  []string{"application/json", "text/plain"},
 		DefaultOutputModes: []string{"application/json", "text/plain"},
 		SecuritySchemes: a2a.NamedSecuritySchemes{

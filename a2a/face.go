@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/sessions"
 	"github.com/taskhook/taskhook/tasks"
 	"github.com/taskhook/taskhook/tools"
@@ -29,6 +30,10 @@ type Config struct {
 	Tasks    *tasks.Service
 	Tools    *tools.Service
 	Sessions *sessions.Service
+	// Notify keeps push notification configs as task endpoints; nil
+	// answers PushNotificationNotSupported, and the cards do not offer
+	// them.
+	Notify *endpoints.Registrar
 	// PublicURL is where clients reach the server (TASKHOOK_PUBLIC_URL):
 	// the cards name PublicURL+Path as both bindings' address.
 	PublicURL string

@@ -136,26 +136,3 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (_
 func notCancelable(t tasks.Task) error {
 	return a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s", t.TaskID, t.Status))
 }
-
-// Push notification configs are not served yet: the card does not offer
-// them.
-
-func (h *handler) GetTaskPushConfig(ctx context.Context, _ *a2a.GetTaskPushConfigRequest) (_ *a2a.PushConfig, err error) {
-	defer h.done(ctx, "GetTaskPushConfig", &err)
-	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-func (h *handler) ListTaskPushConfigs(ctx context.Context, _ *a2a.ListTaskPushConfigRequest) (_ *a2a.ListTaskPushConfigResponse, err error) {
-	defer h.done(ctx, "ListTaskPushConfigs", &err)
-	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-func (h *handler) CreateTaskPushConfig(ctx context.Context, _ *a2a.PushConfig) (_ *a2a.PushConfig, err error) {
-	defer h.done(ctx, "CreateTaskPushConfig", &err)
-	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-func (h *handler) DeleteTaskPushConfig(ctx context.Context, _ *a2a.DeleteTaskPushConfigRequest) (err error) {
-	defer h.done(ctx, "DeleteTaskPushConfig", &err)
-	return a2a.ErrPushNotificationNotSupported
-}

@@ -12,7 +12,7 @@ import (
 // task and session services.
 func (a *App) a2aFace(cfg Config, log *slog.Logger) ([]handlers.Face, error) {
 	f, err := a2a.New(a2a.Config{
-		Tasks: a.Tasks, Tools: a.Tools, Sessions: a.Sessions,
+		Tasks: a.Tasks, Tools: a.Tools, Sessions: a.Sessions, Notify: a.Notify,
 		PublicURL: cfg.PublicURL, Version: Version, Logger: log,
 		Observe: func(method, outcome string) {
 			a.Metrics.A2ARequests.WithLabelValues(method, outcome).Inc()

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskhook/taskhook/a2a"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/callbacks"
 	"github.com/taskhook/taskhook/channels/slack"
@@ -149,7 +150,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	a.Dispatch = callbacks.NewDispatcher(callbacks.DispatcherConfig{
 		Concurrency: cfg.NotifyConcurrency, Timeout: cfg.NotifyTimeout, RetryBase: cfg.NotifyRetryBase,
 		MaxAttempts: cfg.NotifyMaxAttempts, ClaimIdle: cfg.NotifyClaimIdle, Guard: guard, Vault: vault,
-		Links: a.Tasks.AnswerLinks(), Slack: slackPosting(cfg),
+		Links: a.Tasks.AnswerLinks(), Slack: slackPosting(cfg), Push: a2a.Push{},
 	}, a.Store, a.Metrics, log, time.Now)
 	a.Tools = tools.NewService(tools.Config{Notify: a.Notify, Vault: vault}, a.Store, a.Tasks, a.Metrics, time.Now)
 	a.Resumer = sessions.NewResumer(a.Sessions, sessions.ResumerConfig{}, log)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,9 @@ type DispatcherConfig struct {
 	// Slack posts the events of Slack endpoints; nil: they are dead on
 	// their first event.
 	Slack *SlackConfig
+	// Push writes the deliveries of A2A push configs (endpoints of format
+	// wire.FormatA2A); nil sends them the event as readers see it.
+	Push PushFormat
 }
 
 func (c DispatcherConfig) withDefaults() DispatcherConfig {
@@ -103,6 +107,18 @@ type AnswerLinks interface {
 	// Slack message of a task: a sign-in's button links to its attempt.
 	ShowRequests(taskID string, reqs []wire.InputRequest)
 }
+
+// PushFormat writes an event as an A2A push config's delivery body (an
+// A2A StreamResponse). The A2A face's is one (app passes it in); callbacks
+// does not import the faces.
+type PushFormat interface {
+	// PushBody is the body of an event as readers see it; false for an
+	// event that makes no A2A update (it is then not sent).
+	PushBody(event []byte) ([]byte, bool)
+}
+
+// PushTokenHeader carries an A2A push config's token.
+const PushTokenHeader = "A2A-Notification-Token"
 
 // asStored shows events and requests as the store holds them, without
 // links.
@@ -579,9 +595,10 @@ func (d *Dispatcher) deliver(ctx context.Context, j *job) {
 		// that holds it (or this one, once configured) can deliver it.
 		out = Outcome{Kind: Retry, Reason: "the endpoint's secret does not open"}
 	} else {
-		out = d.sender.Send(ctx, Delivery{
+		dl := Delivery{
 			URL: ep.URL, Secret: secret, MessageID: e.EventID, Body: d.cfg.Links.Event(store.EventWithID(e.EventID, e.Event)), At: start,
-		})
+		}
+		out = d.sendTo(ctx, ep, dl)
 	}
 	d.inFlight(-1)
 	if ctx.Err() != nil {
@@ -591,6 +608,26 @@ func (d *Dispatcher) deliver(ctx context.Context, j *job) {
 		d.metrics.Notify.Latency.Observe(d.now().Sub(start).Seconds())
 	}
 	d.settleOutcome(ctx, p, e, out)
+}
+
+// sendTo sends a delivery to a URL endpoint; an A2A push config's in A2A's
+// form, with its token, or not at all when the event makes no A2A update.
+func (d *Dispatcher) sendTo(ctx context.Context, ep wire.Endpoint, dl Delivery) Outcome {
+	if ep.Format == wire.FormatA2A {
+		var token string
+		dl.Secret, token = endpoints.SplitPush(dl.Secret)
+		if token != "" {
+			dl.Header = http.Header{PushTokenHeader: {token}}
+		}
+		if d.cfg.Push != nil {
+			body, ok := d.cfg.Push.PushBody(dl.Body)
+			if !ok {
+				return Outcome{Kind: Dropped, Reason: "no A2A update"}
+			}
+			dl.Body = body
+		}
+	}
+	return d.sender.Send(ctx, dl)
 }
 
 // secret opens the stored secret of an entry's endpoint, and seals it again

@@ -120,6 +120,9 @@ type Delivery struct {
 	Body      []byte // the event's JSON, sent as is
 	// At is the webhook-timestamp, fresh for each attempt; zero means now.
 	At time.Time
+	// Header holds headers sent besides the signature's (an A2A push
+	// config's token); nil for none.
+	Header http.Header
 }
 
 // OutcomeKind says what the outbox does next with a message.
@@ -209,6 +212,9 @@ func (s *Sender) request(ctx context.Context, d Delivery) (*http.Request, Outcom
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Body))
 	if err != nil {
 		return nil, Outcome{Kind: Dead, Reason: "target URL not allowed"}, false
+	}
+	for name, values := range d.Header {
+		req.Header[name] = values
 	}
 	for name, values := range h {
 		req.Header[name] = values

@@ -252,6 +252,12 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	if err != nil {
 		return idem.Reply{}, err
 	}
+	return r.add(ctx, pr, p, key, ep, ep.Secret, idemKey)
+}
+
+// add stores ep (its sealed value made of kept: the secret, or a push
+// config's secret and token) and answers it as its creator sees it.
+func (r *Registrar) add(ctx context.Context, pr authz.Principal, p int, key string, ep wire.Endpoint, kept string, idemKey idem.Key) (idem.Reply, error) {
 	resp, err := json.Marshal(ep)
 	if err != nil {
 		return idem.Reply{}, err
@@ -264,7 +270,7 @@ func (r *Registrar) Add(ctx context.Context, pr authz.Principal, o Owner, req wi
 	}
 	res, err := r.store.AddEndpoint(ctx, store.EndpointChange{
 		Partition: p, Key: key, Principal: pr.ID, Admin: pr.Admin(), ID: ep.EndpointID,
-		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, ep.Secret), Max: wire.MaxEndpoints, Idem: idemKey, Response: replay.Seal(r.vault, pr, resp),
+		View: viewJSON, Secret: SealSecret(r.vault, ep.EndpointID, kept), Max: wire.MaxEndpoints, Idem: idemKey, Response: replay.Seal(r.vault, pr, resp),
 	})
 	if err != nil {
 		return idem.Reply{}, err

@@ -49,7 +49,14 @@ type Endpoint struct {
 	Status     string       `json:"status"` // active or dead
 	DeadReason string       `json:"deadReason,omitempty"`
 	Secret     string       `json:"secret,omitempty"`
+	// Format is how deliveries are written: "" for the event as is,
+	// FormatA2A for an A2A push notification config's.
+	Format string `json:"format,omitempty"`
 }
+
+// FormatA2A marks the endpoint of an A2A push notification config: its
+// deliveries are A2A StreamResponse bodies with the config's token header.
+const FormatA2A = "a2a"
 
 // DeadLetter is a notification that was given up on after its last attempt.
 type DeadLetter[T any] struct {
