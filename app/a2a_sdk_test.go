@@ -49,7 +49,8 @@ func TestA2AJavaScriptSDK(t *testing.T) {
 		for _, binding := range a2aBindings {
 			t.Run(string(binding), func(t *testing.T) {
 				js := startA2AScript(t, node, srv.URL, binding)
-				if e := js.next("card"); jsonStr(e, "skills.0") != "weather" || len(jsonAt(e, "interfaces").([]any)) != 2 || jsonAt(e, "streaming") != true {
+				if e := js.next("card"); jsonStr(e, "skills.0") != "weather" || len(jsonAt(e, "interfaces").([]any)) != 2 || jsonAt(e, "streaming") != true ||
+					jsonStr(e, "binding") != string(binding) || jsonStr(e, "protocolVersion") != "1.0" {
 					t.Fatalf("the card the SDK resolved: %v", e)
 				}
 				started := js.next("started")

@@ -60,7 +60,9 @@ async function main() {
         name: card.name,
         skills: card.skills.map(s => s.id),
         interfaces: card.supportedInterfaces.map(i => ({ url: i.url, binding: i.protocolBinding })),
-        streaming: card.capabilities?.streaming ?? false
+        streaming: card.capabilities?.streaming ?? false,
+        binding: client.transport.protocolName,
+        protocolVersion: client.protocolVersion
     });
 
     const call = message([part({ $case: 'data', value: { city: 'Oslo' } })], { metadata: { skill: 'weather' } });
