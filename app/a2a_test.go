@@ -16,6 +16,7 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -618,77 +619,79 @@ func TestA2AResubscribeAfterAKill(t *testing.T) {
 // the task works again, the executor gets its token and the task runs to
 // the end, a subscription seeing each step.
 func TestA2ASignIn(t *testing.T) {
-	e := startSigninWith(t, storetest.Standalone(t), "path", notifyConfig())
-	ctx := context.Background()
-	pub := e.srv.Client(t, "a2a-pub")
-	recv := receivertest.New(t, nil)
-	if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "*")); err != nil {
-		t.Fatal(err)
-	}
-	for _, binding := range a2aBindings {
-		t.Run(string(binding), func(t *testing.T) {
-			// A caller of its own per binding: a sign-in is the caller's.
-			who := map[a2a.TransportProtocol]string{a2a.TransportProtocolHTTPJSON: "a2a-signin-rest", a2a.TransportProtocolJSONRPC: "a2a-signin-rpc"}[binding]
-			cl := a2aClient(t, e.srv, binding, who)
-			task := sendTask(t, cl, callMessage("weather", "", map[string]any{"city": "Oslo"}))
-			id := string(task.ID)
-			tok, pending, err := pub.Authorize(ctx, id, "devbox", nil)
-			if err != nil || tok != nil || pending == nil || pending.AuthorizationURL == "" {
-				t.Fatalf("the executor's sign-in question: %+v %+v %v", tok, pending, err)
-			}
-			got, err := cl.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
-			if err != nil || got.Status.State != a2a.TaskStateAuthRequired || !strings.Contains(statusText(got.Status), pending.AuthorizationURL) {
-				t.Fatalf("the task waiting for a sign-in: %+v, %v", got, err)
-			}
-			listed, err := cl.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: task.ContextID, Status: a2a.TaskStateAuthRequired})
-			if err != nil || len(listed.Tasks) != 1 || listed.Tasks[0].Status.State != a2a.TaskStateAuthRequired {
-				t.Fatalf("the tasks waiting for a sign-in: %+v, %v", listed, err)
-			}
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		e := startSigninWith(t, sc, "path", notifyConfig())
+		ctx := context.Background()
+		pub := e.srv.Client(t, "a2a-pub")
+		recv := receivertest.New(t, nil)
+		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "*")); err != nil {
+			t.Fatal(err)
+		}
+		for _, binding := range a2aBindings {
+			t.Run(string(binding), func(t *testing.T) {
+				// A caller of its own per binding: a sign-in is the caller's.
+				who := map[a2a.TransportProtocol]string{a2a.TransportProtocolHTTPJSON: "a2a-signin-rest", a2a.TransportProtocolJSONRPC: "a2a-signin-rpc"}[binding]
+				cl := a2aClient(t, e.srv, binding, who)
+				task := sendTask(t, cl, callMessage("weather", "", map[string]any{"city": "Oslo"}))
+				id := string(task.ID)
+				tok, pending, err := pub.Authorize(ctx, id, "devbox", nil)
+				if err != nil || tok != nil || pending == nil || pending.AuthorizationURL == "" {
+					t.Fatalf("the executor's sign-in question: %+v %+v %v", tok, pending, err)
+				}
+				got, err := cl.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+				if err != nil || got.Status.State != a2a.TaskStateAuthRequired || !strings.Contains(statusText(got.Status), pending.AuthorizationURL) {
+					t.Fatalf("the task waiting for a sign-in: %+v, %v", got, err)
+				}
+				listed, err := cl.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: task.ContextID, Status: a2a.TaskStateAuthRequired})
+				if err != nil || len(listed.Tasks) != 1 || listed.Tasks[0].Status.State != a2a.TaskStateAuthRequired {
+					t.Fatalf("the tasks waiting for a sign-in: %+v, %v", listed, err)
+				}
 
-			stream := make(chan a2a.Event, 16)
-			streamErr := make(chan error, 1)
-			go func() {
-				defer close(stream)
-				for ev, err := range cl.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
-					if err != nil {
-						streamErr <- err
-						return
+				stream := make(chan a2a.Event, 16)
+				streamErr := make(chan error, 1)
+				go func() {
+					defer close(stream)
+					for ev, err := range cl.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+						if err != nil {
+							streamErr <- err
+							return
+						}
+						stream <- ev
 					}
-					stream <- ev
+				}()
+				if first, ok := (<-stream).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateAuthRequired {
+					t.Fatalf("the subscription's first event: %+v", first)
 				}
-			}()
-			if first, ok := (<-stream).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateAuthRequired {
-				t.Fatalf("the subscription's first event: %+v", first)
-			}
 
-			if status, loc := e.visit(t, e.prov.Approve(t, pending.AuthorizationURL)); status != http.StatusSeeOther || !strings.Contains(loc, "outcome=authorized") {
-				t.Fatalf("the sign-in's callback: %d %q", status, loc)
-			}
-			tok, pending, err = pub.Authorize(ctx, id, "devbox", nil)
-			if err != nil || tok == nil || pending != nil || tok.AccessToken == "" {
-				t.Fatalf("the executor's token after the sign-in: %+v %+v %v", tok, pending, err)
-			}
-			if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
-				t.Fatal(err)
-			}
-			var states []a2a.TaskState
-			artifacts := 0
-			for ev := range stream {
-				switch ev := ev.(type) {
-				case *a2a.TaskStatusUpdateEvent:
-					states = append(states, ev.Status.State)
-				case *a2a.TaskArtifactUpdateEvent:
-					artifacts++
+				if status, loc := e.visit(t, e.prov.Approve(t, pending.AuthorizationURL)); status != http.StatusSeeOther || !strings.Contains(loc, "outcome=authorized") {
+					t.Fatalf("the sign-in's callback: %d %q", status, loc)
 				}
-			}
-			select {
-			case err := <-streamErr:
-				t.Fatalf("the subscription: %v", err)
-			default:
-			}
-			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
-				t.Fatalf("the subscription streamed states %v and %d artifacts", states, artifacts)
-			}
-		})
-	}
+				tok, pending, err = pub.Authorize(ctx, id, "devbox", nil)
+				if err != nil || tok == nil || pending != nil || tok.AccessToken == "" {
+					t.Fatalf("the executor's token after the sign-in: %+v %+v %v", tok, pending, err)
+				}
+				if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
+					t.Fatal(err)
+				}
+				var states []a2a.TaskState
+				artifacts := 0
+				for ev := range stream {
+					switch ev := ev.(type) {
+					case *a2a.TaskStatusUpdateEvent:
+						states = append(states, ev.Status.State)
+					case *a2a.TaskArtifactUpdateEvent:
+						artifacts++
+					}
+				}
+				select {
+				case err := <-streamErr:
+					t.Fatalf("the subscription: %v", err)
+				default:
+				}
+				if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
+					t.Fatalf("the subscription streamed states %v and %d artifacts", states, artifacts)
+				}
+			})
+		}
+	})
 }
