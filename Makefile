@@ -3,7 +3,7 @@
 #
 #   make test                 Redis up (standalone + 3-node cluster), go test -race, short fuzz pass
 #   make test PKG=./tasks     the same for some packages only (the fuzz pass still covers all)
-#   make sdk-deps             the MCP TypeScript SDK the mcp tests run (npm ci; make test does it)
+#   make sdk-deps             the MCP and A2A SDK clients the tests run (npm ci; make test does it)
 #   make bench BENCH=Apply    benchmarks against the test Redis, also saved to .tmp/bench.txt
 #   make run ARGS='-h'        the server, with the embedded store unless TASKHOOK_REDIS_URL is set;
 #                             its development secret is kept in .tmp/dev-secret
@@ -28,7 +28,7 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 TEST_ENV := scripts/test-env.sh
 # The official MCP TypeScript SDK's client that package mcp's tests run, with
 # the SDK pinned in its package.json and package-lock.json.
-SDK_CLIENT := mcp/testdata/sdkclient
+SDK_CLIENTS := mcp/testdata/sdkclient a2a/testdata/jsclient
 
 export GO FUZZTIME
 
@@ -49,15 +49,17 @@ test: sdk-deps ## start Redis, run every test with -race, then fuzz each target 
 test-go: ## go test -race on PKG (needs the environment of scripts/test-env.sh)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKG)
 
-# Installs when node_modules is missing or older than the lock file. Without npm
-# it only says so: the test that needs the SDK then skips (and fails under CI=true).
-sdk-deps: ## install the MCP TypeScript SDK the mcp tests run (npm ci in mcp/testdata/sdkclient)
-	@stamp=$(SDK_CLIENT)/node_modules/.package-lock.json; \
-	if [ -f "$$stamp" ] && [ ! $(SDK_CLIENT)/package-lock.json -nt "$$stamp" ]; then exit 0; fi; \
-	if ! command -v npm >/dev/null 2>&1; then \
-		echo "sdk-deps: npm not found: the TypeScript SDK client test will skip (and fail under CI=true)"; exit 0; \
-	fi; \
-	npm ci --prefix $(SDK_CLIENT) --no-audit --no-fund
+# Installs each client whose node_modules is missing or older than its lock file.
+# Without npm it only says so: the tests that need an SDK then skip (and fail under CI=true).
+sdk-deps: ## install the SDK clients the tests run (npm ci in mcp/testdata/sdkclient and a2a/testdata/jsclient)
+	@for dir in $(SDK_CLIENTS); do \
+		stamp=$$dir/node_modules/.package-lock.json; \
+		if [ -f "$$stamp" ] && [ ! $$dir/package-lock.json -nt "$$stamp" ]; then continue; fi; \
+		if ! command -v npm >/dev/null 2>&1; then \
+			echo "sdk-deps: npm not found: the SDK client tests will skip (and fail under CI=true)"; exit 0; \
+		fi; \
+		npm ci --prefix $$dir --no-audit --no-fund; \
+	done
 
 fuzz: ## run each fuzz target for FUZZTIME (needs the environment of scripts/test-env.sh)
 	scripts/fuzz.sh

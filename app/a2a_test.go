@@ -16,6 +16,7 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -38,10 +39,23 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // nobody: no token), made from the card the server publishes.
 func a2aClient(t *testing.T, srv *apptest.Server, binding a2a.TransportProtocol, who string) *a2aclient.Client {
 	t.Helper()
+	return a2aClientAt(t, srv.URL, binding, who, false)
+}
+
+// a2aClientAt is a2aClient of the server at base; with local, the card's
+// interfaces are taken to be at base (a server whose public URL is not
+// its address).
+func a2aClientAt(t *testing.T, base string, binding a2a.TransportProtocol, who string, local bool) *a2aclient.Client {
+	t.Helper()
 	ctx := context.Background()
-	card, err := agentcard.DefaultResolver.Resolve(ctx, srv.URL)
+	card, err := agentcard.DefaultResolver.Resolve(ctx, base)
 	if err != nil {
 		t.Fatalf("resolve the agent card: %v", err)
+	}
+	if local {
+		for _, iface := range card.SupportedInterfaces {
+			iface.URL = base + "/a2a"
+		}
 	}
 	token := ""
 	if who != "" {
@@ -486,4 +500,198 @@ func TestA2AStreamingMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A replica killed while it holds a subscription: the client subscribes
+// again on another replica and misses nothing. The resubscription's task
+// shows what happened while the client was away (the answer given, the
+// executor's progress), and its stream goes on with every later change.
+func TestA2AResubscribeAfterAKill(t *testing.T) {
+	for _, binding := range a2aBindings {
+		t.Run(string(binding), func(t *testing.T) {
+			ctx := context.Background()
+			sc := storetest.Standalone(t)
+			b := apptest.Start(t, sc, notifyConfig())
+			cmd, killedURL := apptest.StartProcess(t, sc, "TASKHOOK_ALLOW_PRIVATE_TARGETS=true")
+			pub := b.Client(t, "a2a-pub")
+			recv := receivertest.New(t, nil)
+			if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
+				t.Fatal(err)
+			}
+			onKilled, onB := a2aClientAt(t, killedURL, binding, "a2a-bob", true), a2aClient(t, b, binding, "a2a-bob")
+			task := sendTask(t, onKilled, callMessage("weather", "", map[string]any{"city": "Oslo"}))
+			if _, err := pub.RequireInput(ctx, string(task.ID), []client.InputRequest{unitQuestion}); err != nil {
+				t.Fatal(err)
+			}
+
+			held := make(chan a2a.Event, 16)
+			go func() {
+				defer close(held)
+				for ev, err := range onKilled.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+					if err != nil {
+						return // the replica died under it
+					}
+					held <- ev
+				}
+			}()
+			if first, ok := (<-held).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateInputRequired {
+				t.Fatalf("the held subscription's first event: %+v", first)
+			}
+			storetest.WaitFor(t, "the killed replica to hold the subscription", func() bool { return gauge(t, killedURL, "taskhook_waiters") == 1 })
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			for ev := range held {
+				t.Fatalf("the killed replica streamed %T after the question", ev)
+			}
+
+			// Meanwhile the question is answered and the executor goes on.
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Fahrenheit"))
+			msg.TaskID = task.ID
+			if answered := sendTask(t, onB, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}}); answered.Status.State != a2a.TaskStateWorking {
+				t.Fatalf("the answer on B: %+v", answered)
+			}
+			halfway := "halfway there"
+			if _, err := pub.Progress(ctx, string(task.ID), client.ProgressInput{StatusMessage: &halfway}); err != nil {
+				t.Fatal(err)
+			}
+
+			again := make(chan a2a.Event, 16)
+			againErr := make(chan error, 1)
+			go func() {
+				defer close(again)
+				for ev, err := range onB.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+					if err != nil {
+						againErr <- err
+						return
+					}
+					again <- ev
+				}
+			}()
+			first, ok := (<-again).(*a2a.Task)
+			if !ok || first.Status.State != a2a.TaskStateWorking || statusText(first.Status) != halfway {
+				t.Fatalf("the resubscription's task: %+v", first)
+			}
+			if _, err := pub.Message(ctx, string(task.ID), "almost done", nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pub.Complete(ctx, string(task.ID), map[string]any{"tempF": 37}); err != nil {
+				t.Fatal(err)
+			}
+			var said []string
+			var states []a2a.TaskState
+			artifacts := 0
+			for ev := range again {
+				switch ev := ev.(type) {
+				case *a2a.TaskStatusUpdateEvent:
+					states = append(states, ev.Status.State)
+					said = append(said, statusText(ev.Status))
+				case *a2a.TaskArtifactUpdateEvent:
+					if data, _ := ev.Artifact.Parts[0].Data().(map[string]any); data["tempF"] != 37.0 {
+						t.Fatalf("the result artifact: %+v", ev.Artifact.Parts[0])
+					}
+					artifacts++
+				default:
+					t.Fatalf("the resubscription sent %T", ev)
+				}
+			}
+			select {
+			case err := <-againErr:
+				t.Fatalf("the resubscription: %v", err)
+			default:
+			}
+			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || said[0] != "almost done" || artifacts != 1 {
+				t.Fatalf("the resubscription streamed states %v saying %q and %d artifacts", states, said, artifacts)
+			}
+			history := 10
+			got, err := onB.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: &history})
+			if err != nil || !slices.ContainsFunc(got.History, func(m *a2a.Message) bool {
+				return m.Role == a2a.MessageRoleUser && len(m.Parts) > 0 && m.Parts[0].Text() == "f"
+			}) {
+				t.Fatalf("the answer given while away is not in the history: %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+// A sign-in the executor asks for shows as AUTH_REQUIRED with the sign-in
+// link in the status message; once the person signs in at the provider
+// the task works again, the executor gets its token and the task runs to
+// the end, a subscription seeing each step.
+func TestA2ASignIn(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		e := startSigninWith(t, sc, "path", notifyConfig())
+		ctx := context.Background()
+		pub := e.srv.Client(t, "a2a-pub")
+		recv := receivertest.New(t, nil)
+		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "*")); err != nil {
+			t.Fatal(err)
+		}
+		for _, binding := range a2aBindings {
+			t.Run(string(binding), func(t *testing.T) {
+				// A caller of its own per binding: a sign-in is the caller's.
+				who := map[a2a.TransportProtocol]string{a2a.TransportProtocolHTTPJSON: "a2a-signin-rest", a2a.TransportProtocolJSONRPC: "a2a-signin-rpc"}[binding]
+				cl := a2aClient(t, e.srv, binding, who)
+				task := sendTask(t, cl, callMessage("weather", "", map[string]any{"city": "Oslo"}))
+				id := string(task.ID)
+				tok, pending, err := pub.Authorize(ctx, id, "devbox", nil)
+				if err != nil || tok != nil || pending == nil || pending.AuthorizationURL == "" {
+					t.Fatalf("the executor's sign-in question: %+v %+v %v", tok, pending, err)
+				}
+				got, err := cl.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+				if err != nil || got.Status.State != a2a.TaskStateAuthRequired || !strings.Contains(statusText(got.Status), pending.AuthorizationURL) {
+					t.Fatalf("the task waiting for a sign-in: %+v, %v", got, err)
+				}
+				listed, err := cl.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: task.ContextID, Status: a2a.TaskStateAuthRequired})
+				if err != nil || len(listed.Tasks) != 1 || listed.Tasks[0].Status.State != a2a.TaskStateAuthRequired {
+					t.Fatalf("the tasks waiting for a sign-in: %+v, %v", listed, err)
+				}
+
+				stream := make(chan a2a.Event, 16)
+				streamErr := make(chan error, 1)
+				go func() {
+					defer close(stream)
+					for ev, err := range cl.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+						if err != nil {
+							streamErr <- err
+							return
+						}
+						stream <- ev
+					}
+				}()
+				if first, ok := (<-stream).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateAuthRequired {
+					t.Fatalf("the subscription's first event: %+v", first)
+				}
+
+				if status, loc := e.visit(t, e.prov.Approve(t, pending.AuthorizationURL)); status != http.StatusSeeOther || !strings.Contains(loc, "outcome=authorized") {
+					t.Fatalf("the sign-in's callback: %d %q", status, loc)
+				}
+				tok, pending, err = pub.Authorize(ctx, id, "devbox", nil)
+				if err != nil || tok == nil || pending != nil || tok.AccessToken == "" {
+					t.Fatalf("the executor's token after the sign-in: %+v %+v %v", tok, pending, err)
+				}
+				if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
+					t.Fatal(err)
+				}
+				var states []a2a.TaskState
+				artifacts := 0
+				for ev := range stream {
+					switch ev := ev.(type) {
+					case *a2a.TaskStatusUpdateEvent:
+						states = append(states, ev.Status.State)
+					case *a2a.TaskArtifactUpdateEvent:
+						artifacts++
+					}
+				}
+				select {
+				case err := <-streamErr:
+					t.Fatalf("the subscription: %v", err)
+				default:
+				}
+				if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
+					t.Fatalf("the subscription streamed states %v and %d artifacts", states, artifacts)
+				}
+			})
+		}
+	})
 }
