@@ -35,6 +35,7 @@ type (
 	//	Status     string       // active or dead
 	//	DeadReason string
 	//	Secret     string
+	//	Format     string       // "" for the event as is; "a2a" for an A2A push config's
 	Endpoint = wire.Endpoint
 	// DeadLetter is a notification the service gave up on. Its fields:
 	//
