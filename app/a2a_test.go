@@ -150,18 +150,7 @@ func TestA2AConversation(t *testing.T) {
 					t.Fatalf("the waiting task: %+v, %v", got, err)
 				}
 
-				stream := make(chan a2a.Event, 16)
-				streamErr := make(chan error, 1)
-				go func() {
-					defer close(stream)
-					for ev, err := range cl.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
-						if err != nil {
-							streamErr <- err
-							return
-						}
-						stream <- ev
-					}
-				}()
+				stream, streamErr := subscribe(ctx, cl, task.ID)
 				if first, ok := (<-stream).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateInputRequired {
 					t.Fatalf("the subscription's first event: %+v", first)
 				}
@@ -392,17 +381,7 @@ func TestA2AAcrossReplicas(t *testing.T) {
 			if _, err := pub.RequireInput(ctx, string(task.ID), []client.InputRequest{unitQuestion}); err != nil {
 				t.Fatal(err)
 			}
-			stream := make(chan a2a.Event, 16)
-			go func() {
-				defer close(stream)
-				for ev, err := range onB.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
-					if err != nil {
-						t.Errorf("the subscription on B: %v", err)
-						return
-					}
-					stream <- ev
-				}
-			}()
+			stream, streamErr := subscribe(ctx, onB, task.ID)
 			if first, ok := (<-stream).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateInputRequired {
 				t.Fatalf("B's first event: %+v", first)
 			}
@@ -424,6 +403,11 @@ func TestA2AAcrossReplicas(t *testing.T) {
 				case *a2a.TaskArtifactUpdateEvent:
 					artifacts++
 				}
+			}
+			select {
+			case err := <-streamErr:
+				t.Fatalf("the subscription on B: %v", err)
+			default:
 			}
 			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
 				t.Fatalf("B streamed states %v and %d artifacts", states, artifacts)
@@ -524,16 +508,7 @@ func TestA2AResubscribeAfterAKill(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			held := make(chan a2a.Event, 16)
-			go func() {
-				defer close(held)
-				for ev, err := range onKilled.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
-					if err != nil {
-						return // the replica died under it
-					}
-					held <- ev
-				}
-			}()
+			held, _ := subscribe(ctx, onKilled, task.ID) // its error is the replica dying under it
 			if first, ok := (<-held).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateInputRequired {
 				t.Fatalf("the held subscription's first event: %+v", first)
 			}
@@ -556,18 +531,7 @@ func TestA2AResubscribeAfterAKill(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			again := make(chan a2a.Event, 16)
-			againErr := make(chan error, 1)
-			go func() {
-				defer close(again)
-				for ev, err := range onB.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
-					if err != nil {
-						againErr <- err
-						return
-					}
-					again <- ev
-				}
-			}()
+			again, againErr := subscribe(ctx, onB, task.ID)
 			first, ok := (<-again).(*a2a.Task)
 			if !ok || first.Status.State != a2a.TaskStateWorking || statusText(first.Status) != halfway {
 				t.Fatalf("the resubscription's task: %+v", first)
@@ -647,18 +611,7 @@ func TestA2ASignIn(t *testing.T) {
 					t.Fatalf("the tasks waiting for a sign-in: %+v, %v", listed, err)
 				}
 
-				stream := make(chan a2a.Event, 16)
-				streamErr := make(chan error, 1)
-				go func() {
-					defer close(stream)
-					for ev, err := range cl.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
-						if err != nil {
-							streamErr <- err
-							return
-						}
-						stream <- ev
-					}
-				}()
+				stream, streamErr := subscribe(ctx, cl, task.ID)
 				if first, ok := (<-stream).(*a2a.Task); !ok || first.Status.State != a2a.TaskStateAuthRequired {
 					t.Fatalf("the subscription's first event: %+v", first)
 				}
@@ -694,4 +647,21 @@ func TestA2ASignIn(t *testing.T) {
 			})
 		}
 	})
+}
+
+// subscribe follows task id with SubscribeToTask in the background: its
+// events, until the stream ends, and the error that ended it, if one did.
+func subscribe(ctx context.Context, cl *a2aclient.Client, id a2a.TaskID) (<-chan a2a.Event, <-chan error) {
+	events, errs := make(chan a2a.Event, 16), make(chan error, 1)
+	go func() {
+		defer close(events)
+		for ev, err := range cl.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}) {
+			if err != nil {
+				errs <- err
+				return
+			}
+			events <- ev
+		}
+	}()
+	return events, errs
 }
