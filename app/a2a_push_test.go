@@ -50,14 +50,7 @@ func TestA2APushConfigsDeliverStatusUpdates(t *testing.T) {
 			t.Run(string(binding), func(t *testing.T) {
 				rest := srv.Client(t, "push-owner")
 				cl := a2aClient(t, srv, binding, "push-owner")
-				ses, err := rest.CreateSession(ctx, client.CreateSessionInput{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				task, err := rest.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, task := apptest.SessionWithTask(t, ctx, rest, client.CreateTaskInput{})
 				recv := receivertest.New(t, nil)
 				const token = "push-token-1"
 				created, err := cl.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: a2a.TaskID(task.TaskID), URL: recv.URL, Token: token})
@@ -100,7 +93,7 @@ func TestA2APushConfigsDeliverStatusUpdates(t *testing.T) {
 						t.Fatalf("a delivery is no StreamResponse: %v %s", err, d.Body)
 					}
 					up, ok := sr.Event.(*a2a.TaskStatusUpdateEvent)
-					if !ok || string(up.TaskID) != task.TaskID || up.ContextID != ses.SessionID {
+					if !ok || string(up.TaskID) != task.TaskID || up.ContextID != task.SessionID {
 						t.Fatalf("a delivery is no status update of the task: %s", d.Body)
 					}
 					states[up.Status.State] = true
@@ -133,14 +126,7 @@ func TestA2APushConfigGoneIsDead(t *testing.T) {
 		ctx := context.Background()
 		rest := srv.Client(t, "push-gone")
 		cl := a2aClient(t, srv, a2a.TransportProtocolJSONRPC, "push-gone")
-		ses, err := rest.CreateSession(ctx, client.CreateSessionInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		task, err := rest.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, task := apptest.SessionWithTask(t, ctx, rest, client.CreateTaskInput{})
 		recv := receivertest.New(t, receivertest.Status(http.StatusGone))
 		created, err := cl.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: a2a.TaskID(task.TaskID), URL: recv.URL, Token: "t"})
 		if err != nil {
@@ -173,14 +159,7 @@ func TestA2APushConfigOnAPrivateAddressIsRefused(t *testing.T) {
 	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
 	ctx := context.Background()
 	rest := srv.Client(t, "push-guarded")
-	ses, err := rest.CreateSession(ctx, client.CreateSessionInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := rest.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, task := apptest.SessionWithTask(t, ctx, rest, client.CreateTaskInput{})
 	for _, binding := range a2aBindings {
 		cl := a2aClient(t, srv, binding, "push-guarded")
 		for _, target := range []string{"http://127.0.0.1:9/", "http://10.0.0.1/", "http://169.254.169.254/"} {
