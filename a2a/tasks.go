@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -110,24 +111,17 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (_
 	if err != nil {
 		return nil, err
 	}
-	// Cancel of an ended task is a read to the service; to A2A it is an
-	// error, so the task is read first.
-	t, _, err := h.tasks.Get(ctx, p, string(req.ID))
+	reply, err := h.tasks.Run(ctx, p, string(req.ID), tasks.Command{Kind: tasks.CmdCancel, Reason: "cancelled through A2A", LiveOnly: true}, idem.Key{})
+	var state *tasks.StateError
+	if errors.As(err, &state) && errors.Is(state.Err, tasks.ErrTerminal) {
+		return nil, notCancelable(state.Task)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if t.Status.Terminal() {
-		return nil, notCancelable(t)
-	}
-	reply, err := h.tasks.Run(ctx, p, string(req.ID), tasks.Command{Kind: tasks.CmdCancel, Reason: "cancelled through A2A"}, idem.Key{})
+	t, err := decode(reply.JSON)
 	if err != nil {
 		return nil, err
-	}
-	if t, err = decode(reply.JSON); err != nil {
-		return nil, err
-	}
-	if t.Status != tasks.Cancelled {
-		return nil, notCancelable(t) // it ended otherwise in between
 	}
 	return shape(t, nil), nil
 }

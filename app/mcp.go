@@ -131,24 +131,20 @@ func (b mcpBackend) Tasks(ctx context.Context, p authz.Principal, cursor string)
 }
 
 func (b mcpBackend) Cancel(ctx context.Context, p authz.Principal, id string) (mcp.Task, error) {
-	// A cancel of an ended task is a read to the task service; the face
-	// tells it apart, so the task is read first (from the replica's
-	// snapshot when it has one).
-	t, raw, err := b.tasks.Get(ctx, p, id)
-	if err == nil && !t.Status.Terminal() {
-		var reply idem.Reply
-		if reply, err = b.tasks.Run(ctx, p, id, tasks.Command{Kind: tasks.CmdCancel}, idem.Key{}); err == nil {
-			raw = reply.JSON
+	reply, err := b.tasks.Run(ctx, p, id, tasks.Command{Kind: tasks.CmdCancel, LiveOnly: true}, idem.Key{})
+	var state *tasks.StateError
+	if errors.As(err, &state) && errors.Is(state.Err, tasks.ErrTerminal) {
+		raw, merr := json.Marshal(state.Task)
+		if merr != nil {
+			return mcp.Task{}, merr
 		}
+		t, werr := wireTask(raw)
+		return t, errors.Join(mcp.ErrEnded, werr)
 	}
 	if err != nil {
 		return mcp.Task{}, mcpError(err)
 	}
-	task, err := wireTask(raw)
-	if err == nil && (t.Status.Terminal() || task.Status != wire.StatusCancelled) {
-		err = mcp.ErrEnded // it had ended, or it ended another way meanwhile
-	}
-	return task, err
+	return wireTask(reply.JSON)
 }
 
 func (b mcpBackend) Answer(ctx context.Context, p authz.Principal, id string, answers []wire.Answer) (mcp.Task, error) {

@@ -56,6 +56,7 @@ type Command struct {
 	Result        json.RawMessage // complete
 	Error         *TaskError      // fail
 	Reason        string          // cancel
+	LiveOnly      bool            // cancel: a task that has ended is refused (ErrTerminal), not read
 	Authorization *InputRequest   // require_authorization: the request, with its id, connection and expiresAt
 	AskedAt       time.Time       // require_authorization: the clock pending attempts are judged by (zero: now)
 	RequestID     string          // resolve_authorization
@@ -93,7 +94,7 @@ func Apply(task Task, cmd Command, now time.Time) (Change, error) {
 		return release(task, now)
 	}
 	if task.Status.Terminal() {
-		if cmd.Kind == CmdCancel {
+		if cmd.Kind == CmdCancel && !cmd.LiveOnly {
 			return Change{Task: task}, nil // cancelling a finished task is a read
 		}
 		return Change{}, fmt.Errorf("%w: task %s is %s", ErrTerminal, task.TaskID, task.Status)

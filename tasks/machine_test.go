@@ -951,3 +951,22 @@ func TestApplyRecordsWhoAnswered(t *testing.T) {
 		}
 	}
 }
+
+// A cancel of an ended task is a read; a live-only cancel (the faces whose
+// protocols refuse it) is ErrTerminal, and a live task is cancelled either
+// way.
+func TestLiveOnlyCancelRefusesAnEndedTask(t *testing.T) {
+	for _, status := range []tasks.Status{tasks.Completed, tasks.Failed, tasks.Cancelled} {
+		got, err := tasks.Apply(taskIn(status), tasks.Command{Kind: tasks.CmdCancel}, now)
+		if err != nil || got.Changed {
+			t.Fatalf("cancel of a %s task: %+v %v, want a read", status, got, err)
+		}
+		if _, err := tasks.Apply(taskIn(status), tasks.Command{Kind: tasks.CmdCancel, LiveOnly: true}, now); !errors.Is(err, tasks.ErrTerminal) {
+			t.Fatalf("live-only cancel of a %s task: %v, want ErrTerminal", status, err)
+		}
+	}
+	got, err := tasks.Apply(workingTask(), tasks.Command{Kind: tasks.CmdCancel, LiveOnly: true}, now)
+	if err != nil || got.Task.Status != tasks.Cancelled {
+		t.Fatalf("live-only cancel of a working task: %+v %v", got.Task, err)
+	}
+}
