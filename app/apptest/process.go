@@ -3,11 +3,13 @@ package apptest
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +21,9 @@ import (
 // kills it as it likes.
 func StartProcess(t testing.TB, sc store.Config, env ...string) (*exec.Cmd, string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "taskhook")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/taskhook/taskhook/cmd/server")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the server: %v\n%s", err, out)
+	bin, err := serverBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
@@ -60,4 +61,34 @@ func StartProcess(t testing.TB, sc store.Config, env ...string) (*exec.Cmd, stri
 		t.Fatal("the server process did not start listening")
 	}
 	return nil, ""
+}
+
+var server struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// serverBinary builds the server once per test binary, beside the test
+// binary itself (go test removes that folder when the run ends), so the
+// tests of a package pay for one link however many processes they start.
+func serverBinary() (string, error) {
+	server.once.Do(func() {
+		dir := ""
+		if exe, err := os.Executable(); err == nil {
+			dir = filepath.Dir(exe)
+		}
+		f, err := os.CreateTemp(dir, "taskhook-server-")
+		if err != nil {
+			server.err = fmt.Errorf("a file for the server binary: %w", err)
+			return
+		}
+		_ = f.Close()
+		server.path = f.Name()
+		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", server.path, "github.com/taskhook/taskhook/cmd/server")
+		if out, err := build.CombinedOutput(); err != nil {
+			server.err = fmt.Errorf("build the server: %w\n%s", err, out)
+		}
+	})
+	return server.path, server.err
 }
