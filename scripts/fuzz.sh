@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh            every func FuzzXxx(...) in the module's *_test.go files
 #
 # Settings (environment):
-#   FUZZTIME   how much each target runs: a count such as 3000x (the default:
+#   FUZZTIME   how much each target runs: a count such as 1000x (the default:
 #              the same work on any machine) or a duration such as 10s
 #   GO         the go command (go)
 #
@@ -17,7 +17,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
 
-FUZZTIME=${FUZZTIME:-3000x}
+FUZZTIME=${FUZZTIME:-1000x}
 GO=${GO:-go}
 
 log() { printf 'fuzz: %s\n' "$*" >&2; }
