@@ -46,24 +46,9 @@ func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 // SendStreamingMessage starts a task or answers one, then streams it as
 // SubscribeToTask does until it ends or needs input.
 func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		var err error
-		defer h.done(ctx, "SendStreamingMessage", &err)
-		p, err := principal(ctx)
-		if err != nil {
-			yield(nil, h.protocolError(ctx, err))
-			return
-		}
-		t, err := h.send(ctx, p, req)
-		if err != nil {
-			yield(nil, h.protocolError(ctx, err))
-			return
-		}
-		if !yield(shape(t, nil), nil) || t.Status.Terminal() {
-			return
-		}
-		err = h.follow(ctx, p, t, true, yield)
-	}
+	return h.stream(ctx, "SendStreamingMessage", true, func(p authz.Principal) (tasks.Task, error) {
+		return h.send(ctx, p, req)
+	})
 }
 
 // send is what a message does: without a task id it calls a tool, with one
@@ -146,9 +131,11 @@ func (h *handler) skillOf(ctx context.Context, p authz.Principal, metas ...map[s
 	return t.Name, nil
 }
 
-// arguments are a tool call's arguments from a message's parts: the first
-// data part, or else the text parts joined as {"text": ...}.
-func arguments(parts a2a.ContentParts) (json.RawMessage, error) {
+// content reads a message's parts: its first data part as JSON (nil when
+// it has none) and its text parts, in order. The error is a first data part
+// that does not encode.
+func content(parts a2a.ContentParts) (json.RawMessage, []string, error) {
+	var data json.RawMessage
 	var texts []string
 	for _, part := range parts {
 		if part == nil {
@@ -156,14 +143,30 @@ func arguments(parts a2a.ContentParts) (json.RawMessage, error) {
 		}
 		switch c := part.Content.(type) {
 		case a2a.Data:
+			if data != nil {
+				continue
+			}
 			raw, err := json.Marshal(c.Value)
 			if err != nil {
-				return nil, a2a.NewError(a2a.ErrInvalidParams, "message.parts: a data part that is not JSON")
+				return nil, nil, err
 			}
-			return raw, nil
+			data = raw
 		case a2a.Text:
 			texts = append(texts, string(c))
 		}
+	}
+	return data, texts, nil
+}
+
+// arguments are a tool call's arguments from a message's parts: the first
+// data part, or else the text parts joined as {"text": ...}.
+func arguments(parts a2a.ContentParts) (json.RawMessage, error) {
+	data, texts, err := content(parts)
+	if err != nil {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "message.parts: a data part that is not JSON")
+	}
+	if data != nil {
+		return data, nil
 	}
 	if len(texts) == 0 {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "message.parts: a data part (the arguments) or a text part is required")
@@ -206,27 +209,12 @@ func answerOf(t tasks.Task, parts a2a.ContentParts) (tasks.Answer, error) {
 		Text      string `json:"text"`
 		Action    string `json:"action"`
 	}
-	found := false
-	var texts []string
-	for _, part := range parts {
-		if part == nil {
-			continue
-		}
-		switch c := part.Content.(type) {
-		case a2a.Data:
-			if found {
-				continue
-			}
-			raw, err := json.Marshal(c.Value)
-			if err != nil || json.Unmarshal(raw, &given) != nil {
-				return tasks.Answer{}, a2a.NewError(a2a.ErrInvalidParams,
-					"message.parts: a data part answers as {requestId?, optionId?, text?, action?}")
-			}
-			found = true
-		case a2a.Text:
-			texts = append(texts, string(c))
-		}
+	data, texts, err := content(parts)
+	if err != nil || data != nil && json.Unmarshal(data, &given) != nil {
+		return tasks.Answer{}, a2a.NewError(a2a.ErrInvalidParams,
+			"message.parts: a data part answers as {requestId?, optionId?, text?, action?}")
 	}
+	found := data != nil
 	req, ok := openRequest(t, given.RequestID)
 	if !ok {
 		if given.RequestID != "" {

@@ -37,15 +37,25 @@ type logEvent struct {
 // for each change of state and each message, and the result as an artifact
 // update before the last status; it ends after the task has ended.
 func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return h.stream(ctx, "SubscribeToTask", false, func(p authz.Principal) (tasks.Task, error) {
+		t, _, err := h.tasks.Get(ctx, p, string(req.ID))
+		return t, err
+	})
+}
+
+// stream is a streaming method: the task start gives the caller, then its
+// changes as follow yields them. method names it for done.
+func (h *handler) stream(ctx context.Context, method string, untilInput bool,
+	start func(authz.Principal) (tasks.Task, error)) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		var err error
-		defer h.done(ctx, "SubscribeToTask", &err)
+		defer h.done(ctx, method, &err)
 		p, err := principal(ctx)
 		if err != nil {
 			yield(nil, h.protocolError(ctx, err))
 			return
 		}
-		t, _, err := h.tasks.Get(ctx, p, string(req.ID))
+		t, err := start(p)
 		if err != nil {
 			yield(nil, h.protocolError(ctx, err))
 			return
@@ -53,7 +63,7 @@ func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskR
 		if !yield(shape(t, nil), nil) || t.Status.Terminal() {
 			return
 		}
-		err = h.follow(ctx, p, t, false, yield)
+		err = h.follow(ctx, p, t, untilInput, yield)
 	}
 }
 

@@ -16,12 +16,19 @@ func vaultKey(t *testing.T) string {
 	return base64.StdEncoding.EncodeToString(k)
 }
 
-func TestVaultRoundTrip(t *testing.T) {
-	t.Parallel()
-	v, err := ParseVaultKeys("k1:" + vaultKey(t))
+// parseVault is the vault of spec, which must parse.
+func parseVault(t *testing.T, spec string) *Vault {
+	t.Helper()
+	v, err := ParseVaultKeys(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return v
+}
+
+func TestVaultRoundTrip(t *testing.T) {
+	t.Parallel()
+	v := parseVault(t, "k1:"+vaultKey(t))
 	sealed := v.Seal([]byte("gho_secret"), "alice", "github")
 	if strings.Contains(sealed, "gho_secret") || !strings.HasPrefix(sealed, "k1.") {
 		t.Fatalf("sealed = %q", sealed)
@@ -38,23 +45,17 @@ func TestVaultRoundTrip(t *testing.T) {
 func TestVaultRotatedKeyOpensOldEntries(t *testing.T) {
 	t.Parallel()
 	oldKey, newKey := vaultKey(t), vaultKey(t)
-	before, err := ParseVaultKeys("old:" + oldKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := parseVault(t, "old:"+oldKey)
 	sealed := before.Seal([]byte("refresh"), "alice", "google")
 
-	after, err := ParseVaultKeys("new:" + newKey + ", old:" + oldKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := parseVault(t, "new:"+newKey+", old:"+oldKey)
 	if got, err := after.Open(sealed, "alice", "google"); err != nil || string(got) != "refresh" {
 		t.Fatalf("the rotated vault does not open an old entry: %q, %v", got, err)
 	}
 	if resealed := after.Seal([]byte("refresh"), "alice", "google"); !strings.HasPrefix(resealed, "new.") {
 		t.Fatalf("the first key does not seal: %q", resealed)
 	}
-	dropped, _ := ParseVaultKeys("new:" + newKey)
+	dropped := parseVault(t, "new:"+newKey)
 	if _, err := dropped.Open(sealed, "alice", "google"); !errors.Is(err, ErrSealed) {
 		t.Fatalf("a dropped key still opens: %v", err)
 	}
@@ -62,7 +63,7 @@ func TestVaultRotatedKeyOpensOldEntries(t *testing.T) {
 
 func TestVaultRefusesMovedOrChangedValues(t *testing.T) {
 	t.Parallel()
-	v, _ := ParseVaultKeys("k:" + vaultKey(t))
+	v := parseVault(t, "k:"+vaultKey(t))
 	alice := v.Seal([]byte("alice-token"), "alice", "github")
 	bob := v.Seal([]byte("bob-token"), "bob", "github")
 	cases := map[string]struct {
@@ -128,14 +129,8 @@ func TestRandomVaultSealsAndOpens(t *testing.T) {
 func TestVaultOpenKept(t *testing.T) {
 	t.Parallel()
 	k1, k2 := vaultKey(t), vaultKey(t)
-	old, err := ParseVaultKeys("k1:" + k1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := ParseVaultKeys("k2:" + k2 + ",k1:" + k1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := parseVault(t, "k1:"+k1)
+	v := parseVault(t, "k2:"+k2+",k1:"+k1)
 	cases := []struct {
 		name          string
 		sealed, clear string

@@ -23,25 +23,17 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // Black-box tests of the hook calls and of Hook(id).Events, against real
 // servers on the standalone Redis.
-
-// startHookServer runs one replica on the store.
-func startHookServer(t *testing.T, sc store.Config) *apptest.Server {
-	t.Helper()
-	return apptest.Start(t, sc, withTestDefaults(app.Config{}))
-}
 
 // hookOnStandalone starts a server on a standalone store and makes a hook
 // on a task of alice's: it returns the env, a test context, an outside
 // system, and the hook with its callback URL on the server.
 func hookOnStandalone(t *testing.T) (e *env, ctx context.Context, out *client.Client, h *client.CreatedHook, cb string) {
 	t.Helper()
-	e = newEnv(t, startHookServer(t, storetest.Standalone(t)))
+	e = newEnv(t, apptest.Standalone(t, withTestDefaults(app.Config{})))
 	ctx, out = testContext(t), outsider(t)
 	_, h = newHook(t, ctx, e.alice)
 	return e, ctx, out, h, callbackOn(t, e.url, h.URL)
@@ -164,7 +156,7 @@ func hmacHex(secret, body string) string {
 // TestHookRoutes drives every hook route through its typed call.
 func TestHookRoutes(t *testing.T) {
 	t.Parallel()
-	srv := startHookServer(t, storetest.Standalone(t))
+	srv := apptest.Standalone(t, withTestDefaults(app.Config{}))
 	ctx := testContext(t)
 	e := newEnv(t, srv)
 	c, out := e.alice, outsider(t)
@@ -569,8 +561,8 @@ func (s *switchboard) route(serverURL string) {
 // lost and nothing delivered twice.
 func TestHookEventsResumesOnAnotherReplica(t *testing.T) {
 	t.Parallel()
-	sc := storetest.Standalone(t)
-	a, b := startHookServer(t, sc), startHookServer(t, sc)
+	replicas := apptest.Replicas(t, 2, withTestDefaults(app.Config{}))
+	a, b := replicas[0], replicas[1]
 	ctx := testContext(t)
 	out := outsider(t)
 
@@ -629,7 +621,7 @@ func TestHookEventsResumesOnAnotherReplica(t *testing.T) {
 // loop with that error, yielded once.
 func TestHookEventsEndsOnPermanentErrors(t *testing.T) {
 	t.Parallel()
-	srv := startHookServer(t, storetest.Standalone(t))
+	srv := apptest.Standalone(t, withTestDefaults(app.Config{}))
 	e := newEnv(t, srv)
 	out := outsider(t)
 	opts := client.HookEventsOptions{Consumer: "w", Wait: 200 * time.Millisecond, MinBackoff: 10 * time.Millisecond}

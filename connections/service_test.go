@@ -110,14 +110,31 @@ func (e *env) ask(t *testing.T, taskID, conn string) (*wire.ConnectionToken, *wi
 	return tok, pending
 }
 
-// asking is an env with a task whose ask for devbox waits for alice to
-// sign in.
-func asking(t *testing.T, sc store.Config, callback string) (*env, string, *wire.AuthorizationPending) {
+// each runs fn, in parallel with other tests, on a fresh env over every
+// store backend.
+func each(t *testing.T, callback string, fn func(t *testing.T, e *env)) {
 	t.Helper()
-	e := newEnv(t, sc, callback)
+	t.Parallel()
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) { fn(t, newEnv(t, sc, callback)) })
+}
+
+// eachReturn runs fn as each does, in a subtest for either return form.
+func eachReturn(t *testing.T, fn func(t *testing.T, e *env, mode string)) {
+	t.Helper()
+	t.Parallel()
+	for _, mode := range []string{connections.ReturnInPath, connections.ReturnInState} {
+		t.Run(mode, func(t *testing.T) {
+			each(t, mode, func(t *testing.T, e *env) { fn(t, e, mode) })
+		})
+	}
+}
+
+// asking starts a task whose ask for devbox waits for alice to sign in.
+func (e *env) asking(t *testing.T) (string, *wire.AuthorizationPending) {
+	t.Helper()
 	id := e.task(t)
 	_, pending := e.ask(t, id, "devbox")
-	return e, id, pending
+	return id, pending
 }
 
 func (e *env) get(t *testing.T, taskID string) tasks.Task {
@@ -143,6 +160,24 @@ func (e *env) land(t *testing.T, conn, redirect string) (*connections.Landing, u
 	return l, u.Query(), err
 }
 
+// landed is land for a redirect that must find its attempt.
+func (e *env) landed(t *testing.T, conn, redirect string) (*connections.Landing, url.Values) {
+	t.Helper()
+	l, params, err := e.land(t, conn, redirect)
+	if err != nil {
+		t.Fatalf("Land: %v", err)
+	}
+	return l, params
+}
+
+// wantExchanges fails the test unless the provider exchanged want codes.
+func (e *env) wantExchanges(t *testing.T, want int) {
+	t.Helper()
+	if n, _ := e.counts(); n != want {
+		t.Fatalf("code exchanges: %d, want %d", n, want)
+	}
+}
+
 // signIn asks for a connection's token on a task that has none, approves
 // at the provider and completes the return: alice holds a token after it.
 func (e *env) signIn(t *testing.T, taskID, conn string) {
@@ -165,9 +200,7 @@ func (e *env) signIn(t *testing.T, taskID, conn string) {
 // provider and back to the connection's callback; once she has, Ask hands
 // out the token the provider issued.
 func TestAskWithoutTokenRequiresAuthorization(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.ReturnInPath)
+	each(t, connections.ReturnInPath, func(t *testing.T, e *env) {
 		id := e.task(t)
 		tok, pending := e.ask(t, id, "devbox")
 		if tok != nil || pending.Status != "authorization_required" || pending.RequestID == "" || pending.Connection != "devbox" {
@@ -196,10 +229,7 @@ func TestAskWithoutTokenRequiresAuthorization(t *testing.T) {
 			t.Fatalf("a second ask while pending: %+v, want request %s", again, pending.RequestID)
 		}
 
-		l, params, err := e.land(t, "devbox", e.prov.Approve(t, pending.AuthorizationURL))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, params := e.landed(t, "devbox", e.prov.Approve(t, pending.AuthorizationURL))
 		if _, err := e.svc.Complete(ctxFor(t), l, params); err != nil {
 			t.Fatal(err)
 		}
@@ -208,18 +238,14 @@ func TestAskWithoutTokenRequiresAuthorization(t *testing.T) {
 			tok.ExpiresAt == nil || strings.Join(tok.Scopes, " ") != "repo read" {
 			t.Fatalf("ask after the sign-in: %+v", tok)
 		}
-		if n, _ := e.counts(); n != 1 {
-			t.Fatalf("code exchanges: %d, want 1", n)
-		}
+		e.wantExchanges(t, 1)
 	})
 }
 
 // A kept token that ran out is refreshed through the provider on Ask: a
 // new access token, kept in place of the old one.
 func TestAskRefreshesAnExpiredToken(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.ReturnInPath)
+	each(t, connections.ReturnInPath, func(t *testing.T, e *env) {
 		id := e.task(t)
 		e.signIn(t, id, "devbox")
 		first, _ := e.ask(t, id, "devbox")
@@ -248,9 +274,7 @@ func TestAskRefreshesAnExpiredToken(t *testing.T) {
 // A token that ran out and cannot be refreshed (the provider fails) is no
 // token: Ask asks for a sign-in again.
 func TestAskSignsInAgainWhenRefreshFails(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.ReturnInPath)
+	each(t, connections.ReturnInPath, func(t *testing.T, e *env) {
 		id := e.task(t)
 		e.signIn(t, id, "devbox")
 		e.clock.Advance(2 * time.Hour)
@@ -264,53 +288,40 @@ func TestAskSignsInAgainWhenRefreshFails(t *testing.T) {
 // The provider's return finds its attempt in either form, the path's token
 // or the state alone; Complete keeps the token and closes the request.
 func TestSigninReturn(t *testing.T) {
-	t.Parallel()
-	for _, mode := range []string{connections.ReturnInPath, connections.ReturnInState} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-				e, id, pending := asking(t, sc, mode)
-				redirect := e.prov.Approve(t, pending.AuthorizationURL)
-				u, _ := url.Parse(redirect)
-				wantPath := "/v1/connections/devbox/callback"
-				if mode == connections.ReturnInPath {
-					wantPath += "/" + u.Query().Get("state")
-				}
-				if u.Path != wantPath {
-					t.Fatalf("redirect path %q, want %q", u.Path, wantPath)
-				}
-				l, params, err := e.land(t, "devbox", redirect)
-				if err != nil {
-					t.Fatalf("Land: %v", err)
-				}
-				outcome, err := e.svc.Complete(ctxFor(t), l, params)
-				if err != nil || outcome != tasks.OutcomeAuthorized {
-					t.Fatalf("Complete = %q, %v", outcome, err)
-				}
-				if task := e.get(t, id); task.Status != tasks.Working || len(task.InputRequests) != 0 {
-					t.Fatalf("the task after the sign-in: %s, requests %+v", task.Status, task.InputRequests)
-				}
-				if tok, _ := e.ask(t, id, "devbox"); tok == nil {
-					t.Fatal("no token kept")
-				}
-				// Used: the same return again finds nothing.
-				if _, _, err := e.land(t, "devbox", redirect); !errors.Is(err, problem.ErrNotFound) {
-					t.Fatalf("a used attempt: %v, want not found", err)
-				}
-			})
-		})
-	}
+	eachReturn(t, func(t *testing.T, e *env, mode string) {
+		id, pending := e.asking(t)
+		redirect := e.prov.Approve(t, pending.AuthorizationURL)
+		u, _ := url.Parse(redirect)
+		wantPath := "/v1/connections/devbox/callback"
+		if mode == connections.ReturnInPath {
+			wantPath += "/" + u.Query().Get("state")
+		}
+		if u.Path != wantPath {
+			t.Fatalf("redirect path %q, want %q", u.Path, wantPath)
+		}
+		l, params := e.landed(t, "devbox", redirect)
+		outcome, err := e.svc.Complete(ctxFor(t), l, params)
+		if err != nil || outcome != tasks.OutcomeAuthorized {
+			t.Fatalf("Complete = %q, %v", outcome, err)
+		}
+		if task := e.get(t, id); task.Status != tasks.Working || len(task.InputRequests) != 0 {
+			t.Fatalf("the task after the sign-in: %s, requests %+v", task.Status, task.InputRequests)
+		}
+		if tok, _ := e.ask(t, id, "devbox"); tok == nil {
+			t.Fatal("no token kept")
+		}
+		// Used: the same return again finds nothing.
+		if _, _, err := e.land(t, "devbox", redirect); !errors.Is(err, problem.ErrNotFound) {
+			t.Fatalf("a used attempt: %v, want not found", err)
+		}
+	})
 }
 
 // In the path form the state must be the path's token.
 func TestSigninReturnPathStateMustMatch(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, id, pending := asking(t, sc, connections.ReturnInPath)
-		l, params, err := e.land(t, "devbox", e.prov.Approve(t, pending.AuthorizationURL))
-		if err != nil {
-			t.Fatal(err)
-		}
+	each(t, connections.ReturnInPath, func(t *testing.T, e *env) {
+		id, pending := e.asking(t)
+		l, params := e.landed(t, "devbox", e.prov.Approve(t, pending.AuthorizationURL))
 		params.Set("state", params.Get("state")+"x")
 		if _, err := e.svc.Complete(ctxFor(t), l, params); !errors.Is(err, problem.ErrNotFound) {
 			t.Fatalf("Complete with another state: %v, want not found", err)
@@ -324,57 +335,41 @@ func TestSigninReturnPathStateMustMatch(t *testing.T) {
 // Two returns landed on one attempt: the first to complete uses it, the
 // second is refused.
 func TestSigninAttemptServesOnce(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, _, pending := asking(t, sc, connections.ReturnInState)
+	each(t, connections.ReturnInState, func(t *testing.T, e *env) {
+		_, pending := e.asking(t)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
-		l1, params, err := e.land(t, "devbox", redirect)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l2, _, err := e.land(t, "devbox", redirect)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l1, params := e.landed(t, "devbox", redirect)
+		l2, _ := e.landed(t, "devbox", redirect)
 		if _, err := e.svc.Complete(ctxFor(t), l1, params); err != nil {
 			t.Fatal(err)
 		}
 		if outcome, err := e.svc.Complete(ctxFor(t), l2, params); !errors.Is(err, problem.ErrNotFound) {
 			t.Fatalf("the second Complete = %q, %v; want not found", outcome, err)
 		}
-		if n, _ := e.counts(); n != 1 {
-			t.Fatalf("code exchanges: %d, want 1", n)
-		}
+		e.wantExchanges(t, 1)
 	})
 }
 
 // A return after the attempt ran out is refused as closed, and nothing is
 // exchanged.
 func TestSigninAttemptExpires(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, _, pending := asking(t, sc, connections.ReturnInPath)
+	each(t, connections.ReturnInPath, func(t *testing.T, e *env) {
+		_, pending := e.asking(t)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
 		e.clock.Advance(15*time.Minute + time.Second) // the default SigninTTL
 		if _, _, err := e.land(t, "devbox", redirect); !errors.Is(err, connections.ErrSigninClosed) {
 			t.Fatalf("Land after the attempt ran out: %v, want ErrSigninClosed", err)
 		}
-		if n, _ := e.counts(); n != 0 {
-			t.Fatalf("code exchanges: %d, want 0", n)
-		}
+		e.wantExchanges(t, 0)
 	})
 }
 
 // The person declining at the provider ends the request as declined; no
 // token is kept.
 func TestSigninDeclined(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, id, pending := asking(t, sc, connections.ReturnInPath)
-		l, params, err := e.land(t, "devbox", e.prov.Deny(t, pending.AuthorizationURL))
-		if err != nil {
-			t.Fatal(err)
-		}
+	each(t, connections.ReturnInPath, func(t *testing.T, e *env) {
+		id, pending := e.asking(t)
+		l, params := e.landed(t, "devbox", e.prov.Deny(t, pending.AuthorizationURL))
 		if outcome, err := e.svc.Complete(ctxFor(t), l, params); err != nil || outcome != tasks.OutcomeDeclined {
 			t.Fatalf("Complete = %q, %v; want declined", outcome, err)
 		}
@@ -391,9 +386,7 @@ func TestSigninDeclined(t *testing.T) {
 // would loop. An older token is only dropped, and the next Ask asks for a
 // sign-in.
 func TestRejectLoopGuard(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.ReturnInPath)
+	each(t, connections.ReturnInPath, func(t *testing.T, e *env) {
 		ctx := ctxFor(t)
 
 		fresh := e.task(t)
@@ -428,9 +421,7 @@ func TestRejectLoopGuard(t *testing.T) {
 // SignOut drops the caller's own token for that connection, not its token
 // for another.
 func TestSignOut(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.ReturnInState)
+	each(t, connections.ReturnInState, func(t *testing.T, e *env) {
 		id := e.task(t)
 		e.signIn(t, id, "devbox")
 		e.signIn(t, id, "other")
@@ -454,9 +445,7 @@ func TestSignOut(t *testing.T) {
 // not the owner, and the owner whose token no longer carries the grant.
 // The refused Reject leaves the token in place.
 func TestDelegationRule(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.ReturnInPath)
+	each(t, connections.ReturnInPath, func(t *testing.T, e *env) {
 		ctx := ctxFor(t)
 		id := e.task(t)
 		refused := map[string]authz.Principal{
@@ -496,44 +485,36 @@ func TestDelegationRule(t *testing.T) {
 // while the task awaits a sign-in to the other one too, and in the state
 // form a token in the path finds nothing.
 func TestSigninReturnAtAnotherCallback(t *testing.T) {
-	t.Parallel()
-	for _, mode := range []string{connections.ReturnInPath, connections.ReturnInState} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-				e, id, pending := asking(t, sc, mode)
-				e.ask(t, id, "other") // other's sign-in is pending too: only the attempt tells them apart
-				u, _ := url.Parse(e.prov.Approve(t, pending.AuthorizationURL))
-				state := u.Query().Get("state")
-				pathToken := ""
-				if mode == connections.ReturnInPath {
-					pathToken = state
-				}
-				if _, err := e.svc.Land(ctxFor(t), "other", pathToken, u.Query()); !errors.Is(err, problem.ErrNotFound) {
-					t.Fatalf("devbox's attempt at other's callback: %v, want not found", err)
-				}
-				if _, err := e.svc.Land(ctxFor(t), "nope", pathToken, u.Query()); !errors.Is(err, problem.ErrNotFound) {
-					t.Fatalf("an unknown connection's callback: %v, want not found", err)
-				}
-				if mode == connections.ReturnInState {
-					if _, err := e.svc.Land(ctxFor(t), "devbox", state, u.Query()); !errors.Is(err, problem.ErrNotFound) {
-						t.Fatalf("a path token in the state form: %v, want not found", err)
-					}
-				}
-				if _, err := e.svc.Land(ctxFor(t), "devbox", pathToken, u.Query()); err != nil {
-					t.Fatalf("the attempt at its own callback: %v", err)
-				}
-			})
-		})
-	}
+	eachReturn(t, func(t *testing.T, e *env, mode string) {
+		id, pending := e.asking(t)
+		e.ask(t, id, "other") // other's sign-in is pending too: only the attempt tells them apart
+		u, _ := url.Parse(e.prov.Approve(t, pending.AuthorizationURL))
+		state := u.Query().Get("state")
+		pathToken := ""
+		if mode == connections.ReturnInPath {
+			pathToken = state
+		}
+		if _, err := e.svc.Land(ctxFor(t), "other", pathToken, u.Query()); !errors.Is(err, problem.ErrNotFound) {
+			t.Fatalf("devbox's attempt at other's callback: %v, want not found", err)
+		}
+		if _, err := e.svc.Land(ctxFor(t), "nope", pathToken, u.Query()); !errors.Is(err, problem.ErrNotFound) {
+			t.Fatalf("an unknown connection's callback: %v, want not found", err)
+		}
+		if mode == connections.ReturnInState {
+			if _, err := e.svc.Land(ctxFor(t), "devbox", state, u.Query()); !errors.Is(err, problem.ErrNotFound) {
+				t.Fatalf("a path token in the state form: %v, want not found", err)
+			}
+		}
+		if _, err := e.svc.Land(ctxFor(t), "devbox", pathToken, u.Query()); err != nil {
+			t.Fatalf("the attempt at its own callback: %v", err)
+		}
+	})
 }
 
 // Ask refuses an unknown connection, a bad scope and a task that ended,
 // and hands out no token for a scope the kept one lacks.
 func TestAskRefuses(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := newEnv(t, sc, connections.ReturnInPath)
+	each(t, connections.ReturnInPath, func(t *testing.T, e *env) {
 		ctx := ctxFor(t)
 		id := e.task(t)
 		for name, c := range map[string]struct {
@@ -574,9 +555,8 @@ func TestAskRefuses(t *testing.T) {
 
 // A return for a task that ended since the ask is refused as closed.
 func TestSigninClosedWhenTaskEnds(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e, id, pending := asking(t, sc, connections.ReturnInState)
+	each(t, connections.ReturnInState, func(t *testing.T, e *env) {
+		id, pending := e.asking(t)
 		redirect := e.prov.Approve(t, pending.AuthorizationURL)
 		fail := tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "gave up"}}
 		if _, err := e.tasks.Run(ctxFor(t), e.owner, id, fail, idem.Key{}); err != nil {

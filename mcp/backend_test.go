@@ -84,19 +84,26 @@ func page[T any](items []T, cursor string) ([]T, string, error) {
 	return items[start:end], next, nil
 }
 
-func (b *memBackend) Tools(_ context.Context, p authz.Principal, cursor string) (mcp.ToolPage, error) {
+// listPage is the page after cursor of what mine lists, read under the
+// backend's lock once its check passes.
+func listPage[T any](b *memBackend, cursor string, mine func() []T) ([]T, string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.check(); err != nil {
-		return mcp.ToolPage{}, err
+		return nil, "", err
 	}
-	var mine []mcp.Tool
-	for _, t := range b.tools {
-		if mayCall(t, p) {
-			mine = append(mine, t.Tool)
+	return page(mine(), cursor)
+}
+
+func (b *memBackend) Tools(_ context.Context, p authz.Principal, cursor string) (mcp.ToolPage, error) {
+	tools, next, err := listPage(b, cursor, func() (mine []mcp.Tool) {
+		for _, t := range b.tools {
+			if mayCall(t, p) {
+				mine = append(mine, t.Tool)
+			}
 		}
-	}
-	tools, next, err := page(mine, cursor)
+		return mine
+	})
 	return mcp.ToolPage{Tools: tools, Next: next}, err
 }
 
@@ -156,18 +163,14 @@ func (b *memBackend) Task(_ context.Context, p authz.Principal, id string) (mcp.
 }
 
 func (b *memBackend) Tasks(_ context.Context, p authz.Principal, cursor string) (mcp.TaskPage, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.check(); err != nil {
-		return mcp.TaskPage{}, err
-	}
-	var mine []mcp.Task
-	for i := len(b.order) - 1; i >= 0; i-- {
-		if t := b.tasks[b.order[i]].task; t.Owner == p.ID {
-			mine = append(mine, t)
+	tasks, next, err := listPage(b, cursor, func() (mine []mcp.Task) {
+		for i := len(b.order) - 1; i >= 0; i-- {
+			if t := b.tasks[b.order[i]].task; t.Owner == p.ID {
+				mine = append(mine, t)
+			}
 		}
-	}
-	tasks, next, err := page(mine, cursor)
+		return mine
+	})
 	return mcp.TaskPage{Tasks: tasks, Next: next}, err
 }
 

@@ -21,28 +21,34 @@ import (
 // the address and the metrics; both stop when the test ends.
 func parkingServe(t *testing.T, cfg parking.Config, handler http.Handler) (string, *metrics.Metrics) {
 	t.Helper()
+	m := metrics.New()
+	return serveLot(t, parking.New(cfg, m), handler), m
+}
+
+// serveLot starts lot and serves handler through it, and returns the
+// address; both stop when the test ends.
+func serveLot(t *testing.T, lot *parking.Lot, handler http.Handler) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metrics.New()
-	p := parking.New(cfg, m)
-	if err := p.Start(context.Background()); err != nil {
+	if err := lot.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(p.Listener(ln)) }()
+	go func() { served <- srv.Serve(lot.Listener(ln)) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-served
-		if err := p.Stop(ctx); err != nil {
+		if err := lot.Stop(ctx); err != nil {
 			t.Errorf("Lot.Stop: %v", err)
 		}
 	})
-	return ln.Addr().String(), m
+	return ln.Addr().String()
 }
 
 func dialParking(t *testing.T, addr string) net.Conn {
@@ -113,17 +119,9 @@ func TestParkingClosesASilentConnection(t *testing.T) {
 // held.
 func TestParkingHoldsARequestWhoseBodyWasRead(t *testing.T) {
 	t.Parallel()
-	var lot *parking.Lot
+	lot := parking.New(parking.Config{}, metrics.New())
 	answers := make(chan func(), 1)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lot = parking.New(parking.Config{}, metrics.New())
-	if err := lot.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serveLot(t, lot, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/read" {
 			if _, ok := lot.TakeRead(w, r); ok {
 				t.Error("a request whose body was not read was held")
@@ -143,19 +141,8 @@ func TestParkingHoldsARequestWhoseBodyWasRead(t *testing.T) {
 				return true
 			})
 		}
-	})}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lot.Listener(ln)) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		if err := lot.Stop(ctx); err != nil {
-			t.Errorf("Lot.Stop: %v", err)
-		}
-	})
-	c := dialParking(t, ln.Addr().String())
+	}))
+	c := dialParking(t, addr)
 	if _, err := io.WriteString(c, "POST /read HTTP/1.1\r\nHost: parking\r\nContent-Length: 5\r\n\r\nhello"+
 		"POST /unread HTTP/1.1\r\nHost: parking\r\nContent-Length: 3\r\n\r\nabc"); err != nil {
 		t.Fatal(err)

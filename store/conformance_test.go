@@ -523,17 +523,7 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 		if cfg.URL != "" {
 			reader = open(t, cfg) // another replica: its own client and readers
 		}
-		m := metrics.New()
-		reg := waits.New(waits.Config{}, m, time.Now)
-		fan := store.NewFanIn(reader, store.FanInConfig{Block: 200 * time.Millisecond}, reg.Notify, m, nil)
-		if err := fan.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := fan.Stop(context.Background()); err != nil {
-				t.Error(err)
-			}
-		})
+		reg, _ := startFanIn(t, reader)
 
 		f := newFixture(t, writer, "alice")
 		id, _ := f.createTask(t, "alice", idem.Key{})

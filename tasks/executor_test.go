@@ -54,6 +54,16 @@ func newExecutorFixture(t *testing.T, sc store.Config) *executorFixture {
 	return f
 }
 
+// eachExecutor runs fn, in parallel with other tests, on a fresh fixture
+// over every store backend.
+func eachExecutor(t *testing.T, fn func(t *testing.T, ctx context.Context, f *executorFixture)) {
+	t.Helper()
+	t.Parallel()
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
+		fn(t, context.Background(), newExecutorFixture(t, sc))
+	})
+}
+
 // start makes a task of owner's that worker executes.
 func (f *executorFixture) start(t *testing.T) tasks.Task {
 	t.Helper()
@@ -96,10 +106,7 @@ func listIDs(t *testing.T, svc *tasks.Service, p authz.Principal, f tasks.ListFi
 // The executor reads the task and does its work; the owner cancels and
 // answers; anybody else meets a missing task.
 func TestExecutorRunsTheTaskTheOwnerCancels(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		ctx := context.Background()
-		f := newExecutorFixture(t, sc)
+	eachExecutor(t, func(t *testing.T, ctx context.Context, f *executorFixture) {
 		task := f.start(t)
 		if task.Owner != f.owner.ID || task.Executor != f.worker.ID || task.Requester != f.owner.ID {
 			t.Fatalf("created: owner %q executor %q requester %q", task.Owner, task.Executor, task.Requester)
@@ -174,10 +181,7 @@ func TestExecutorRunsTheTaskTheOwnerCancels(t *testing.T) {
 // role=executor lists the tasks the caller executes, whoever owns them,
 // following their status; role=owner what it owns.
 func TestListByRole(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		ctx := context.Background()
-		f := newExecutorFixture(t, sc)
+	eachExecutor(t, func(t *testing.T, ctx context.Context, f *executorFixture) {
 		var theirs []string
 		for range 3 {
 			theirs = append(theirs, f.start(t).TaskID)
@@ -268,10 +272,7 @@ func TestListByRole(t *testing.T) {
 // the caller's, an ordinary one; once the caller cancels it, the next call
 // makes another. A repeat under an Idempotency-Key is the same task.
 func TestCreateWithDefaultSession(t *testing.T) {
-	t.Parallel()
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		ctx := context.Background()
-		f := newExecutorFixture(t, sc)
+	eachExecutor(t, func(t *testing.T, ctx context.Context, f *executorFixture) {
 		caller := authz.Principal{ID: "default-caller"}
 		start := tasks.Start{Executor: f.worker.ID, DefaultSession: true}
 		const n = 8
