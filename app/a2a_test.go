@@ -16,7 +16,6 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -583,8 +582,7 @@ func TestA2AResubscribeAfterAKill(t *testing.T) {
 // the task works again, the executor gets its token and the task runs to
 // the end, a subscription seeing each step.
 func TestA2ASignIn(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := startSigninWith(t, sc, "path", notifyConfig())
+	eachSignin(t, "path", notifyConfig(), func(t *testing.T, e *signinEnv) {
 		ctx := context.Background()
 		pub := e.srv.Client(t, "a2a-pub")
 		recv := receivertest.New(t, nil)

@@ -17,8 +17,6 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // recordedAnswer is an answer as the task, its input.resolved event and a
@@ -136,8 +134,7 @@ func callAs(t *testing.T, srv *apptest.Server, subject, method, path, body strin
 func TestAnswersRecordWhoWhenAndVia(t *testing.T) {
 	cfg := notifyConfig()
 	cfg.SlackSigningSecret, cfg.SlackUsers = slackSecret, "U0ALICE=alice"
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, cfg)
+	apptest.EachBackend(t, cfg, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		agent := srv.ClientActingFor(t, "agent", []string{"alice"})
 		ses := apptest.Session(t, ctx, agent)

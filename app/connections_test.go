@@ -40,16 +40,18 @@ type signinEnv struct {
 // delegate scope: its tasks may name any requester.
 func startSignin(t *testing.T, callback string) *signinEnv {
 	t.Helper()
-	return startSigninOn(t, storetest.Standalone(t), callback)
+	return startSigninWith(t, storetest.Standalone(t), callback, app.Config{})
 }
 
-// startSigninOn is startSignin on the store sc.
-func startSigninOn(t *testing.T, sc store.Config, callback string) *signinEnv {
+// eachSignin runs fn, on every store backend, against a sign-in
+// environment started as startSigninWith starts it.
+func eachSignin(t *testing.T, callback string, cfg app.Config, fn func(t *testing.T, e *signinEnv)) {
 	t.Helper()
-	return startSigninWith(t, sc, callback, app.Config{})
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) { fn(t, startSigninWith(t, sc, callback, cfg)) })
 }
 
-// startSigninWith is startSigninOn with more of the server's settings.
+// startSigninWith is startSignin on the store sc, with more of the server's
+// settings.
 func startSigninWith(t *testing.T, sc store.Config, callback string, cfg app.Config) *signinEnv {
 	t.Helper()
 	prov := providertest.New(t)

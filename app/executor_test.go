@@ -17,8 +17,6 @@ import (
 	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -27,8 +25,7 @@ import (
 // signed with its secret, while the creator never sees it; the executor does
 // the work over the API and finds it with role=executor.
 func TestTaskStartedForAnExecutorNotifiesItsEndpoint(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, notifyConfig())
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		recv := receivertest.New(t, nil)
 		eps, records, err := srv.App.Notify.NewEndpoints(ctx, endpoints.Registrant{Principal: "tool-publisher", Requester: "tool-publisher"},

@@ -18,7 +18,6 @@ import (
 
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -44,8 +43,7 @@ func TestMCPTypeScriptSDKThroughTheServer(t *testing.T) {
 		}
 		t.Skipf("node or the TypeScript SDK is missing (make sdk-deps installs it): %v", err)
 	}
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, mcpConfig())
+	apptest.EachBackend(t, mcpConfig(), func(t *testing.T, srv *apptest.Server) {
 		offerDevbox(t, srv, "ts-pub")
 		ctx := context.Background()
 		executor := srv.Client(t, "ts-pub")

@@ -18,7 +18,6 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -181,8 +180,7 @@ func mcpConfig() app.Config {
 // tool's call is a durable task its publisher executes, followed, answered
 // and ended over MCP, and nobody else's.
 func TestMCPModernThroughTheServer(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, mcpConfig())
+	apptest.EachBackend(t, mcpConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		offerDevbox(t, srv, "mcp-publisher")
 		caller := newMCPCaller(t, srv, "mcp-caller")

@@ -38,8 +38,7 @@ func notifyConfig() app.Config {
 // the event types each one takes, every delivery signed, its webhook-id the
 // event id and its payload the event with its revision.
 func TestNotificationsDeliverTheRoutedKinds(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, notifyConfig())
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		cl := client.New(srv.URL, apptest.Token(t, "notify-owner"))
 		sesRecv := receivertest.New(t, nil)

@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
+	"github.com/taskhook/taskhook/app"
 )
 
 // browserAccept is what a browser sends when it follows a link.
@@ -100,8 +99,7 @@ func secretsOf(t *testing.T, redirect string) []string {
 // for JSON gets the same as JSON. A link opened again is a page to the
 // browser (404 used, 410 expired) and the JSON error to a client.
 func TestSigninPages(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := startSigninOn(t, sc, "path")
+	eachSignin(t, "path", app.Config{}, func(t *testing.T, e *signinEnv) {
 
 		// Signed in.
 		task := e.task(t, "alice")
