@@ -21,53 +21,20 @@ func TestOtherPrincipalsSeeNotFound(t *testing.T) {
 	ctx := context.Background()
 	alice := srv.Client(t, "alice")
 	ses, task := apptest.SessionWithTask(t, ctx, alice, client.CreateTaskInput{})
-	missingTask := ids.New(ids.TaskPrefix, 0)
-	missingSession := ids.New(ids.SessionPrefix, 0)
-	routes := []struct{ method, path, body string }{
+	missing := strings.NewReplacer("{s}", ids.New(ids.SessionPrefix, 0), "{t}", ids.New(ids.TaskPrefix, 0))
+	routes := append([]route{
 		{"GET", "/v1/sessions/{s}", ""},
 		{"GET", "/v1/sessions/{s}/events", ""},
 		{"POST", "/v1/tasks", `{"sessionId":"{s}"}`},
-		{"GET", "/v1/tasks/{t}", ""},
-		{"GET", "/v1/tasks/{t}?afterRevision=0&wait=1s", ""},
-		{"GET", "/v1/tasks/{t}/result", ""},
-		{"GET", "/v1/tasks/{t}/events", ""},
-		{"POST", "/v1/tasks/{t}/progress", `{"statusMessage":"x"}`},
-		{"POST", "/v1/tasks/{t}/messages", `{"text":"x"}`},
-		{"POST", "/v1/tasks/{t}/input-requests", `{"requests":[{"prompt":"ok?","display":"confirmation"}]}`},
-		{"POST", "/v1/tasks/{t}/input", `{"responses":[{"requestId":"r","optionId":"yes"}]}`},
-		{"POST", "/v1/tasks/{t}/complete", `{"result":1}`},
-		{"POST", "/v1/tasks/{t}/fail", `{"error":{"message":"x"}}`},
-		{"POST", "/v1/tasks/{t}/cancel", `{}`},
-	}
-	mallory := apptest.Token(t, "mallory")
-	do := func(method, path, body string) (int, string) {
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+mallory)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	fill := func(p, s, tk string) string {
-		return strings.NewReplacer("{s}", s, "{t}", tk).Replace(p)
-	}
-	for _, r := range routes {
-		hisStatus, hisBody := do(r.method, fill(r.path, ses.SessionID, task.TaskID), fill(r.body, ses.SessionID, task.TaskID))
-		noneStatus, noneBody := do(r.method, fill(r.path, missingSession, missingTask), fill(r.body, missingSession, missingTask))
-		if hisStatus != 404 || noneStatus != 404 || hisBody != noneBody {
-			t.Errorf("%s %s: alice's object %d %s; a missing one %d %s", r.method, r.path, hisStatus, hisBody, noneStatus, noneBody)
-		}
-	}
+	}, taskRoutes...)
+	answersAsMissing(t, srv, "mallory", "alice's object", routes, strings.NewReplacer("{s}", ses.SessionID, "{t}", task.TaskID), missing)
 	// Nothing mallory sent changed alice's task.
 	after, err := alice.GetTask(ctx, task.TaskID)
 	if err != nil || after.Revision != task.Revision {
 		t.Fatalf("alice's task changed: %+v %v", after, err)
 	}
 	// Lists are per owner.
-	m := alice.WithToken(mallory)
+	m := alice.WithToken(apptest.Token(t, "mallory"))
 	if _, err := m.CreateSession(ctx, client.CreateSessionInput{}); err != nil {
 		t.Fatal(err)
 	}
@@ -120,4 +87,51 @@ func owned(t *testing.T, ctx context.Context, cl *client.Client) ([]client.Sessi
 		t.Fatalf("ListTasks: %v", err)
 	}
 	return sessions.Items, tasks.Items
+}
+
+// route is one request: {s} in its path and body stands for a session id,
+// {t} for a task id.
+type route struct{ method, path, body string }
+
+// taskRoutes are the routes of one task, read and written.
+var taskRoutes = []route{
+	{"GET", "/v1/tasks/{t}", ""},
+	{"GET", "/v1/tasks/{t}?afterRevision=0&wait=1s", ""},
+	{"GET", "/v1/tasks/{t}/result", ""},
+	{"GET", "/v1/tasks/{t}/events", ""},
+	{"POST", "/v1/tasks/{t}/progress", `{"statusMessage":"x"}`},
+	{"POST", "/v1/tasks/{t}/messages", `{"text":"x"}`},
+	{"POST", "/v1/tasks/{t}/input-requests", `{"requests":[{"prompt":"ok?","display":"confirmation"}]}`},
+	{"POST", "/v1/tasks/{t}/input", `{"responses":[{"requestId":"r","optionId":"yes"}]}`},
+	{"POST", "/v1/tasks/{t}/complete", `{"result":1}`},
+	{"POST", "/v1/tasks/{t}/fail", `{"error":{"message":"x"}}`},
+	{"POST", "/v1/tasks/{t}/cancel", `{}`},
+}
+
+// answersAsMissing checks that each route, sent as who with the ids of
+// theirs (the objects of whose) and then with the ids of missing, answers
+// 404 both times with the same body.
+func answersAsMissing(t *testing.T, srv *apptest.Server, who, whose string, routes []route, theirs, missing *strings.Replacer) {
+	t.Helper()
+	for _, r := range routes {
+		st, body := send(t, srv, who, r.method, theirs.Replace(r.path), theirs.Replace(r.body))
+		noneSt, noneBody := send(t, srv, who, r.method, missing.Replace(r.path), missing.Replace(r.body))
+		if st != 404 || noneSt != 404 || body != noneBody {
+			t.Errorf("%s %s: %s %d %s; a missing one %d %s", r.method, r.path, whose, st, body, noneSt, noneBody)
+		}
+	}
+}
+
+// send is one request to srv as who: its status and body.
+func send(t *testing.T, srv *apptest.Server, who, method, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, who))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
