@@ -14,7 +14,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -42,10 +41,7 @@ func TestA2AJavaScriptSDK(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub := srv.Client(t, "a2a-pub")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-js")); err != nil {
-			t.Fatal(err)
-		}
+		publishWeather(t, pub, "a2a-js")
 		for _, binding := range a2aBindings {
 			t.Run(string(binding), func(t *testing.T) {
 				js := startA2AScript(t, node, srv.URL, binding)

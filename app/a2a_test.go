@@ -14,7 +14,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -121,10 +120,7 @@ func TestA2AConversation(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub := srv.Client(t, "a2a-pub")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "*")); err != nil {
-			t.Fatal(err)
-		}
+		publishWeather(t, pub, "*")
 		card, err := agentcard.DefaultResolver.Resolve(ctx, srv.URL)
 		if err != nil {
 			t.Fatal(err)
@@ -195,26 +191,11 @@ func TestA2AConversation(t *testing.T) {
 					t.Fatalf("the history: %+v", got.History)
 				}
 
-				var states []a2a.TaskState
-				artifacts := 0
-				for ev := range stream {
-					switch ev := ev.(type) {
-					case *a2a.TaskStatusUpdateEvent:
-						states = append(states, ev.Status.State)
-					case *a2a.TaskArtifactUpdateEvent:
-						artifacts++
-					default:
-						t.Fatalf("the subscription sent %T", ev)
-					}
+				s := drain(t, "the subscription", stream, streamErr)
+				if len(s.others) != 0 {
+					t.Fatalf("the subscription sent %T", s.others[0])
 				}
-				select {
-				case err := <-streamErr:
-					t.Fatalf("the subscription: %v", err)
-				default:
-				}
-				if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
-					t.Fatalf("the subscription streamed states %v and %d artifacts", states, artifacts)
-				}
+				s.wantRanToCompletion(t, "the subscription")
 			})
 		}
 	})
@@ -237,10 +218,7 @@ func TestA2AListCancelAndIsolation(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub := srv.Client(t, "a2a-pub")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
-			t.Fatal(err)
-		}
+		recv := publishWeather(t, pub, "a2a-bob")
 		for _, binding := range a2aBindings {
 			t.Run(string(binding), func(t *testing.T) {
 				bob, carol := a2aClient(t, srv, binding, "a2a-bob"), a2aClient(t, srv, binding, "a2a-carol")
@@ -371,10 +349,7 @@ func TestA2AAcrossReplicas(t *testing.T) {
 			replicas := apptest.Replicas(t, 2, notifyConfig())
 			a, b := replicas[0], replicas[1]
 			pub := a.Client(t, "a2a-pub")
-			recv := receivertest.New(t, nil)
-			if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
-				t.Fatal(err)
-			}
+			publishWeather(t, pub, "a2a-bob")
 			onA, onB := a2aClient(t, a, binding, "a2a-bob"), a2aClient(t, b, binding, "a2a-bob")
 			task := sendTask(t, onA, callMessage("weather", "", map[string]any{"city": "Oslo"}))
 			if _, err := pub.RequireInput(ctx, string(task.ID), []client.InputRequest{unitQuestion}); err != nil {
@@ -393,24 +368,7 @@ func TestA2AAcrossReplicas(t *testing.T) {
 			if _, err := pub.Complete(ctx, string(task.ID), map[string]any{"tempF": 37}); err != nil {
 				t.Fatal(err)
 			}
-			var states []a2a.TaskState
-			artifacts := 0
-			for ev := range stream {
-				switch ev := ev.(type) {
-				case *a2a.TaskStatusUpdateEvent:
-					states = append(states, ev.Status.State)
-				case *a2a.TaskArtifactUpdateEvent:
-					artifacts++
-				}
-			}
-			select {
-			case err := <-streamErr:
-				t.Fatalf("the subscription on B: %v", err)
-			default:
-			}
-			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
-				t.Fatalf("B streamed states %v and %d artifacts", states, artifacts)
-			}
+			drain(t, "the subscription on B", stream, streamErr).wantRanToCompletion(t, "B")
 		})
 	}
 }
@@ -421,10 +379,7 @@ func TestA2AStreamingMessage(t *testing.T) {
 	srv := apptest.Embedded(t, notifyConfig())
 	ctx := context.Background()
 	pub := srv.Client(t, "a2a-pub")
-	recv := receivertest.New(t, nil)
-	if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
-		t.Fatal(err)
-	}
+	publishWeather(t, pub, "a2a-bob")
 	for _, binding := range a2aBindings {
 		t.Run(string(binding), func(t *testing.T) {
 			cl := a2aClient(t, srv, binding, "a2a-bob")
@@ -497,10 +452,7 @@ func TestA2AResubscribeAfterAKill(t *testing.T) {
 			b := apptest.Start(t, sc, notifyConfig())
 			cmd, killedURL := apptest.StartProcess(t, sc, "TASKHOOK_ALLOW_PRIVATE_TARGETS=true")
 			pub := b.Client(t, "a2a-pub")
-			recv := receivertest.New(t, nil)
-			if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
-				t.Fatal(err)
-			}
+			publishWeather(t, pub, "a2a-bob")
 			onKilled, onB := a2aClientAt(t, killedURL, binding, "a2a-bob", true), a2aClient(t, b, binding, "a2a-bob")
 			task := sendTask(t, onKilled, callMessage("weather", "", map[string]any{"city": "Oslo"}))
 			if _, err := pub.RequireInput(ctx, string(task.ID), []client.InputRequest{unitQuestion}); err != nil {
@@ -541,30 +493,17 @@ func TestA2AResubscribeAfterAKill(t *testing.T) {
 			if _, err := pub.Complete(ctx, string(task.ID), map[string]any{"tempF": 37}); err != nil {
 				t.Fatal(err)
 			}
-			var said []string
-			var states []a2a.TaskState
-			artifacts := 0
-			for ev := range again {
-				switch ev := ev.(type) {
-				case *a2a.TaskStatusUpdateEvent:
-					states = append(states, ev.Status.State)
-					said = append(said, statusText(ev.Status))
-				case *a2a.TaskArtifactUpdateEvent:
-					if data, _ := ev.Artifact.Parts[0].Data().(map[string]any); data["tempF"] != 37.0 {
-						t.Fatalf("the result artifact: %+v", ev.Artifact.Parts[0])
-					}
-					artifacts++
-				default:
-					t.Fatalf("the resubscription sent %T", ev)
+			s := drain(t, "the resubscription", again, againErr)
+			if len(s.others) != 0 {
+				t.Fatalf("the resubscription sent %T", s.others[0])
+			}
+			for _, art := range s.artifacts {
+				if data, _ := art.Parts[0].Data().(map[string]any); data["tempF"] != 37.0 {
+					t.Fatalf("the result artifact: %+v", art.Parts[0])
 				}
 			}
-			select {
-			case err := <-againErr:
-				t.Fatalf("the resubscription: %v", err)
-			default:
-			}
-			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || said[0] != "almost done" || artifacts != 1 {
-				t.Fatalf("the resubscription streamed states %v saying %q and %d artifacts", states, said, artifacts)
+			if !s.ranToCompletion() || s.said[0] != "almost done" {
+				t.Fatalf("the resubscription streamed states %v saying %q and %d artifacts", s.states, s.said, len(s.artifacts))
 			}
 			history := 10
 			got, err := onB.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: &history})
@@ -585,10 +524,7 @@ func TestA2ASignIn(t *testing.T) {
 	eachSignin(t, "path", notifyConfig(), func(t *testing.T, e *signinEnv) {
 		ctx := context.Background()
 		pub := e.srv.Client(t, "a2a-pub")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "*")); err != nil {
-			t.Fatal(err)
-		}
+		publishWeather(t, pub, "*")
 		for _, binding := range a2aBindings {
 			t.Run(string(binding), func(t *testing.T) {
 				// A caller of its own per binding: a sign-in is the caller's.
@@ -624,27 +560,58 @@ func TestA2ASignIn(t *testing.T) {
 				if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
 					t.Fatal(err)
 				}
-				var states []a2a.TaskState
-				artifacts := 0
-				for ev := range stream {
-					switch ev := ev.(type) {
-					case *a2a.TaskStatusUpdateEvent:
-						states = append(states, ev.Status.State)
-					case *a2a.TaskArtifactUpdateEvent:
-						artifacts++
-					}
-				}
-				select {
-				case err := <-streamErr:
-					t.Fatalf("the subscription: %v", err)
-				default:
-				}
-				if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
-					t.Fatalf("the subscription streamed states %v and %d artifacts", states, artifacts)
-				}
+				drain(t, "the subscription", stream, streamErr).wantRanToCompletion(t, "the subscription")
 			})
 		}
 	})
+}
+
+// streamed is what a subscription sent until it ended: the states of its
+// status updates and their texts, its artifacts, and any other events.
+type streamed struct {
+	states    []a2a.TaskState
+	said      []string
+	artifacts []*a2a.Artifact
+	others    []a2a.Event
+}
+
+// drain reads a subscription (as subscribe returns it) to its end, or fails
+// the test, naming it what, if it ended in an error.
+func drain(t *testing.T, what string, events <-chan a2a.Event, errs <-chan error) streamed {
+	t.Helper()
+	var s streamed
+	for ev := range events {
+		switch ev := ev.(type) {
+		case *a2a.TaskStatusUpdateEvent:
+			s.states = append(s.states, ev.Status.State)
+			s.said = append(s.said, statusText(ev.Status))
+		case *a2a.TaskArtifactUpdateEvent:
+			s.artifacts = append(s.artifacts, ev.Artifact)
+		default:
+			s.others = append(s.others, ev)
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("%s: %v", what, err)
+	default:
+	}
+	return s
+}
+
+// ranToCompletion is whether the task went working, then completed, with
+// one artifact.
+func (s streamed) ranToCompletion() bool {
+	return slices.Equal(s.states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) && len(s.artifacts) == 1
+}
+
+// wantRanToCompletion fails the test unless the task, streamed to who, ran
+// to completion.
+func (s streamed) wantRanToCompletion(t *testing.T, who string) {
+	t.Helper()
+	if !s.ranToCompletion() {
+		t.Fatalf("%s streamed states %v and %d artifacts", who, s.states, len(s.artifacts))
+	}
 }
 
 // subscribe follows task id with SubscribeToTask in the background: its

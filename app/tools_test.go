@@ -198,10 +198,7 @@ func TestToolCallIsATask(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub, bob := srv.Client(t, "tool-pub"), srv.Client(t, "tool-bob")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "tool-bob")); err != nil {
-			t.Fatal(err)
-		}
+		publishWeather(t, pub, "tool-bob")
 		ses := apptest.Session(t, ctx, bob)
 		in := client.CallToolInput{SessionID: ses.SessionID, Label: "oslo", Arguments: map[string]any{"city": "Oslo", "days": 2}}
 		var first, second client.Response
@@ -394,4 +391,15 @@ func TestToolCallIsOneRoundTrip(t *testing.T) {
 	if err := call(); !errors.As(err, &e) || e.Status != http.StatusNotFound {
 		t.Fatalf("a call of the tool just deleted through this replica: %v, want not found", err)
 	}
+}
+
+// publishWeather has pub publish the weather tool for callers, its calls
+// sent to a receiver of its own, which it returns; or it fails the test.
+func publishWeather(t *testing.T, pub *client.Client, callers ...string) *receivertest.Receiver {
+	t.Helper()
+	recv := receivertest.New(t, nil)
+	if _, _, err := pub.PutTool(context.Background(), "weather", weatherTool(recv.URL, callers...)); err != nil {
+		t.Fatal(err)
+	}
+	return recv
 }
