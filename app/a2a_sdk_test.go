@@ -28,16 +28,7 @@ var a2aJSDir = filepath.Join("..", "a2a", "testdata", "jsclient")
 // message that returns the completed task, and reads the result as an
 // artifact and its answer in the history.
 func TestA2AJavaScriptSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(a2aJSDir, "node_modules", "@a2a-js", "sdk", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node and the A2A JavaScript SDK are needed (make sdk-deps): %v", err)
-		}
-		t.Skipf("node or the A2A JavaScript SDK is missing (make sdk-deps installs it): %v", err)
-	}
+	node := nodeWith(t, "the A2A JavaScript SDK", filepath.Join(a2aJSDir, "node_modules", "@a2a-js", "sdk"))
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub := srv.Client(t, "a2a-pub")

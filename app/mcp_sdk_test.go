@@ -25,6 +25,24 @@ import (
 // mcp package's tests show over an in-memory backend holds over Redis and
 // the server's own middleware too (its streams flushed, its bodies read).
 
+// nodeWith is the path of node, with the SDK (named sdk) installed in the
+// package folder pkg. Where either is missing the test is skipped, or, in
+// CI, fails.
+func nodeWith(t *testing.T, sdk, pkg string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(pkg, "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("node and %s are needed (make sdk-deps): %v", sdk, err)
+		}
+		t.Skipf("node or %s is missing (make sdk-deps installs it): %v", sdk, err)
+	}
+	return node
+}
+
 // sdkDir holds the TypeScript SDK's client script (mcp/testdata/sdkclient).
 var sdkDir = filepath.Join("..", "mcp", "testdata", "sdkclient")
 
@@ -33,16 +51,7 @@ var sdkDir = filepath.Join("..", "mcp", "testdata", "sdkclient")
 // question while tasks/result is held, tasks/list shows the caller's tasks
 // only, and the cancel of the ended task is refused.
 func TestMCPTypeScriptSDKThroughTheServer(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(sdkDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node and the TypeScript SDK are needed (make sdk-deps): %v", err)
-		}
-		t.Skipf("node or the TypeScript SDK is missing (make sdk-deps installs it): %v", err)
-	}
+	node := nodeWith(t, "the TypeScript SDK", filepath.Join(sdkDir, "node_modules", "@modelcontextprotocol", "sdk"))
 	apptest.EachBackend(t, mcpConfig(), func(t *testing.T, srv *apptest.Server) {
 		offerDevbox(t, srv, "ts-pub")
 		ctx := context.Background()
