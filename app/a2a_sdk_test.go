@@ -15,7 +15,6 @@ import (
 
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // a2aJSDir holds the A2A JavaScript SDK's client script
@@ -53,15 +52,7 @@ func TestA2AJavaScriptSDK(t *testing.T) {
 					t.Fatalf("the question the SDK read: %v", e)
 				}
 				js.next("answering")
-				storetest.WaitFor(t, "the answer recorded", func() bool {
-					ex, err := pub.GetTask(ctx, id)
-					return err == nil && ex.Status == "working"
-				})
-				ex, err := pub.GetTask(ctx, id)
-				if err != nil || len(ex.InputResponses) != 1 || ex.InputResponses[0].OptionID != "c" || ex.InputResponses[0].Via != "a2a" ||
-					ex.InputResponses[0].AnsweredBy != "a2a-js" {
-					t.Fatalf("the executor sees the answer %+v, %v", ex, err)
-				}
+				wantAnsweredOverA2A(t, pub, id, "a2a-js")
 				if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
 					t.Fatal(err)
 				}

@@ -162,15 +162,7 @@ func TestA2AConversation(t *testing.T) {
 					}
 					answered <- res.(*a2a.Task)
 				}()
-				storetest.WaitFor(t, "the answer recorded", func() bool {
-					ex, err := pub.GetTask(ctx, id)
-					return err == nil && ex.Status == "working"
-				})
-				ex, err := pub.GetTask(ctx, id)
-				if err != nil || len(ex.InputResponses) != 1 || ex.InputResponses[0].OptionID != "c" || ex.InputResponses[0].Via != "a2a" ||
-					ex.InputResponses[0].AnsweredBy != "a2a-bob" {
-					t.Fatalf("the executor sees the answer %+v, %v", ex, err)
-				}
+				wantAnsweredOverA2A(t, pub, id, "a2a-bob")
 				if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
 					t.Fatal(err)
 				}
@@ -199,6 +191,23 @@ func TestA2AConversation(t *testing.T) {
 			})
 		}
 	})
+}
+
+// wantAnsweredOverA2A waits for the task id to be working again, then
+// fails the test unless its executor pub sees the one answer, option "c",
+// given over A2A by the principal by.
+func wantAnsweredOverA2A(t *testing.T, pub *client.Client, id, by string) {
+	t.Helper()
+	ctx := context.Background()
+	storetest.WaitFor(t, "the answer recorded", func() bool {
+		ex, err := pub.GetTask(ctx, id)
+		return err == nil && ex.Status == "working"
+	})
+	ex, err := pub.GetTask(ctx, id)
+	if err != nil || len(ex.InputResponses) != 1 || ex.InputResponses[0].OptionID != "c" || ex.InputResponses[0].Via != "a2a" ||
+		ex.InputResponses[0].AnsweredBy != by {
+		t.Fatalf("the executor sees the answer %+v, %v", ex, err)
+	}
 }
 
 // wantA2AError fails the test unless err is the A2A error want.
