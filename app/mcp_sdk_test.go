@@ -53,9 +53,8 @@ var sdkDir = filepath.Join("..", "mcp", "testdata", "sdkclient")
 func TestMCPTypeScriptSDKThroughTheServer(t *testing.T) {
 	node := nodeWith(t, "the TypeScript SDK", filepath.Join(sdkDir, "node_modules", "@modelcontextprotocol", "sdk"))
 	apptest.EachBackend(t, mcpConfig(), func(t *testing.T, srv *apptest.Server) {
-		offerDevbox(t, srv, "ts-pub")
+		executor := offerDevbox(t, srv, "ts-pub")
 		ctx := context.Background()
-		executor := srv.Client(t, "ts-pub")
 		if _, err := srv.Client(t, "ts-other").CallTool(ctx, "devbox", client.CallToolInput{Arguments: map[string]any{"repo": "theirs"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -131,9 +130,8 @@ func TestMCPTypeScriptSDKThroughTheServer(t *testing.T) {
 func TestMCPGoThroughTheServer(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Standalone(t, mcpConfig())
-	offerDevbox(t, srv, "go-pub")
+	executor := offerDevbox(t, srv, "go-pub")
 	ctx := t.Context()
-	executor := srv.Client(t, "go-pub")
 	tr, err := transport.NewStreamableHTTP(srv.URL+"/mcp",
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + apptest.Token(t, "go-user")}))
 	if err != nil {
