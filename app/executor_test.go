@@ -113,7 +113,7 @@ func TestTaskWithAnExecutorIsMissingToOthers(t *testing.T) {
 	if _, err := worker.TaskEvents(ctx, task.TaskID, client.EventsParams{}); err != nil {
 		t.Fatal(err)
 	}
-	if st, body := send(t, srv, "exe-worker", "GET", "/v1/tasks?role=boss", ""); st != 400 || !strings.Contains(body, "role") {
+	if st, body := callAs(t, srv, "exe-worker", "GET", "/v1/tasks?role=boss", ""); st != 400 || !strings.Contains(string(body), "role") {
 		t.Errorf("role=boss: %d %s", st, body)
 	}
 }

@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -114,24 +112,10 @@ var taskRoutes = []route{
 func answersAsMissing(t *testing.T, srv *apptest.Server, who, whose string, routes []route, theirs, missing *strings.Replacer) {
 	t.Helper()
 	for _, r := range routes {
-		st, body := send(t, srv, who, r.method, theirs.Replace(r.path), theirs.Replace(r.body))
-		noneSt, noneBody := send(t, srv, who, r.method, missing.Replace(r.path), missing.Replace(r.body))
-		if st != 404 || noneSt != 404 || body != noneBody {
+		st, body := callAs(t, srv, who, r.method, theirs.Replace(r.path), theirs.Replace(r.body))
+		noneSt, noneBody := callAs(t, srv, who, r.method, missing.Replace(r.path), missing.Replace(r.body))
+		if st != 404 || noneSt != 404 || string(body) != string(noneBody) {
 			t.Errorf("%s %s: %s %d %s; a missing one %d %s", r.method, r.path, whose, st, body, noneSt, noneBody)
 		}
 	}
-}
-
-// send is one request to srv as who: its status and body.
-func send(t *testing.T, srv *apptest.Server, who, method, path, body string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, who))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }

@@ -274,19 +274,10 @@ func TestToolCallReachesItsExecutor(t *testing.T) {
 // taskJSON reads a task as who, as the server sends it.
 func taskJSON(t *testing.T, srv *apptest.Server, who, id string) []byte {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/tasks/"+id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, who))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	status, raw := callAs(t, srv, who, http.MethodGet, "/v1/tasks/"+id, "")
 	var body json.RawMessage
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET task as %s: %d, %v", who, resp.StatusCode, err)
+	if err := json.Unmarshal(raw, &body); err != nil || status != http.StatusOK {
+		t.Fatalf("GET task as %s: %d, %v", who, status, err)
 	}
 	return body
 }
