@@ -232,7 +232,7 @@ func TestA2AListCancelAndIsolation(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub := srv.Client(t, "a2a-pub")
-		recv := publishWeather(t, pub, "a2a-bob")
+		recv, _ := publishWeather(t, pub, "a2a-bob")
 		for _, binding := range a2aBindings {
 			t.Run(string(binding), func(t *testing.T) {
 				bob, carol := a2aClient(t, srv, binding, "a2a-bob"), a2aClient(t, srv, binding, "a2a-carol")

@@ -233,11 +233,7 @@ func TestToolCallReachesItsExecutor(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub, bob := srv.Client(t, "tool-pub"), srv.Client(t, "tool-bob")
-		recv := receivertest.New(t, nil)
-		tool, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "tool-bob"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		recv, tool := publishWeather(t, pub, "tool-bob")
 		task, err := bob.CallTool(ctx, "weather", client.CallToolInput{Arguments: map[string]any{"city": "Oslo"}})
 		if err != nil {
 			t.Fatal(err)
@@ -289,11 +285,7 @@ func TestToolEndpointHearsTheTaskLife(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub, bob := srv.Client(t, "life-pub"), srv.Client(t, "life-bob")
-		recv := receivertest.New(t, nil)
-		tool, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "life-bob"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		recv, tool := publishWeather(t, pub, "life-bob")
 		task, err := bob.CallTool(ctx, "weather", client.CallToolInput{Arguments: map[string]any{"city": "Oslo"}})
 		if err != nil {
 			t.Fatal(err)
@@ -385,12 +377,14 @@ func TestToolCallIsOneRoundTrip(t *testing.T) {
 }
 
 // publishWeather has pub publish the weather tool for callers, its calls
-// sent to a receiver of its own, which it returns; or it fails the test.
-func publishWeather(t *testing.T, pub *client.Client, callers ...string) *receivertest.Receiver {
+// sent to a receiver of its own; it returns the receiver and the tool, or
+// fails the test.
+func publishWeather(t *testing.T, pub *client.Client, callers ...string) (*receivertest.Receiver, *client.Tool) {
 	t.Helper()
 	recv := receivertest.New(t, nil)
-	if _, _, err := pub.PutTool(context.Background(), "weather", weatherTool(recv.URL, callers...)); err != nil {
+	tool, _, err := pub.PutTool(context.Background(), "weather", weatherTool(recv.URL, callers...))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return recv
+	return recv, tool
 }
