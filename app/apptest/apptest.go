@@ -240,6 +240,15 @@ func Standalone(t testing.TB, cfg app.Config) *Server {
 	return Start(t, storetest.Standalone(t), cfg)
 }
 
+// BehindProxy starts a server with cfg on a standalone Redis store of its
+// own whose traffic goes through a proxy that counts it
+// (storetest.StandaloneBehindProxy).
+func BehindProxy(t testing.TB, cfg app.Config) (*Server, *storetest.Proxy) {
+	t.Helper()
+	sc, proxy := storetest.StandaloneBehindProxy(t)
+	return Start(t, sc, cfg), proxy
+}
+
 // Replicas starts n servers with cfg on one standalone Redis store of their
 // own: replicas of one deployment.
 func Replicas(t testing.TB, n int, cfg app.Config) []*Server {
