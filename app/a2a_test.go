@@ -322,17 +322,7 @@ func TestA2AListCancelAndIsolation(t *testing.T) {
 func TestA2AUnknownSkillIsA400(t *testing.T) {
 	srv := apptest.Embedded(t, notifyConfig())
 	body := `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"city":"Oslo"}}],"metadata":{"skill":"nosuchskill"}}}`
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/a2a/message:send", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, "a2a-bob"))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	status, raw := callAs(t, srv, "a2a-bob", http.MethodPost, "/a2a/message:send", body)
 	var got struct {
 		Error struct {
 			Code    int
@@ -344,12 +334,12 @@ func TestA2AUnknownSkillIsA400(t *testing.T) {
 			}
 		}
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusBadRequest || got.Error.Status != "INVALID_ARGUMENT" || !strings.Contains(got.Error.Message, "nosuchskill") ||
+	if status != http.StatusBadRequest || got.Error.Status != "INVALID_ARGUMENT" || !strings.Contains(got.Error.Message, "nosuchskill") ||
 		len(got.Error.Details) == 0 || got.Error.Details[0].Reason != "INVALID_PARAMS" {
-		t.Fatalf("an unknown skill: %d %+v", resp.StatusCode, got)
+		t.Fatalf("an unknown skill: %d %+v", status, got)
 	}
 }
 

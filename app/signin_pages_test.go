@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -31,15 +30,7 @@ func (e *signinEnv) open(t *testing.T, target, accept string) pageAnswer {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", accept)
-	resp, err := e.web.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := fetch(t, e.web, req)
 	return pageAnswer{status: resp.StatusCode, header: resp.Header, body: string(body)}
 }
 
