@@ -14,9 +14,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/taskhook/taskhook/app/apptest"
-	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // a2aJSDir holds the A2A JavaScript SDK's client script
@@ -29,23 +27,11 @@ var a2aJSDir = filepath.Join("..", "a2a", "testdata", "jsclient")
 // message that returns the completed task, and reads the result as an
 // artifact and its answer in the history.
 func TestA2AJavaScriptSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(a2aJSDir, "node_modules", "@a2a-js", "sdk", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node and the A2A JavaScript SDK are needed (make sdk-deps): %v", err)
-		}
-		t.Skipf("node or the A2A JavaScript SDK is missing (make sdk-deps installs it): %v", err)
-	}
+	node := nodeWith(t, "the A2A JavaScript SDK", filepath.Join(a2aJSDir, "node_modules", "@a2a-js", "sdk"))
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub := srv.Client(t, "a2a-pub")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-js")); err != nil {
-			t.Fatal(err)
-		}
+		publishWeather(t, pub, "a2a-js")
 		for _, binding := range a2aBindings {
 			t.Run(string(binding), func(t *testing.T) {
 				js := startA2AScript(t, node, srv.URL, binding)
@@ -66,15 +52,7 @@ func TestA2AJavaScriptSDK(t *testing.T) {
 					t.Fatalf("the question the SDK read: %v", e)
 				}
 				js.next("answering")
-				storetest.WaitFor(t, "the answer recorded", func() bool {
-					ex, err := pub.GetTask(ctx, id)
-					return err == nil && ex.Status == "working"
-				})
-				ex, err := pub.GetTask(ctx, id)
-				if err != nil || len(ex.InputResponses) != 1 || ex.InputResponses[0].OptionID != "c" || ex.InputResponses[0].Via != "a2a" ||
-					ex.InputResponses[0].AnsweredBy != "a2a-js" {
-					t.Fatalf("the executor sees the answer %+v, %v", ex, err)
-				}
+				wantAnsweredOverA2A(t, pub, id, "a2a-js")
 				if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
 					t.Fatal(err)
 				}

@@ -2,6 +2,9 @@ package app_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,10 +16,10 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
+	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -122,10 +125,7 @@ func TestA2AConversation(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub := srv.Client(t, "a2a-pub")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "*")); err != nil {
-			t.Fatal(err)
-		}
+		publishWeather(t, pub, "*")
 		card, err := agentcard.DefaultResolver.Resolve(ctx, srv.URL)
 		if err != nil {
 			t.Fatal(err)
@@ -167,15 +167,7 @@ func TestA2AConversation(t *testing.T) {
 					}
 					answered <- res.(*a2a.Task)
 				}()
-				storetest.WaitFor(t, "the answer recorded", func() bool {
-					ex, err := pub.GetTask(ctx, id)
-					return err == nil && ex.Status == "working"
-				})
-				ex, err := pub.GetTask(ctx, id)
-				if err != nil || len(ex.InputResponses) != 1 || ex.InputResponses[0].OptionID != "c" || ex.InputResponses[0].Via != "a2a" ||
-					ex.InputResponses[0].AnsweredBy != "a2a-bob" {
-					t.Fatalf("the executor sees the answer %+v, %v", ex, err)
-				}
+				wantAnsweredOverA2A(t, pub, id, "a2a-bob")
 				if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
 					t.Fatal(err)
 				}
@@ -196,29 +188,31 @@ func TestA2AConversation(t *testing.T) {
 					t.Fatalf("the history: %+v", got.History)
 				}
 
-				var states []a2a.TaskState
-				artifacts := 0
-				for ev := range stream {
-					switch ev := ev.(type) {
-					case *a2a.TaskStatusUpdateEvent:
-						states = append(states, ev.Status.State)
-					case *a2a.TaskArtifactUpdateEvent:
-						artifacts++
-					default:
-						t.Fatalf("the subscription sent %T", ev)
-					}
+				s := drain(t, "the subscription", stream, streamErr)
+				if len(s.others) != 0 {
+					t.Fatalf("the subscription sent %T", s.others[0])
 				}
-				select {
-				case err := <-streamErr:
-					t.Fatalf("the subscription: %v", err)
-				default:
-				}
-				if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
-					t.Fatalf("the subscription streamed states %v and %d artifacts", states, artifacts)
-				}
+				s.wantRanToCompletion(t, "the subscription")
 			})
 		}
 	})
+}
+
+// wantAnsweredOverA2A waits for the task id to be working again, then
+// fails the test unless its executor pub sees the one answer, option "c",
+// given over A2A by the principal by.
+func wantAnsweredOverA2A(t *testing.T, pub *client.Client, id, by string) {
+	t.Helper()
+	ctx := context.Background()
+	storetest.WaitFor(t, "the answer recorded", func() bool {
+		ex, err := pub.GetTask(ctx, id)
+		return err == nil && ex.Status == "working"
+	})
+	ex, err := pub.GetTask(ctx, id)
+	if err != nil || len(ex.InputResponses) != 1 || ex.InputResponses[0].OptionID != "c" || ex.InputResponses[0].Via != "a2a" ||
+		ex.InputResponses[0].AnsweredBy != by {
+		t.Fatalf("the executor sees the answer %+v, %v", ex, err)
+	}
 }
 
 // wantA2AError fails the test unless err is the A2A error want.
@@ -238,10 +232,7 @@ func TestA2AListCancelAndIsolation(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub := srv.Client(t, "a2a-pub")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
-			t.Fatal(err)
-		}
+		recv, _ := publishWeather(t, pub, "a2a-bob")
 		for _, binding := range a2aBindings {
 			t.Run(string(binding), func(t *testing.T) {
 				bob, carol := a2aClient(t, srv, binding, "a2a-bob"), a2aClient(t, srv, binding, "a2a-carol")
@@ -331,17 +322,7 @@ func TestA2AListCancelAndIsolation(t *testing.T) {
 func TestA2AUnknownSkillIsA400(t *testing.T) {
 	srv := apptest.Embedded(t, notifyConfig())
 	body := `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"city":"Oslo"}}],"metadata":{"skill":"nosuchskill"}}}`
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/a2a/message:send", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, "a2a-bob"))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	status, raw := callAs(t, srv, "a2a-bob", http.MethodPost, "/a2a/message:send", body)
 	var got struct {
 		Error struct {
 			Code    int
@@ -353,12 +334,12 @@ func TestA2AUnknownSkillIsA400(t *testing.T) {
 			}
 		}
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusBadRequest || got.Error.Status != "INVALID_ARGUMENT" || !strings.Contains(got.Error.Message, "nosuchskill") ||
+	if status != http.StatusBadRequest || got.Error.Status != "INVALID_ARGUMENT" || !strings.Contains(got.Error.Message, "nosuchskill") ||
 		len(got.Error.Details) == 0 || got.Error.Details[0].Reason != "INVALID_PARAMS" {
-		t.Fatalf("an unknown skill: %d %+v", resp.StatusCode, got)
+		t.Fatalf("an unknown skill: %d %+v", status, got)
 	}
 }
 
@@ -372,10 +353,7 @@ func TestA2AAcrossReplicas(t *testing.T) {
 			replicas := apptest.Replicas(t, 2, notifyConfig())
 			a, b := replicas[0], replicas[1]
 			pub := a.Client(t, "a2a-pub")
-			recv := receivertest.New(t, nil)
-			if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
-				t.Fatal(err)
-			}
+			publishWeather(t, pub, "a2a-bob")
 			onA, onB := a2aClient(t, a, binding, "a2a-bob"), a2aClient(t, b, binding, "a2a-bob")
 			task := sendTask(t, onA, callMessage("weather", "", map[string]any{"city": "Oslo"}))
 			if _, err := pub.RequireInput(ctx, string(task.ID), []client.InputRequest{unitQuestion}); err != nil {
@@ -394,24 +372,7 @@ func TestA2AAcrossReplicas(t *testing.T) {
 			if _, err := pub.Complete(ctx, string(task.ID), map[string]any{"tempF": 37}); err != nil {
 				t.Fatal(err)
 			}
-			var states []a2a.TaskState
-			artifacts := 0
-			for ev := range stream {
-				switch ev := ev.(type) {
-				case *a2a.TaskStatusUpdateEvent:
-					states = append(states, ev.Status.State)
-				case *a2a.TaskArtifactUpdateEvent:
-					artifacts++
-				}
-			}
-			select {
-			case err := <-streamErr:
-				t.Fatalf("the subscription on B: %v", err)
-			default:
-			}
-			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
-				t.Fatalf("B streamed states %v and %d artifacts", states, artifacts)
-			}
+			drain(t, "the subscription on B", stream, streamErr).wantRanToCompletion(t, "B")
 		})
 	}
 }
@@ -422,10 +383,7 @@ func TestA2AStreamingMessage(t *testing.T) {
 	srv := apptest.Embedded(t, notifyConfig())
 	ctx := context.Background()
 	pub := srv.Client(t, "a2a-pub")
-	recv := receivertest.New(t, nil)
-	if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
-		t.Fatal(err)
-	}
+	publishWeather(t, pub, "a2a-bob")
 	for _, binding := range a2aBindings {
 		t.Run(string(binding), func(t *testing.T) {
 			cl := a2aClient(t, srv, binding, "a2a-bob")
@@ -498,10 +456,7 @@ func TestA2AResubscribeAfterAKill(t *testing.T) {
 			b := apptest.Start(t, sc, notifyConfig())
 			cmd, killedURL := apptest.StartProcess(t, sc, "TASKHOOK_ALLOW_PRIVATE_TARGETS=true")
 			pub := b.Client(t, "a2a-pub")
-			recv := receivertest.New(t, nil)
-			if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "a2a-bob")); err != nil {
-				t.Fatal(err)
-			}
+			publishWeather(t, pub, "a2a-bob")
 			onKilled, onB := a2aClientAt(t, killedURL, binding, "a2a-bob", true), a2aClient(t, b, binding, "a2a-bob")
 			task := sendTask(t, onKilled, callMessage("weather", "", map[string]any{"city": "Oslo"}))
 			if _, err := pub.RequireInput(ctx, string(task.ID), []client.InputRequest{unitQuestion}); err != nil {
@@ -542,30 +497,17 @@ func TestA2AResubscribeAfterAKill(t *testing.T) {
 			if _, err := pub.Complete(ctx, string(task.ID), map[string]any{"tempF": 37}); err != nil {
 				t.Fatal(err)
 			}
-			var said []string
-			var states []a2a.TaskState
-			artifacts := 0
-			for ev := range again {
-				switch ev := ev.(type) {
-				case *a2a.TaskStatusUpdateEvent:
-					states = append(states, ev.Status.State)
-					said = append(said, statusText(ev.Status))
-				case *a2a.TaskArtifactUpdateEvent:
-					if data, _ := ev.Artifact.Parts[0].Data().(map[string]any); data["tempF"] != 37.0 {
-						t.Fatalf("the result artifact: %+v", ev.Artifact.Parts[0])
-					}
-					artifacts++
-				default:
-					t.Fatalf("the resubscription sent %T", ev)
+			s := drain(t, "the resubscription", again, againErr)
+			if len(s.others) != 0 {
+				t.Fatalf("the resubscription sent %T", s.others[0])
+			}
+			for _, art := range s.artifacts {
+				if data, _ := art.Parts[0].Data().(map[string]any); data["tempF"] != 37.0 {
+					t.Fatalf("the result artifact: %+v", art.Parts[0])
 				}
 			}
-			select {
-			case err := <-againErr:
-				t.Fatalf("the resubscription: %v", err)
-			default:
-			}
-			if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || said[0] != "almost done" || artifacts != 1 {
-				t.Fatalf("the resubscription streamed states %v saying %q and %d artifacts", states, said, artifacts)
+			if !s.ranToCompletion() || s.said[0] != "almost done" {
+				t.Fatalf("the resubscription streamed states %v saying %q and %d artifacts", s.states, s.said, len(s.artifacts))
 			}
 			history := 10
 			got, err := onB.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: &history})
@@ -583,14 +525,10 @@ func TestA2AResubscribeAfterAKill(t *testing.T) {
 // the task works again, the executor gets its token and the task runs to
 // the end, a subscription seeing each step.
 func TestA2ASignIn(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := startSigninWith(t, sc, "path", notifyConfig())
+	eachSignin(t, "path", notifyConfig(), func(t *testing.T, e *signinEnv) {
 		ctx := context.Background()
 		pub := e.srv.Client(t, "a2a-pub")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "*")); err != nil {
-			t.Fatal(err)
-		}
+		publishWeather(t, pub, "*")
 		for _, binding := range a2aBindings {
 			t.Run(string(binding), func(t *testing.T) {
 				// A caller of its own per binding: a sign-in is the caller's.
@@ -626,27 +564,58 @@ func TestA2ASignIn(t *testing.T) {
 				if _, err := pub.Complete(ctx, id, map[string]any{"tempC": 3}); err != nil {
 					t.Fatal(err)
 				}
-				var states []a2a.TaskState
-				artifacts := 0
-				for ev := range stream {
-					switch ev := ev.(type) {
-					case *a2a.TaskStatusUpdateEvent:
-						states = append(states, ev.Status.State)
-					case *a2a.TaskArtifactUpdateEvent:
-						artifacts++
-					}
-				}
-				select {
-				case err := <-streamErr:
-					t.Fatalf("the subscription: %v", err)
-				default:
-				}
-				if !slices.Equal(states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) || artifacts != 1 {
-					t.Fatalf("the subscription streamed states %v and %d artifacts", states, artifacts)
-				}
+				drain(t, "the subscription", stream, streamErr).wantRanToCompletion(t, "the subscription")
 			})
 		}
 	})
+}
+
+// streamed is what a subscription sent until it ended: the states of its
+// status updates and their texts, its artifacts, and any other events.
+type streamed struct {
+	states    []a2a.TaskState
+	said      []string
+	artifacts []*a2a.Artifact
+	others    []a2a.Event
+}
+
+// drain reads a subscription (as subscribe returns it) to its end, or fails
+// the test, naming it what, if it ended in an error.
+func drain(t *testing.T, what string, events <-chan a2a.Event, errs <-chan error) streamed {
+	t.Helper()
+	var s streamed
+	for ev := range events {
+		switch ev := ev.(type) {
+		case *a2a.TaskStatusUpdateEvent:
+			s.states = append(s.states, ev.Status.State)
+			s.said = append(s.said, statusText(ev.Status))
+		case *a2a.TaskArtifactUpdateEvent:
+			s.artifacts = append(s.artifacts, ev.Artifact)
+		default:
+			s.others = append(s.others, ev)
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("%s: %v", what, err)
+	default:
+	}
+	return s
+}
+
+// ranToCompletion is whether the task went working, then completed, with
+// one artifact.
+func (s streamed) ranToCompletion() bool {
+	return slices.Equal(s.states, []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}) && len(s.artifacts) == 1
+}
+
+// wantRanToCompletion fails the test unless the task, streamed to who, ran
+// to completion.
+func (s streamed) wantRanToCompletion(t *testing.T, who string) {
+	t.Helper()
+	if !s.ranToCompletion() {
+		t.Fatalf("%s streamed states %v and %d artifacts", who, s.states, len(s.artifacts))
+	}
 }
 
 // subscribe follows task id with SubscribeToTask in the background: its
@@ -664,4 +633,161 @@ func subscribe(ctx context.Context, cl *a2aclient.Client, id a2a.TaskID) (<-chan
 		}
 	}()
 	return events, errs
+}
+
+// pushSigned checks a delivery's Standard Webhooks signature with secret,
+// computed here on its own: HMAC-SHA256 of "id.timestamp.body".
+func pushSigned(secret string, d receivertest.Delivery) bool {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(d.Header.Get("webhook-id") + "." + d.Header.Get("webhook-timestamp") + "."))
+	m.Write(d.Body)
+	want := "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+	return slices.Contains(strings.Fields(d.Header.Get("webhook-signature")), want)
+}
+
+// A push config on a task is sent each change of the task's status as an
+// A2A StreamResponse, with its token and signed; reads show it without
+// either; another principal does not see it; deleted, it is gone.
+func TestA2APushConfigsDeliverStatusUpdates(t *testing.T) {
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		card, err := agentcard.DefaultResolver.Resolve(ctx, srv.URL)
+		if err != nil || !card.Capabilities.PushNotifications {
+			t.Fatalf("the public card offers no push configs: %+v %v", card, err)
+		}
+		for _, binding := range a2aBindings {
+			t.Run(string(binding), func(t *testing.T) {
+				rest := srv.Client(t, "push-owner")
+				cl := a2aClient(t, srv, binding, "push-owner")
+				_, task := apptest.SessionWithTask(t, ctx, rest, client.CreateTaskInput{})
+				recv := receivertest.New(t, nil)
+				const token = "push-token-1"
+				created, err := cl.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: a2a.TaskID(task.TaskID), URL: recv.URL, Token: token})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if created.ID == "" || created.URL != recv.URL || created.Token != token || created.Auth == nil ||
+					!strings.HasPrefix(created.Auth.Credentials, "whsec_") {
+					t.Fatalf("the created config: %+v", created)
+				}
+				got, err := cl.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: a2a.TaskID(task.TaskID), ID: created.ID})
+				if err != nil || got.URL != recv.URL || got.Token != "" || got.Auth != nil {
+					t.Fatalf("the config read back: %+v %v", got, err)
+				}
+				stranger := a2aClient(t, srv, binding, "push-stranger")
+				if _, err := stranger.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: a2a.TaskID(task.TaskID)}); !errors.Is(err, a2a.ErrTaskNotFound) {
+					t.Fatalf("another principal lists the configs: %v", err)
+				}
+
+				driveTaskLife(t, rest, task.TaskID)
+				log, err := rest.TaskEvents(ctx, task.TaskID, client.EventsParams{Limit: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, e := range log.Events {
+					if slices.Contains([]string{"task.status", "task.message", "task.terminal"}, e.Type) {
+						want = append(want, e.ID)
+					}
+				}
+				waitDeliveries(t, recv, len(want))
+				var ids []string
+				states := map[a2a.TaskState]bool{}
+				for _, d := range recv.Got() {
+					if d.Header.Get("A2A-Notification-Token") != token || !pushSigned(created.Auth.Credentials, d) {
+						t.Fatalf("a delivery without its token or signature: %v", d.Header)
+					}
+					var sr a2a.StreamResponse
+					if err := json.Unmarshal(d.Body, &sr); err != nil {
+						t.Fatalf("a delivery is no StreamResponse: %v %s", err, d.Body)
+					}
+					up, ok := sr.Event.(*a2a.TaskStatusUpdateEvent)
+					if !ok || string(up.TaskID) != task.TaskID || up.ContextID != task.SessionID {
+						t.Fatalf("a delivery is no status update of the task: %s", d.Body)
+					}
+					states[up.Status.State] = true
+					ids = append(ids, d.ID())
+				}
+				slices.Sort(ids)
+				if !slices.Equal(ids, want) || !states[a2a.TaskStateInputRequired] || !states[a2a.TaskStateCompleted] {
+					t.Fatalf("deliveries %v in states %v, want the events %v", ids, states, want)
+				}
+
+				if err := cl.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigRequest{TaskID: a2a.TaskID(task.TaskID), ID: created.ID}); err != nil {
+					t.Fatal(err)
+				}
+				left, err := cl.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: a2a.TaskID(task.TaskID)})
+				if err != nil || len(left) != 0 {
+					t.Fatalf("configs left after the delete: %+v %v", left, err)
+				}
+				if _, err := cl.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: a2a.TaskID(task.TaskID), ID: created.ID}); !errors.Is(err, a2a.ErrInvalidParams) {
+					t.Fatalf("a deleted config read: %v", err)
+				}
+			})
+		}
+	})
+}
+
+// A push config whose receiver answers 410 is dead after that call: the
+// task's endpoint list says so, and the config is still listed.
+func TestA2APushConfigGoneIsDead(t *testing.T) {
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
+		ctx := context.Background()
+		rest := srv.Client(t, "push-gone")
+		cl := a2aClient(t, srv, a2a.TransportProtocolJSONRPC, "push-gone")
+		_, task := apptest.SessionWithTask(t, ctx, rest, client.CreateTaskInput{})
+		recv := receivertest.New(t, receivertest.Status(http.StatusGone))
+		created, err := cl.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: a2a.TaskID(task.TaskID), URL: recv.URL, Token: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rest.Message(ctx, task.TaskID, "are you there?", nil); err != nil {
+			t.Fatal(err)
+		}
+		storetest.WaitFor(t, "the config's endpoint dead", func() bool {
+			eps, err := rest.TaskEndpoints(ctx, task.TaskID)
+			return err == nil && len(eps) == 1 && eps[0].EndpointID == created.ID && eps[0].Status == "dead"
+		})
+		if n := len(recv.Got()); n != 1 {
+			t.Fatalf("the receiver was called %d times, want once", n)
+		}
+		eps, _ := rest.TaskEndpoints(ctx, task.TaskID)
+		if eps[0].Format != "a2a" || eps[0].Secret != "" {
+			t.Fatalf("the endpoint as read: %+v", eps[0])
+		}
+		configs, err := cl.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: a2a.TaskID(task.TaskID)})
+		if err != nil || len(configs) != 1 || configs[0].ID != created.ID {
+			t.Fatalf("the configs: %+v %v", configs, err)
+		}
+	})
+}
+
+// A push config on a private address is refused where private targets are
+// not allowed, and so is an authentication scheme other than the signature.
+func TestA2APushConfigOnAPrivateAddressIsRefused(t *testing.T) {
+	srv := apptest.Start(t, storetest.Embedded(t), app.Config{})
+	ctx := context.Background()
+	rest := srv.Client(t, "push-guarded")
+	_, task := apptest.SessionWithTask(t, ctx, rest, client.CreateTaskInput{})
+	for _, binding := range a2aBindings {
+		cl := a2aClient(t, srv, binding, "push-guarded")
+		for _, target := range []string{"http://127.0.0.1:9/", "http://10.0.0.1/", "http://169.254.169.254/"} {
+			_, err := cl.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: a2a.TaskID(task.TaskID), URL: target})
+			if !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "not allowed") {
+				t.Errorf("%s: %s: %v, want invalid params saying the address is not allowed", binding, target, err)
+			}
+		}
+		_, err := cl.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: a2a.TaskID(task.TaskID), URL: "http://93.184.216.34/",
+			Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "x"}})
+		if !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "StandardWebhooks") {
+			t.Errorf("%s: a bearer config: %v, want invalid params", binding, err)
+		}
+	}
+	if eps, err := rest.TaskEndpoints(ctx, task.TaskID); err != nil || len(eps) != 0 {
+		t.Errorf("endpoints kept: %+v %v", eps, err)
+	}
 }

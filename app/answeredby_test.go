@@ -17,8 +17,6 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // recordedAnswer is an answer as the task, its input.resolved event and a
@@ -121,13 +119,23 @@ func callAs(t *testing.T, srv *apptest.Server, subject, method, path, body strin
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, raw := fetch(t, http.DefaultClient, req)
+	return resp.StatusCode, raw
+}
+
+// fetch sends req with hc and reads the whole answer, or fails the test.
+func fetch(t testing.TB, hc *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, raw
 }
 
 // Every channel an answer comes through records who gave it, when and
@@ -136,8 +144,7 @@ func callAs(t *testing.T, srv *apptest.Server, subject, method, path, body strin
 func TestAnswersRecordWhoWhenAndVia(t *testing.T) {
 	cfg := notifyConfig()
 	cfg.SlackSigningSecret, cfg.SlackUsers = slackSecret, "U0ALICE=alice"
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, cfg)
+	apptest.EachBackend(t, cfg, func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		agent := srv.ClientActingFor(t, "agent", []string{"alice"})
 		ses := apptest.Session(t, ctx, agent)

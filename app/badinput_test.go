@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -118,12 +117,7 @@ func TestBadInputGetsItsCode(t *testing.T) {
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, raw := fetch(t, http.DefaultClient, req)
 		var body errorBody
 		if err := json.Unmarshal(raw, &body); err != nil {
 			t.Errorf("%s: not an error body: %s", c.name, raw)
@@ -201,24 +195,16 @@ func TestHugeWaitIsCutToTheMaximum(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Standalone(t, app.Config{})
 	ctx := context.Background()
-	tok := apptest.Token(t, "wait-huge")
-	cl := client.New(srv.URL, tok)
+	cl := srv.Client(t, "wait-huge")
 	_, task := apptest.SessionWithTask(t, ctx, cl, client.CreateTaskInput{})
 	if _, err := cl.Complete(ctx, task.TaskID, "done"); err != nil {
 		t.Fatal(err)
 	}
 	for _, wait := range []string{"1e10", "1e300"} {
 		// The task is terminal, so the answer comes at once.
-		req, _ := http.NewRequest("GET", srv.URL+"/v1/tasks/"+task.TaskID+"/result?wait="+wait, nil)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("wait=%s: %d %s", wait, resp.StatusCode, raw)
+		status, raw := callAs(t, srv, "wait-huge", "GET", "/v1/tasks/"+task.TaskID+"/result?wait="+wait, "")
+		if status != http.StatusOK {
+			t.Fatalf("wait=%s: %d %s", wait, status, raw)
 		}
 	}
 }

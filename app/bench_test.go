@@ -454,14 +454,7 @@ func BenchmarkNotifyFairShare(b *testing.B) {
 			hanging = append(hanging, h)
 			eps = append(eps, client.EndpointRequest{URL: h.URL, Kinds: []string{"task.message"}})
 		}
-		ses, err := noisy.CreateSession(ctx, client.CreateSessionInput{Notify: eps})
-		if err != nil {
-			b.Fatal(err)
-		}
-		tk, err := noisy.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, tk := apptest.NotifyingSessionWithTask(b, ctx, noisy, eps)
 		const flood = 256 // 4 endpoints: 1,024 deliveries, sixteen times the replica's slots
 		for range flood {
 			if _, err := noisy.Message(ctx, tk.TaskID, "flood", nil); err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -40,16 +39,18 @@ type signinEnv struct {
 // delegate scope: its tasks may name any requester.
 func startSignin(t *testing.T, callback string) *signinEnv {
 	t.Helper()
-	return startSigninOn(t, storetest.Standalone(t), callback)
+	return startSigninWith(t, storetest.Standalone(t), callback, app.Config{})
 }
 
-// startSigninOn is startSignin on the store sc.
-func startSigninOn(t *testing.T, sc store.Config, callback string) *signinEnv {
+// eachSignin runs fn, on every store backend, against a sign-in
+// environment started as startSigninWith starts it.
+func eachSignin(t *testing.T, callback string, cfg app.Config, fn func(t *testing.T, e *signinEnv)) {
 	t.Helper()
-	return startSigninWith(t, sc, callback, app.Config{})
+	storetest.EachBackend(t, func(t *testing.T, sc store.Config) { fn(t, startSigninWith(t, sc, callback, cfg)) })
 }
 
-// startSigninWith is startSigninOn with more of the server's settings.
+// startSigninWith is startSignin on the store sc, with more of the server's
+// settings.
 func startSigninWith(t *testing.T, sc store.Config, callback string, cfg app.Config) *signinEnv {
 	t.Helper()
 	prov := providertest.New(t)
@@ -251,25 +252,16 @@ func scanForSecrets(t *testing.T, e *signinEnv, taskID string, secrets []string)
 // it: the answer, and whether the server then closed the connection.
 func (e *signinEnv) unsentForm(t *testing.T, path string) (status int, code string, closed bool) {
 	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, e.srv)
 	_ = c.SetDeadline(time.Now().Add(time.Minute))
 	if _, err := io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: taskhook\r\n"+
 		"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 4096\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	br := bufio.NewReader(c)
-	res, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("POST with no body sent: %v", err)
-	}
+	res, raw, _ := c.answer(t)
 	var body struct{ Error struct{ Code string } }
-	_ = json.NewDecoder(res.Body).Decode(&body)
-	res.Body.Close()
-	_, err = br.ReadByte()
+	_ = json.Unmarshal(raw, &body)
+	_, err := c.br.ReadByte()
 	return res.StatusCode, body.Error.Code, errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }
 

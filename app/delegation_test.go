@@ -7,10 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // signIn has the principal cl sign in to devbox through a task of its own,
@@ -46,8 +45,7 @@ func refused(t *testing.T, what string, err error) {
 // sign-ins in alice's vault, nor drop alice's. Where the create is let
 // through the test carries the whole attack on, to show what it costs.
 func TestRequesterNotAllowed(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := startSigninOn(t, sc, "path")
+	eachSignin(t, "path", app.Config{}, func(t *testing.T, e *signinEnv) {
 		ctx := context.Background()
 		alice := e.srv.Client(t, "alice")
 		mallory := e.srv.Client(t, "mallory")
@@ -124,8 +122,7 @@ func TestRequesterNotAllowed(t *testing.T) {
 // must still be there when the task's token is asked for, and when an
 // Idempotency-Key would replay the create.
 func TestRequesterDelegated(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := startSigninOn(t, sc, "state")
+	eachSignin(t, "state", app.Config{}, func(t *testing.T, e *signinEnv) {
 		ctx := context.Background()
 		alices := e.signIn(t, e.srv.Client(t, "alice"))
 

@@ -3,8 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -17,8 +15,6 @@ import (
 	"github.com/taskhook/taskhook/endpoints"
 	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/tasks"
 )
 
@@ -27,8 +23,7 @@ import (
 // signed with its secret, while the creator never sees it; the executor does
 // the work over the API and finds it with role=executor.
 func TestTaskStartedForAnExecutorNotifiesItsEndpoint(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, notifyConfig())
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		recv := receivertest.New(t, nil)
 		eps, records, err := srv.App.Notify.NewEndpoints(ctx, endpoints.Registrant{Principal: "tool-publisher", Requester: "tool-publisher"},
@@ -98,53 +93,18 @@ func TestTaskWithAnExecutorIsMissingToOthers(t *testing.T) {
 	if err := json.Unmarshal(reply.JSON, &task); err != nil {
 		t.Fatal(err)
 	}
-	missing := ids.New(ids.TaskPrefix, 0)
-	routes := []struct{ method, path, body string }{
-		{"GET", "/v1/tasks/{t}", ""},
-		{"GET", "/v1/tasks/{t}?afterRevision=0&wait=1s", ""},
-		{"GET", "/v1/tasks/{t}/result", ""},
-		{"GET", "/v1/tasks/{t}/events", ""},
-		{"POST", "/v1/tasks/{t}/progress", `{"statusMessage":"x"}`},
-		{"POST", "/v1/tasks/{t}/messages", `{"text":"x"}`},
-		{"POST", "/v1/tasks/{t}/input-requests", `{"requests":[{"prompt":"ok?","display":"confirmation"}]}`},
-		{"POST", "/v1/tasks/{t}/input", `{"responses":[{"requestId":"r","optionId":"yes"}]}`},
-		{"POST", "/v1/tasks/{t}/complete", `{"result":1}`},
-		{"POST", "/v1/tasks/{t}/fail", `{"error":{"message":"x"}}`},
-		{"POST", "/v1/tasks/{t}/cancel", `{}`},
-		{"POST", "/v1/tasks/{t}/release", `{}`},
-		{"POST", "/v1/hooks", `{"taskId":"{t}"}`},
-	}
-	do := func(who, method, path, body string) (int, string) {
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+apptest.Token(t, who))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	fill := func(s, id string) string { return strings.ReplaceAll(s, "{t}", id) }
-	for _, r := range routes {
-		st, body := do("exe-stranger", r.method, fill(r.path, task.TaskID), fill(r.body, task.TaskID))
-		noneSt, noneBody := do("exe-stranger", r.method, fill(r.path, missing), fill(r.body, missing))
-		if st != 404 || noneSt != 404 || body != noneBody {
-			t.Errorf("%s %s: the task %d %s; a missing one %d %s", r.method, r.path, st, body, noneSt, noneBody)
-		}
-	}
+	theirs := strings.NewReplacer("{t}", task.TaskID)
+	missing := strings.NewReplacer("{t}", ids.New(ids.TaskPrefix, 0))
+	answersAsMissing(t, srv, "exe-stranger", "the task", append(taskRoutes,
+		route{"POST", "/v1/tasks/{t}/release", `{}`},
+		route{"POST", "/v1/hooks", `{"taskId":"{t}"}`},
+	), theirs, missing)
 	// The executor's limits answer as a missing task too.
-	for _, r := range []struct{ method, path, body string }{
+	answersAsMissing(t, srv, "exe-worker", "the executor's task", []route{
 		{"GET", "/v1/tasks/{t}/result", ""},
 		{"POST", "/v1/tasks/{t}/cancel", `{}`},
 		{"POST", "/v1/tasks/{t}/input", `{"responses":[{"requestId":"r","optionId":"yes"}]}`},
-	} {
-		st, body := do("exe-worker", r.method, fill(r.path, task.TaskID), fill(r.body, task.TaskID))
-		noneSt, noneBody := do("exe-worker", r.method, fill(r.path, missing), fill(r.body, missing))
-		if st != 404 || noneSt != 404 || body != noneBody {
-			t.Errorf("the executor's %s %s: %d %s; a missing task %d %s", r.method, r.path, st, body, noneSt, noneBody)
-		}
-	}
+	}, theirs, missing)
 	// ... and the executor reads it and does the work.
 	worker := srv.Client(t, "exe-worker")
 	if _, err := worker.Progress(ctx, task.TaskID, client.ProgressInput{StatusMessage: client.String("x")}); err != nil {
@@ -153,7 +113,7 @@ func TestTaskWithAnExecutorIsMissingToOthers(t *testing.T) {
 	if _, err := worker.TaskEvents(ctx, task.TaskID, client.EventsParams{}); err != nil {
 		t.Fatal(err)
 	}
-	if st, body := do("exe-worker", "GET", "/v1/tasks?role=boss", ""); st != 400 || !strings.Contains(body, "role") {
+	if st, body := callAs(t, srv, "exe-worker", "GET", "/v1/tasks?role=boss", ""); st != 400 || !strings.Contains(string(body), "role") {
 		t.Errorf("role=boss: %d %s", st, body)
 	}
 }

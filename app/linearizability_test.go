@@ -136,70 +136,41 @@ func TestTaskModelCatchesDoubleAndLostWrites(t *testing.T) {
 		return linOutput{Code: client.CodeTaskTerminal, Status: status}
 	}
 	const ir, w = "input_required", "working"
+	// A case is commands that cases of one kind of write share, then the
+	// operation that tells the outcomes apart.
+	progress := []porcupine.Operation{op(0, 1, 2, "progress", 0, ok(3, ir))}
+	overlapping := func(first linOutput) []porcupine.Operation {
+		return []porcupine.Operation{op(0, 1, 4, "progress", 0, first), op(1, 2, 3, "progress", 0, ok(3, ir))}
+	}
+	answers := []porcupine.Operation{
+		op(0, 1, 2, "respond", 0, ok(3, ir)),
+		op(0, 3, 4, "respond", 1, ok(4, ir)),
+		op(0, 5, 6, "respond", 2, ok(5, w)),
+	}
+	ends := func(fail linOutput) []porcupine.Operation {
+		return []porcupine.Operation{op(0, 1, 4, "complete", 0, ok(3, "completed")), op(1, 2, 3, "fail", 0, fail)}
+	}
 	for _, c := range []struct {
-		name    string
-		history []porcupine.Operation
-		want    porcupine.CheckResult
+		name     string
+		commands []porcupine.Operation
+		last     porcupine.Operation
+		want     porcupine.CheckResult
 	}{
-		{"progress applied once", []porcupine.Operation{
-			op(0, 1, 2, "progress", 0, ok(3, ir)),
-			op(0, 3, 4, "get", 0, ok(3, ir)),
-		}, porcupine.Ok},
-		{"progress applied twice", []porcupine.Operation{
-			op(0, 1, 2, "progress", 0, ok(3, ir)),
-			op(0, 3, 4, "get", 0, ok(4, ir)),
-		}, porcupine.Illegal},
-		{"progress lost", []porcupine.Operation{
-			op(0, 1, 2, "progress", 0, ok(3, ir)),
-			op(0, 3, 4, "get", 0, ok(2, ir)),
-		}, porcupine.Illegal},
-		{"overlapping progresses applied once each", []porcupine.Operation{
-			op(0, 1, 4, "progress", 0, ok(4, ir)),
-			op(1, 2, 3, "progress", 0, ok(3, ir)),
-			op(2, 5, 6, "get", 0, ok(4, ir)),
-		}, porcupine.Ok},
-		{"overlapping progresses, one applied twice", []porcupine.Operation{
-			op(0, 1, 4, "progress", 0, ok(4, ir)),
-			op(1, 2, 3, "progress", 0, ok(3, ir)),
-			op(2, 5, 6, "get", 0, ok(5, ir)),
-		}, porcupine.Illegal},
-		{"overlapping progresses, one lost", []porcupine.Operation{
-			op(0, 1, 4, "progress", 0, ok(3, ir)),
-			op(1, 2, 3, "progress", 0, ok(3, ir)),
-			op(2, 5, 6, "get", 0, ok(3, ir)),
-		}, porcupine.Illegal},
-		{"an answer given twice is applied once", []porcupine.Operation{
-			op(0, 1, 2, "respond", 0, ok(3, ir)),
-			op(1, 3, 4, "respond", 0, ok(3, ir)),
-		}, porcupine.Ok},
-		{"an answer applied twice", []porcupine.Operation{
-			op(0, 1, 2, "respond", 0, ok(3, ir)),
-			op(1, 3, 4, "respond", 0, ok(4, ir)),
-		}, porcupine.Illegal},
-		{"every answer kept", []porcupine.Operation{
-			op(0, 1, 2, "respond", 0, ok(3, ir)),
-			op(0, 3, 4, "respond", 1, ok(4, ir)),
-			op(0, 5, 6, "respond", 2, ok(5, w)),
-			op(1, 7, 8, "get", 0, ok(5, w)),
-		}, porcupine.Ok},
-		{"an answer lost", []porcupine.Operation{
-			op(0, 1, 2, "respond", 0, ok(3, ir)),
-			op(0, 3, 4, "respond", 1, ok(4, ir)),
-			op(0, 5, 6, "respond", 2, ok(5, w)),
-			op(1, 7, 8, "get", 0, ok(5, ir)),
-		}, porcupine.Illegal},
-		{"overlapping ends, one wins", []porcupine.Operation{
-			op(0, 1, 4, "complete", 0, ok(3, "completed")),
-			op(1, 2, 3, "fail", 0, terminal("completed")),
-			op(2, 5, 6, "get", 0, ok(3, "completed")),
-		}, porcupine.Ok},
-		{"overlapping ends, both applied", []porcupine.Operation{
-			op(0, 1, 4, "complete", 0, ok(3, "completed")),
-			op(1, 2, 3, "fail", 0, ok(4, "failed")),
-			op(2, 5, 6, "get", 0, ok(4, "failed")),
-		}, porcupine.Illegal},
+		{"progress applied once", progress, op(0, 3, 4, "get", 0, ok(3, ir)), porcupine.Ok},
+		{"progress applied twice", progress, op(0, 3, 4, "get", 0, ok(4, ir)), porcupine.Illegal},
+		{"progress lost", progress, op(0, 3, 4, "get", 0, ok(2, ir)), porcupine.Illegal},
+		{"overlapping progresses applied once each", overlapping(ok(4, ir)), op(2, 5, 6, "get", 0, ok(4, ir)), porcupine.Ok},
+		{"overlapping progresses, one applied twice", overlapping(ok(4, ir)), op(2, 5, 6, "get", 0, ok(5, ir)), porcupine.Illegal},
+		{"overlapping progresses, one lost", overlapping(ok(3, ir)), op(2, 5, 6, "get", 0, ok(3, ir)), porcupine.Illegal},
+		{"an answer given twice is applied once", answers[:1], op(1, 3, 4, "respond", 0, ok(3, ir)), porcupine.Ok},
+		{"an answer applied twice", answers[:1], op(1, 3, 4, "respond", 0, ok(4, ir)), porcupine.Illegal},
+		{"every answer kept", answers, op(1, 7, 8, "get", 0, ok(5, w)), porcupine.Ok},
+		{"an answer lost", answers, op(1, 7, 8, "get", 0, ok(5, ir)), porcupine.Illegal},
+		{"overlapping ends, one wins", ends(terminal("completed")), op(2, 5, 6, "get", 0, ok(3, "completed")), porcupine.Ok},
+		{"overlapping ends, both applied", ends(ok(4, "failed")), op(2, 5, 6, "get", 0, ok(4, "failed")), porcupine.Illegal},
 	} {
-		if res, info := porcupine.CheckOperationsVerbose(taskModel, c.history, 0); res != c.want {
+		history := append(slices.Clip(c.commands), c.last)
+		if res, info := porcupine.CheckOperationsVerbose(taskModel, history, 0); res != c.want {
 			t.Errorf("%s: %v, want %v: %v", c.name, res, c.want, info)
 		}
 	}

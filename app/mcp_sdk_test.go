@@ -18,13 +18,30 @@ import (
 
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // The official clients of other hands, against the real server: what the
 // mcp package's tests show over an in-memory backend holds over Redis and
 // the server's own middleware too (its streams flushed, its bodies read).
+
+// nodeWith is the path of node, with the SDK (named sdk) installed in the
+// package folder pkg. Where either is missing the test is skipped, or, in
+// CI, fails.
+func nodeWith(t *testing.T, sdk, pkg string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(pkg, "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("node and %s are needed (make sdk-deps): %v", sdk, err)
+		}
+		t.Skipf("node or %s is missing (make sdk-deps installs it): %v", sdk, err)
+	}
+	return node
+}
 
 // sdkDir holds the TypeScript SDK's client script (mcp/testdata/sdkclient).
 var sdkDir = filepath.Join("..", "mcp", "testdata", "sdkclient")
@@ -34,21 +51,10 @@ var sdkDir = filepath.Join("..", "mcp", "testdata", "sdkclient")
 // question while tasks/result is held, tasks/list shows the caller's tasks
 // only, and the cancel of the ended task is refused.
 func TestMCPTypeScriptSDKThroughTheServer(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(sdkDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node and the TypeScript SDK are needed (make sdk-deps): %v", err)
-		}
-		t.Skipf("node or the TypeScript SDK is missing (make sdk-deps installs it): %v", err)
-	}
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, mcpConfig())
-		offerDevbox(t, srv, "ts-pub")
+	node := nodeWith(t, "the TypeScript SDK", filepath.Join(sdkDir, "node_modules", "@modelcontextprotocol", "sdk"))
+	apptest.EachBackend(t, mcpConfig(), func(t *testing.T, srv *apptest.Server) {
+		executor := offerDevbox(t, srv, "ts-pub")
 		ctx := context.Background()
-		executor := srv.Client(t, "ts-pub")
 		if _, err := srv.Client(t, "ts-other").CallTool(ctx, "devbox", client.CallToolInput{Arguments: map[string]any{"repo": "theirs"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -124,9 +130,8 @@ func TestMCPTypeScriptSDKThroughTheServer(t *testing.T) {
 func TestMCPGoThroughTheServer(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Standalone(t, mcpConfig())
-	offerDevbox(t, srv, "go-pub")
+	executor := offerDevbox(t, srv, "go-pub")
 	ctx := t.Context()
-	executor := srv.Client(t, "go-pub")
 	tr, err := transport.NewStreamableHTTP(srv.URL+"/mcp",
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + apptest.Token(t, "go-user")}))
 	if err != nil {

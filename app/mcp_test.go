@@ -18,7 +18,6 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -165,10 +164,12 @@ func publishTool(t testing.TB, srv *apptest.Server, publisher, name, endpoint st
 }
 
 // offerDevbox publishes the devbox tool as publisher, its webhooks going to
-// a receiver of the test's that answers them all.
-func offerDevbox(t testing.TB, srv *apptest.Server, publisher string) {
+// a receiver of the test's that answers them all, and returns the
+// publisher's client: the executor of the tool's tasks.
+func offerDevbox(t testing.TB, srv *apptest.Server, publisher string) *client.Client {
 	t.Helper()
 	publishTool(t, srv, publisher, "devbox", receivertest.New(t, nil).URL)
+	return srv.Client(t, publisher)
 }
 
 func mcpConfig() app.Config {
@@ -181,12 +182,10 @@ func mcpConfig() app.Config {
 // tool's call is a durable task its publisher executes, followed, answered
 // and ended over MCP, and nobody else's.
 func TestMCPModernThroughTheServer(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, mcpConfig())
+	apptest.EachBackend(t, mcpConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
-		offerDevbox(t, srv, "mcp-publisher")
+		executor := offerDevbox(t, srv, "mcp-publisher")
 		caller := newMCPCaller(t, srv, "mcp-caller")
-		executor := srv.Client(t, "mcp-publisher")
 		owner := srv.Client(t, "mcp-caller")
 
 		r := caller.modern("server/discover", "", nil)
@@ -567,9 +566,8 @@ func gauge(t *testing.T, base, name string) float64 {
 func TestMCPSyncCallReportsTheAnswerURL(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Embedded(t, mcpConfig())
-	offerDevbox(t, srv, "sync-pub")
+	executor := offerDevbox(t, srv, "sync-pub")
 	ctx := context.Background()
-	executor := srv.Client(t, "sync-pub")
 	caller := newMCPCaller(t, srv, "sync-user")
 	session := caller.initializePlain()
 	s := caller.stream(session, "tools/call", map[string]any{"name": "devbox", "arguments": map[string]any{"repo": "r"},
@@ -619,7 +617,7 @@ func TestMCPSyncCallReportsTheAnswerURL(t *testing.T) {
 func TestHeldTaskResultsCostNoRoundTrips(t *testing.T) {
 	const n = 1000
 	srv := apptest.Standalone(t, func() app.Config { c := mcpConfig(); c.WakeBlock = 20 * time.Millisecond; c.Partitions = 4; return c }())
-	offerDevbox(t, srv, "held-pub")
+	executor := offerDevbox(t, srv, "held-pub")
 	caller := newMCPCaller(t, srv, "held-user")
 	session := caller.initializePlain()
 	r := caller.legacy(session, "tools/call", map[string]any{"name": "devbox", "arguments": map[string]any{"repo": "r"}, "task": map[string]any{}})
@@ -648,7 +646,7 @@ func TestHeldTaskResultsCostNoRoundTrips(t *testing.T) {
 	if got := roundTrips(srv, "requests") - before; got != began || began > n {
 		t.Fatalf("%d held tasks/result made %v round trips, %v of them while waiting", n, got, got-began)
 	}
-	if _, err := srv.Client(t, "held-pub").Complete(context.Background(), id, map[string]any{"n": 1}); err != nil {
+	if _, err := executor.Complete(context.Background(), id, map[string]any{"n": 1}); err != nil {
 		t.Fatal(err)
 	}
 	for range n {

@@ -38,8 +38,7 @@ func notifyConfig() app.Config {
 // the event types each one takes, every delivery signed, its webhook-id the
 // event id and its payload the event with its revision.
 func TestNotificationsDeliverTheRoutedKinds(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		srv := apptest.Start(t, sc, notifyConfig())
+	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		cl := client.New(srv.URL, apptest.Token(t, "notify-owner"))
 		sesRecv := receivertest.New(t, nil)
@@ -193,14 +192,7 @@ func TestNotificationFailuresFollowTheAnswer(t *testing.T) {
 	for _, n := range names {
 		eps = append(eps, client.EndpointRequest{URL: recv[n].URL, Kinds: []string{"task.message", "task.terminal"}})
 	}
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Notify: eps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ses, task := apptest.NotifyingSessionWithTask(t, ctx, cl, eps)
 	msg, err := cl.Message(ctx, task.TaskID, "first", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -286,14 +278,7 @@ func TestNotificationsOfHooksAndSessionCancel(t *testing.T) {
 	cl := client.New(srv.URL, apptest.Token(t, "notify-cancel"))
 	recv := receivertest.New(t, nil)
 	kinds := []string{"hook.received", "task.terminal", "session.cancelled"}
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{Notify: []client.EndpointRequest{{URL: recv.URL, Kinds: kinds}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ses, task := apptest.NotifyingSessionWithTask(t, ctx, cl, []client.EndpointRequest{{URL: recv.URL, Kinds: kinds}})
 	hook, err := cl.CreateHook(ctx, client.CreateHookInput{TaskID: task.TaskID})
 	if err != nil {
 		t.Fatal(err)

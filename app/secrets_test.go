@@ -64,14 +64,7 @@ func setUpSecrets(t *testing.T, srv *apptest.Server, owner *client.Client) secre
 	t.Helper()
 	ctx := context.Background()
 	rc := receivertest.New(t, nil)
-	ses, err := owner.CreateSession(ctx, client.CreateSessionInput{Notify: []client.EndpointRequest{{URL: rc.URL, Kinds: []string{"task.message"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := owner.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ses, task := apptest.NotifyingSessionWithTask(t, ctx, owner, []client.EndpointRequest{{URL: rc.URL, Kinds: []string{"task.message"}}})
 	hook, err := owner.CreateHook(ctx, client.CreateHookInput{TaskID: task.TaskID,
 		Verify: &client.HookVerify{Scheme: "hmac-sha256", Secret: hookSecret, Header: "X-Sig"}})
 	if err != nil {

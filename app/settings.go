@@ -13,81 +13,92 @@ import (
 
 // setting is one TASKHOOK_* variable: its flag, if it has one (the bot
 // token and the vault keys have none, so they stay out of process lists),
-// its default and meaning as -h shows them, and what it fills in a Config. The table below is the only place variables are
-// read, and -h and the README's configuration table are written from it.
+// its default and meaning as -h shows them, and the Config field it fills. The
+// table below is the only place variables are read, and -h and the README's
+// configuration table are written from it.
 type setting struct {
 	env   string
 	flag  string
 	def   string
 	usage string
-	set   func(string) error
+	field any // a pointer to the Config field it fills
 }
 
 // settings is the table of every variable, bound to c.
 func settings(c *Config) []setting {
 	return []setting{
-		{"TASKHOOK_ADDR", "addr", ":8080", "listen address", into(&c.Addr, text)},
-		{"TASKHOOK_PUBLIC_URL", "public-url", "http://localhost:8080", "base URL outside systems reach: of hook and answer URLs", into(&c.PublicURL, text)},
-		{"TASKHOOK_REDIS_URL", "redis-url", "(embedded)", "redis:// or rediss:// URL, or cluster seeds host:port,host:port; empty: the embedded in-memory store", into(&c.RedisURL, text)},
-		{"TASKHOOK_REDIS_CLUSTER", "", "false", "the URL lists Redis Cluster nodes", into(&c.RedisCluster, strconv.ParseBool)},
-		{"TASKHOOK_REDIS_PREFIX", "redis-prefix", "th:", "key prefix", into(&c.RedisPrefix, text)},
-		{"TASKHOOK_PARTITIONS", "", "16", "partitions of the keys; fixed per deployment", into(&c.Partitions, strconv.Atoi)},
-		{"TASKHOOK_REDIS_TIMEOUT", "", "2s", "the whole of one Redis command; past it the request is a 503 (the embedded store: at least 30s)", into(&c.RedisTimeout, time.ParseDuration)},
-		{"TASKHOOK_JWT_SECRET", "jwt-secret", "(random in dev)", "HS256 secret, at least 32 bytes", into(&c.JWTSecret, text)},
-		{"TASKHOOK_JWKS_FILE", "jwks-file", "", "JWKS file of RS256, ES256 and EdDSA keys", into(&c.JWKSFile, text)},
-		{"TASKHOOK_JWT_AUDIENCE", "jwt-audience", "", "required aud", into(&c.JWTAudience, text)},
-		{"TASKHOOK_JWT_ISSUER", "jwt-issuer", "", "required iss", into(&c.JWTIssuer, text)},
-		{"TASKHOOK_JWT_MAX_AGE", "jwt-max-age", "24h", "longest token lifetime taken (exp - iat)", into(&c.JWTMaxAge, time.ParseDuration)},
-		{"TASKHOOK_ANSWER_KEY", "answer-key", "(from the JWT secret)", "base64 key (at least 32 bytes) of answer tokens, the same on every replica", into(&c.AnswerKey, text)},
-		{"TASKHOOK_MAX_BODY_BYTES", "", "1048576", "larger request bodies are a 413", into(&c.MaxBodyBytes, parseInt64)},
-		{"TASKHOOK_MAX_TASKS_PER_SESSION", "", "10000", "live tasks one session may hold", into(&c.MaxTasksPerSession, strconv.Atoi)},
-		{"TASKHOOK_MAX_TASK_BYTES", "", "1048576", "a task record's largest size as JSON", into(&c.MaxTaskBytes, strconv.Atoi)},
-		{"TASKHOOK_LIST_RATE", "", "20", "lists a second per principal and replica; negative: no limit", into(&c.ListRate, parseFloat64)},
-		{"TASKHOOK_LIST_BURST", "", "10", "lists at once above that rate", into(&c.ListBurst, strconv.Atoi)},
-		{"TASKHOOK_BODY_TIMEOUT", "body-timeout", "15s", "a request's whole body must arrive within it", into(&c.BodyTimeout, time.ParseDuration)},
-		{"TASKHOOK_MAX_INFLIGHT_BODY_BYTES", "max-inflight-body-bytes", "67108864", "request body bytes held in memory across all requests", into(&c.MaxInflightBodyBytes, parseInt64)},
-		{"TASKHOOK_MAX_PREAUTH_BODY_BYTES", "", "an eighth of the above", "body bytes held by requests not yet authenticated (hook posts, answers, Slack, sign-in returns)", into(&c.MaxPreauthBodyBytes, parseInt64)},
-		{"TASKHOOK_MAX_PREAUTH_BODY_BYTES_PER_ADDRESS", "", "a quarter of the above", "the share of it one client address may hold", into(&c.MaxPreauthBodyBytesPerAddress, parseInt64)},
-		{"TASKHOOK_DEFAULT_TTL", "", "168h", "a task's lifetime when its create names none", into(&c.DefaultTTL, time.ParseDuration)},
-		{"TASKHOOK_MAX_TTL", "", "720h", "the longest lifetime a task or hook may ask for", into(&c.MaxTTL, time.ParseDuration)},
-		{"TASKHOOK_HOOK_MAX_DELIVERIES", "", "10", "deliveries of a hook event to a group before it is dead-lettered", into(&c.HookMaxDeliveries, strconv.Atoi)},
-		{"TASKHOOK_HOOK_RATE_LIMIT", "", "50", "callbacks a second per hook (at most 1000)", into(&c.HookRateLimit, parseFloat64)},
-		{"TASKHOOK_HOOK_BURST", "", "100", "callbacks a hook takes at once above its rate", into(&c.HookBurst, strconv.Atoi)},
-		{"TASKHOOK_SHUTDOWN_TIMEOUT", "", "20s", "graceful drain on SIGTERM", into(&c.ShutdownTimeout, time.ParseDuration)},
-		{"TASKHOOK_RECHECK_INTERVAL", "", "15s", "a long-poll's safety-net re-read", into(&c.RecheckInterval, time.ParseDuration)},
-		{"TASKHOOK_WAKE_BLOCK", "", "5s", "one blocking read of a fan-in reader", into(&c.WakeBlock, time.ParseDuration)},
-		{"TASKHOOK_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", into(&c.LogLevel, text)},
-		{"TASKHOOK_DEBUG_ADDR", "debug-addr", "(off)", "serve net/http/pprof on this loopback address", into(&c.DebugAddr, text)},
-		{"TASKHOOK_DEV_SECRET_FILE", "dev-secret-file", "(made at start)", "with no JWT secret, the development secret is kept in this file (mode 0600); make run: .tmp/dev-secret", into(&c.DevSecretFile, text)},
-		{"TASKHOOK_NOTIFY_TIMEOUT", "", "10s", "one notification delivery attempt", into(&c.NotifyTimeout, time.ParseDuration)},
-		{"TASKHOOK_NOTIFY_CONCURRENCY", "", "64", "notification deliveries under way at once on one replica", into(&c.NotifyConcurrency, strconv.Atoi)},
-		{"TASKHOOK_NOTIFY_RETRY_BASE", "", "15s", "the first retry's backoff", into(&c.NotifyRetryBase, time.ParseDuration)},
-		{"TASKHOOK_NOTIFY_MAX_ATTEMPTS", "", "8", "attempts before a notification is dead-lettered (at most 100)", into(&c.NotifyMaxAttempts, strconv.Atoi)},
-		{"TASKHOOK_NOTIFY_CLAIM_IDLE", "", "timeout + 10s", "a delivery a dead replica left this long is taken over", into(&c.NotifyClaimIdle, time.ParseDuration)},
-		{"TASKHOOK_SLACK_BOT_TOKEN", "", "", "Slack bot token (chat:write): notify endpoints may be Slack channels", into(&c.SlackBotToken, text)},
-		{"TASKHOOK_SLACK_API_URL", "slack-api-url", "https://slack.com/api/", "the Slack Web API's base URL", into(&c.SlackAPIURL, text)},
-		{"TASKHOOK_CONNECTIONS_FILE", "connections-file", "", "JSON file of the OAuth connections", into(&c.ConnectionsFile, text)},
-		{"TASKHOOK_VAULT_KEYS", "", "(from the JWT secret)", "id:base64key,... 32-byte keys sealing stored secrets; the first seals, all open", into(&c.VaultKeys, text)},
-		{"TASKHOOK_SIGNIN_TTL", "", "15m", "how long a sign-in URL works", into(&c.SigninTTL, time.ParseDuration)},
-		{"TASKHOOK_ALLOW_PRIVATE_TARGETS", "", "false", "let notification endpoints reach loopback, private and metadata addresses", into(&c.AllowPrivateTargets, strconv.ParseBool)},
-		{"TASKHOOK_SLACK_SIGNING_SECRET", "slack-signing-secret", "", "the Slack app's signing secret; set, the interactions route is served", into(&c.SlackSigningSecret, text)},
-		{"TASKHOOK_MCP_ALLOWED_ORIGINS", "mcp-allowed-origins", "", "origins besides the public URL's a browser may post to /mcp from, comma-separated scheme://host[:port]", into(&c.MCPAllowedOrigins, text)},
-		{"TASKHOOK_SLACK_USERS", "slack-users", "", "U012AB=alice,U034CD=bob: the principal each Slack user answers as", into(&c.SlackUsers, text)},
-		{"TASKHOOK_SLACK_CHANNELS", "slack-channels", "", "C012=alice|bob,#ops=carol: the channels the bot may post to for each principal", into(&c.SlackChannels, text)},
+		{"TASKHOOK_ADDR", "addr", ":8080", "listen address", &c.Addr},
+		{"TASKHOOK_PUBLIC_URL", "public-url", "http://localhost:8080", "base URL outside systems reach: of hook and answer URLs", &c.PublicURL},
+		{"TASKHOOK_REDIS_URL", "redis-url", "(embedded)", "redis:// or rediss:// URL, or cluster seeds host:port,host:port; empty: the embedded in-memory store", &c.RedisURL},
+		{"TASKHOOK_REDIS_CLUSTER", "", "false", "the URL lists Redis Cluster nodes", &c.RedisCluster},
+		{"TASKHOOK_REDIS_PREFIX", "redis-prefix", "th:", "key prefix", &c.RedisPrefix},
+		{"TASKHOOK_PARTITIONS", "", "16", "partitions of the keys; fixed per deployment", &c.Partitions},
+		{"TASKHOOK_REDIS_TIMEOUT", "", "2s", "the whole of one Redis command; past it the request is a 503 (the embedded store: at least 30s)", &c.RedisTimeout},
+		{"TASKHOOK_JWT_SECRET", "jwt-secret", "(random in dev)", "HS256 secret, at least 32 bytes", &c.JWTSecret},
+		{"TASKHOOK_JWKS_FILE", "jwks-file", "", "JWKS file of RS256, ES256 and EdDSA keys", &c.JWKSFile},
+		{"TASKHOOK_JWT_AUDIENCE", "jwt-audience", "", "required aud", &c.JWTAudience},
+		{"TASKHOOK_JWT_ISSUER", "jwt-issuer", "", "required iss", &c.JWTIssuer},
+		{"TASKHOOK_JWT_MAX_AGE", "jwt-max-age", "24h", "longest token lifetime taken (exp - iat)", &c.JWTMaxAge},
+		{"TASKHOOK_ANSWER_KEY", "answer-key", "(from the JWT secret)", "base64 key (at least 32 bytes) of answer tokens, the same on every replica", &c.AnswerKey},
+		{"TASKHOOK_MAX_BODY_BYTES", "", "1048576", "larger request bodies are a 413", &c.MaxBodyBytes},
+		{"TASKHOOK_MAX_TASKS_PER_SESSION", "", "10000", "live tasks one session may hold", &c.MaxTasksPerSession},
+		{"TASKHOOK_MAX_TASK_BYTES", "", "1048576", "a task record's largest size as JSON", &c.MaxTaskBytes},
+		{"TASKHOOK_LIST_RATE", "", "20", "lists a second per principal and replica; negative: no limit", &c.ListRate},
+		{"TASKHOOK_LIST_BURST", "", "10", "lists at once above that rate", &c.ListBurst},
+		{"TASKHOOK_BODY_TIMEOUT", "body-timeout", "15s", "a request's whole body must arrive within it", &c.BodyTimeout},
+		{"TASKHOOK_MAX_INFLIGHT_BODY_BYTES", "max-inflight-body-bytes", "67108864", "request body bytes held in memory across all requests", &c.MaxInflightBodyBytes},
+		{"TASKHOOK_MAX_PREAUTH_BODY_BYTES", "", "an eighth of the above", "body bytes held by requests not yet authenticated (hook posts, answers, Slack, sign-in returns)", &c.MaxPreauthBodyBytes},
+		{"TASKHOOK_MAX_PREAUTH_BODY_BYTES_PER_ADDRESS", "", "a quarter of the above", "the share of it one client address may hold", &c.MaxPreauthBodyBytesPerAddress},
+		{"TASKHOOK_DEFAULT_TTL", "", "168h", "a task's lifetime when its create names none", &c.DefaultTTL},
+		{"TASKHOOK_MAX_TTL", "", "720h", "the longest lifetime a task or hook may ask for", &c.MaxTTL},
+		{"TASKHOOK_HOOK_MAX_DELIVERIES", "", "10", "deliveries of a hook event to a group before it is dead-lettered", &c.HookMaxDeliveries},
+		{"TASKHOOK_HOOK_RATE_LIMIT", "", "50", "callbacks a second per hook (at most 1000)", &c.HookRateLimit},
+		{"TASKHOOK_HOOK_BURST", "", "100", "callbacks a hook takes at once above its rate", &c.HookBurst},
+		{"TASKHOOK_SHUTDOWN_TIMEOUT", "", "20s", "graceful drain on SIGTERM", &c.ShutdownTimeout},
+		{"TASKHOOK_RECHECK_INTERVAL", "", "15s", "a long-poll's safety-net re-read", &c.RecheckInterval},
+		{"TASKHOOK_WAKE_BLOCK", "", "5s", "one blocking read of a fan-in reader", &c.WakeBlock},
+		{"TASKHOOK_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", &c.LogLevel},
+		{"TASKHOOK_DEBUG_ADDR", "debug-addr", "(off)", "serve net/http/pprof on this loopback address", &c.DebugAddr},
+		{"TASKHOOK_DEV_SECRET_FILE", "dev-secret-file", "(made at start)", "with no JWT secret, the development secret is kept in this file (mode 0600); make run: .tmp/dev-secret", &c.DevSecretFile},
+		{"TASKHOOK_NOTIFY_TIMEOUT", "", "10s", "one notification delivery attempt", &c.NotifyTimeout},
+		{"TASKHOOK_NOTIFY_CONCURRENCY", "", "64", "notification deliveries under way at once on one replica", &c.NotifyConcurrency},
+		{"TASKHOOK_NOTIFY_RETRY_BASE", "", "15s", "the first retry's backoff", &c.NotifyRetryBase},
+		{"TASKHOOK_NOTIFY_MAX_ATTEMPTS", "", "8", "attempts before a notification is dead-lettered (at most 100)", &c.NotifyMaxAttempts},
+		{"TASKHOOK_NOTIFY_CLAIM_IDLE", "", "timeout + 10s", "a delivery a dead replica left this long is taken over", &c.NotifyClaimIdle},
+		{"TASKHOOK_SLACK_BOT_TOKEN", "", "", "Slack bot token (chat:write): notify endpoints may be Slack channels", &c.SlackBotToken},
+		{"TASKHOOK_SLACK_API_URL", "slack-api-url", "https://slack.com/api/", "the Slack Web API's base URL", &c.SlackAPIURL},
+		{"TASKHOOK_CONNECTIONS_FILE", "connections-file", "", "JSON file of the OAuth connections", &c.ConnectionsFile},
+		{"TASKHOOK_VAULT_KEYS", "", "(from the JWT secret)", "id:base64key,... 32-byte keys sealing stored secrets; the first seals, all open", &c.VaultKeys},
+		{"TASKHOOK_SIGNIN_TTL", "", "15m", "how long a sign-in URL works", &c.SigninTTL},
+		{"TASKHOOK_ALLOW_PRIVATE_TARGETS", "", "false", "let notification endpoints reach loopback, private and metadata addresses", &c.AllowPrivateTargets},
+		{"TASKHOOK_SLACK_SIGNING_SECRET", "slack-signing-secret", "", "the Slack app's signing secret; set, the interactions route is served", &c.SlackSigningSecret},
+		{"TASKHOOK_MCP_ALLOWED_ORIGINS", "mcp-allowed-origins", "", "origins besides the public URL's a browser may post to /mcp from, comma-separated scheme://host[:port]", &c.MCPAllowedOrigins},
+		{"TASKHOOK_SLACK_USERS", "slack-users", "", "U012AB=alice,U034CD=bob: the principal each Slack user answers as", &c.SlackUsers},
+		{"TASKHOOK_SLACK_CHANNELS", "slack-channels", "", "C012=alice|bob,#ops=carol: the channels the bot may post to for each principal", &c.SlackChannels},
 	}
 }
 
-// into is a setter of *p that parses a variable's value with parse.
-func into[T any](p *T, parse func(string) (T, error)) func(string) error {
-	return func(v string) (err error) {
-		*p, err = parse(v)
-		return err
+// set parses a variable's value into the setting's field, as the field's
+// type reads it.
+func (s setting) set(v string) (err error) {
+	switch p := s.field.(type) {
+	case *string:
+		*p = v
+	case *bool:
+		*p, err = strconv.ParseBool(v)
+	case *int:
+		*p, err = strconv.Atoi(v)
+	case *int64:
+		*p, err = strconv.ParseInt(v, 10, 64)
+	case *float64:
+		*p, err = strconv.ParseFloat(v, 64)
+	case *time.Duration:
+		*p, err = time.ParseDuration(v)
+	default:
+		panic(fmt.Sprintf("%s: a field of type %T has no parser", s.env, s.field))
 	}
+	return err
 }
-
-func text(v string) (string, error)          { return v, nil }
-func parseInt64(v string) (int64, error)     { return strconv.ParseInt(v, 10, 64) }
-func parseFloat64(v string) (float64, error) { return strconv.ParseFloat(v, 64) }
 
 // ErrVersion is FromEnv's answer to -version: print Version and stop.
 var ErrVersion = errors.New("version requested")

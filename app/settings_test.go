@@ -13,7 +13,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // -h lists every variable the configuration reads (the list is what
@@ -83,7 +82,7 @@ func TestHelpAndVersionFlags(t *testing.T) {
 // know exits 2, pointing at -h.
 func TestServerBinaryFlags(t *testing.T) {
 	t.Parallel()
-	proc, url := apptest.StartProcess(t, storetest.Embedded(t))
+	proc, url := apptest.EmbeddedProcess(t)
 	var want bytes.Buffer
 	app.Usage(&want)
 	for _, arg := range []string{"-h", "--help"} {

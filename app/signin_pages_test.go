@@ -2,15 +2,13 @@ package app_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
+	"github.com/taskhook/taskhook/app"
 )
 
 // browserAccept is what a browser sends when it follows a link.
@@ -32,15 +30,7 @@ func (e *signinEnv) open(t *testing.T, target, accept string) pageAnswer {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", accept)
-	resp, err := e.web.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := fetch(t, e.web, req)
 	return pageAnswer{status: resp.StatusCode, header: resp.Header, body: string(body)}
 }
 
@@ -100,8 +90,7 @@ func secretsOf(t *testing.T, redirect string) []string {
 // for JSON gets the same as JSON. A link opened again is a page to the
 // browser (404 used, 410 expired) and the JSON error to a client.
 func TestSigninPages(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := startSigninOn(t, sc, "path")
+	eachSignin(t, "path", app.Config{}, func(t *testing.T, e *signinEnv) {
 
 		// Signed in.
 		task := e.task(t, "alice")

@@ -19,8 +19,6 @@ import (
 	"github.com/taskhook/taskhook/channels/slack/slacktest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/slacksig"
-	"github.com/taskhook/taskhook/store"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 const slackSecret = "slack-signing-secret-for-tests"
@@ -50,12 +48,7 @@ func (s slackApp) post(body []byte, timestamp time.Time, secret string) slackRep
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set(slacksig.HeaderTimestamp, ts)
 	req.Header.Set(slacksig.HeaderSignature, slacksig.Sign([]byte(secret), ts, body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	resp, raw := fetch(s.t, http.DefaultClient, req)
 	out := slackReply{status: resp.StatusCode, raw: raw}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
@@ -363,8 +356,7 @@ func TestSlackClickOnTheLargestMessage(t *testing.T) {
 // changes nothing. A question answered beside it brings back a message
 // whose Sign in button still links to a working sign-in.
 func TestSlackSigninButton(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, sc store.Config) {
-		e := startSigninWith(t, sc, "path", app.Config{SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice"})
+	eachSignin(t, "path", app.Config{SlackSigningSecret: slackSecret, SlackUsers: "U0ALICE=alice"}, func(t *testing.T, e *signinEnv) {
 		ctx := context.Background()
 		task := e.task(t, "alice")
 		_, pending := e.ask(t, task.TaskID)

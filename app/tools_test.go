@@ -198,10 +198,7 @@ func TestToolCallIsATask(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub, bob := srv.Client(t, "tool-pub"), srv.Client(t, "tool-bob")
-		recv := receivertest.New(t, nil)
-		if _, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "tool-bob")); err != nil {
-			t.Fatal(err)
-		}
+		publishWeather(t, pub, "tool-bob")
 		ses := apptest.Session(t, ctx, bob)
 		in := client.CallToolInput{SessionID: ses.SessionID, Label: "oslo", Arguments: map[string]any{"city": "Oslo", "days": 2}}
 		var first, second client.Response
@@ -236,11 +233,7 @@ func TestToolCallReachesItsExecutor(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub, bob := srv.Client(t, "tool-pub"), srv.Client(t, "tool-bob")
-		recv := receivertest.New(t, nil)
-		tool, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "tool-bob"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		recv, tool := publishWeather(t, pub, "tool-bob")
 		task, err := bob.CallTool(ctx, "weather", client.CallToolInput{Arguments: map[string]any{"city": "Oslo"}})
 		if err != nil {
 			t.Fatal(err)
@@ -277,19 +270,10 @@ func TestToolCallReachesItsExecutor(t *testing.T) {
 // taskJSON reads a task as who, as the server sends it.
 func taskJSON(t *testing.T, srv *apptest.Server, who, id string) []byte {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/tasks/"+id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+apptest.Token(t, who))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	status, raw := callAs(t, srv, who, http.MethodGet, "/v1/tasks/"+id, "")
 	var body json.RawMessage
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET task as %s: %d, %v", who, resp.StatusCode, err)
+	if err := json.Unmarshal(raw, &body); err != nil || status != http.StatusOK {
+		t.Fatalf("GET task as %s: %d, %v", who, status, err)
 	}
 	return body
 }
@@ -301,11 +285,7 @@ func TestToolEndpointHearsTheTaskLife(t *testing.T) {
 	apptest.EachBackend(t, notifyConfig(), func(t *testing.T, srv *apptest.Server) {
 		ctx := context.Background()
 		pub, bob := srv.Client(t, "life-pub"), srv.Client(t, "life-bob")
-		recv := receivertest.New(t, nil)
-		tool, _, err := pub.PutTool(ctx, "weather", weatherTool(recv.URL, "life-bob"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		recv, tool := publishWeather(t, pub, "life-bob")
 		task, err := bob.CallTool(ctx, "weather", client.CallToolInput{Arguments: map[string]any{"city": "Oslo"}})
 		if err != nil {
 			t.Fatal(err)
@@ -394,4 +374,17 @@ func TestToolCallIsOneRoundTrip(t *testing.T) {
 	if err := call(); !errors.As(err, &e) || e.Status != http.StatusNotFound {
 		t.Fatalf("a call of the tool just deleted through this replica: %v, want not found", err)
 	}
+}
+
+// publishWeather has pub publish the weather tool for callers, its calls
+// sent to a receiver of its own; it returns the receiver and the tool, or
+// fails the test.
+func publishWeather(t *testing.T, pub *client.Client, callers ...string) (*receivertest.Receiver, *client.Tool) {
+	t.Helper()
+	recv := receivertest.New(t, nil)
+	tool, _, err := pub.PutTool(context.Background(), "weather", weatherTool(recv.URL, callers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recv, tool
 }

@@ -171,7 +171,13 @@ func (s *Server) ClientActingFor(t testing.TB, subject string, actFor []string, 
 // Session opens a session as cl, or fails the test.
 func Session(t testing.TB, ctx context.Context, cl *client.Client) *client.Session {
 	t.Helper()
-	ses, err := cl.CreateSession(ctx, client.CreateSessionInput{})
+	return openSession(t, ctx, cl, client.CreateSessionInput{})
+}
+
+// openSession opens the session in as cl, or fails the test.
+func openSession(t testing.TB, ctx context.Context, cl *client.Client, in client.CreateSessionInput) *client.Session {
+	t.Helper()
+	ses, err := cl.CreateSession(ctx, in)
 	if err != nil {
 		t.Fatalf("CreateSession: %v", err)
 	}
@@ -182,13 +188,27 @@ func Session(t testing.TB, ctx context.Context, cl *client.Client) *client.Sessi
 // SessionID is the new session's), or fails the test.
 func SessionWithTask(t testing.TB, ctx context.Context, cl *client.Client, in client.CreateTaskInput) (*client.Session, *client.Task) {
 	t.Helper()
-	ses := Session(t, ctx, cl)
-	in.SessionID = ses.SessionID
+	return sessionWithTask(t, ctx, cl, client.CreateSessionInput{}, in)
+}
+
+// NotifyingSessionWithTask opens a session as cl whose notifications go to
+// notify and starts a task in it, or fails the test.
+func NotifyingSessionWithTask(t testing.TB, ctx context.Context, cl *client.Client, notify []client.EndpointRequest) (*client.Session, *client.Task) {
+	t.Helper()
+	return sessionWithTask(t, ctx, cl, client.CreateSessionInput{Notify: notify}, client.CreateTaskInput{})
+}
+
+// sessionWithTask opens the session ses as cl and starts the task in in it,
+// or fails the test.
+func sessionWithTask(t testing.TB, ctx context.Context, cl *client.Client, ses client.CreateSessionInput, in client.CreateTaskInput) (*client.Session, *client.Task) {
+	t.Helper()
+	opened := openSession(t, ctx, cl, ses)
+	in.SessionID = opened.SessionID
 	task, err := cl.CreateTask(ctx, in)
 	if err != nil {
 		t.Fatalf("CreateTask: %v", err)
 	}
-	return ses, task
+	return opened, task
 }
 
 // StartTasks starts n tasks in the session as cl, or fails the test; it
@@ -218,6 +238,15 @@ func Embedded(t testing.TB, cfg app.Config) *Server {
 func Standalone(t testing.TB, cfg app.Config) *Server {
 	t.Helper()
 	return Start(t, storetest.Standalone(t), cfg)
+}
+
+// BehindProxy starts a server with cfg on a standalone Redis store of its
+// own whose traffic goes through a proxy that counts it
+// (storetest.StandaloneBehindProxy).
+func BehindProxy(t testing.TB, cfg app.Config) (*Server, *storetest.Proxy) {
+	t.Helper()
+	sc, proxy := storetest.StandaloneBehindProxy(t)
+	return Start(t, sc, cfg), proxy
 }
 
 // Replicas starts n servers with cfg on one standalone Redis store of their

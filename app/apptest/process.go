@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/store"
+	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // StartProcess runs the real server binary as its own process on the store
@@ -61,6 +62,13 @@ func StartProcess(t testing.TB, sc store.Config, env ...string) (*exec.Cmd, stri
 		t.Fatal("the server process did not start listening")
 	}
 	return nil, ""
+}
+
+// EmbeddedProcess is StartProcess on an embedded store of the process's own
+// (storetest.Embedded).
+func EmbeddedProcess(t testing.TB, env ...string) (*exec.Cmd, string) {
+	t.Helper()
+	return StartProcess(t, storetest.Embedded(t), env...)
 }
 
 var server struct {
