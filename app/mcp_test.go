@@ -18,6 +18,7 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
+	"github.com/taskhook/taskhook/jsonpath"
 	"github.com/taskhook/taskhook/store/storetest"
 )
 
@@ -121,26 +122,9 @@ func (c *mcpCaller) modern(method, name string, params map[string]any) mcpReply 
 	return c.post(h, map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 }
 
-// jsonAt reads a dotted path (numbers index arrays) of a decoded JSON value.
-func jsonAt(v any, path string) any {
-	for _, k := range strings.Split(path, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[k]
-		case []any:
-			i, err := strconv.Atoi(k)
-			if err != nil || i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
-}
-
-func jsonStr(v any, path string) string { s, _ := jsonAt(v, path).(string); return s }
+// jsonAt and jsonStr read a dotted path (numbers index arrays) of a decoded
+// JSON value.
+var jsonAt, jsonStr = jsonpath.At, jsonpath.String
 
 // rpcCode is the JSON-RPC error code of a reply, 0 for none.
 func (r mcpReply) rpcCode() int {

@@ -26,6 +26,7 @@ import (
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
 	"github.com/taskhook/taskhook/ids"
+	"github.com/taskhook/taskhook/jsonpath"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 )
@@ -100,22 +101,7 @@ func (a answer) str(path ...string) string {
 }
 
 func (a answer) get(path ...string) any {
-	var v any = a.body
-	for _, p := range path {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[p]
-		case []any:
-			i, _ := strconv.Atoi(p)
-			if i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
+	return jsonpath.At(a.body, strings.Join(path, "."))
 }
 
 func (a answer) list(path ...string) []any {

@@ -7,12 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/taskhook/taskhook/authz"
+	"github.com/taskhook/taskhook/jsonpath"
 	"github.com/taskhook/taskhook/mcp"
 )
 
@@ -277,26 +277,8 @@ func (h *harness) waitWatching(id string) {
 	}
 }
 
-// at reads a path of object members and array indexes out of v.
-func at(v any, path string) any {
-	for _, part := range strings.Split(path, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[part]
-		case []any:
-			i, err := strconv.Atoi(part)
-			if err != nil || i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
-}
-
-func str(v any, path string) string { s, _ := at(v, path).(string); return s }
+// at and str read a path of object members and array indexes out of v.
+var at, str = jsonpath.At, jsonpath.String
 
 func code(r reply) int {
 	n, _ := at(r.body, "error.code").(float64)
