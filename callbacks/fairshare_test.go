@@ -216,9 +216,17 @@ func TestDispatcherDropsWaitingDeliveriesOfARemovedEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		recv.Release()
-		storetest.WaitFor(t, "every entry settled", func() bool {
+		// An entry leaves the outbox before its outcome is counted: wait for
+		// both.
+		settled := func() (n float64) {
+			for _, outcome := range []string{"delivered", "dropped", "skipped", "endpoint_dead", "dead_lettered"} {
+				n += testutil.ToFloat64(r.metrics.Notify.Deliveries.WithLabelValues(outcome))
+			}
+			return n
+		}
+		storetest.WaitFor(t, "every entry settled and counted", func() bool {
 			n, err := r.store.RDB.XLen(ctx, r.store.Keys.Outbox(0)).Result()
-			return err == nil && n == 0
+			return err == nil && n == 0 && settled() == events
 		})
 		if n := len(recv.Got()); n != 1 {
 			t.Fatalf("the receiver got %d requests, want only the one under way when its endpoint was removed", n)
