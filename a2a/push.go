@@ -132,16 +132,23 @@ func noConfig(id string) error {
 // Push writes the deliveries of push configs (callbacks.PushFormat).
 type Push struct{}
 
-// PushBody is an event of the task's log, as readers see it, as the
-// StreamResponse of its status update; false for an event that carries
-// no task.
+// PushBody is an event of the task's log, as readers see it, as a
+// StreamResponse: a status update while the task is live, the whole task
+// (its final status and its result artifact) once it has ended, so that a
+// receiver has the outcome without reading it back; false for an event
+// that carries no task.
 func (Push) PushBody(event []byte) ([]byte, bool) {
 	var ev logEvent
 	if json.Unmarshal(event, &ev) != nil || ev.Data.Task == nil {
 		return nil, false
 	}
-	updates := events(ev, *ev.Data.Task)
-	body, err := json.Marshal(a2a.StreamResponse{Event: updates[len(updates)-1]})
+	t := *ev.Data.Task
+	var update a2a.Event = shape(t, nil)
+	if !t.Status.Terminal() {
+		updates := events(ev, t)
+		update = updates[len(updates)-1]
+	}
+	body, err := json.Marshal(a2a.StreamResponse{Event: update})
 	if err != nil {
 		return nil, false
 	}

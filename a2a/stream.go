@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"time"
 
@@ -33,12 +34,17 @@ type logEvent struct {
 	} `json:"data"`
 }
 
-// SubscribeToTask streams the task: the task first, then a status update
+// SubscribeToTask streams a live task: the task first, then a status update
 // for each change of state and each message, and the result as an artifact
-// update before the last status; it ends after the task has ended.
+// update before the last status; it ends after the task has ended. A task
+// that has already ended is refused as the A2A specification asks
+// (UnsupportedOperation): GetTask reads it.
 func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
 	return h.stream(ctx, "SubscribeToTask", false, func(p authz.Principal) (tasks.Task, error) {
 		t, _, err := h.tasks.Get(ctx, p, string(req.ID))
+		if err == nil && t.Status.Terminal() {
+			return t, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: subscribe to a live task, read an ended one with GetTask", t.TaskID, t.Status))
+		}
 		return t, err
 	})
 }

@@ -304,6 +304,14 @@ func TestA2AListCancelAndIsolation(t *testing.T) {
 				})
 				_, err = bob.CancelTask(ctx, &a2a.CancelTaskRequest{ID: second.ID})
 				wantA2AError(t, "cancel of an ended task", err, a2a.ErrTaskNotCancelable)
+				for _, err = range bob.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: second.ID}) {
+					break
+				}
+				wantA2AError(t, "a subscription to an ended task", err, a2a.ErrUnsupportedOperation)
+				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Celsius"))
+				msg.TaskID = second.ID
+				_, err = bob.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+				wantA2AError(t, "a message to an ended task", err, a2a.ErrUnsupportedOperation)
 
 				_, err = bob.SendMessage(ctx, callMessage("nosuchskill", "", map[string]any{"city": "Oslo"}))
 				wantA2AError(t, "an unknown skill", err, a2a.ErrInvalidParams)
@@ -705,11 +713,24 @@ func TestA2APushConfigsDeliverStatusUpdates(t *testing.T) {
 					if err := json.Unmarshal(d.Body, &sr); err != nil {
 						t.Fatalf("a delivery is no StreamResponse: %v %s", err, d.Body)
 					}
-					up, ok := sr.Event.(*a2a.TaskStatusUpdateEvent)
-					if !ok || string(up.TaskID) != task.TaskID || up.ContextID != task.SessionID {
-						t.Fatalf("a delivery is no status update of the task: %s", d.Body)
+					switch ev := sr.Event.(type) {
+					case *a2a.TaskStatusUpdateEvent:
+						if string(ev.TaskID) != task.TaskID || ev.ContextID != task.SessionID || ev.Status.State.Terminal() {
+							t.Fatalf("a delivery is no live status update of the task: %s", d.Body)
+						}
+						states[ev.Status.State] = true
+					case *a2a.Task:
+						// The end comes as the whole task, its result included.
+						if string(ev.ID) != task.TaskID || ev.ContextID != task.SessionID || len(ev.Artifacts) != 1 {
+							t.Fatalf("the ended task's delivery: %s", d.Body)
+						}
+						if data, _ := ev.Artifacts[0].Parts[0].Data().(map[string]any); data["ok"] != true {
+							t.Fatalf("the ended task's delivery lacks its result: %s", d.Body)
+						}
+						states[ev.Status.State] = true
+					default:
+						t.Fatalf("a delivery is neither a status update nor the task: %s", d.Body)
 					}
-					states[up.Status.State] = true
 					ids = append(ids, d.ID())
 				}
 				slices.Sort(ids)
