@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
 	"github.com/taskhook/taskhook/client"
@@ -303,10 +304,30 @@ func TestToolEndpointHearsTheTaskLife(t *testing.T) {
 		if _, err := bob.Respond(ctx, task.TaskID, []client.Answer{{RequestID: "unit", OptionID: "c"}}); err != nil {
 			t.Fatal(err)
 		}
+		// The tool's endpoint is the executor's: the caller neither sees nor
+		// removes it, and it takes none of the caller's endpoints.
+		if eps, err := bob.TaskEndpoints(ctx, task.TaskID); err != nil || len(eps) != 0 {
+			t.Fatalf("the caller lists the task's endpoints as %+v %v, want none", eps, err)
+		}
+		_, err = bob.RemoveTaskEndpoint(ctx, task.TaskID, tool.Endpoint.EndpointID)
+		wantCode(t, "the caller removes the tool's endpoint", err, 404, client.CodeNotFound)
+		own := receivertest.New(t, nil)
+		for i := range wire.MaxEndpoints {
+			if _, err := bob.AddTaskEndpoint(ctx, task.TaskID, client.EndpointRequest{URL: own.URL, Kinds: []string{"task.terminal"}}); err != nil {
+				t.Fatalf("the caller's endpoint %d: %v", i+1, err)
+			}
+		}
+		_, err = bob.AddTaskEndpoint(ctx, task.TaskID, client.EndpointRequest{URL: own.URL})
+		wantCode(t, "an endpoint past the caller's cap", err, 409, client.CodeTooManyEndpoints)
+		if eps, err := bob.TaskEndpoints(ctx, task.TaskID); err != nil || len(eps) != wire.MaxEndpoints ||
+			slices.ContainsFunc(eps, func(ep client.Endpoint) bool { return ep.EndpointID == tool.Endpoint.EndpointID }) {
+			t.Fatalf("the caller's endpoints: %d %v", len(eps), err)
+		}
 		if _, err := pub.Complete(ctx, task.TaskID, map[string]any{"temp": 4}); err != nil {
 			t.Fatal(err)
 		}
 		storetest.WaitFor(t, "three deliveries at the tool's endpoint", func() bool { return len(recv.Got()) >= 3 })
+		storetest.WaitFor(t, "the end at each of the caller's endpoints", func() bool { return len(own.Got()) == wire.MaxEndpoints })
 		// Deliveries may overtake each other; the events' ids (stream ids,
 		// ms-seq) give the order they happened in.
 		type heardEvent struct {

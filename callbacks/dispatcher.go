@@ -449,7 +449,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, p int, entries []store.Outbox
 // newJob reads where an entry goes and whose shares it takes.
 func (d *Dispatcher) newJob(p int, e store.OutboxEntry, t store.Target) *job {
 	j := &job{p: p, entry: e, target: t, owner: t.Owner}
-	j.ep, j.active = endpointIn(t.List, e.EndpointID)
+	j.ep, j.active = endpoints.Find(t.List, e.EndpointID)
 	j.active = j.active && j.ep.Status == wire.EndpointActive
 	if j.ep.Slack != nil {
 		j.host = d.slackHost
@@ -556,7 +556,7 @@ func (d *Dispatcher) current(ctx context.Context, j *job) bool {
 		return false
 	}
 	j.target = targets[0]
-	j.ep, j.active = endpointIn(j.target.List, j.entry.EndpointID)
+	j.ep, j.active = endpoints.Find(j.target.List, j.entry.EndpointID)
 	if !j.active || j.ep.Status != wire.EndpointActive {
 		d.settle(ctx, j.p, j.entry, store.Settlement{How: store.SettleDone}, "skipped")
 		return false
@@ -718,20 +718,6 @@ func (d *Dispatcher) logWarn(msg string, p int, err error) {
 	if d.log != nil && !errors.Is(err, context.Canceled) {
 		d.log.Warn(msg, "partition", p, "err", err)
 	}
-}
-
-// endpointIn finds an endpoint in a stored list.
-func endpointIn(list []byte, id string) (wire.Endpoint, bool) {
-	views, err := endpoints.Views(list)
-	if err != nil {
-		return wire.Endpoint{}, false
-	}
-	for _, v := range views {
-		if v.EndpointID == id {
-			return v, true
-		}
-	}
-	return wire.Endpoint{}, false
 }
 
 // eventTime is when an event was committed: its id's milliseconds.

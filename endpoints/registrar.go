@@ -176,11 +176,48 @@ func ViewJSON(eps []wire.Endpoint) []byte {
 	return b
 }
 
-// Views reads a stored endpoint list (nil: none). The scripts rewrite the
-// list with Lua's JSON encoder, which writes an empty array as {}; an
-// endpoint always has kinds, so this never meets one.
+// Views reads a stored endpoint list (nil: none) as its owner sees it:
+// without the endpoints a task's executor holds (store.EndpointByExecutor).
+// The scripts rewrite the list with Lua's JSON encoder, which writes an
+// empty array as {}; an endpoint always has kinds, so this never meets one.
 func Views(list []byte) ([]wire.Endpoint, error) {
+	all, err := stored(list)
+	if err != nil {
+		return nil, err
+	}
 	out := []wire.Endpoint{}
+	for _, ep := range all {
+		if !ep.ByExecutor {
+			out = append(out, ep.Endpoint)
+		}
+	}
+	return out, nil
+}
+
+// Find is the endpoint of a stored list with id, the executor's included:
+// deliveries go to both.
+func Find(list []byte, id string) (wire.Endpoint, bool) {
+	all, err := stored(list)
+	if err != nil {
+		return wire.Endpoint{}, false
+	}
+	for _, ep := range all {
+		if ep.EndpointID == id {
+			return ep.Endpoint, true
+		}
+	}
+	return wire.Endpoint{}, false
+}
+
+// storedEndpoint is an endpoint as a list keeps it. Its byExecutor tag is
+// store.EndpointByExecutor (a tag cannot name a constant).
+type storedEndpoint struct {
+	wire.Endpoint
+	ByExecutor bool `json:"byExecutor"`
+}
+
+func stored(list []byte) ([]storedEndpoint, error) {
+	var out []storedEndpoint
 	if len(list) == 0 {
 		return out, nil
 	}

@@ -36,6 +36,7 @@ func luaNames() map[string]string {
 	luaTable(b, "RECORD_FIELD", []string{
 		"endpoints", recordFieldEndpoints, "secret", recordFieldSecret,
 	})
+	luaTable(b, "ENDPOINT_MEMBER", []string{"by_executor", EndpointByExecutor})
 	luaTable(b, "TOOL_FIELD", []string{
 		"json", toolFieldJSON, "executor", toolFieldExecutor, "revision", toolFieldRevision,
 		"created", toolFieldCreated, "open", toolFieldOpen, "indexed", toolFieldIndexed,

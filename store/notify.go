@@ -44,6 +44,12 @@ const (
 	recordFieldSecret    = "sec:"
 )
 
+// EndpointByExecutor is the member of a stored endpoint that marks it as
+// the task executor's (a tool's endpoint, which a call's task gets): the
+// outbox routes to it, but the task's owner neither sees it, removes it
+// nor counts it against the cap on endpoints.
+const EndpointByExecutor = "byExecutor"
+
 // OutboxGroup is the consumer group every replica reads the outbox through.
 const OutboxGroup = "notify"
 

@@ -314,14 +314,21 @@ func (s *Service) create(ctx context.Context, p authz.Principal, in CreateInput,
 
 // withStartEndpoints puts a start's endpoints in front of the create's own:
 // the task's endpoint list, which the outbox routes from, holds both, and
-// the answer (records.Response) shows the create's own only.
+// the answer (records.Response) shows the create's own only. The start's
+// are marked as the executor's (store.EndpointByExecutor), so the owner's
+// reads, removals and cap pass them over.
 func withStartEndpoints(start, records store.NewEndpoints) (store.NewEndpoints, error) {
 	if len(start.List) == 0 {
 		return records, nil
 	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(start.List, &list); err != nil {
+	var held []map[string]json.RawMessage
+	if err := json.Unmarshal(start.List, &held); err != nil {
 		return store.NewEndpoints{}, fmt.Errorf("start endpoints: %w", err)
+	}
+	list := make([]json.RawMessage, len(held))
+	for i, ep := range held {
+		ep[store.EndpointByExecutor] = json.RawMessage("true")
+		list[i], _ = json.Marshal(ep)
 	}
 	if len(records.List) > 0 {
 		var own []json.RawMessage

@@ -1,5 +1,6 @@
 -- notify_remove: removes one notification endpoint of a session or a task;
--- entries already in the outbox for it are dropped when they come up.
+-- entries already in the outbox for it are dropped when they come up. The
+-- task executor's endpoints are not the owner's to remove: not found.
 -- KEYS[1] the record hash   KEYS[2] command record
 -- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin   ARGV[5] endpoint id
@@ -10,7 +11,7 @@ local h = redis.call('HMGET', KEYS[1], 'owner', RECORD_FIELD.endpoints)
 if not owned(h[1], ARGV[3], ARGV[4]) or not h[2] then return {'not_found'} end
 local list, keep = cjson.decode(h[2]), {}
 for _, ep in ipairs(list) do
-  if ep.endpointId ~= ARGV[5] then keep[#keep + 1] = ep end
+  if ep.endpointId ~= ARGV[5] or ep[ENDPOINT_MEMBER.by_executor] then keep[#keep + 1] = ep end
 end
 if #keep == #list then return {'not_found'} end
 
