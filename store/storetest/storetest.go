@@ -242,14 +242,20 @@ func Dump(t testing.TB, rdb redis.UniversalClient, prefix string) map[string]str
 }
 
 // WaitFor polls cond until it holds, failing the test after 15 s. It waits on
-// a condition; it never orders events by time.
+// a condition; it never orders events by time. The pause between looks
+// grows from 1 ms to 25 ms, so a condition that holds soon is seen soon and
+// one that takes seconds (a retry's backoff, a replica starting) is not
+// asked hundreds of times a second: many conditions read a server's
+// metrics page or Redis, which costs the suite's CPU.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
+	pause := time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(pause*3/2, 25*time.Millisecond)
 	}
 }
