@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -94,7 +95,12 @@ const (
 	readsOrOnce   = false // it carries none: sent once
 )
 
-func loadScripts() (*scripts, error) {
+// loadScripts is the scripts with the names Go hands them inlined, made
+// once per process: the names are constants, so every store opened shares
+// one set (the scripts are read-only once made).
+var loadScripts = sync.OnceValues(buildScripts)
+
+func buildScripts() (*scripts, error) {
 	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
 	if err != nil {
 		return nil, err
