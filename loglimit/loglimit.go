@@ -89,21 +89,25 @@ func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
 }
 
 // Handle writes r, unless it is limited and its message was written less
-// than an interval ago; then it only counts it.
+// than an interval ago; then it only counts it. A limited line written
+// carries the time it was let through (Config.Now), the time the next
+// interval counts from.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	s := h.state
 	if s.cfg.Limits == nil || !s.cfg.Limits(r) {
 		return h.next.Handle(ctx, r)
 	}
-	held, since, write := s.admit(key{r.Level, r.Message}, s.cfg.Now())
+	now := s.cfg.Now()
+	held, since, write := s.admit(key{r.Level, r.Message}, now)
 	if !write {
 		if s.cfg.Held != nil {
 			s.cfg.Held()
 		}
 		return nil
 	}
+	r = r.Clone()
+	r.Time = now
 	if held > 0 {
-		r = r.Clone()
 		r.AddAttrs(slog.Int(SuppressedKey, held), slog.Time(SuppressedSinceKey, since))
 	}
 	return h.next.Handle(ctx, r)

@@ -97,6 +97,10 @@ func TestRepeatsAreHeldAndCounted(t *testing.T) {
 		if first["err"] != down.Error() || first["partition"] != 0.0 || first[loglimit.SuppressedKey] != nil {
 			t.Errorf("%q: the first line is not the first record as logged: %v", msg, first)
 		}
+		// Each line carries the time it was let through, on the limiter's clock.
+		if first["time"] != start.Format(time.RFC3339Nano) || later["time"] != start.Add(30*time.Second).Format(time.RFC3339Nano) {
+			t.Errorf("%q: lines written at %v and %v, want at 0 s and 30 s", msg, first["time"], later["time"])
+		}
 		// Written at 30 s, the 301st record; 299 held back since 100 ms.
 		if later[loglimit.SuppressedKey] != 299.0 || later[loglimit.SuppressedSinceKey] != start.Add(100*time.Millisecond).Format(time.RFC3339Nano) ||
 			later["err"] != down.Error() || later["partition"] != float64(300%16) {
