@@ -21,6 +21,21 @@ func TestSettingDefaultsAreValues(t *testing.T) {
 	}
 }
 
+// Every setting fills a field of a type set parses: a new row of another
+// type would otherwise panic only when somebody sets its variable.
+func TestEverySettingHasAParser(t *testing.T) {
+	for _, s := range settings(&Config{}) {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: %v", s.env, r)
+				}
+			}()
+			_ = s.set("") // the value may be refused; the type must not be
+		}()
+	}
+}
+
 // The README's configuration table names the variables of -h, no more and
 // no fewer, with the same defaults.
 func TestReadmeConfigurationMatchesHelp(t *testing.T) {
