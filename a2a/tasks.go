@@ -3,7 +3,6 @@ package a2a
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -112,9 +111,8 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (_
 		return nil, err
 	}
 	reply, err := h.tasks.Run(ctx, p, string(req.ID), tasks.Command{Kind: tasks.CmdCancel, Reason: "cancelled through A2A", LiveOnly: true}, idem.Key{})
-	var state *tasks.StateError
-	if errors.As(err, &state) && errors.Is(state.Err, tasks.ErrTerminal) {
-		return nil, notCancelable(state.Task)
+	if ended, ok := tasks.Ended(err); ok {
+		return nil, notCancelable(ended)
 	}
 	if err != nil {
 		return nil, err

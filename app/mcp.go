@@ -132,9 +132,8 @@ func (b mcpBackend) Tasks(ctx context.Context, p authz.Principal, cursor string)
 
 func (b mcpBackend) Cancel(ctx context.Context, p authz.Principal, id string) (mcp.Task, error) {
 	reply, err := b.tasks.Run(ctx, p, id, tasks.Command{Kind: tasks.CmdCancel, LiveOnly: true}, idem.Key{})
-	var state *tasks.StateError
-	if errors.As(err, &state) && errors.Is(state.Err, tasks.ErrTerminal) {
-		raw, merr := json.Marshal(state.Task)
+	if ended, ok := tasks.Ended(err); ok {
+		raw, merr := json.Marshal(ended)
 		if merr != nil {
 			return mcp.Task{}, merr
 		}

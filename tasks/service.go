@@ -98,6 +98,16 @@ type StateError struct {
 func (e *StateError) Error() string { return e.Err.Error() }
 func (e *StateError) Unwrap() error { return e.Err }
 
+// Ended is the task a command was refused because it had ended (as a
+// live-only cancel of an ended task is), and whether err is that refusal.
+func Ended(err error) (Task, bool) {
+	var state *StateError
+	if errors.As(err, &state) && errors.Is(state.Err, ErrTerminal) {
+		return state.Task, true
+	}
+	return Task{}, false
+}
+
 // Service runs task commands and reads against the store.
 type Service struct {
 	cfg     Config
