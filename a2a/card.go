@@ -26,7 +26,8 @@ var anybody = authz.Principal{ID: "\x00anybody"}
 const cardPages = 10
 
 // card is the agent card with skills: both bindings at PublicURL+Path, a
-// bearer JWT, streaming, push configs when served, and the extended card for an authenticated caller.
+// bearer JWT, streaming, push configs when served, and the extended card
+// for an authenticated caller.
 func (h *handler) card(skills []a2a.AgentSkill) *a2a.AgentCard {
 	url := h.cfg.PublicURL + Path
 	return &a2a.AgentCard{

@@ -53,7 +53,7 @@ func (h *handler) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig)
 // token or secret.
 func (h *handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (_ *a2a.PushConfig, err error) {
 	defer h.done(ctx, "GetTaskPushConfig", &err)
-	configs, err := h.pushConfigs(ctx, string(req.TaskID))
+	_, configs, err := h.pushConfigs(ctx, string(req.TaskID))
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (h *handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushCon
 // wire.MaxEndpoints: one page).
 func (h *handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (_ *a2a.ListTaskPushConfigResponse, err error) {
 	defer h.done(ctx, "ListTaskPushConfigs", &err)
-	configs, err := h.pushConfigs(ctx, string(req.TaskID))
+	_, configs, err := h.pushConfigs(ctx, string(req.TaskID))
 	if err != nil {
 		return nil, err
 	}
@@ -79,13 +79,12 @@ func (h *handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPush
 // DeleteTaskPushConfig removes one of the task's push configs.
 func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) (err error) {
 	defer h.done(ctx, "DeleteTaskPushConfig", &err)
-	configs, err := h.pushConfigs(ctx, string(req.TaskID))
+	p, configs, err := h.pushConfigs(ctx, string(req.TaskID))
 	if err != nil {
 		return err
 	}
 	for _, c := range configs {
 		if c.ID == req.ID {
-			p, _ := authz.FromContext(ctx)
 			_, err := h.cfg.Notify.Remove(ctx, p, endpoints.Owner{ID: string(req.TaskID)}, req.ID)
 			return err
 		}
@@ -101,15 +100,15 @@ func (h *handler) pushCaller(ctx context.Context) (authz.Principal, error) {
 	return principal(ctx)
 }
 
-// pushConfigs are the task's push configs as reads show them.
-func (h *handler) pushConfigs(ctx context.Context, taskID string) ([]*a2a.PushConfig, error) {
-	p, err := h.pushCaller(ctx)
-	if err != nil {
-		return nil, err
+// pushConfigs are the task's push configs as reads show them, to the
+// caller p.
+func (h *handler) pushConfigs(ctx context.Context, taskID string) (p authz.Principal, _ []*a2a.PushConfig, err error) {
+	if p, err = h.pushCaller(ctx); err != nil {
+		return p, nil, err
 	}
 	eps, err := h.cfg.Notify.List(ctx, p, endpoints.Owner{ID: taskID})
 	if err != nil {
-		return nil, err
+		return p, nil, err
 	}
 	out := []*a2a.PushConfig{}
 	for _, ep := range eps {
@@ -117,7 +116,7 @@ func (h *handler) pushConfigs(ctx context.Context, taskID string) ([]*a2a.PushCo
 			out = append(out, pushConfig(taskID, ep))
 		}
 	}
-	return out, nil
+	return p, out, nil
 }
 
 // pushConfig is an endpoint as a push config, without token or secret.
