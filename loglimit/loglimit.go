@@ -105,9 +105,9 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 		}
 		return nil
 	}
-	r = r.Clone()
-	r.Time = now
+	r.Time = now // r is this call's copy: its time is its own
 	if held > 0 {
+		r = r.Clone() // its attributes may share an array with the caller's
 		r.AddAttrs(slog.Int(SuppressedKey, held), slog.Time(SuppressedSinceKey, since))
 	}
 	return h.next.Handle(ctx, r)
