@@ -71,32 +71,22 @@ func EmbeddedProcess(t testing.TB, env ...string) (*exec.Cmd, string) {
 	return StartProcess(t, storetest.Embedded(t), env...)
 }
 
-var server struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // serverBinary builds the server once per test binary, beside the test
 // binary itself (go test removes that folder when the run ends), so the
 // tests of a package pay for one link however many processes they start.
-func serverBinary() (string, error) {
-	server.once.Do(func() {
-		dir := ""
-		if exe, err := os.Executable(); err == nil {
-			dir = filepath.Dir(exe)
-		}
-		f, err := os.CreateTemp(dir, "taskhook-server-")
-		if err != nil {
-			server.err = fmt.Errorf("a file for the server binary: %w", err)
-			return
-		}
-		_ = f.Close()
-		server.path = f.Name()
-		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", server.path, "github.com/taskhook/taskhook/cmd/server")
-		if out, err := build.CombinedOutput(); err != nil {
-			server.err = fmt.Errorf("build the server: %w\n%s", err, out)
-		}
-	})
-	return server.path, server.err
-}
+var serverBinary = sync.OnceValues(func() (string, error) {
+	dir := ""
+	if exe, err := os.Executable(); err == nil {
+		dir = filepath.Dir(exe)
+	}
+	f, err := os.CreateTemp(dir, "taskhook-server-")
+	if err != nil {
+		return "", fmt.Errorf("a file for the server binary: %w", err)
+	}
+	_ = f.Close()
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", f.Name(), "github.com/taskhook/taskhook/cmd/server")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the server: %w\n%s", err, out)
+	}
+	return f.Name(), nil
+})
