@@ -1380,8 +1380,12 @@ func TestHookEventsSurviveAKilledReplica(t *testing.T) {
 	for _, body := range []string{"one", "two", "three"} {
 		want[b.must(t, 202, b.post(t, token, body)).str("eventId")] = true
 	}
-	// The process takes all three for its consumer and never acks them.
-	took := a.read(t, hook, "consumer=a&visibilityMs=500")
+	// The process takes all three for its consumer and never acks them. They
+	// stay its own for 3 s: long enough that the long poll below, woken by
+	// the fourth, cannot take them back before the kill (with 500 ms a slow
+	// machine let it, and they came to the other replica a third time),
+	// short enough for the other replica to take them after it.
+	took := a.read(t, hook, "consumer=a&visibilityMs=3000")
 	if n := len(took.list("events")); n != 3 {
 		t.Fatalf("the process read %d events: %s", n, took.raw)
 	}
