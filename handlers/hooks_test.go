@@ -1381,34 +1381,37 @@ func TestHookEventsSurviveAKilledReplica(t *testing.T) {
 		want[b.must(t, 202, b.post(t, token, body)).str("eventId")] = true
 	}
 	// The process takes all three for its consumer and never acks them. They
-	// stay its own for 3 s: long enough that the long poll below, woken by
-	// the fourth, cannot take them back before the kill (with 500 ms a slow
-	// machine let it, and they came to the other replica a third time),
-	// short enough for the other replica to take them after it.
-	took := a.read(t, hook, "consumer=a&visibilityMs=3000")
+	// stay its own for 10 s: long enough that the long poll below cannot
+	// take them back before the kill however slow the machine (with 500 ms,
+	// then 3 s, a loaded machine let it), short enough for the other replica
+	// to take them after it.
+	took := a.read(t, hook, "consumer=a&visibilityMs=10000")
 	if n := len(took.list("events")); n != 3 {
 		t.Fatalf("the process read %d events: %s", n, took.raw)
 	}
 	// A long poll is open on the process when a fourth event arrives, and
 	// the process dies: it may or may not have taken the fourth.
-	polled := make(chan struct{})
+	polled := make(chan string, 1)
 	go func() {
-		defer close(polled)
-		req, _ := http.NewRequest("GET", procURL+"/v1/hooks/"+hook+"/events?consumer=a&visibilityMs=500&wait=30s", nil)
+		req, _ := http.NewRequest("GET", procURL+"/v1/hooks/"+hook+"/events?consumer=a&visibilityMs=500&wait=60s", nil)
 		req.Header.Set("Authorization", "Bearer "+a.alice)
-		if res, err := http.DefaultClient.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			polled <- err.Error()
+			return
 		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		polled <- res.Status + " " + string(body)
 	}()
 	storetest.WaitFor(t, "the long poll on the process", func() bool {
-		res, err := http.Get(procURL + "/metrics")
-		if err != nil {
-			return false
+		select {
+		case answer := <-polled:
+			t.Fatalf("the long poll answered before the fourth event: %s", answer)
+		default:
 		}
-		defer res.Body.Close()
-		m, _ := io.ReadAll(res.Body)
-		return strings.Contains(string(m), "taskhook_waiters 1")
+		v, ok := metricValue(t, a, "taskhook_waiters")
+		return ok && v == 1
 	})
 	want[b.must(t, 202, b.post(t, token, "four")).str("eventId")] = true
 	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
@@ -1419,7 +1422,7 @@ func TestHookEventsSurviveAKilledReplica(t *testing.T) {
 	// The other replica delivers every event, the three the dead process
 	// took on their second delivery.
 	got := map[string]float64{}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(40 * time.Second)
 	for len(got) < len(want) && time.Now().Before(deadline) {
 		r := b.read(t, hook, "consumer=b&visibilityMs=500&wait=5s")
 		var ids []string
