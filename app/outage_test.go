@@ -120,10 +120,13 @@ func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 		}
 	}
 	warm.Wait()
-	// Only scripts that carry a command record count: the replicas'
-	// background work (outbox maintenance, say) runs scripts of its own.
-	proxy.Watch("evalsha", ":cmd:")
-	scriptsBefore := proxy.CountWith("evalsha", ":cmd:")
+	// Only scripts that keep a task command's record count (the argument
+	// "rec" the store passes task_create and task_apply with a command id
+	// it made): the replicas' background work (outbox maintenance, say)
+	// runs scripts of its own.
+	const taskCommand = "rec"
+	proxy.Watch("evalsha", taskCommand)
+	scriptsBefore := proxy.CountWith("evalsha", taskCommand)
 	if err := rs.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +174,7 @@ func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 		case <-all:
 			return true
 		default:
-			return proxy.CountWith("evalsha", ":cmd:")-scriptsBefore > 3*n
+			return proxy.CountWith("evalsha", taskCommand)-scriptsBefore > 3*n
 		}
 	})
 	if err := rs.Signal(syscall.SIGCONT); err != nil {
@@ -180,7 +183,7 @@ func TestRedisStallAppliesEachWriteAtMostOnce(t *testing.T) {
 	stopped = false
 	<-all
 	close(answers)
-	if sent := proxy.CountWith("evalsha", ":cmd:") - scriptsBefore; sent != 3*n {
+	if sent := proxy.CountWith("evalsha", taskCommand) - scriptsBefore; sent != 3*n {
 		t.Errorf("%d scripts reached Redis for %d writes, want one each", sent, 3*n)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})

@@ -19,7 +19,7 @@ import (
 // tables of them.
 func luaNames() map[string]string {
 	b := map[string]string{}
-	luaTable(b, "IDEM", []string{"command", commandHash})
+	luaTable(b, "IDEM", []string{"command", commandHash, "task_record", taskCommandHash})
 	luaTable(b, "WAKE_KIND", []string{
 		"task", string(waits.WakeTask), "session", string(waits.WakeSession), "hook", string(waits.WakeHook),
 	})
@@ -34,7 +34,7 @@ func luaNames() map[string]string {
 	})
 	luaTable(b, "HOOK_HASH", []string{"config", hookFieldConfig})
 	luaTable(b, "RECORD_FIELD", []string{
-		"endpoints", recordFieldEndpoints, "secret", recordFieldSecret,
+		"endpoints", recordFieldEndpoints, "secret", recordFieldSecret, "commands", taskFieldCommands,
 	})
 	luaTable(b, "ENDPOINT_MEMBER", []string{"by_executor", EndpointByExecutor})
 	luaTable(b, "TOOL_FIELD", []string{

@@ -44,6 +44,8 @@ func TestInlineNamesFromWire(t *testing.T) {
 		"RECORD_FIELD.endpoints":   recordFieldEndpoints,
 		"HOOK_HASH.config":         hookFieldConfig,
 		"IDEM.command":             commandHash,
+		"IDEM.task_record":         taskCommandHash,
+		"RECORD_FIELD.commands":    taskFieldCommands,
 	}
 	for ref, want := range cases {
 		got, err := inlineNames("return " + ref)

@@ -90,6 +90,28 @@ func (s *Store) idemKey(p int, idem idem.Key) (key, hash string, ttlMs int64) {
 	return s.Keys.Idempotency(p, idem.Scope), idem.BodyHash, IdempotencyTTL.Milliseconds()
 }
 
+// taskCommandHash marks, to task_create and task_apply, a command id the
+// server made that is recorded in the task hash (taskFieldCommands) rather
+// than in a key of its own: those scripts read and write the hash anyway,
+// so the record costs neither a key nor a call.
+const (
+	taskCommandHash   = "rec"
+	taskFieldCommands = "cmd"
+)
+
+// taskIdem is idemKey for task_create and task_apply on the task hash at
+// taskKey: a caller's idempotency key as idemKey gives it, or, without one,
+// the task hash with taskCommandHash and a command id made for this write
+// in place of the ttl. Every run of the script for this write carries the
+// same id.
+func (s *Store) taskIdem(p int, k idem.Key, taskKey string) (key, hash string, ttlOrID any) {
+	if k.Scope == "" {
+		return taskKey, taskCommandHash, ids.Random(26)
+	}
+	key, hash, ttl := s.idemKey(p, k)
+	return key, hash, ttl
+}
+
 // wakeSnapshotMax is the largest snapshot a wake-up carries; a larger task is
 // re-read by whoever wakes.
 const wakeSnapshotMax = 16 << 10
@@ -197,7 +219,7 @@ type TaskCreate struct {
 // logs and the indexes, in one script.
 func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	p := w.Partition
-	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
+	idemKey, idemHash, idemArg := s.taskIdem(p, w.Idem, s.Keys.Task(p, w.ID))
 	executor := executorOr(w.Executor, w.Principal)
 	keys := []string{
 		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID),
@@ -208,7 +230,7 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 		s.Keys.Outbox(p), s.Keys.ExecutorTasks(p, executor), s.Keys.ExecutorTasksByStatus(p, executor, wire.StatusWorking),
 	}
 	args := []any{
-		idemHash, idemTTL, w.Principal, flag(w.Admin), w.ID, w.JSON, ms(w.Now),
+		idemHash, idemArg, w.Principal, flag(w.Admin), w.ID, w.JSON, ms(w.Now),
 		ms(w.ExpiresAt), w.Event, w.minID(), wakeCarries(w.JSON), w.SessionID,
 		w.MaxLive, w.Requester, w.Kind, executor,
 	}
@@ -252,7 +274,7 @@ type AnswerToken struct {
 // ApplyTask writes a change if the task is still at ExpectRevision.
 func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	p := w.Partition
-	idemKey, idemHash, idemTTL := s.idemKey(p, w.Idem)
+	idemKey, idemHash, idemArg := s.taskIdem(p, w.Idem, s.Keys.Task(p, w.ID))
 	keys := make([]string, 0, 14+len(w.AnswerTokens)+len(w.SigninAttempts))
 	keys = append(keys, s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
 		idemKey, s.Keys.Wake(p))
@@ -271,7 +293,7 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.OldStatus),
 		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.Status))
 	args := make([]any, 0, 13+len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
-	args = append(args, idemHash, idemTTL, w.ExpectRevision, w.Status, w.JSON,
+	args = append(args, idemHash, idemArg, w.ExpectRevision, w.Status, w.JSON,
 		ms(w.Now), w.minID(), w.ID, w.SessionID, wakeCarries(w.JSON), flag(w.Ends), len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e)

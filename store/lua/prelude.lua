@@ -43,11 +43,13 @@ local terminal = TERMINAL_STATUSES
 -- first run's reply for a server-made id, {'replay', body} for a caller's
 -- key with the same body, {'idem_conflict'} for another body.
 --
--- The record of a server-made id is a string (the reply's JSON), read and
+-- A task command's record in its task hash (IDEM.task_record) is the
+-- task script's own to read and write (command_replay, commands_with).
+-- The record of another server-made id is a string (the reply's JSON), read and
 -- written only by the script that made it (a re-run is the same script from
 -- the same server); a caller's key is a hash (h: body hash, b: body).
 local function idem_replay(key, hash)
-  if hash == '' then return nil end
+  if hash == '' or hash == IDEM.task_record then return nil end
   if hash == IDEM.command then
     local rec = redis.call('GET', key)
     if not rec then return nil end
@@ -63,7 +65,7 @@ end
 -- reply itself (it is small), for a caller's key the response body, kept for
 -- replay.
 local function idem_done(key, hash, ttl, body, reply)
-  if hash == '' then return reply end
+  if hash == '' or hash == IDEM.task_record then return reply end
   if hash == IDEM.command then
     redis.call('SET', key, cjson.encode(reply), 'PX', ttl)
     return reply
@@ -71,6 +73,34 @@ local function idem_done(key, hash, ttl, body, reply)
   redis.call('HSET', key, 'h', hash, 'b', body)
   redis.call('PEXPIRE', key, ttl)
   return reply
+end
+
+-- A task command without a caller's key (IDEM.task_record) is recorded in
+-- the task hash itself, in field RECORD_FIELD.commands: the ids and replies
+-- of its last COMMANDS_KEPT such commands, as JSON. The scripts that write a
+-- task read and write its hash anyway, so the record costs no key and no
+-- call of its own. A re-run of a command (the store's retry after a lost
+-- reply) comes within seconds; three commands on one task in between are
+-- far more than such a window sees.
+local COMMANDS_KEPT = 3
+
+-- command_replay is the first run's reply of command id, if the task's
+-- commands field (recorded: its value, nil when there is none) holds it.
+local function command_replay(recorded, id)
+  if not recorded then return nil end
+  for _, c in ipairs(cjson.decode(recorded)) do
+    if c[1] == id then return c[2] end
+  end
+  return nil
+end
+
+-- commands_with is the commands field with command id and its reply added,
+-- the oldest dropped beyond COMMANDS_KEPT.
+local function commands_with(recorded, id, reply)
+  local list = recorded and cjson.decode(recorded) or {}
+  list[#list + 1] = {id, reply}
+  while #list > COMMANDS_KEPT do table.remove(list, 1) end
+  return cjson.encode(list)
 end
 
 -- A task's log is an index into its session's log: a sorted set whose
@@ -99,14 +129,18 @@ local function is_stream(key)
   return redis.call('TYPE', key)['ok'] == 'stream'
 end
 
--- task_log_append adds event id (ev) to the task log at key; stream is
--- is_stream(key), read once by a script that appends several.
+-- task_log_append adds event id (ev) to the task log at key and answers
+-- whether that log is a stream (the older layout). stream is what an earlier
+-- append of the same script answered, or nil for the first: that one adds to
+-- the sorted set and learns from a refusal that the key holds a stream, so
+-- a log of today's layout costs no look at its type.
 local function task_log_append(key, id, ev, stream)
-  if stream then
-    redis.call('XADD', key, id, 'e', ev)
-  else
-    redis.call('ZADD', key, 0, log_member(id))
+  if not stream then
+    local added = redis.pcall('ZADD', key, 0, log_member(id))
+    if type(added) ~= 'table' or not added.err then return false end
   end
+  redis.call('XADD', key, id, 'e', ev)
+  return true
 end
 
 -- joined_log is the session log slog that a task's log at key is joined

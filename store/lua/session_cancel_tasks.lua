@@ -40,7 +40,7 @@ for _, pick in ipairs(take) do
   local rev = tonumber(ARGV[a + 1]) + 1
   redis.call('HSET', KEYS[k], 'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2])
   redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], id, 'e', ARGV[a + 4])
-  task_log_append(KEYS[k + 1], id, ARGV[a + 4], is_stream(KEYS[k + 1]))
+  task_log_append(KEYS[k + 1], id, ARGV[a + 4])
   route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_endpoints}}),
     ARGV[5], ARGV[a], id, ARGV[a + 4])
   redis.call('ZREM', KEYS[3], ARGV[a])

@@ -11,7 +11,9 @@
 -- KEYS[11+m] the session hash (for its notification endpoints)   KEYS[12+m] the partition's outbox
 -- KEYS[13+m..14+m] the executor's tasks in the old status and in the new one
 --         (moved only when the task's executor is not its owner)
--- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
+-- ARGV[1] idempotency body hash, or IDEM.task_record for a command id the
+--         server made, recorded in the task hash (KEYS[4] is then the task hash)
+-- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
 -- ARGV[10] '1' when the wake-up carries the new task json, '' when it is too large
@@ -25,25 +27,30 @@
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])
 if r then return r end
+local recorded = ARGV[1] == IDEM.task_record
 -- The task's json is read only for a conflict: the change replaces it.
-local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints, 'executor')
+local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints, 'executor',
+  RECORD_FIELD.commands)
 if not cur[1] then return {'not_found'} end
+if recorded then
+  r = command_replay(cur[6], ARGV[2])
+  if r then return r end
+end
 if cur[1] ~= ARGV[3] then return {'conflict', redis.call('HGET', KEYS[1], 'json')} end
 local m = #KEYS - 14
 
 local n = tonumber(ARGV[12])
 local expire_at = ARGV[13 + n]
 local rev = tonumber(ARGV[3]) + 1
-redis.call('HSET', KEYS[1], 'rev', rev, 'status', ARGV[4], 'json', ARGV[5])
 local ms, seq = next_id(ARGV[6], {KEYS[3], KEYS[2]})
 local out = {'ok'}
 local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]},
   {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], RECORD_FIELD.endpoints)}})
-local stream = is_stream(KEYS[2])
+local stream
 for i = 13, 12 + n do
   local id = format_id(ms, seq)
   redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[7], id, 'e', ARGV[i])
-  task_log_append(KEYS[2], id, ARGV[i], stream)
+  stream = task_log_append(KEYS[2], id, ARGV[i], stream)
   route(KEYS[12 + m], eps, ARGV[9], ARGV[8], id, ARGV[i])
   out[#out + 1] = id
   seq = seq + 1
@@ -56,6 +63,12 @@ if cur[2] ~= ARGV[4] and cur[3] then
   if ARGV[11] == '1' then redis.call('ZREM', KEYS[ix], ARGV[8]) end
   move_status(ARGV[8], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
   move_executor_status(ARGV[8], cur[5], cur[3], expire_at, KEYS[13 + m], KEYS[14 + m])
+end
+if recorded then
+  redis.call('HSET', KEYS[1], 'rev', rev, 'status', ARGV[4], 'json', ARGV[5],
+    RECORD_FIELD.commands, commands_with(cur[6], ARGV[2], out))
+else
+  redis.call('HSET', KEYS[1], 'rev', rev, 'status', ARGV[4], 'json', ARGV[5])
 end
 wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10] == '1' and ARGV[5] or '', {unpack(ARGV, 13, 12 + n)})
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)

@@ -11,7 +11,9 @@
 -- KEYS[14] the partition's outbox
 -- KEYS[15] executor's task index   KEYS[16] executor's working tasks (both
 --          written only when the executor is not the owner)
--- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
+-- ARGV[1] idempotency body hash, or IDEM.task_record for a command id the
+--         server made, recorded in the task hash (KEYS[7] is then the task hash)
+-- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
 -- ARGV[9] event json   ARGV[10] log min id
@@ -28,21 +30,32 @@
 --       | {'too_many_tasks', live}
 local r = idem_replay(KEYS[7], ARGV[1])
 if r then return r end
+local recorded = ARGV[1] == IDEM.task_record
+local t = redis.call('HMGET', KEYS[2], 'rev', RECORD_FIELD.commands)
+if t[1] and recorded then
+  r = command_replay(t[2], ARGV[2])
+  if r then return r end
+end
 local s = redis.call('HMGET', KEYS[1], 'owner', 'status', RECORD_FIELD.endpoints)
 if not owned(s[1], ARGV[3], ARGV[4]) then return {'session_not_found'} end
 if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
+if t[1] then return {'exists'} end
 local max_live = tonumber(ARGV[13])
 if max_live > 0 then
   local live = redis.call('ZCOUNT', KEYS[10], '(' .. ARGV[7], '+inf')
   if live >= max_live then return {'too_many_tasks', live} end
 end
 
-redis.call('HSET', KEYS[2], 'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[6], 'owner', ARGV[3],
-  'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7])
-save_endpoints(KEYS[2], ARGV[18], {unpack(ARGV, 19)})
 local ms, seq = next_id(ARGV[7], {KEYS[4], KEYS[3]})
 local id = format_id(ms, seq)
+local fields = {'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[6], 'owner', ARGV[3],
+  'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7]}
+if recorded then
+  fields[#fields + 1] = RECORD_FIELD.commands
+  fields[#fields + 1] = commands_with(nil, ARGV[2], {'ok', id})
+end
+redis.call('HSET', KEYS[2], unpack(fields))
+save_endpoints(KEYS[2], ARGV[18], {unpack(ARGV, 19)})
 redis.call('XADD', KEYS[4], 'MINID', '~', ARGV[10], id, 'e', ARGV[9])
 redis.call('ZADD', KEYS[3], 0, log_member(id))
 route(KEYS[14], endpoints_of({{OUTBOX_SCOPE.task, ARGV[18]}, {OUTBOX_SCOPE.session, s[3]}}),

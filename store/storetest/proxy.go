@@ -21,7 +21,7 @@ type Proxy struct {
 
 	mu         sync.Mutex
 	counts     map[string]int
-	marked     map[[2]string]int // by command name and a marker its request holds
+	marked     map[[2]string]int // by command name and an argument its request holds
 	cutOn      string            // cut the connection that sends this command, after Redis answers it
 	cuts       int
 	replyBytes int64
@@ -64,8 +64,9 @@ func (p *Proxy) Count(name string) int {
 	return p.counts[name]
 }
 
-// Watch makes CountWith count the commands named name whose request holds
-// marker (a key name's part, say), from now on.
+// Watch makes CountWith count the commands named name one of whose
+// arguments is marker (the flag a script takes for the records it keeps,
+// say), from now on.
 func (p *Proxy) Watch(name, marker string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -74,8 +75,8 @@ func (p *Proxy) Watch(name, marker string) {
 	}
 }
 
-// CountWith is how many commands named name whose request held marker went
-// through since Watch(name, marker): the scripts that carry a command
+// CountWith is how many commands named name with the argument marker went
+// through since Watch(name, marker): the task scripts that keep a command
 // record, say, apart from the service's background work. A request is
 // read as one piece: a command cut across two reads of the connection may
 // be missed.
@@ -179,13 +180,14 @@ func (p *Proxy) observe(chunk []byte, cut chan<- struct{}) {
 }
 
 // requestHolds reports whether the rest of a request (its lines after the
-// command name, up to the next request's array header) holds marker.
+// command name, up to the next request's array header) has marker as one
+// of its arguments.
 func requestHolds(rest [][]byte, marker string) bool {
 	for _, l := range rest {
 		if len(l) > 0 && l[0] == '*' {
 			return false
 		}
-		if bytes.Contains(l, []byte(marker)) {
+		if string(l) == marker {
 			return true
 		}
 	}
