@@ -18,7 +18,7 @@ func (f fixture) askWithToken(t *testing.T, id, hash, value string, expires time
 	res, err := f.s.ApplyTask(context.Background(), store.TaskUpdate{
 		LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
 		ID:       id, SessionID: f.session, ExpectRevision: 1, Status: "input_required",
-		JSON: []byte(`{"rev":2}`), Events: [][]byte{[]byte(`{"type":"input.requested"}`)},
+		JSON: []byte(`{"rev":2}`), Events: []store.TaskEvent{{JSON: []byte(`{"type":"input.requested"}`)}},
 		AnswerTokens: []store.AnswerToken{{Hash: hash, Value: []byte(value)}},
 		ExpiresAt:    expires, Owner: "alice", OldStatus: "working",
 	})

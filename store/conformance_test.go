@@ -77,9 +77,9 @@ func (f fixture) createTask(t *testing.T, principal string, idem idem.Key) (stri
 
 func (f fixture) apply(t *testing.T, id string, expect int64, idem idem.Key, events ...string) store.Result {
 	t.Helper()
-	evs := make([][]byte, len(events))
+	evs := make([]store.TaskEvent, len(events))
 	for i, e := range events {
-		evs[i] = []byte(e)
+		evs[i] = store.TaskEvent{JSON: []byte(e)}
 	}
 	res, err := f.s.ApplyTask(context.Background(), store.TaskUpdate{
 		LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour, Idem: idem},

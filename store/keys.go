@@ -101,15 +101,18 @@ func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id 
 type Log struct {
 	Key     string
 	Session string // a task's log: its session's log; "" for a session's
+	Tasks   string // the key of a task hash of the log's partition but the id, to join task events with
 }
 
 // TaskEvents is the task's log, to read.
 func (k Keys) TaskEvents(p int, id, sessionID string) Log {
-	return Log{Key: k.TaskLog(p, id), Session: k.SessionLog(p, sessionID)}
+	return Log{Key: k.TaskLog(p, id), Session: k.SessionLog(p, sessionID), Tasks: k.Task(p, "")}
 }
 
 // SessionEvents is the session's log, to read.
-func (k Keys) SessionEvents(p int, id string) Log { return Log{Key: k.SessionLog(p, id)} }
+func (k Keys) SessionEvents(p int, id string) Log {
+	return Log{Key: k.SessionLog(p, id), Tasks: k.Task(p, "")}
+}
 
 // Idempotency is the stored response of an idempotent request (a hash: h, b).
 func (k Keys) Idempotency(p int, scope string) string { return k.Tag(p) + "idem:" + digest(scope) }

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"strconv"
 
+	"github.com/taskhook/taskhook/events"
+	"github.com/taskhook/taskhook/snapdelta"
 	"github.com/taskhook/taskhook/waits"
 )
 
@@ -16,17 +19,103 @@ const (
 
 // parseLogReadKinds reads log_read_kinds's answer: the entries, the id of
 // the last entry looked at ("" when none), and whether it stopped before the
-// log's end.
+// log's end. Each event kept without its snapshot gets it back here, from
+// its task's json and undos; an event of a task that is gone is gone with it.
 var parseLogReadKinds = replies[waits.LogRead]{
 	"ok": func(r scriptReply) (waits.LogRead, error) {
 		out := waits.LogRead{Last: r.str(1), More: r.str(2) == "1"}
-		for i := 3; i+1 < len(r); i += 2 {
-			id := r.str(i)
-			out.Entries = append(out.Entries, waits.LogEntry{ID: id, JSON: withID(id, r.str(i+1))})
+		n := int(r.int(3))
+		joins := r.joins(4 + 3*n)
+		for i := 4; i < 4+3*n; i += 3 {
+			id, ev := r.str(i), r.str(i+1)
+			if cut := r.str(i + 2); cut != "" {
+				whole, ok := joins.whole(ev, cut)
+				if !ok {
+					continue
+				}
+				ev = whole
+			}
+			out.Entries = append(out.Entries, waits.LogEntry{ID: id, JSON: withID(id, ev)})
 		}
 		return out, nil
 	},
 }.parser("log_read_kinds")
+
+// joins are the tasks log_read_kinds answered to put the snapshots back
+// into the events it kept, by task id.
+type joins map[string]*taskRevisions
+
+// taskRevisions is a task's current json and revision, its undos from the
+// lowest revision a kept event shows (from on), and the snapshots worked
+// out so far, by revision.
+type taskRevisions struct {
+	rev   int64
+	from  int64
+	undos []string
+	snaps map[int64][]byte
+}
+
+// joins reads the join section of log_read_kinds's answer, from member i.
+func (r scriptReply) joins(i int) joins {
+	j := joins{}
+	for i+3 < len(r) {
+		task, rev, json, n := r.str(i), r.int(i+1), r.str(i+2), int(r.int(i+3))
+		i += 4
+		if rev > 0 {
+			t := &taskRevisions{rev: rev, from: rev - int64(n), snaps: map[int64][]byte{rev: []byte(json)}}
+			for k := range n {
+				t.undos = append(t.undos, r.str(i+k))
+			}
+			j[task] = t
+		}
+		i += n
+	}
+	return j
+}
+
+// whole is the event ev (cut at cut) with its task's snapshot put back: the
+// snapshot at the event's revision, worked back from the current one. ok is
+// false when the task is gone or the undos do not reach back that far.
+func (j joins) whole(ev, cut string) (string, bool) {
+	at, err := strconv.Atoi(cut)
+	task, rev, ok := events.HeadTask([]byte(ev))
+	if err != nil || !ok || at < 0 || at > len(ev) {
+		return "", false
+	}
+	t := j[task]
+	if t == nil {
+		return "", false
+	}
+	snap, ok := t.at(rev)
+	if !ok {
+		return "", false
+	}
+	return ev[:at] + string(snap) + ev[at:], true
+}
+
+// at is the task's snapshot at revision rev.
+func (t *taskRevisions) at(rev int64) ([]byte, bool) {
+	if s, ok := t.snaps[rev]; ok {
+		return s, true
+	}
+	if rev < t.from || rev >= t.rev {
+		return nil, false
+	}
+	next, ok := t.at(rev + 1)
+	if !ok {
+		return nil, false
+	}
+	undo := t.undos[rev-t.from]
+	if undo == "" {
+		return nil, false
+	}
+	s, err := snapdelta.Apply(next, []byte(undo))
+	if err != nil {
+		return nil, false
+	}
+	t.snaps[rev] = s
+	return s, true
+}
 
 // readLogKinds reads up to limit events of kinds after the stream id after
 // ("" or "0" for the beginning), looking at a bounded part of the log: last
@@ -37,7 +126,7 @@ func (s *Store) readLogKinds(ctx context.Context, log Log, after string, limit i
 	if err != nil {
 		return waits.LogRead{}, err
 	}
-	args := []any{start, limit, kindsScanEntries, kindsScanBytes}
+	args := []any{start, limit, kindsScanEntries, kindsScanBytes, log.Tasks}
 	for _, k := range kinds {
 		args = append(args, k)
 	}

@@ -46,6 +46,8 @@ func TestInlineNamesFromWire(t *testing.T) {
 		"IDEM.command":             commandHash,
 		"IDEM.task_record":         taskCommandHash,
 		"RECORD_FIELD.commands":    taskFieldCommands,
+		"RECORD_FIELD.undo":        taskFieldUndo,
+		"EVENT_FIELD.cut":          eventFieldCut,
 	}
 	for ref, want := range cases {
 		got, err := inlineNames("return " + ref)

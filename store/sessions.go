@@ -19,7 +19,8 @@ type TaskCancel struct {
 	OldStatus      string
 	ExpectRevision int64
 	JSON           []byte
-	Event          []byte
+	Event          TaskEvent
+	Undo           []byte // what takes JSON back to the task at ExpectRevision (snapdelta.Undo)
 }
 
 // The answers of the cancel scripts, by outcome word.
@@ -115,7 +116,7 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 			s.Keys.ExecutorTasksByStatus(p, executorOr(t.Executor, t.Owner), wire.StatusCancelled))
 		// No snapshot in the wake-ups: a cancel of many tasks would send every
 		// replica every record; a replica that waits on one reads it.
-		args = append(args, t.ID, t.ExpectRevision, t.JSON, "", t.Event)
+		args = append(args, t.ID, t.ExpectRevision, t.JSON, "", t.Event.JSON, t.Event.cut(), t.Undo)
 	}
 	res, err := s.scripts.sessionCancelTasks.run(ctx, s, keys, args...)
 	if err != nil {

@@ -27,7 +27,7 @@ func cancelOf(id string, rev int64) store.TaskCancel {
 	return store.TaskCancel{
 		ID: id, Owner: "alice", OldStatus: "working", ExpectRevision: rev,
 		JSON:  fmt.Appendf(nil, `{"taskId":%q,"rev":%d,"status":"cancelled"}`, id, rev+1),
-		Event: fmt.Appendf(nil, `{"type":"task.terminal","taskId":%q}`, id),
+		Event: store.TaskEvent{JSON: fmt.Appendf(nil, `{"type":"task.terminal","taskId":%q}`, id)},
 	}
 }
 

@@ -99,6 +99,14 @@ const (
 	taskFieldCommands = "cmd"
 )
 
+// A task hash keeps, besides its json, an undo per earlier revision (field
+// taskFieldUndo and the revision), and a log entry of a task event the
+// offset its snapshot was cut at (field eventFieldCut): see TaskEvent.
+const (
+	taskFieldUndo = "u:"
+	eventFieldCut = "c"
+)
+
 // taskIdem is idemKey for task_create and task_apply on the task hash at
 // taskKey: a caller's idempotency key as idemKey gives it, or, without one,
 // the task hash with taskCommandHash and a command id made for this write
@@ -202,10 +210,29 @@ func (s *Store) DefaultSession(ctx context.Context, owner string) (string, error
 	return id, nil
 }
 
-// TaskCreate is a new task to write.
+// TaskEvent is a task event as the logs keep it: its JSON with the task's
+// snapshot cut out at Cut, the write's task JSON being that snapshot; Cut
+// is 0 for an event kept whole (no event begins with its snapshot). A read
+// puts the snapshot back (see parseLogReadKinds).
+type TaskEvent struct {
+	JSON []byte
+	Cut  int
+}
+
+// cut is the scripts' form of Cut: the offset, or "" for none.
+func (e TaskEvent) cut() string {
+	if e.Cut == 0 {
+		return ""
+	}
+	return strconv.Itoa(e.Cut)
+}
+
+// TaskCreate is a new task to write; NewRecord.Event is the task.created
+// event with the snapshot cut out at EventCut.
 type TaskCreate struct {
 	LogWrite
 	NewRecord
+	EventCut  int
 	SessionID string
 	Principal string
 	Admin     bool
@@ -232,7 +259,7 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	args := []any{
 		idemHash, idemArg, w.Principal, flag(w.Admin), w.ID, w.JSON, ms(w.Now),
 		ms(w.ExpiresAt), w.Event, w.minID(), wakeCarries(w.JSON), w.SessionID,
-		w.MaxLive, w.Requester, w.Kind, executor,
+		w.MaxLive, w.Requester, w.Kind, executor, TaskEvent{Cut: w.EventCut}.cut(),
 	}
 	args = append(args, w.Endpoints.args()...)
 	return s.scripts.taskCreate.run(ctx, s, keys, args...)
@@ -247,7 +274,8 @@ type TaskUpdate struct {
 	Status         string
 	Ends           bool // the change ends the task (the state machine says its status becomes terminal)
 	JSON           []byte
-	Events         [][]byte
+	Undo           []byte // what takes JSON back to the task at ExpectRevision (snapdelta.Undo)
+	Events         []TaskEvent
 	AnswerTokens   []AnswerToken // the answer tokens of the requests this change adds
 	SigninAttempts []AnswerToken // the sign-in attempts this change starts, by token hash
 	ExpiresAt      time.Time     // the task's expiry, when the mappings of AnswerTokens end
@@ -292,11 +320,11 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		s.Keys.Session(p, w.SessionID), s.Keys.Outbox(p),
 		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.OldStatus),
 		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.Status))
-	args := make([]any, 0, 13+len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
+	args := make([]any, 0, 14+2*len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
 	args = append(args, idemHash, idemArg, w.ExpectRevision, w.Status, w.JSON,
-		ms(w.Now), w.minID(), w.ID, w.SessionID, wakeCarries(w.JSON), flag(w.Ends), len(w.Events))
+		ms(w.Now), w.minID(), w.ID, w.SessionID, wakeCarries(w.JSON), flag(w.Ends), len(w.Events), w.Undo)
 	for _, e := range w.Events {
-		args = append(args, e)
+		args = append(args, e.JSON, e.cut())
 	}
 	args = append(args, ms(w.ExpiresAt))
 	for _, a := range w.AnswerTokens {

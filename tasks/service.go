@@ -12,6 +12,7 @@ import (
 	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/problem"
+	"github.com/taskhook/taskhook/snapdelta"
 
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/cache"
@@ -268,7 +269,7 @@ func (s *Service) create(ctx context.Context, p authz.Principal, in CreateInput,
 	if len(raw) > s.cfg.MaxTaskBytes {
 		return idem.Reply{}, &TooLargeError{Size: len(raw), Max: s.cfg.MaxTaskBytes}
 	}
-	ev, err := eventJSON(t, now, Emitted{Type: wire.EventTaskCreated, Data: map[string]any{}}, raw)
+	ev, err := storedEvent(t, now, Emitted{Type: wire.EventTaskCreated, Data: map[string]any{}})
 	if err != nil {
 		return idem.Reply{}, err
 	}
@@ -292,8 +293,8 @@ func (s *Service) create(ctx context.Context, p authz.Principal, in CreateInput,
 	res, err := store.ClaimedCreate(ctx, s.store, key, func() (store.Result, error) {
 		return s.store.CreateTask(ctx, store.TaskCreate{
 			LogWrite:  store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: key},
-			NewRecord: store.NewRecord{ID: t.TaskID, JSON: raw, Event: ev, ExpiresAt: expires.Time, Endpoints: records},
-			SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
+			NewRecord: store.NewRecord{ID: t.TaskID, JSON: raw, Event: ev.JSON, ExpiresAt: expires.Time, Endpoints: records},
+			EventCut:  ev.Cut, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
 			Requester: t.Requester, Executor: t.Executor, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
 		})
 	}, func(r store.Result) bool {
@@ -561,9 +562,13 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			s.count(cmd.Kind, ErrTooLarge)
 			return idem.Reply{}, &TooLargeError{Size: len(next), Max: s.cfg.MaxTaskBytes}
 		}
-		evs := make([][]byte, len(change.Events))
+		undo, err := snapdelta.Undo(raw, next)
+		if err != nil {
+			return idem.Reply{}, err
+		}
+		evs := make([]store.TaskEvent, len(change.Events))
 		for i, e := range change.Events {
-			if evs[i], err = eventJSON(change.Task, now, e, next); err != nil {
+			if evs[i], err = storedEvent(change.Task, now, e); err != nil {
 				return idem.Reply{}, err
 			}
 		}
@@ -571,7 +576,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: key},
 			ID:       id, SessionID: t.SessionID, ExpectRevision: t.Revision,
 			Status: string(change.Task.Status), Ends: change.Task.Status.Terminal() && !t.Status.Terminal(),
-			JSON: next, Events: evs,
+			JSON: next, Undo: undo, Events: evs,
 			AnswerTokens: tokens, SigninAttempts: attempts,
 			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
 			Owner:     t.Owner, Executor: t.Executor, OldStatus: string(t.Status),
@@ -759,9 +764,14 @@ func CancelChange(raw []byte, reason string, now time.Time) (store.TaskCancel, b
 	if err != nil {
 		return store.TaskCancel{}, false, err
 	}
-	ev, err := eventJSON(change.Task, now, change.Events[0], next)
+	ev, err := storedEvent(change.Task, now, change.Events[0])
 	if err != nil {
 		return store.TaskCancel{}, false, err
 	}
-	return store.TaskCancel{ID: t.TaskID, Owner: t.Owner, Executor: t.Executor, OldStatus: string(t.Status), ExpectRevision: t.Revision, JSON: next, Event: ev}, true, nil
+	undo, err := snapdelta.Undo(raw, next)
+	if err != nil {
+		return store.TaskCancel{}, false, err
+	}
+	return store.TaskCancel{ID: t.TaskID, Owner: t.Owner, Executor: t.Executor, OldStatus: string(t.Status),
+		ExpectRevision: t.Revision, JSON: next, Event: ev, Undo: undo}, true, nil
 }

@@ -129,17 +129,44 @@ local function is_stream(key)
   return redis.call('TYPE', key)['ok'] == 'stream'
 end
 
--- task_log_append adds event id (ev) to the task log at key and answers
--- whether that log is a stream (the older layout). stream is what an earlier
--- append of the same script answered, or nil for the first: that one adds to
--- the sorted set and learns from a refusal that the key holds a stream, so
--- a log of today's layout costs no look at its type.
-local function task_log_append(key, id, ev, stream)
+-- A task event is kept without its task's snapshot: the entry's event
+-- field holds its JSON with the snapshot cut out, and EVENT_FIELD.cut the
+-- byte offset it was cut at ('' for an event that carries no snapshot,
+-- which has no such field). The task hash keeps the current snapshot and,
+-- for each revision before it, what takes the next one back to it
+-- (RECORD_FIELD.undo followed by the revision): a read joins them again.
+-- An event that leaves Redis as it is (an outbox delivery, a task log of
+-- the older layout) is kept whole.
+
+-- whole_event is the event ev cut at cut with snapshot put back.
+local function whole_event(ev, cut, snapshot)
+  if cut == '' then return ev end
+  local at = tonumber(cut)
+  return string.sub(ev, 1, at) .. snapshot .. string.sub(ev, at + 1)
+end
+
+-- append_event appends event id to the session log slog (trimmed to minid),
+-- cut at cut.
+local function append_event(slog, minid, id, ev, cut)
+  if cut == '' then
+    redis.call('XADD', slog, 'MINID', '~', minid, id, 'e', ev)
+  else
+    redis.call('XADD', slog, 'MINID', '~', minid, id, 'e', ev, EVENT_FIELD.cut, cut)
+  end
+end
+
+-- task_log_append adds event id to the task log at key and answers whether
+-- that log is a stream (the older layout), which gets the event whole
+-- (whole(), called only then). stream is what an earlier append of the same
+-- script answered, or nil for the first: that one adds to the sorted set
+-- and learns from a refusal that the key holds a stream, so a log of
+-- today's layout costs no look at its type.
+local function task_log_append(key, id, whole, stream)
   if not stream then
     local added = redis.pcall('ZADD', key, 0, log_member(id))
     if type(added) ~= 'table' or not added.err then return false end
   end
-  redis.call('XADD', key, id, 'e', ev)
+  redis.call('XADD', key, id, 'e', whole())
   return true
 end
 

@@ -12,8 +12,11 @@
 --           task's executor is not its owner)
 -- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms   ARGV[3] now ms
 -- ARGV[4] log min id   ARGV[5] session id   ARGV[6] lease end ms
--- ARGV[7..] five per task, in KEYS order: task id, expected revision,
---           cancelled task json, wake snapshot, task.terminal event json
+-- ARGV[7..] seven per task, in KEYS order: task id, expected revision,
+--           cancelled task json, wake snapshot, the task.terminal event's
+--           json with the cancelled task json cut out, where it was cut,
+--           and the undo that takes the cancelled task json back to the
+--           current one
 -- Returns {'ok', cancelled task id...} | {'not_cancelling'}
 local r = idem_replay(KEYS[7], ARGV[1])
 if r then return r end
@@ -23,7 +26,7 @@ local take = {}
 local logs = {KEYS[2]}
 for i = 0, ntasks - 1 do
   local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', 'created', RECORD_FIELD.endpoints, 'executor')
-  if t[1] == ARGV[8 + 5 * i] then
+  if t[1] == ARGV[8 + 7 * i] then
     take[#take + 1] = {i, t[2], t[3], t[4]}
     logs[#logs + 1] = KEYS[10 + 8 * i]
   end
@@ -34,15 +37,18 @@ local ses_endpoints = redis.call('HGET', KEYS[1], RECORD_FIELD.endpoints)
 local ms, seq = next_id(ARGV[3], logs)
 for _, pick in ipairs(take) do
   local i, created = pick[1], pick[2]
-  local k, a = 9 + 8 * i, 7 + 5 * i
+  local k, a = 9 + 8 * i, 7 + 7 * i
   local id = format_id(ms, seq)
   seq = seq + 1
   local rev = tonumber(ARGV[a + 1]) + 1
-  redis.call('HSET', KEYS[k], 'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2])
-  redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], id, 'e', ARGV[a + 4])
-  task_log_append(KEYS[k + 1], id, ARGV[a + 4])
-  route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_endpoints}}),
-    ARGV[5], ARGV[a], id, ARGV[a + 4])
+  redis.call('HSET', KEYS[k], 'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2],
+    RECORD_FIELD.undo .. ARGV[a + 1], ARGV[a + 6])
+  local ev, cut = ARGV[a + 4], ARGV[a + 5]
+  local function whole() return whole_event(ev, cut, ARGV[a + 2]) end
+  append_event(KEYS[2], ARGV[4], id, ev, cut)
+  task_log_append(KEYS[k + 1], id, whole)
+  local eps = endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_endpoints}})
+  if #eps > 0 then route(KEYS[8], eps, ARGV[5], ARGV[a], id, whole()) end
   redis.call('ZREM', KEYS[3], ARGV[a])
   local expire_at = redis.call('PEXPIRETIME', KEYS[k])
   move_status(ARGV[a], created, expire_at, KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])

@@ -1,0 +1,268 @@
+// Package snapdelta keeps a task's past snapshots as what changed: Undo is
+// what takes a snapshot back to the one before it, so a store that keeps
+// the current snapshot and one undo per revision can give every revision's
+// snapshot again, byte for byte, without keeping each whole.
+//
+// A snapshot is a JSON object as json.Marshal writes a wire.Task: compact,
+// its members in the struct's order. An undo is a JSON object of the
+// members whose value the older snapshot had and the newer one changed or
+// lacks, with their older values, and, under "-", the names of the members
+// the older snapshot lacked.
+package snapdelta
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/taskhook/taskhook/api/wire"
+)
+
+// removed is the undo's member that names the members to drop: no task
+// member is called that.
+const removed = "-"
+
+// member is one member of a JSON object: its name as written between the
+// quotes (no task member's name needs an escape) and its value's text.
+type member struct {
+	name  string
+	value []byte
+}
+
+// Undo is the undo that takes newer back to older: Apply(newer, Undo(older,
+// newer)) is older.
+func Undo(older, newer []byte) ([]byte, error) {
+	old, err := members(older)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := members(newer)
+	if err != nil {
+		return nil, err
+	}
+	now := make(map[string][]byte, len(cur))
+	for _, m := range cur {
+		now[m.name] = m.value
+	}
+	had := make(map[string]bool, len(old))
+	b := append(make([]byte, 0, 128), '{')
+	for _, m := range old {
+		had[m.name] = true
+		if v, ok := now[m.name]; ok && bytes.Equal(v, m.value) {
+			continue
+		}
+		b = appendMember(b, m)
+	}
+	var gone []string
+	for _, m := range cur {
+		if !had[m.name] {
+			gone = append(gone, m.name)
+		}
+	}
+	if len(gone) > 0 {
+		list, _ := json.Marshal(gone) // a list of strings always encodes
+		b = appendMember(b, member{removed, list})
+	}
+	return append(b, '}'), nil
+}
+
+// Apply is snapshot with undo applied: the snapshot of the revision before.
+// A member the undo brings back goes where a wire.Task has it.
+func Apply(snapshot, undo []byte) ([]byte, error) {
+	cur, err := members(snapshot)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := members(undo)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range changes {
+		if c.name == removed {
+			var names []string
+			if err := json.Unmarshal(c.value, &names); err != nil {
+				return nil, errors.New("snapdelta: the names to drop are not a list of strings")
+			}
+			for _, n := range names {
+				cur = drop(cur, n)
+			}
+			continue
+		}
+		cur = set(cur, c)
+	}
+	b := append(make([]byte, 0, len(snapshot)+len(undo)), '{')
+	for _, m := range cur {
+		b = appendMember(b, m)
+	}
+	return append(b, '}'), nil
+}
+
+func drop(ms []member, name string) []member {
+	for i, m := range ms {
+		if m.name == name {
+			return append(ms[:i], ms[i+1:]...)
+		}
+	}
+	return ms
+}
+
+// set gives the member its value, in its place when the snapshot has it,
+// else before the first member a wire.Task writes after it.
+func set(ms []member, c member) []member {
+	at := len(ms)
+	for i, m := range ms {
+		if m.name == c.name {
+			ms[i].value = c.value
+			return ms
+		}
+		if at == len(ms) && place(m.name) > place(c.name) {
+			at = i
+		}
+	}
+	return append(ms[:at], append([]member{c}, ms[at:]...)...)
+}
+
+// order is each member's place in a wire.Task's JSON.
+var order = func() map[string]int {
+	t := reflect.TypeFor[wire.Task[string, string]]()
+	o := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			o[name] = i
+		}
+	}
+	return o
+}()
+
+// place is where a member goes; one a wire.Task does not have goes last.
+func place(name string) int {
+	if i, ok := order[name]; ok {
+		return i
+	}
+	return len(order)
+}
+
+func appendMember(b []byte, m member) []byte {
+	if b[len(b)-1] != '{' {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, m.name...)
+	b = append(b, '"', ':')
+	return append(b, m.value...)
+}
+
+var errNotObject = errors.New("snapdelta: not a JSON object")
+
+// members splits a JSON object into its members, in order. It expects what
+// json.Marshal writes and checks only what it must to find each member's
+// end.
+func members(b []byte) ([]member, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, errNotObject
+	}
+	ms := make([]member, 0, 24)
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return ms, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, errNotObject
+		}
+		end, err := stringEnd(b, i)
+		if err != nil {
+			return nil, err
+		}
+		name := string(b[i+1 : end-1])
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, errNotObject
+		}
+		i = skipSpace(b, i+1)
+		vend, err := valueEnd(b, i)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, member{name, b[i:vend]})
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return nil, errNotObject
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			if skipSpace(b, i+1) != len(b) {
+				return nil, errNotObject
+			}
+			return ms, nil
+		default:
+			return nil, errNotObject
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index just past the string that starts at b[i] (a quote).
+func stringEnd(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, errors.New("snapdelta: a string does not end")
+}
+
+// valueEnd is the index just past the value that starts at b[i].
+func valueEnd(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errNotObject
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, err := stringEnd(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, errors.New("snapdelta: an object or array does not end")
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
+			j++
+		}
+		if j == i {
+			return 0, errNotObject
+		}
+		return j, nil
+	}
+}

@@ -1,0 +1,132 @@
+package snapdelta_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/taskhook/taskhook/api/wire"
+	"github.com/taskhook/taskhook/snapdelta"
+)
+
+type task = wire.Task[time.Time, string]
+
+func marshal(t *testing.T, v task) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A task's life, revision by revision: each undo takes the next snapshot
+// back to this one byte for byte, members the later one dropped or added
+// included, and holds only what changed.
+func TestUndoTakesEachRevisionBack(t *testing.T) {
+	at := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
+	ttl := int64(604800000)
+	exp := at.Add(7 * 24 * time.Hour)
+	v := task{TaskID: "task_1", SessionID: "ses_1", Owner: "alice", Executor: "alice", Requester: "alice",
+		Status: wire.StatusWorking, Revision: 1, Kind: "deploy", Input: json.RawMessage(`{"env":"prod","n":[1,2,{"x":"}"}]}`),
+		InputResponses: []wire.InputResponse[time.Time]{}, CreatedAt: at, LastUpdatedAt: at, TTLMs: &ttl, ExpiresAt: &exp, PollIntervalMs: 5000}
+	var revs [][]byte
+	step := func(f func(*task)) {
+		f(&v)
+		v.Revision++
+		v.LastUpdatedAt = v.LastUpdatedAt.Add(time.Second)
+		revs = append(revs, marshal(t, v))
+	}
+	revs = append(revs, marshal(t, v))
+	step(func(v *task) { v.StatusMessage = `working on it, "quoted" \ and }` })
+	step(func(v *task) {
+		v.Status = wire.StatusInputRequired
+		v.InputRequests = []wire.InputRequest{{RequestID: "req_1", Kind: "ask", Prompt: "Ship it?"}}
+	})
+	step(func(v *task) {
+		v.Status = wire.StatusWorking
+		v.InputRequests = nil
+		v.InputResponses = append(v.InputResponses, wire.InputResponse[time.Time]{Answer: wire.Answer{RequestID: "req_1", OptionID: "yes"}, AnsweredBy: "alice", AnsweredAt: v.LastUpdatedAt, Via: "api"})
+	})
+	step(func(v *task) { v.Progress = json.RawMessage(`{"pct":50}`); v.StatusMessage = "" })
+	step(func(v *task) { v.Status = wire.StatusCompleted; v.Result = json.RawMessage(`{"ok":true}`) })
+
+	for r := len(revs) - 1; r > 0; r-- {
+		undo, err := snapdelta.Undo(revs[r-1], revs[r])
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := snapdelta.Apply(revs[r], undo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(back, revs[r-1]) {
+			t.Errorf("revision %d back from %d:\n got %s\nwant %s\n(undo %s)", r, r+1, back, revs[r-1], undo)
+		}
+		if len(undo) >= len(revs[r-1])/2 {
+			t.Errorf("the undo to revision %d is %d bytes of a %d-byte snapshot: %s", r, len(undo), len(revs[r-1]), undo)
+		}
+		if bytes.Contains(undo, []byte(`"taskId"`)) || bytes.Contains(undo, []byte(`"input"`)) {
+			t.Errorf("the undo to revision %d holds members that never change: %s", r, undo)
+		}
+	}
+}
+
+// An undo of the same snapshot is empty, and applying it changes nothing.
+func TestUndoOfNoChangeIsEmpty(t *testing.T) {
+	s := []byte(`{"taskId":"t","revision":2,"input":{"a":[1,{"b":"]"}]}}`)
+	undo, err := snapdelta.Undo(s, s)
+	if err != nil || string(undo) != "{}" {
+		t.Fatalf("undo %s, %v; want {}", undo, err)
+	}
+	back, err := snapdelta.Apply(s, undo)
+	if err != nil || !bytes.Equal(back, s) {
+		t.Fatalf("apply: %s, %v", back, err)
+	}
+}
+
+// What is not an object is refused, not misread.
+func TestRefusesWhatIsNotAnObject(t *testing.T) {
+	for _, bad := range []string{``, `[]`, `{"a":1`, `{"a":"x}`, `{"a" 1}`, `{"a":}`, `{"a":1}x`, `{"a":[1,2}`} {
+		if _, err := snapdelta.Undo([]byte(bad), []byte(`{}`)); err == nil {
+			t.Errorf("Undo(%q) answered no error", bad)
+		}
+		if _, err := snapdelta.Apply([]byte(`{}`), []byte(bad)); err == nil {
+			t.Errorf("Apply(undo %q) answered no error", bad)
+		}
+	}
+}
+
+// Any two objects json.Marshal writes from maps: the undo takes the second
+// back to the first, up to member order (a map's members come sorted, not
+// in a wire.Task's order).
+func FuzzUndo(f *testing.F) {
+	f.Add(`{"a":1,"b":"x"}`, `{"b":"y","c":[1,2]}`)
+	f.Add(`{"status":"working","revision":1}`, `{"status":"completed","revision":2,"result":{"ok":true}}`)
+	f.Add(`{}`, `{"x":"\"}"}`)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var ma, mb map[string]any
+		if json.Unmarshal([]byte(a), &ma) != nil || json.Unmarshal([]byte(b), &mb) != nil || ma == nil || mb == nil {
+			return
+		}
+		older, _ := json.Marshal(ma)
+		newer, _ := json.Marshal(mb)
+		undo, err := snapdelta.Undo(older, newer)
+		if err != nil {
+			t.Fatalf("undo of %s and %s: %v", older, newer, err)
+		}
+		back, err := snapdelta.Apply(newer, undo)
+		if err != nil {
+			t.Fatalf("apply %s to %s: %v", undo, newer, err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(back, &got); err != nil {
+			t.Fatalf("%s is not JSON: %v", back, err)
+		}
+		want, _ := json.Marshal(ma)
+		if again, _ := json.Marshal(got); !bytes.Equal(again, want) {
+			t.Fatalf("back %s, want %s (undo %s)", back, older, undo)
+		}
+	})
+}
