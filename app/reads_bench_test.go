@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
@@ -23,7 +26,14 @@ import (
 // event read (pages and stream together).
 func BenchmarkLogReads(b *testing.B) {
 	ctx := context.Background()
-	cmd, url := apptest.StartProcess(b, storetest.Standalone(b))
+	sc := storetest.Standalone(b)
+	cmd, url := apptest.StartProcess(b, sc)
+	opts, err := redis.ParseURL(sc.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
 	token := apptest.Token(b, "bench-reader")
 	cl := client.New(url, token)
 	ses := apptest.Session(b, ctx, cl)
@@ -56,7 +66,7 @@ func BenchmarkLogReads(b *testing.B) {
 		return res
 	}
 	lat := &latencies{by: map[string][]time.Duration{}}
-	cpu0 := serverCPU(b, cmd.Process.Pid)
+	cpu0, redis0 := serverCPU(b, cmd.Process.Pid), redisCPU(b, rdb)
 	b.ResetTimer()
 	for range b.N {
 		read := 0
@@ -99,7 +109,31 @@ func BenchmarkLogReads(b *testing.B) {
 		lat.add("catchup1000", time.Since(t0))
 	}
 	b.StopTimer()
-	cpu := serverCPU(b, cmd.Process.Pid) - cpu0
+	cpu, redisUsed := serverCPU(b, cmd.Process.Pid)-cpu0, redisCPU(b, rdb)-redis0
 	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(2*events*b.N), "server-cpu-µs/event")
+	b.ReportMetric(float64(redisUsed.Nanoseconds())/1e3/float64(2*events*b.N), "redis-cpu-µs/event")
 	lat.report(b, "")
+}
+
+// redisCPU is the CPU time, user and system, that Redis reports it has
+// used (INFO cpu): the test Redis is its own process, which this measures
+// whoever started it.
+func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, f := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, f); ok {
+				s, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("%s: %v", line, err)
+				}
+				total += s
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }

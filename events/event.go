@@ -6,10 +6,10 @@
 package events
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -80,28 +80,27 @@ func AppendHead(b []byte, typ string, at time.Time, sessionID, taskID string, re
 // HeadTask reads the task id and revision from an event's head as
 // AppendHead wrote it; ok is false for an event of no task (a session's,
 // a hook's) or one written otherwise.
-func HeadTask(event []byte) (taskID string, revision int64, ok bool) {
-	data := bytes.Index(event, []byte(`,"data":`))
+func HeadTask(event string) (taskID string, revision int64, ok bool) {
+	data := strings.Index(event, `,"data":`)
 	if data < 0 {
 		return "", 0, false
 	}
 	head := event[:data]
-	i := bytes.Index(head, []byte(`,"taskId":"`))
+	i := strings.Index(head, `,"taskId":"`)
 	if i < 0 {
 		return "", 0, false
 	}
 	rest := head[i+len(`,"taskId":"`):]
-	end := bytes.IndexByte(rest, '"')
+	end := strings.IndexByte(rest, '"')
 	if end < 0 {
 		return "", 0, false
 	}
-	taskID = string(rest[:end])
-	after, found := bytes.CutPrefix(rest[end+1:], []byte(`,"revision":`))
+	after, found := strings.CutPrefix(rest[end+1:], `,"revision":`)
 	if !found {
 		return "", 0, false
 	}
-	revision, err := strconv.ParseInt(string(after), 10, 64)
-	return taskID, revision, err == nil
+	revision, err := strconv.ParseInt(after, 10, 64)
+	return rest[:end], revision, err == nil
 }
 
 // AppendString appends s as json.Marshal writes it: printable ASCII other

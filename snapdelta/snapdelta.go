@@ -12,9 +12,9 @@ package snapdelta
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -62,8 +62,14 @@ func Undo(older, newer []byte) ([]byte, error) {
 		}
 	}
 	if len(gone) > 0 {
-		list, _ := json.Marshal(gone) // a list of strings always encodes
-		b = appendMember(b, member{removed, list})
+		list := []byte{'['}
+		for i, name := range gone {
+			if i > 0 {
+				list = append(list, ',')
+			}
+			list = append(append(append(list, '"'), name...), '"')
+		}
+		b = appendMember(b, member{removed, append(list, ']')})
 	}
 	return append(b, '}'), nil
 }
@@ -71,32 +77,80 @@ func Undo(older, newer []byte) ([]byte, error) {
 // Apply is snapshot with undo applied: the snapshot of the revision before.
 // A member the undo brings back goes where a wire.Task has it.
 func Apply(snapshot, undo []byte) ([]byte, error) {
+	back, err := Back(snapshot, [][]byte{undo})
+	if err != nil {
+		return nil, err
+	}
+	return back[0], nil
+}
+
+// Back is the snapshots before snapshot, newest first: Back(s, u)[k] is s
+// with u[0] to u[k] applied in turn. The snapshot is read once, however
+// many undos there are.
+func Back(snapshot []byte, undos [][]byte) ([][]byte, error) {
 	cur, err := members(snapshot)
 	if err != nil {
 		return nil, err
 	}
-	changes, err := members(undo)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range changes {
-		if c.name == removed {
-			var names []string
-			if err := json.Unmarshal(c.value, &names); err != nil {
-				return nil, errors.New("snapdelta: the names to drop are not a list of strings")
+	out := make([][]byte, 0, len(undos))
+	size := len(snapshot)
+	for _, undo := range undos {
+		changes, err := members(undo)
+		if err != nil {
+			return nil, err
+		}
+		cur = slices.Clone(cur)
+		for _, c := range changes {
+			if c.name != removed {
+				cur = set(cur, c)
+				continue
+			}
+			names, err := nameList(c.value)
+			if err != nil {
+				return nil, err
 			}
 			for _, n := range names {
 				cur = drop(cur, n)
 			}
-			continue
 		}
-		cur = set(cur, c)
+		b := append(make([]byte, 0, size+len(undo)), '{')
+		for _, m := range cur {
+			b = appendMember(b, m)
+		}
+		b = append(b, '}')
+		size = len(b)
+		out = append(out, b)
 	}
-	b := append(make([]byte, 0, len(snapshot)+len(undo)), '{')
-	for _, m := range cur {
-		b = appendMember(b, m)
+	return out, nil
+}
+
+// nameList reads the list of member names an undo drops, each as written
+// between its quotes (as member names are compared).
+func nameList(b []byte) ([]string, error) {
+	bad := errors.New("snapdelta: the names to drop are not a list of strings")
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, bad
 	}
-	return append(b, '}'), nil
+	var names []string
+	for i := 1; i < len(b)-1; {
+		if b[i] != '"' {
+			return nil, bad
+		}
+		end, err := stringEnd(b, i)
+		if err != nil || end > len(b)-1 {
+			return nil, bad
+		}
+		names = append(names, string(b[i+1:end-1]))
+		switch {
+		case end == len(b)-1:
+			return names, nil
+		case b[end] == ',':
+			i = end + 1
+		default:
+			return nil, bad
+		}
+	}
+	return names, nil
 }
 
 func drop(ms []member, name string) []member {

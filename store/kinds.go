@@ -28,14 +28,11 @@ var parseLogReadKinds = replies[waits.LogRead]{
 		joins := r.joins(4 + 3*n)
 		for i := 4; i < 4+3*n; i += 3 {
 			id, ev := r.str(i), r.str(i+1)
-			if cut := r.str(i + 2); cut != "" {
-				whole, ok := joins.whole(ev, cut)
-				if !ok {
-					continue
-				}
-				ev = whole
+			if cut := r.str(i + 2); cut == "" {
+				out.Entries = append(out.Entries, waits.LogEntry{ID: id, JSON: withID(id, ev)})
+			} else if b, ok := joins.whole(id, ev, cut); ok {
+				out.Entries = append(out.Entries, waits.LogEntry{ID: id, JSON: b})
 			}
-			out.Entries = append(out.Entries, waits.LogEntry{ID: id, JSON: withID(id, ev)})
 		}
 		return out, nil
 	},
@@ -73,48 +70,53 @@ func (r scriptReply) joins(i int) joins {
 	return j
 }
 
-// whole is the event ev (cut at cut) with its task's snapshot put back: the
-// snapshot at the event's revision, worked back from the current one. ok is
-// false when the task is gone or the undos do not reach back that far.
-func (j joins) whole(ev, cut string) (string, bool) {
+// whole is the event ev (cut at cut) with its task's snapshot put back
+// and its stream id first, as withID writes it: the snapshot at the
+// event's revision, worked back from the current one. ok is false when the
+// task is gone or its undos do not reach back that far.
+func (j joins) whole(id, ev, cut string) ([]byte, bool) {
 	at, err := strconv.Atoi(cut)
-	task, rev, ok := events.HeadTask([]byte(ev))
-	if err != nil || !ok || at < 0 || at > len(ev) {
-		return "", false
+	task, rev, ok := events.HeadTask(ev)
+	if err != nil || !ok || at < 1 || at > len(ev) {
+		return nil, false
 	}
 	t := j[task]
 	if t == nil {
-		return "", false
+		return nil, false
 	}
 	snap, ok := t.at(rev)
 	if !ok {
-		return "", false
+		return nil, false
 	}
-	return ev[:at] + string(snap) + ev[at:], true
+	b := make([]byte, 0, len(ev)+len(snap)+len(id)+8)
+	b = append(b, `{"id":"`...)
+	b = append(b, id...)
+	b = append(b, `",`...)
+	b = append(b, ev[1:at]...)
+	b = append(b, snap...)
+	return append(b, ev[at:]...), true
 }
 
-// at is the task's snapshot at revision rev.
+// at is the task's snapshot at revision rev. The first revision asked for
+// below the current one works back to the lowest the undos reach, once.
 func (t *taskRevisions) at(rev int64) ([]byte, bool) {
-	if s, ok := t.snaps[rev]; ok {
-		return s, true
+	if s, ok := t.snaps[rev]; ok || rev >= t.rev || rev < t.from || len(t.snaps) > 1 {
+		return s, ok
 	}
-	if rev < t.from || rev >= t.rev {
-		return nil, false
+	// undos[k] takes revision from+k+1 back to from+k: newest first from here.
+	var undos [][]byte
+	for k := int64(len(t.undos)) - 1; k >= 0 && t.undos[k] != ""; k-- {
+		undos = append(undos, []byte(t.undos[k]))
 	}
-	next, ok := t.at(rev + 1)
-	if !ok {
-		return nil, false
-	}
-	undo := t.undos[rev-t.from]
-	if undo == "" {
-		return nil, false
-	}
-	s, err := snapdelta.Apply(next, []byte(undo))
+	back, err := snapdelta.Back(t.snaps[t.rev], undos)
 	if err != nil {
 		return nil, false
 	}
-	t.snaps[rev] = s
-	return s, true
+	for k, s := range back {
+		t.snaps[t.rev-1-int64(k)] = s
+	}
+	s, ok := t.snaps[rev]
+	return s, ok
 }
 
 // readLogKinds reads up to limit events of kinds after the stream id after

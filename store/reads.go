@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/paging"
 	"github.com/taskhook/taskhook/problem"
@@ -48,11 +49,147 @@ func Decode[T any](what string, raw []byte, err error) (T, error) {
 }
 
 // ReadLog returns up to limit events after the stream id after ("" or "0"
-// for the beginning), oldest first: a page may end short of limit where the
-// events are large (kindsScanBytes), never past the log's end.
+// for the beginning), oldest first. A page may end short of limit (a task's
+// log of large events, kindsScanBytes; events of tasks that are gone), but
+// is empty only at the log's end.
 func (s *Store) ReadLog(ctx context.Context, log Log, after string, limit int) ([]waits.LogEntry, error) {
-	r, err := s.readLogKinds(ctx, log, after, limit, nil)
+	var r waits.LogRead
+	var err error
+	if log.Session == "" {
+		r, err = s.readSessionLog(ctx, log, after, limit)
+	} else {
+		r, err = s.readLogKinds(ctx, log, after, limit, nil)
+	}
 	return r.Entries, err
+}
+
+// readSessionLog reads a session's log: up to limit entries as XRANGE
+// answers them, then, in one more round trip, what puts their snapshots
+// back into the events cut from a task (joinCut). An event of a task that
+// is gone is passed over; Last is the last entry looked at. The entries go
+// from Redis to the replica as they are stored: no script walks them.
+func (s *Store) readSessionLog(ctx context.Context, log Log, after string, limit int) (waits.LogRead, error) {
+	start, err := logStart(after)
+	if err != nil {
+		return waits.LogRead{}, err
+	}
+	for {
+		msgs, err := s.RDB.XRangeN(ctx, log.Key, start, "+", int64(limit)).Result()
+		if err != nil {
+			return waits.LogRead{}, unavailable(err)
+		}
+		j, err := s.joinCut(ctx, log.Tasks, msgs)
+		if err != nil {
+			return waits.LogRead{}, err
+		}
+		out := waits.LogRead{Entries: make([]waits.LogEntry, 0, len(msgs))}
+		for _, m := range msgs {
+			out.Last = m.ID
+			e, _ := m.Values["e"].(string)
+			cut, _ := m.Values[eventFieldCut].(string)
+			if cut == "" {
+				out.Entries = append(out.Entries, waits.LogEntry{ID: m.ID, JSON: withID(m.ID, e)})
+			} else if b, ok := j.whole(m.ID, e, cut); ok {
+				out.Entries = append(out.Entries, waits.LogEntry{ID: m.ID, JSON: b})
+			}
+		}
+		if len(out.Entries) > 0 || len(msgs) < limit {
+			return out, nil
+		}
+		start = "(" + out.Last
+	}
+}
+
+// undoLookahead is how many revisions past the newest one a page shows
+// joinCut reads undos for in its first round trip: a task that has moved
+// further on since costs one more.
+const undoLookahead = 8
+
+// joinCut reads what puts the snapshots back into the events of msgs cut
+// from a task: each such task's revision, json and undos, in one pipelined
+// round trip (two for a task that has moved on more than undoLookahead
+// revisions past the page). tasks is the key of a task hash but its id.
+func (s *Store) joinCut(ctx context.Context, tasks string, msgs []redis.XMessage) (joins, error) {
+	type span struct{ lo, hi int64 }
+	spans := map[string]*span{}
+	var order []string
+	for _, m := range msgs {
+		if _, ok := m.Values[eventFieldCut]; !ok {
+			continue
+		}
+		e, _ := m.Values["e"].(string)
+		task, rev, ok := events.HeadTask(e)
+		if !ok {
+			continue
+		}
+		if sp := spans[task]; sp == nil {
+			spans[task] = &span{rev, rev}
+			order = append(order, task)
+		} else {
+			sp.lo, sp.hi = min(sp.lo, rev), max(sp.hi, rev)
+		}
+	}
+	j := joins{}
+	if len(order) == 0 {
+		return j, nil
+	}
+	undoFields := func(lo, hi int64) []string {
+		f := make([]string, 0, hi-lo)
+		for r := lo; r < hi; r++ {
+			f = append(f, taskFieldUndo+strconv.FormatInt(r, 10))
+		}
+		return f
+	}
+	pipe := s.RDB.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(order))
+	for i, task := range order {
+		sp := spans[task]
+		cmds[i] = pipe.HMGet(ctx, tasks+task, append([]string{"rev", "json"}, undoFields(sp.lo, sp.hi+undoLookahead)...)...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable(err)
+	}
+	var further []string
+	for i, task := range order {
+		v := cmds[i].Val()
+		revText, _ := v[0].(string)
+		rev, err := strconv.ParseInt(revText, 10, 64)
+		if err != nil {
+			continue // gone
+		}
+		json, _ := v[1].(string)
+		sp := spans[task]
+		t := &taskRevisions{rev: rev, from: sp.lo, snaps: map[int64][]byte{rev: []byte(json)}}
+		for _, u := range v[2:] {
+			if int64(len(t.undos)) >= rev-sp.lo {
+				break
+			}
+			undo, _ := u.(string)
+			t.undos = append(t.undos, undo)
+		}
+		j[task] = t
+		if int64(len(t.undos)) < rev-sp.lo {
+			further = append(further, task)
+		}
+	}
+	if len(further) > 0 {
+		pipe := s.RDB.Pipeline()
+		more := make([]*redis.SliceCmd, len(further))
+		for i, task := range further {
+			t := j[task]
+			more[i] = pipe.HMGet(ctx, tasks+task, undoFields(t.from+int64(len(t.undos)), t.rev)...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, unavailable(err)
+		}
+		for i, task := range further {
+			for _, u := range more[i].Val() {
+				undo, _ := u.(string)
+				j[task].undos = append(j[task].undos, undo)
+			}
+		}
+	}
+	return j, nil
 }
 
 // LogSource is one event log as the registry's reads that wait read it
@@ -74,6 +211,9 @@ func (s *Store) Source(log Log) LogSource { return LogSource{s: s, log: log} }
 func (l LogSource) ReadLog(ctx context.Context, after string, limit int, kinds waits.Kinds) (waits.LogRead, error) {
 	if !kinds.All() {
 		return l.s.readLogKinds(ctx, l.log, after, limit, kinds)
+	}
+	if l.log.Session == "" {
+		return l.s.readSessionLog(ctx, l.log, after, limit)
 	}
 	entries, err := l.s.ReadLog(ctx, l.log, after, limit)
 	if err != nil {
