@@ -24,6 +24,9 @@ type listener struct {
 	server *http.Server
 	heard  func(client.Event)
 	seen   map[string]bool
+	events chan client.Event
+	done   chan struct{} // closed once every event taken has been handed to heard
+	ended  chan struct{} // closed once a task.terminal has been heard
 }
 
 // listen starts the listener on addr ("127.0.0.1:0" picks a port); heard
@@ -33,8 +36,9 @@ func listen(addr string, log *slog.Logger, heard func(client.Event)) (*listener,
 	if err != nil {
 		return nil, err
 	}
-	l := &listener{url: "http://" + ln.Addr().String() + "/notifications", heard: heard, seen: map[string]bool{}}
-	events := make(chan client.Event, 64)
+	l := &listener{url: "http://" + ln.Addr().String() + "/notifications", heard: heard, seen: map[string]bool{},
+		events: make(chan client.Event, 64), done: make(chan struct{}), ended: make(chan struct{})}
+	events := l.events
 	mux := http.NewServeMux()
 	mux.Handle("POST /notifications", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The secret is only known once the session exists, and the first
@@ -52,6 +56,7 @@ func listen(addr string, log *slog.Logger, heard func(client.Event)) (*listener,
 		}
 	}()
 	go func() {
+		defer close(l.done)
 		for ev := range events {
 			key := ev.SessionID + "/" + ev.ID // an event id is unique within its session
 			if l.seen[key] {
@@ -61,6 +66,13 @@ func listen(addr string, log *slog.Logger, heard func(client.Event)) (*listener,
 			log.Info("heard an event", "type", ev.Type, "task", ev.TaskID, "revision", ev.Revision)
 			if l.heard != nil {
 				l.heard(ev)
+			}
+			if ev.Type == client.EventTaskTerminal {
+				select {
+				case <-l.ended:
+				default:
+					close(l.ended)
+				}
 			}
 		}
 	}()
@@ -72,5 +84,22 @@ func (l *listener) endpoint() []client.EndpointRequest {
 	return []client.EndpointRequest{{URL: l.url}}
 }
 
-// close stops the listener.
-func (l *listener) close() { _ = l.server.Close() }
+// heardEnd waits until a task.terminal has been heard, or ctx ends: the
+// agent's work is done when it has heard the end, which a delivery may
+// bring a moment after the executor's last command.
+func (l *listener) heardEnd(ctx context.Context) {
+	select {
+	case <-l.ended:
+	case <-ctx.Done():
+	}
+}
+
+// close stops the listener: the deliveries under way finish, and every
+// event they brought is handed to heard before it returns.
+func (l *listener) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = l.server.Shutdown(ctx)
+	close(l.events)
+	<-l.done
+}

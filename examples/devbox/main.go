@@ -172,7 +172,16 @@ func run(ctx context.Context, cfg config) error {
 	if ear != nil {
 		ear.secret.Store(ses.Notify[0].Secret)
 	}
-	return w.work(ctx, task)
+	if err := w.work(ctx, task); err != nil {
+		return err
+	}
+	if ear != nil {
+		// The agent is done once it has heard the end (or gives up).
+		wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		ear.heardEnd(wait)
+	}
+	return nil
 }
 
 // worker runs devbox jobs for tasks, one job a task.
