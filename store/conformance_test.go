@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -516,6 +517,8 @@ func TestListIndexedBoundsPageBytes(t *testing.T) {
 	})
 }
 
+// Another replica's fan-in wakes its waiters with a hint of what changed:
+// the task, its revision and the types of its events, and no record.
 func TestFanInWakesOtherReplicas(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		writer := open(t, cfg)
@@ -543,13 +546,59 @@ func TestFanInWakesOtherReplicas(t *testing.T) {
 				if wk.Revision < 2 {
 					continue
 				}
-				if wk.ID != id || wk.SessionID != f.session || !strings.HasPrefix(string(wk.Snapshot), `{"rev":`) {
+				// A hint names the change, never carries the record: a
+				// replica with a waiter on it reads what it needs.
+				if wk.ID != id || wk.SessionID != f.session || wk.Snapshot != nil || !slices.Contains(wk.Types, "x") {
 					t.Fatalf("wake: %+v", wk)
 				}
 				return
 			}
 		}
 		t.Fatal("no wake-up from another replica's writes")
+	})
+}
+
+// A write whose caller wakes this replica's waiters itself (WakesHere) is
+// passed over by this replica's own fan-in: its waiters get the record from
+// the writer, not a hint that would cost them a read. The next write,
+// whose caller does not, is the first wake-up the fan-in hands on.
+func TestFanInPassesOverWakesItsWriterGives(t *testing.T) {
+	eachBackendWithFanIn(t, func(t *testing.T, s *store.Store, reg *waits.Waiters, _ *metrics.Metrics, f fixture) {
+		ctx := context.Background()
+		id, _ := f.createTask(t, "alice", idem.Key{})
+		w := reg.Wait(waits.WaitKey(waits.WakeTask, id))
+		defer w.Stop()
+		// Writes until the fan-in is known to read: a wake-up arrives.
+		rev := int64(1)
+		storetest.WaitFor(t, "the fan-in to read", func() bool {
+			f.apply(t, id, rev, idem.Key{}, `{"type":"x"}`)
+			rev++
+			wk, why := w.Next(ctx, time.Now().Add(200*time.Millisecond))
+			return why == waits.Woken && wk.Revision >= 2
+		})
+		res, err := s.ApplyTask(ctx, store.TaskUpdate{
+			LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
+			ID:       id, SessionID: f.session, ExpectRevision: rev, Status: "working",
+			JSON: fmt.Appendf(nil, `{"rev":%d}`, rev+1), Events: []store.TaskEvent{{JSON: []byte(`{"type":"y"}`)}},
+			WakesHere: true,
+		})
+		if err != nil || res.Outcome != store.OK {
+			t.Fatalf("the write its caller wakes for: %+v %v", res, err)
+		}
+		f.apply(t, id, rev+1, idem.Key{}, `{"type":"z"}`)
+		for {
+			wk, why := w.Next(ctx, time.Now().Add(10*time.Second))
+			if why != waits.Woken {
+				t.Fatalf("no wake-up after the writes: %v", why)
+			}
+			if wk.Revision <= rev { // what the first writes woke
+				continue
+			}
+			if wk.Revision != rev+2 {
+				t.Fatalf("the first wake-up after the write its caller wakes for is revision %d, want %d", wk.Revision, rev+2)
+			}
+			return
+		}
 	})
 }
 

@@ -121,7 +121,9 @@ func (f *FanIn) read(ctx context.Context, p int) {
 		for _, st := range res {
 			for _, msg := range st.Messages {
 				last = msg.ID
-				f.notify(parseWake(msg.Values))
+				if wk := parseWake(msg.Values); wk.Kind != waits.WakeTask || !f.store.own.take(wk.ID, wk.Revision) {
+					f.notify(wk)
+				}
 				if f.metrics != nil {
 					f.metrics.Wakeups.Inc()
 				}

@@ -25,7 +25,7 @@ func luaNames() map[string]string {
 	})
 	luaTable(b, "WAKE_FIELD", []string{
 		"kind", wakeFieldKind, "id", wakeFieldID, "session", wakeFieldSession,
-		"revision", wakeFieldRevision, "snapshot", wakeFieldSnapshot, "types", wakeFieldTypes,
+		"revision", wakeFieldRevision, "types", wakeFieldTypes,
 	})
 	luaTable(b, "HOOK_FIELD", []string{
 		"seq", hookFieldSeq,

@@ -114,9 +114,7 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 			s.Keys.SessionTasksByStatus(p, sessionID, t.OldStatus), s.Keys.SessionTasksByStatus(p, sessionID, wire.StatusCancelled),
 			s.Keys.ExecutorTasksByStatus(p, executorOr(t.Executor, t.Owner), t.OldStatus),
 			s.Keys.ExecutorTasksByStatus(p, executorOr(t.Executor, t.Owner), wire.StatusCancelled))
-		// No snapshot in the wake-ups: a cancel of many tasks would send every
-		// replica every record; a replica that waits on one reads it.
-		args = append(args, t.ID, t.ExpectRevision, t.JSON, "", t.Event.JSON, t.Event.cut(), t.Undo)
+		args = append(args, t.ID, t.ExpectRevision, t.JSON, t.Event.JSON, t.Event.cut(), t.Undo)
 	}
 	res, err := s.scripts.sessionCancelTasks.run(ctx, s, keys, args...)
 	if err != nil {

@@ -90,6 +90,7 @@ type Store struct {
 	timeout   time.Duration
 	metrics   *metrics.Metrics
 	unroute   func() // ends the routing of go-redis's lines to this store's log
+	own       ownWakes
 }
 
 // client makes a client of the store's Redis with its hooks.

@@ -14,18 +14,15 @@ const (
 	wakeFieldID       = "i"
 	wakeFieldSession  = "s"
 	wakeFieldRevision = "r"
-	wakeFieldSnapshot = "j"
 	wakeFieldTypes    = "e" // the event types, comma-separated; absent when unknown
 )
 
-// parseWake reads a wake stream entry.
+// parseWake reads a wake stream entry. It carries no record (an entry an
+// older replica wrote with its task's json under "j" is read without it).
 func parseWake(v map[string]any) waits.Wake {
 	str := func(k string) string { s, _ := v[k].(string); return s }
 	rev, _ := strconv.ParseInt(str(wakeFieldRevision), 10, 64)
 	wk := waits.Wake{Kind: waits.WakeKind(str(wakeFieldKind)), ID: str(wakeFieldID), SessionID: str(wakeFieldSession), Revision: rev}
-	if j := str(wakeFieldSnapshot); j != "" {
-		wk.Snapshot = []byte(j)
-	}
 	if types, ok := v[wakeFieldTypes].(string); ok {
 		wk.Types = []string{}
 		if types != "" {

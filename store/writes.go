@@ -120,20 +120,6 @@ func (s *Store) taskIdem(p int, k idem.Key, taskKey string) (key, hash string, t
 	return key, hash, ttl
 }
 
-// wakeSnapshotMax is the largest snapshot a wake-up carries; a larger task is
-// re-read by whoever wakes.
-const wakeSnapshotMax = 16 << 10
-
-// wakeCarries is the scripts' flag for whether the wake-up carries the task
-// json they write: "1" when it does, empty when the json is too large. The
-// json is sent once, not twice.
-func wakeCarries(taskJSON []byte) string {
-	if len(taskJSON) > wakeSnapshotMax {
-		return ""
-	}
-	return "1"
-}
-
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 // logMinID is the oldest stream id a log keeps when it grows.
@@ -240,6 +226,7 @@ type TaskCreate struct {
 	Executor  string // "" or Principal: the owner executes the task
 	Kind      string // "" for none
 	MaxLive   int    // most live tasks the session may hold; 0: no limit
+	WakesHere bool   // the caller wakes this replica's waiters itself, with the task: the fan-in passes over the wake-up
 }
 
 // CreateTask writes the receipt: the task, its task.created event in both
@@ -258,11 +245,26 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	}
 	args := []any{
 		idemHash, idemArg, w.Principal, flag(w.Admin), w.ID, w.JSON, ms(w.Now),
-		ms(w.ExpiresAt), w.Event, w.minID(), wakeCarries(w.JSON), w.SessionID,
-		w.MaxLive, w.Requester, w.Kind, executor, TaskEvent{Cut: w.EventCut}.cut(),
+		ms(w.ExpiresAt), w.Event, w.minID(), TaskEvent{Cut: w.EventCut}.cut(), w.SessionID,
+		w.MaxLive, w.Requester, w.Kind, executor,
 	}
 	args = append(args, w.Endpoints.args()...)
-	return s.scripts.taskCreate.run(ctx, s, keys, args...)
+	return s.writingTask(w.WakesHere, w.ID, 1, func() (Result, error) { return s.scripts.taskCreate.run(ctx, s, keys, args...) })
+}
+
+// writingTask runs write, which writes revision rev of task id. When the
+// caller wakes this replica's waiters itself (here), with the record it
+// wrote, this replica's fan-in is to pass over the wake-up (ownWakes).
+func (s *Store) writingTask(here bool, id string, rev int64, write func() (Result, error)) (Result, error) {
+	if !here {
+		return write()
+	}
+	s.own.expect(id, rev)
+	res, err := write()
+	if err != nil || res.Outcome != OK {
+		s.own.take(id, rev)
+	}
+	return res, err
 }
 
 // TaskUpdate is one change to write, computed from ExpectRevision.
@@ -282,6 +284,7 @@ type TaskUpdate struct {
 	Owner          string        // the task's owner, whose status indexes the change moves it between
 	Executor       string        // the task's executor, whose status indexes follow too when it is not the owner
 	OldStatus      string        // the status at ExpectRevision
+	WakesHere      bool          // the caller wakes this replica's waiters itself, with the task: the fan-in passes over the wake-up
 }
 
 // executorOr is a task's executor, the owner when none is named.
@@ -322,7 +325,7 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.Status))
 	args := make([]any, 0, 14+2*len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
 	args = append(args, idemHash, idemArg, w.ExpectRevision, w.Status, w.JSON,
-		ms(w.Now), w.minID(), w.ID, w.SessionID, wakeCarries(w.JSON), flag(w.Ends), len(w.Events), w.Undo)
+		ms(w.Now), w.minID(), w.ID, w.SessionID, w.Undo, flag(w.Ends), len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e.JSON, e.cut())
 	}
@@ -333,7 +336,7 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	for _, a := range w.SigninAttempts {
 		args = append(args, a.Value)
 	}
-	return s.scripts.taskApply.run(ctx, s, keys, args...)
+	return s.writingTask(w.WakesHere, w.ID, w.ExpectRevision+1, func() (Result, error) { return s.scripts.taskApply.run(ctx, s, keys, args...) })
 }
 
 // AnswerByToken returns what ApplyTask stored for an answer token's hash, or

@@ -296,6 +296,7 @@ func (s *Service) create(ctx context.Context, p authz.Principal, in CreateInput,
 			NewRecord: store.NewRecord{ID: t.TaskID, JSON: raw, Event: ev.JSON, ExpiresAt: expires.Time, Endpoints: records},
 			EventCut:  ev.Cut, SessionID: t.SessionID, Principal: p.ID, Admin: p.Admin(),
 			Requester: t.Requester, Executor: t.Executor, Kind: t.Kind, MaxLive: s.cfg.MaxLive,
+			WakesHere: true,
 		})
 	}, func(r store.Result) bool {
 		return r.Outcome == store.SessionMissing || r.Outcome == store.SessionNotActive || r.Outcome == store.TooManyTasks
@@ -580,6 +581,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			AnswerTokens: tokens, SigninAttempts: attempts,
 			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
 			Owner:     t.Owner, Executor: t.Executor, OldStatus: string(t.Status),
+			WakesHere: true,
 		})
 		if err != nil {
 			s.count(cmd.Kind, err)

@@ -17,6 +17,6 @@ local json = h[3]
 if h[2] == HOOK_STATUS.open then
   json = ARGV[5]
   redis.call('HSET', KEYS[1], 'status', HOOK_STATUS.closed, 'json', json)
-  wake(KEYS[3], WAKE_KIND.hook, ARGV[6], ARGV[7], 0, '', {})
+  wake(KEYS[3], WAKE_KIND.hook, ARGV[6], ARGV[7], 0, {})
 end
 return idem_done(KEYS[2], ARGV[1], ARGV[2], json, {'ok', json})

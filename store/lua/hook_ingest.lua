@@ -74,5 +74,5 @@ redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[5], eid, 'e', ev)
 local lists = {{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[3], RECORD_FIELD.endpoints)}}
 if task then lists[2] = {OUTBOX_SCOPE.task, redis.call('HGET', task, RECORD_FIELD.endpoints)} end
 route(KEYS[9], endpoints_of(lists), ARGV[7], ARGV[8], eid, ev)
-wake(KEYS[7], WAKE_KIND.hook, ARGV[6], ARGV[7], 0, '', {ev})
+wake(KEYS[7], WAKE_KIND.hook, ARGV[6], ARGV[7], 0, {ev})
 return idem_done(KEYS[8], ARGV[9], ARGV[10], '', {'ok', id})

@@ -367,10 +367,11 @@ end
 -- change appended (to any log), whose types the hint names, so that a
 -- waiter that wants other types can leave it aside without reading. When
 -- events is nil, or a type cannot be read, the hint names none (unknown:
--- waiters read the log).
-local function wake(key, kind, id, session, rev, snapshot, events)
+-- waiters read the log). A hint carries no record: a replica with a
+-- waiter on it reads what the waiter needs, one with none reads nothing.
+local function wake(key, kind, id, session, rev, events)
   local fields = {WAKE_FIELD.kind, kind, WAKE_FIELD.id, id, WAKE_FIELD.session, session,
-    WAKE_FIELD.revision, rev, WAKE_FIELD.snapshot, snapshot}
+    WAKE_FIELD.revision, rev}
   local types = events and {}
   for _, ev in ipairs(events or {}) do
     local t = event_type(ev)

@@ -19,5 +19,5 @@ if status ~= SESSION_STATUS.active then return {'already'} end
 redis.call('HSET', KEYS[1], 'status', SESSION_STATUS.cancelled, 'json', ARGV[3], 'reason', ARGV[4], 'cancelling', '1')
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[6])
 redis.call('PEXPIRE', KEYS[3], 86400000)
-wake(KEYS[4], WAKE_KIND.session, ARGV[6], ARGV[6], 0, '', {})
+wake(KEYS[4], WAKE_KIND.session, ARGV[6], ARGV[6], 0, {})
 return idem_done(KEYS[2], ARGV[1], ARGV[2], '', {'ok'})

@@ -25,5 +25,5 @@ route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[1], 
 redis.call('HDEL', KEYS[1], 'cancelling', 'reason')
 redis.call('DEL', KEYS[3], KEYS[4])
 redis.call('ZREM', KEYS[5], ARGV[5])
-wake(KEYS[7], WAKE_KIND.session, ARGV[5], ARGV[5], 0, '', {ARGV[6]})
+wake(KEYS[7], WAKE_KIND.session, ARGV[5], ARGV[5], 0, {ARGV[6]})
 return idem_done(KEYS[6], ARGV[1], ARGV[2], ARGV[7], {'ok'})

@@ -12,11 +12,10 @@
 --           task's executor is not its owner)
 -- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms   ARGV[3] now ms
 -- ARGV[4] log min id   ARGV[5] session id   ARGV[6] lease end ms
--- ARGV[7..] seven per task, in KEYS order: task id, expected revision,
---           cancelled task json, wake snapshot, the task.terminal event's
---           json with the cancelled task json cut out, where it was cut,
---           and the undo that takes the cancelled task json back to the
---           current one
+-- ARGV[7..] six per task, in KEYS order: task id, expected revision,
+--           cancelled task json, the task.terminal event's json with the
+--           cancelled task json cut out, where it was cut, and the undo
+--           that takes the cancelled task json back to the current one
 -- Returns {'ok', cancelled task id...} | {'not_cancelling'}
 local r = idem_replay(KEYS[7], ARGV[1])
 if r then return r end
@@ -26,7 +25,7 @@ local take = {}
 local logs = {KEYS[2]}
 for i = 0, ntasks - 1 do
   local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', 'created', RECORD_FIELD.endpoints, 'executor')
-  if t[1] == ARGV[8 + 7 * i] then
+  if t[1] == ARGV[8 + 6 * i] then
     take[#take + 1] = {i, t[2], t[3], t[4]}
     logs[#logs + 1] = KEYS[10 + 8 * i]
   end
@@ -37,13 +36,13 @@ local ses_endpoints = redis.call('HGET', KEYS[1], RECORD_FIELD.endpoints)
 local ms, seq = next_id(ARGV[3], logs)
 for _, pick in ipairs(take) do
   local i, created = pick[1], pick[2]
-  local k, a = 9 + 8 * i, 7 + 7 * i
+  local k, a = 9 + 8 * i, 7 + 6 * i
   local id = format_id(ms, seq)
   seq = seq + 1
   local rev = tonumber(ARGV[a + 1]) + 1
   redis.call('HSET', KEYS[k], 'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2],
-    RECORD_FIELD.undo .. ARGV[a + 1], ARGV[a + 6])
-  local ev, cut = ARGV[a + 4], ARGV[a + 5]
+    RECORD_FIELD.undo .. ARGV[a + 1], ARGV[a + 5])
+  local ev, cut = ARGV[a + 3], ARGV[a + 4]
   local function whole() return whole_event(ev, cut, ARGV[a + 2]) end
   append_event(KEYS[2], ARGV[4], id, ev, cut)
   task_log_append(KEYS[k + 1], id, whole)
@@ -54,7 +53,7 @@ for _, pick in ipairs(take) do
   move_status(ARGV[a], created, expire_at, KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
   move_executor_status(ARGV[a], pick[4], created, expire_at, KEYS[k + 6], KEYS[k + 7])
   redis.call('RPUSH', KEYS[4], ARGV[a])
-  wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[5], rev, ARGV[a + 3], {ARGV[a + 4]})
+  wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[5], rev, {ev})
   out[#out + 1] = ARGV[a]
 end
 redis.call('PEXPIRE', KEYS[4], 86400000)

@@ -33,7 +33,7 @@ redis.call('PEXPIREAT', KEYS[1], ARGV[7])
 redis.call('PEXPIREAT', KEYS[2], ARGV[7])
 extend_to(ARGV[7], {KEYS[3]})
 if KEYS[7] then redis.call('SET', KEYS[7], ARGV[3], 'PXAT', ARGV[7]) end
-wake(KEYS[5], WAKE_KIND.session, ARGV[3], ARGV[3], 0, '', {ARGV[8]})
+wake(KEYS[5], WAKE_KIND.session, ARGV[3], ARGV[3], 0, {ARGV[8]})
 local body = ARGV[11]
 if body == '' then body = ARGV[5] end
 return idem_done(KEYS[4], ARGV[1], ARGV[2], body, {'ok', id})

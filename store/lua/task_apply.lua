@@ -16,15 +16,14 @@
 -- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
--- ARGV[10] '1' when the wake-up carries the new task json, '' when it is too large
+-- ARGV[10] the undo that takes the new task json back to the current one
 -- ARGV[11] '1' when the change ends the task (the state machine decided:
 --          its status becomes terminal), so it leaves the session's live tasks
 -- ARGV[12] n, the number of events
--- ARGV[13] the undo that takes the new task json back to the current one
--- ARGV[14..13+2n] two per event, in order: its json with the new task json
+-- ARGV[13..12+2n] two per event, in order: its json with the new task json
 --         cut out, and where it was cut ('' for an event that carries none)
--- ARGV[14+2n] the task's expire-at ms (the answer token keys end with it)
--- ARGV[15+2n..14+2n+m] the value of each answer token and attempt key, in KEYS order
+-- ARGV[13+2n] the task's expire-at ms (the answer token keys end with it)
+-- ARGV[14+2n..13+2n+m] the value of each answer token and attempt key, in KEYS order
 -- Returns {'ok', eventId...} | {'replay', body} | {'idem_conflict'}
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])
@@ -42,7 +41,7 @@ if cur[1] ~= ARGV[3] then return {'conflict', redis.call('HGET', KEYS[1], 'json'
 local m = #KEYS - 14
 
 local n = tonumber(ARGV[12])
-local expire_at = ARGV[14 + 2 * n]
+local expire_at = ARGV[13 + 2 * n]
 local rev = tonumber(ARGV[3]) + 1
 local ms, seq = next_id(ARGV[6], {KEYS[3], KEYS[2]})
 local out = {'ok'}
@@ -50,7 +49,7 @@ local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]},
   {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], RECORD_FIELD.endpoints)}})
 local stream
 local types = {}
-for i = 14, 13 + 2 * n, 2 do
+for i = 13, 12 + 2 * n, 2 do
   local id, ev, cut = format_id(ms, seq), ARGV[i], ARGV[i + 1]
   local function whole() return whole_event(ev, cut, ARGV[5]) end
   append_event(KEYS[3], ARGV[7], id, ev, cut)
@@ -61,7 +60,7 @@ for i = 14, 13 + 2 * n, 2 do
   seq = seq + 1
 end
 for k = 6, 5 + m do
-  redis.call('SET', KEYS[k], ARGV[14 + 2 * n + k - 5], 'PXAT', expire_at)
+  redis.call('SET', KEYS[k], ARGV[13 + 2 * n + k - 5], 'PXAT', expire_at)
 end
 if cur[2] ~= ARGV[4] and cur[3] then
   local ix = 6 + m
@@ -69,11 +68,11 @@ if cur[2] ~= ARGV[4] and cur[3] then
   move_status(ARGV[8], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
   move_executor_status(ARGV[8], cur[5], cur[3], expire_at, KEYS[13 + m], KEYS[14 + m])
 end
-local fields = {'rev', rev, 'status', ARGV[4], 'json', ARGV[5], RECORD_FIELD.undo .. ARGV[3], ARGV[13]}
+local fields = {'rev', rev, 'status', ARGV[4], 'json', ARGV[5], RECORD_FIELD.undo .. ARGV[3], ARGV[10]}
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(cur[6], ARGV[2], out)
 end
 redis.call('HSET', KEYS[1], unpack(fields))
-wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, ARGV[10] == '1' and ARGV[5] or '', types)
+wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, types)
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)

@@ -17,15 +17,14 @@
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
 -- ARGV[9] the task.created event's json with the task json cut out   ARGV[10] log min id
--- ARGV[11] '1' when the wake-up carries the task json, '' when it is too large
+-- ARGV[11] where the event was cut
 -- ARGV[12] session id   ARGV[13] most live tasks a session may hold ('0': no limit)
 -- ARGV[14] requester   ARGV[15] kind ('' for none)
 -- ARGV[16] executor (the principal when it is the owner)
--- ARGV[17] where the event was cut
--- ARGV[18] the response to keep for a repeat ('' for the task json: it
+-- ARGV[17] the response to keep for a repeat ('' for the task json: it
 --          differs when the response shows new endpoints' secrets)
--- ARGV[19] the task's notification endpoint list ('' for none)
--- ARGV[20..] endpoint id, secret, for each endpoint of that list
+-- ARGV[18] the task's notification endpoint list ('' for none)
+-- ARGV[19..] endpoint id, secret, for each endpoint of that list
 -- Returns {'ok', eventId} | {'replay', body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'} | {'exists'}
 --       | {'too_many_tasks', live}
@@ -56,11 +55,11 @@ if recorded then
   fields[#fields + 1] = commands_with(nil, ARGV[2], {'ok', id})
 end
 redis.call('HSET', KEYS[2], unpack(fields))
-save_endpoints(KEYS[2], ARGV[19], {unpack(ARGV, 20)})
-append_event(KEYS[4], ARGV[10], id, ARGV[9], ARGV[17])
+save_endpoints(KEYS[2], ARGV[18], {unpack(ARGV, 19)})
+append_event(KEYS[4], ARGV[10], id, ARGV[9], ARGV[11])
 redis.call('ZADD', KEYS[3], 0, log_member(id))
-local eps = endpoints_of({{OUTBOX_SCOPE.task, ARGV[19]}, {OUTBOX_SCOPE.session, s[3]}})
-if #eps > 0 then route(KEYS[14], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[17], ARGV[6])) end
+local eps = endpoints_of({{OUTBOX_SCOPE.task, ARGV[18]}, {OUTBOX_SCOPE.session, s[3]}})
+if #eps > 0 then route(KEYS[14], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[11], ARGV[6])) end
 redis.call('ZADD', KEYS[5], ARGV[7], ARGV[5])
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', ARGV[7]) -- live tasks that expired
@@ -85,7 +84,7 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 extend_to(ARGV[8], indexes)
 if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
-wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, ARGV[11] == '1' and ARGV[6] or '', {ARGV[9]})
-local body = ARGV[18]
+wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, {ARGV[9]})
+local body = ARGV[17]
 if body == '' then body = ARGV[6] end
 return idem_done(KEYS[7], ARGV[1], ARGV[2], body, {'ok', id})
