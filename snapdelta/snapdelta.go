@@ -25,39 +25,40 @@ import (
 const removed = "-"
 
 // member is one member of a JSON object: its name as written between the
-// quotes (no task member's name needs an escape) and its value's text.
+// quotes (no task member's name needs an escape) and its value's text, both
+// slices of the object's bytes.
 type member struct {
-	name  string
+	name  []byte
 	value []byte
 }
 
 // Undo is the undo that takes newer back to older: Apply(newer, Undo(older,
 // newer)) is older.
 func Undo(older, newer []byte) ([]byte, error) {
-	old, err := members(older)
+	old, err := members(older, 24)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := members(newer)
+	cur, err := members(newer, 24)
 	if err != nil {
 		return nil, err
 	}
 	now := make(map[string][]byte, len(cur))
 	for _, m := range cur {
-		now[m.name] = m.value
+		now[string(m.name)] = m.value
 	}
 	had := make(map[string]bool, len(old))
 	b := append(make([]byte, 0, 128), '{')
 	for _, m := range old {
-		had[m.name] = true
-		if v, ok := now[m.name]; ok && bytes.Equal(v, m.value) {
+		had[string(m.name)] = true
+		if v, ok := now[string(m.name)]; ok && bytes.Equal(v, m.value) {
 			continue
 		}
 		b = appendMember(b, m)
 	}
-	var gone []string
+	var gone [][]byte
 	for _, m := range cur {
-		if !had[m.name] {
+		if !had[string(m.name)] {
 			gone = append(gone, m.name)
 		}
 	}
@@ -69,7 +70,7 @@ func Undo(older, newer []byte) ([]byte, error) {
 			}
 			list = append(append(append(list, '"'), name...), '"')
 		}
-		b = appendMember(b, member{removed, append(list, ']')})
+		b = appendMember(b, member{[]byte(removed), append(list, ']')})
 	}
 	return append(b, '}'), nil
 }
@@ -88,20 +89,21 @@ func Apply(snapshot, undo []byte) ([]byte, error) {
 // with u[0] to u[k] applied in turn. The snapshot is read once, however
 // many undos there are.
 func Back(snapshot []byte, undos [][]byte) ([][]byte, error) {
-	cur, err := members(snapshot)
+	cur, err := members(snapshot, 24)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]byte, 0, len(undos))
 	size := len(snapshot)
 	for _, undo := range undos {
-		changes, err := members(undo)
+		changes, err := members(undo, 6)
 		if err != nil {
 			return nil, err
 		}
-		cur = slices.Clone(cur)
+		// cur is changed in place: each revision is written out before the
+		// next undo, and its members' bytes are the snapshot's and undos'.
 		for _, c := range changes {
-			if c.name != removed {
+			if string(c.name) != removed {
 				cur = set(cur, c)
 				continue
 			}
@@ -126,12 +128,12 @@ func Back(snapshot []byte, undos [][]byte) ([][]byte, error) {
 
 // nameList reads the list of member names an undo drops, each as written
 // between its quotes (as member names are compared).
-func nameList(b []byte) ([]string, error) {
+func nameList(b []byte) ([][]byte, error) {
 	bad := errors.New("snapdelta: the names to drop are not a list of strings")
 	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
 		return nil, bad
 	}
-	var names []string
+	var names [][]byte
 	for i := 1; i < len(b)-1; {
 		if b[i] != '"' {
 			return nil, bad
@@ -140,7 +142,7 @@ func nameList(b []byte) ([]string, error) {
 		if err != nil || end > len(b)-1 {
 			return nil, bad
 		}
-		names = append(names, string(b[i+1:end-1]))
+		names = append(names, b[i+1:end-1])
 		switch {
 		case end == len(b)-1:
 			return names, nil
@@ -153,9 +155,9 @@ func nameList(b []byte) ([]string, error) {
 	return names, nil
 }
 
-func drop(ms []member, name string) []member {
+func drop(ms []member, name []byte) []member {
 	for i, m := range ms {
-		if m.name == name {
+		if bytes.Equal(m.name, name) {
 			return append(ms[:i], ms[i+1:]...)
 		}
 	}
@@ -165,17 +167,20 @@ func drop(ms []member, name string) []member {
 // set gives the member its value, in its place when the snapshot has it,
 // else before the first member a wire.Task writes after it.
 func set(ms []member, c member) []member {
-	at := len(ms)
-	for i, m := range ms {
-		if m.name == c.name {
+	for i := range ms {
+		if bytes.Equal(ms[i].name, c.name) {
 			ms[i].value = c.value
 			return ms
 		}
-		if at == len(ms) && place(m.name) > place(c.name) {
+	}
+	at, p := len(ms), place(c.name)
+	for i := range ms {
+		if place(ms[i].name) > p {
 			at = i
+			break
 		}
 	}
-	return append(ms[:at], append([]member{c}, ms[at:]...)...)
+	return slices.Insert(ms, at, c)
 }
 
 // order is each member's place in a wire.Task's JSON.
@@ -192,8 +197,8 @@ var order = func() map[string]int {
 }()
 
 // place is where a member goes; one a wire.Task does not have goes last.
-func place(name string) int {
-	if i, ok := order[name]; ok {
+func place(name []byte) int {
+	if i, ok := order[string(name)]; ok {
 		return i
 	}
 	return len(order)
@@ -211,15 +216,15 @@ func appendMember(b []byte, m member) []byte {
 
 var errNotObject = errors.New("snapdelta: not a JSON object")
 
-// members splits a JSON object into its members, in order. It expects what
-// json.Marshal writes and checks only what it must to find each member's
-// end.
-func members(b []byte) ([]member, error) {
+// members splits a JSON object into its members, in order, with room for
+// size of them. It expects what json.Marshal writes and checks only what it
+// must to find each member's end.
+func members(b []byte, size int) ([]member, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, errNotObject
 	}
-	ms := make([]member, 0, 24)
+	ms := make([]member, 0, size)
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return ms, nil
@@ -232,7 +237,7 @@ func members(b []byte) ([]member, error) {
 		if err != nil {
 			return nil, err
 		}
-		name := string(b[i+1 : end-1])
+		name := b[i+1 : end-1]
 		i = skipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return nil, errNotObject

@@ -102,8 +102,9 @@ func (s *Store) readSessionLog(ctx context.Context, log Log, after string, limit
 
 // undoLookahead is how many revisions past the newest one a page shows
 // joinCut reads undos for in its first round trip: a task that has moved
-// further on since costs one more.
-const undoLookahead = 8
+// further on since costs one more. Most pages are read as the log grows,
+// their tasks at most a revision or two ahead.
+const undoLookahead = 2
 
 // joinCut reads what puts the snapshots back into the events of msgs cut
 // from a task: each such task's revision, json and undos, in one pipelined
