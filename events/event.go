@@ -6,6 +6,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -75,6 +76,30 @@ func AppendHead(b []byte, typ string, at time.Time, sessionID, taskID string, re
 		b = strconv.AppendInt(b, revision, 10)
 	}
 	return append(b, `,"data":`...)
+}
+
+// HeadType reads an event's type from its head as AppendHead writes it,
+// behind the "id" a read puts first (withID); ok is false for JSON written
+// otherwise, which the caller decodes instead.
+func HeadType(event []byte) (typ string, ok bool) {
+	rest, found := bytes.CutPrefix(event, []byte(`{"id":"`))
+	if found {
+		end := bytes.IndexByte(rest, '"')
+		if end < 0 {
+			return "", false
+		}
+		rest = rest[end+1:]
+		if rest, found = bytes.CutPrefix(rest, []byte(`,"type":"`)); !found {
+			return "", false
+		}
+	} else if rest, found = bytes.CutPrefix(event, []byte(`{"type":"`)); !found {
+		return "", false
+	}
+	end := bytes.IndexAny(rest, `"\`)
+	if end < 0 || rest[end] != '"' {
+		return "", false
+	}
+	return string(rest[:end]), true
 }
 
 // HeadTask reads the task id and revision from an event's head as

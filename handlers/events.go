@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskhook/taskhook/events"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/jsonhtml"
 	"github.com/taskhook/taskhook/paging"
@@ -126,9 +127,13 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, after string,
 	for {
 		var b bytes.Buffer
 		for _, e := range page.Entries {
-			var head struct{ Type string }
-			_ = json.Unmarshal(e.JSON, &head)
-			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, head.Type, jsonhtml.Unescape(e.JSON))
+			typ, ok := events.HeadType(e.JSON)
+			if !ok {
+				var head struct{ Type string }
+				_ = json.Unmarshal(e.JSON, &head)
+				typ = head.Type
+			}
+			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, typ, jsonhtml.Unescape(e.JSON))
 		}
 		after = page.Cursor
 		if len(page.Entries) == 0 {
