@@ -50,6 +50,7 @@ func luaNames() map[string]string {
 	luaTable(b, "OUTBOX_SCOPE", []string{"task", string(ScopeTask), "session", string(ScopeSession)})
 	luaTable(b, "TASK_STATUS", []string{"working", wire.StatusWorking, "cancelled", wire.StatusCancelled})
 	luaTable(b, "SESSION_STATUS", []string{"active", wire.SessionActive, "cancelled", wire.SessionCancelled})
+	luaTable(b, "SESSION_FIELD", []string{"kept", sessionFieldKept})
 	luaTable(b, "ENDPOINT_STATUS", []string{"active", wire.EndpointActive, "dead", wire.EndpointDead})
 	luaTable(b, "HOOK_STATUS", []string{"open", wire.HookOpen, "closed", wire.HookClosed})
 	luaTable(b, "CLOSED", []string{

@@ -48,6 +48,7 @@ func TestInlineNamesFromWire(t *testing.T) {
 		"RECORD_FIELD.commands":    taskFieldCommands,
 		"RECORD_FIELD.undo":        taskFieldUndo,
 		"EVENT_FIELD.cut":          eventFieldCut,
+		"SESSION_FIELD.kept":       sessionFieldKept,
 	}
 	for ref, want := range cases {
 		got, err := inlineNames("return " + ref)

@@ -11,6 +11,12 @@ import (
 	"github.com/taskhook/taskhook/idem"
 )
 
+// sessionFieldKept is the session hash's field that says until when the
+// keys of the session that no script empties (its hash, log and index of
+// tasks, and its owner's indexes of tasks and sessions) are kept at least:
+// task_create extends them only past it.
+const sessionFieldKept = "kept"
+
 // TaskCancel is one live task's cancellation, computed from ExpectRevision.
 type TaskCancel struct {
 	ID             string

@@ -36,7 +36,7 @@ if t[1] and recorded then
   r = command_replay(t[2], ARGV[2])
   if r then return r end
 end
-local s = redis.call('HMGET', KEYS[1], 'owner', 'status', RECORD_FIELD.endpoints)
+local s = redis.call('HMGET', KEYS[1], 'owner', 'status', RECORD_FIELD.endpoints, SESSION_FIELD.kept)
 if not owned(s[1], ARGV[3], ARGV[4]) then return {'session_not_found'} end
 if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
 if t[1] then return {'exists'} end
@@ -66,7 +66,28 @@ redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', ARGV[7]) -- live tasks that exp
 redis.call('ZADD', KEYS[10], ARGV[8], ARGV[5])
 redis.call('ZADD', KEYS[11], ARGV[7], ARGV[5])
 redis.call('ZADD', KEYS[12], ARGV[7], ARGV[5])
-local indexes = {KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[10], KEYS[11], KEYS[12]}
+-- The keys no script empties live at least as long as the task: the
+-- session, its log and its index of tasks, and, when the caller owns the
+-- session, the caller's index of tasks and of sessions. The session hash
+-- keeps (SESSION_FIELD.kept) the time they are all kept until; a task that
+-- outlives it extends them KEPT_SLACK_MS past its own end, so that the tasks
+-- created in that time extend none of them. (A key that a script can empty
+-- is deleted with its last member, and one that comes back has no expiry:
+-- those are looked at on every create, as are those of another owner.)
+local KEPT_SLACK_MS = 3600000
+local indexes = {KEYS[10], KEYS[11], KEYS[12]}
+local lasting = {KEYS[1], KEYS[4], KEYS[6]}
+if s[1] == ARGV[3] then
+  lasting[#lasting + 1] = KEYS[5]
+  lasting[#lasting + 1] = KEYS[9]
+else
+  indexes[#indexes + 1] = KEYS[5]
+end
+if not s[4] or tonumber(s[4]) < tonumber(ARGV[8]) then
+  local kept = tonumber(ARGV[8]) + KEPT_SLACK_MS
+  extend_to(kept, lasting)
+  redis.call('HSET', KEYS[1], SESSION_FIELD.kept, kept)
+end
 if ARGV[15] ~= '' then
   redis.call('ZADD', KEYS[13], ARGV[7], ARGV[5])
   indexes[#indexes + 1] = KEYS[13]
@@ -83,7 +104,6 @@ end
 redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 extend_to(ARGV[8], indexes)
-if s[1] == ARGV[3] then extend_to(ARGV[8], {KEYS[9]}) end
 wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, {ARGV[9]})
 local body = ARGV[17]
 if body == '' then body = ARGV[6] end
