@@ -35,44 +35,56 @@ type member struct {
 // Undo is the undo that takes newer back to older: Apply(newer, Undo(older,
 // newer)) is older.
 func Undo(older, newer []byte) ([]byte, error) {
-	old, err := members(older, 24)
+	var oldRoom, curRoom [24]member
+	old, err := membersInto(oldRoom[:0], older)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := members(newer, 24)
+	cur, err := membersInto(curRoom[:0], newer)
 	if err != nil {
 		return nil, err
 	}
-	now := make(map[string][]byte, len(cur))
-	for _, m := range cur {
-		now[string(m.name)] = m.value
-	}
-	had := make(map[string]bool, len(old))
 	b := append(make([]byte, 0, 128), '{')
+	// Both are in a wire.Task's order, so each search goes on from where
+	// the last one found its member.
+	j := 0
 	for _, m := range old {
-		had[string(m.name)] = true
-		if v, ok := now[string(m.name)]; ok && bytes.Equal(v, m.value) {
+		v, ok := find(cur, m.name, &j)
+		if ok && bytes.Equal(v, m.value) {
 			continue
 		}
 		b = appendMember(b, m)
 	}
-	var gone [][]byte
+	var list []byte
+	k := 0
 	for _, m := range cur {
-		if !had[string(m.name)] {
-			gone = append(gone, m.name)
+		if _, ok := find(old, m.name, &k); ok {
+			continue
 		}
+		if list == nil {
+			list = append(make([]byte, 0, 64), '[')
+		} else {
+			list = append(list, ',')
+		}
+		list = append(append(append(list, '"'), m.name...), '"')
 	}
-	if len(gone) > 0 {
-		list := []byte{'['}
-		for i, name := range gone {
-			if i > 0 {
-				list = append(list, ',')
-			}
-			list = append(append(append(list, '"'), name...), '"')
-		}
+	if list != nil {
 		b = appendMember(b, member{[]byte(removed), append(list, ']')})
 	}
 	return append(b, '}'), nil
+}
+
+// find is the value of the member of ms called name, searched from *from
+// on and then from the start; *from is left just past it.
+func find(ms []member, name []byte, from *int) ([]byte, bool) {
+	for n := range len(ms) {
+		i := (*from + n) % len(ms)
+		if bytes.Equal(ms[i].name, name) {
+			*from = i + 1
+			return ms[i].value, true
+		}
+	}
+	return nil, false
 }
 
 // Apply is snapshot with undo applied: the snapshot of the revision before.
@@ -89,14 +101,14 @@ func Apply(snapshot, undo []byte) ([]byte, error) {
 // with u[0] to u[k] applied in turn. The snapshot is read once, however
 // many undos there are.
 func Back(snapshot []byte, undos [][]byte) ([][]byte, error) {
-	cur, err := members(snapshot, 24)
+	cur, err := membersInto(make([]member, 0, 24), snapshot)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]byte, 0, len(undos))
 	size := len(snapshot)
 	for _, undo := range undos {
-		changes, err := members(undo, 6)
+		changes, err := membersInto(make([]member, 0, 6), undo)
 		if err != nil {
 			return nil, err
 		}
@@ -216,15 +228,14 @@ func appendMember(b []byte, m member) []byte {
 
 var errNotObject = errors.New("snapdelta: not a JSON object")
 
-// members splits a JSON object into its members, in order, with room for
-// size of them. It expects what json.Marshal writes and checks only what it
-// must to find each member's end.
-func members(b []byte, size int) ([]member, error) {
+// membersInto appends a JSON object's members to ms, in order. It expects
+// what json.Marshal writes and checks only what it must to find each
+// member's end.
+func membersInto(ms []member, b []byte) ([]member, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, errNotObject
 	}
-	ms := make([]member, 0, size)
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return ms, nil
