@@ -9,28 +9,16 @@ import (
 	"github.com/taskhook/taskhook/store"
 )
 
-// eventJSON renders an event whole, without its id (the stream gives it).
-// task.* events carry the snapshot, already rendered by json.Marshal.
+// storedEvent renders an event as the logs keep it, without its id (the
+// stream gives it): task.* events with their snapshot (the write's task
+// json) left out, and Cut where it goes (0 for an event that carries none).
+// A read puts the snapshot back there.
 //
-// The bytes are those json.Marshal gives for an events.Event whose data is
-// the event's map (keys sorted) with the snapshot under "task"; they are
-// written here directly because that way copied and re-validated the
-// snapshot twice, on every command.
-func eventJSON(t Task, now time.Time, e Emitted, snapshot []byte) ([]byte, error) {
-	b, _, err := writeEvent(t, now, e, snapshot, true)
-	return b, err
-}
-
-// storedEvent renders an event as the logs keep it: as eventJSON would but
-// with the snapshot (the write's task json) left out, and where it goes.
+// With the snapshot put back, the bytes are those json.Marshal gives for an
+// events.Event whose data is the event's map (keys sorted) with the
+// snapshot under "task"; they are written here directly because that way
+// copied and re-validated the snapshot twice, on every command.
 func storedEvent(t Task, now time.Time, e Emitted) (store.TaskEvent, error) {
-	b, cut, err := writeEvent(t, now, e, nil, false)
-	return store.TaskEvent{JSON: b, Cut: cut}, err
-}
-
-// writeEvent writes the event, the snapshot in its place when with is set;
-// cut is where the snapshot goes (0 for an event that carries none).
-func writeEvent(t Task, now time.Time, e Emitted, snapshot []byte, with bool) (b []byte, cut int, err error) {
 	taskEvent := isTaskEvent(e.Type)
 	keys := make([]string, 0, len(e.Data)+1)
 	for k := range e.Data {
@@ -43,8 +31,8 @@ func writeEvent(t Task, now time.Time, e Emitted, snapshot []byte, with bool) (b
 	}
 	slices.Sort(keys)
 
-	b = make([]byte, 0, len(snapshot)+192)
-	b = events.AppendHead(b, e.Type, now, t.SessionID, t.TaskID, t.Revision)
+	out := store.TaskEvent{JSON: make([]byte, 0, 192)}
+	b := events.AppendHead(out.JSON, e.Type, now, t.SessionID, t.TaskID, t.Revision)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -53,17 +41,15 @@ func writeEvent(t Task, now time.Time, e Emitted, snapshot []byte, with bool) (b
 		b = events.AppendString(b, k)
 		b = append(b, ':')
 		if taskEvent && k == "task" {
-			cut = len(b)
-			if with {
-				b = append(b, snapshot...)
-			}
+			out.Cut = len(b)
 			continue
 		}
 		v, err := json.Marshal(e.Data[k])
 		if err != nil {
-			return nil, 0, err
+			return store.TaskEvent{}, err
 		}
 		b = append(b, v...)
 	}
-	return append(b, "}}"...), cut, nil
+	out.JSON = append(b, "}}"...)
+	return out, nil
 }

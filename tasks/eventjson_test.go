@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,8 +11,18 @@ import (
 	"github.com/taskhook/taskhook/events"
 )
 
-// eventJSONByMarshal is how events were rendered before eventJSON wrote
-// them directly: the bytes stored in the logs must not change.
+// eventJSON is an event whole, as a read answers it but for its id:
+// storedEvent's form with the snapshot put back where it was cut.
+func eventJSON(t Task, now time.Time, e Emitted, snapshot []byte) ([]byte, error) {
+	ev, err := storedEvent(t, now, e)
+	if err != nil || ev.Cut == 0 {
+		return ev.JSON, err
+	}
+	return slices.Concat(ev.JSON[:ev.Cut], snapshot, ev.JSON[ev.Cut:]), nil
+}
+
+// eventJSONByMarshal is how events were rendered before storedEvent wrote
+// them directly: the bytes a read answers must not change.
 func eventJSONByMarshal(t Task, now time.Time, e Emitted, snapshot []byte) ([]byte, error) {
 	data := make(map[string]any, len(e.Data))
 	for k, v := range e.Data {
