@@ -32,8 +32,8 @@ type member struct {
 	value []byte
 }
 
-// Undo is the undo that takes newer back to older: Apply(newer, Undo(older,
-// newer)) is older.
+// Undo is the undo that takes newer back to older: Back(newer,
+// {Undo(older, newer)})[0] is older.
 func Undo(older, newer []byte) ([]byte, error) {
 	var oldRoom, curRoom [24]member
 	old, err := membersInto(oldRoom[:0], older)
@@ -87,19 +87,10 @@ func find(ms []member, name []byte, from *int) ([]byte, bool) {
 	return nil, false
 }
 
-// Apply is snapshot with undo applied: the snapshot of the revision before.
-// A member the undo brings back goes where a wire.Task has it.
-func Apply(snapshot, undo []byte) ([]byte, error) {
-	back, err := Back(snapshot, [][]byte{undo})
-	if err != nil {
-		return nil, err
-	}
-	return back[0], nil
-}
-
 // Back is the snapshots before snapshot, newest first: Back(s, u)[k] is s
-// with u[0] to u[k] applied in turn. The snapshot is read once, however
-// many undos there are.
+// with u[0] to u[k] applied in turn, each the snapshot of the revision
+// before the last. A member an undo brings back goes where a wire.Task has
+// it. The snapshot is read once, however many undos there are.
 func Back(snapshot []byte, undos [][]byte) ([][]byte, error) {
 	cur, err := membersInto(make([]member, 0, 24), snapshot)
 	if err != nil {
@@ -141,7 +132,7 @@ func Back(snapshot []byte, undos [][]byte) ([][]byte, error) {
 // nameList reads the list of member names an undo drops, each as written
 // between its quotes (as member names are compared).
 func nameList(b []byte) ([][]byte, error) {
-	bad := errors.New("snapdelta: the names to drop are not a list of strings")
+	bad := errNotNames
 	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
 		return nil, bad
 	}
@@ -226,7 +217,10 @@ func appendMember(b []byte, m member) []byte {
 	return append(b, m.value...)
 }
 
-var errNotObject = errors.New("snapdelta: not a JSON object")
+var (
+	errNotObject = errors.New("snapdelta: not a JSON object")
+	errNotNames  = errors.New("snapdelta: the names to drop are not a list of strings")
+)
 
 // membersInto appends a JSON object's members to ms, in order. It expects
 // what json.Marshal writes and checks only what it must to find each
