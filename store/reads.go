@@ -53,14 +53,26 @@ func Decode[T any](what string, raw []byte, err error) (T, error) {
 // log of large events, kindsScanBytes; events of tasks that are gone), but
 // is empty only at the log's end.
 func (s *Store) ReadLog(ctx context.Context, log Log, after string, limit int) ([]waits.LogEntry, error) {
-	var r waits.LogRead
-	var err error
-	if log.Session == "" {
-		r, err = s.readSessionLog(ctx, log, after, limit)
-	} else {
-		r, err = s.readLogKinds(ctx, log, after, limit, nil)
-	}
+	r, err := s.readAll(ctx, log, after, limit)
 	return r.Entries, err
+}
+
+// readAll reads up to limit events of every type after the stream id after:
+// a session's log as readSessionLog reads it, a task's through
+// log_read_kinds, answered up to its last event and never More.
+func (s *Store) readAll(ctx context.Context, log Log, after string, limit int) (waits.LogRead, error) {
+	if log.Session == "" {
+		return s.readSessionLog(ctx, log, after, limit)
+	}
+	r, err := s.readLogKinds(ctx, log, after, limit, nil)
+	if err != nil {
+		return waits.LogRead{}, err
+	}
+	out := waits.LogRead{Entries: r.Entries}
+	if n := len(r.Entries); n > 0 {
+		out.Last = r.Entries[n-1].ID
+	}
+	return out, nil
 }
 
 // readSessionLog reads a session's log: up to limit entries as XRANGE
@@ -207,24 +219,13 @@ var _ waits.LogSource = LogSource{}
 // PollLog).
 func (s *Store) Source(log Log) LogSource { return LogSource{s: s, log: log} }
 
-// ReadLog reads up to limit events of kinds after the stream id after. A
-// read of every type answers up to its last event and never More.
+// ReadLog reads up to limit events of kinds after the stream id after (a
+// read of every type as readAll reads it).
 func (l LogSource) ReadLog(ctx context.Context, after string, limit int, kinds waits.Kinds) (waits.LogRead, error) {
 	if !kinds.All() {
 		return l.s.readLogKinds(ctx, l.log, after, limit, kinds)
 	}
-	if l.log.Session == "" {
-		return l.s.readSessionLog(ctx, l.log, after, limit)
-	}
-	entries, err := l.s.ReadLog(ctx, l.log, after, limit)
-	if err != nil {
-		return waits.LogRead{}, err
-	}
-	r := waits.LogRead{Entries: entries}
-	if n := len(entries); n > 0 {
-		r.Last = entries[n-1].ID
-	}
-	return r, nil
+	return l.s.readAll(ctx, l.log, after, limit)
 }
 
 // logStart is where a read after the cursor after begins: the log's start
