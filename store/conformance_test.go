@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
@@ -159,6 +160,38 @@ func TestEventsShareIDsAcrossLogs(t *testing.T) {
 			if err != nil || len(rest) != 2 || rest[0].ID != log[1].ID {
 				t.Fatalf("read after %s: %+v %v", log[0].ID, rest, err)
 			}
+		}
+	})
+}
+
+// A write takes the next id from Redis (XADD now-*), with no read of the
+// log's last: when that last is ahead of the writer's clock (a replica whose
+// clock is ahead wrote it), the write's ids still follow it, and each event
+// carries the same id in the task's log as in the session's.
+func TestEventIDsFollowALogAheadOfTheClock(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		id, _ := f.createTask(t, "alice", idem.Key{})
+		ahead := fmt.Sprintf("%d-5", time.Now().Add(time.Hour).UnixMilli())
+		if err := s.RDB.XAdd(ctx, &redis.XAddArgs{
+			Stream: s.Keys.SessionLog(f.part, f.session), ID: ahead, Values: []string{"e", `{"type":"ahead"}`},
+		}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		r := f.apply(t, id, 1, idem.Key{}, `{"type":"a"}`, `{"type":"b"}`)
+		if r.Outcome != store.OK || len(r.EventIDs) != 2 {
+			t.Fatalf("apply: %+v", r)
+		}
+		if !idLess(ahead, r.EventIDs[0]) || !idLess(r.EventIDs[0], r.EventIDs[1]) {
+			t.Fatalf("ids %v do not follow the log's last, %s", r.EventIDs, ahead)
+		}
+		sessionLog, err := s.ReadLog(ctx, s.Keys.SessionEvents(f.part, f.session), ahead, 100)
+		if err != nil || len(sessionLog) != 2 || sessionLog[0].ID != r.EventIDs[0] || sessionLog[1].ID != r.EventIDs[1] {
+			t.Fatalf("session log after %s: %+v %v; want %v", ahead, sessionLog, err, r.EventIDs)
+		}
+		taskLog, err := s.ReadLog(ctx, f.taskLog(id), "", 100)
+		if err != nil || len(taskLog) != 3 || taskLog[1].ID != r.EventIDs[0] || taskLog[2].ID != r.EventIDs[1] {
+			t.Fatalf("task log: %+v %v; want the created event, then %v", taskLog, err, r.EventIDs)
 		}
 	})
 }
@@ -651,6 +684,94 @@ func TestCreatesExtendTheLastingKeysOnceAnHour(t *testing.T) {
 		create(later.Add(2 * time.Hour))
 		if at := expiresAt(slog); at.Before(later.Add(3*time.Hour - time.Second)) {
 			t.Errorf("a task past the recorded hour left the session log at %v", at)
+		}
+	})
+}
+
+// An index that scripts take tasks out of keeps its own expiry in a mark,
+// scored below every task: emptied of tasks, it is not deleted (to come back
+// with no expiry); a write whose task ends within the span the mark names
+// looks at no expiry; a task that ends past it moves the mark and the
+// expiry on. Lists and counts never see the mark.
+func TestIndexesKeepTheirExpiryInAMark(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		working := s.Keys.SessionTasksByStatus(f.part, f.session, wire.StatusWorking)
+		completed := s.Keys.SessionTasksByStatus(f.part, f.session, wire.StatusCompleted)
+		create := func(expires time.Time) string {
+			t.Helper()
+			id := ids.New(ids.TaskPrefix, f.part)
+			res, err := s.CreateTask(ctx, store.TaskCreate{
+				LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour},
+				NewRecord: store.NewRecord{ID: id, JSON: []byte(`{"rev":1}`), Event: []byte(`{}`), ExpiresAt: expires},
+				SessionID: f.session, Principal: "alice",
+			})
+			if err != nil || res.Outcome != store.OK {
+				t.Fatal(res, err)
+			}
+			return id
+		}
+		complete := func(id string, expires time.Time) {
+			t.Helper()
+			res, err := s.ApplyTask(ctx, store.TaskUpdate{
+				LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
+				ID:       id, SessionID: f.session, ExpectRevision: 1, Status: wire.StatusCompleted, Ends: true,
+				JSON: []byte(`{"rev":2}`), Events: []store.TaskEvent{{JSON: []byte(`{}`)}},
+				ExpiresAt: expires, Owner: "alice", OldStatus: wire.StatusWorking,
+			})
+			if err != nil || res.Outcome != store.OK {
+				t.Fatal(res, err)
+			}
+		}
+		// The mark's time and the key's expiry, in ms.
+		mark := func(key string) (int64, int64) {
+			t.Helper()
+			score, err := s.RDB.ZScore(ctx, key, "kept").Result()
+			if err != nil {
+				t.Fatalf("%s holds no mark: %v", key, err)
+			}
+			at, err := s.RDB.PExpireTime(ctx, key).Result()
+			if err != nil || at <= 0 {
+				t.Fatalf("%s: expiry %v, %v", key, at, err)
+			}
+			return int64(-score), at.Milliseconds()
+		}
+		within := func(got, want int64) bool { return got >= want-1000 && got <= want+1000 }
+
+		later := f.now.Add(48 * time.Hour)
+		a := create(later)
+		until, at := mark(working)
+		if until < later.Add(time.Hour).UnixMilli() || until > later.Add(2*time.Hour).UnixMilli() || !within(at, until) {
+			t.Fatalf("working index kept until %d, expiring at %d; want one time, one to two hours past %d",
+				until, at, later.UnixMilli())
+		}
+		complete(a, later)
+		if n, err := s.RDB.ZCard(ctx, working).Result(); err != nil || n != 1 {
+			t.Fatalf("the emptied working index holds %d members (%v), want the mark alone", n, err)
+		}
+		if _, cat := mark(completed); cat < later.UnixMilli() {
+			t.Fatalf("the completed index expires at %d, before its task", cat)
+		}
+		// A task that ends within the mark's span looks at no expiry: one
+		// shortened by hand stays so.
+		shortened := f.now.Add(10 * time.Minute)
+		if err := s.RDB.PExpireAt(ctx, working, shortened).Err(); err != nil {
+			t.Fatal(err)
+		}
+		create(time.UnixMilli(until).Add(-time.Hour - time.Minute))
+		if _, at := mark(working); !within(at, shortened.UnixMilli()) {
+			t.Fatalf("a task within the mark's span moved the expiry to %d", at)
+		}
+		// One that ends past the span moves the mark and the expiry.
+		beyond := time.UnixMilli(until).Add(time.Minute)
+		create(beyond)
+		if until2, at := mark(working); until2 < beyond.Add(time.Hour).UnixMilli() || !within(at, until2) {
+			t.Fatalf("after a task ending at %d: kept until %d, expiring at %d", beyond.UnixMilli(), until2, at)
+		}
+		// Lists read tasks alone.
+		page, err := s.ListIndexed(ctx, []string{working}, func(id string) string { return s.Keys.Task(f.part, id) }, nil, 100, store.ListFilter{})
+		if err != nil || len(page.Items) != 2 {
+			t.Fatalf("the working list: %d items, %v; want the two working tasks", len(page.Items), err)
 		}
 	})
 }

@@ -29,8 +29,17 @@ func (k Keys) SessionLog(p int, id string) string { return k.Tag(p) + "ses:" + i
 // SessionTasks indexes a session's tasks by creation time.
 func (k Keys) SessionTasks(p int, id string) string { return k.Tag(p) + "ses:" + id + ":tasks" }
 
+// indexMemberKept is the member by which an index of tasks that scripts
+// take tasks out of keeps the time it lives until, as minus its score (see
+// index_add in the scripts' prelude). A read of tasks reads scores from 0 up
+// (indexFloor), which leaves it out.
+const (
+	indexMemberKept = "kept"
+	indexFloor      = "0"
+)
+
 // SessionLive holds a session's live (not yet terminal) tasks, scored by
-// when each expires, so the expired ones can be pruned before counting.
+// when each expires: a count from now on is of the ones still live.
 func (k Keys) SessionLive(p int, id string) string { return k.Tag(p) + "ses:" + id + ":live" }
 
 // SessionTasksByStatus indexes a session's tasks in one status by creation time.

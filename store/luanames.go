@@ -51,6 +51,7 @@ func luaNames() map[string]string {
 	luaTable(b, "TASK_STATUS", []string{"working", wire.StatusWorking, "cancelled", wire.StatusCancelled})
 	luaTable(b, "SESSION_STATUS", []string{"active", wire.SessionActive, "cancelled", wire.SessionCancelled})
 	luaTable(b, "SESSION_FIELD", []string{"kept", sessionFieldKept})
+	luaTable(b, "INDEX_MEMBER", []string{"kept", indexMemberKept})
 	luaTable(b, "ENDPOINT_STATUS", []string{"active", wire.EndpointActive, "dead", wire.EndpointDead})
 	luaTable(b, "HOOK_STATUS", []string{"open", wire.HookOpen, "closed", wire.HookClosed})
 	luaTable(b, "CLOSED", []string{

@@ -49,6 +49,7 @@ func TestInlineNamesFromWire(t *testing.T) {
 		"RECORD_FIELD.undo":        taskFieldUndo,
 		"EVENT_FIELD.cut":          eventFieldCut,
 		"SESSION_FIELD.kept":       sessionFieldKept,
+		"INDEX_MEMBER.kept":        indexMemberKept,
 	}
 	for ref, want := range cases {
 		got, err := inlineNames("return " + ref)

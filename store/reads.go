@@ -346,7 +346,7 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 		count := int64(batch + 64)
 		fetch := func(pipe redis.Cmdable, ix string, offset int64) *redis.ZSliceCmd {
 			return pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
-				Key: ix, Start: max, Stop: "-inf", ByScore: true, Rev: true, Offset: offset, Count: count,
+				Key: ix, Start: max, Stop: indexFloor, ByScore: true, Rev: true, Offset: offset, Count: count,
 			})
 		}
 		pipe := s.RDB.Pipeline()

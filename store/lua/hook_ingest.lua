@@ -67,10 +67,8 @@ local function fill(ev, marker, value)
   return string.sub(ev, 1, at - 1) .. value .. string.sub(ev, at + #marker)
 end
 
-local ms, sq = next_id(ARGV[1], {KEYS[6]})
 local ev = fill(fill(ARGV[11], FILL.queue_id, id), FILL.seq, seq)
-local eid = format_id(ms, sq)
-redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[5], eid, 'e', ev)
+local eid = add_entry(KEYS[6], ARGV[5], nil, 'e', ev)
 local lists = {{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[3], RECORD_FIELD.endpoints)}}
 if task then lists[2] = {OUTBOX_SCOPE.task, redis.call('HGET', task, RECORD_FIELD.endpoints)} end
 route(KEYS[9], endpoints_of(lists), ARGV[7], ARGV[8], eid, ev)

@@ -145,15 +145,6 @@ local function whole_event(ev, cut, snapshot)
   return string.sub(ev, 1, at) .. snapshot .. string.sub(ev, at + 1)
 end
 
--- append_event appends event id to the session log slog (trimmed to minid),
--- cut at cut.
-local function append_event(slog, minid, id, ev, cut)
-  if cut == '' then
-    redis.call('XADD', slog, 'MINID', '~', minid, id, 'e', ev)
-  else
-    redis.call('XADD', slog, 'MINID', '~', minid, id, 'e', ev, EVENT_FIELD.cut, cut)
-  end
-end
 
 -- task_log_append adds event id to the task log at key and answers whether
 -- that log is a stream (the older layout), which gets the event whole
@@ -215,40 +206,29 @@ local function log_range(key, slog, start, n, rev)
   return out
 end
 
--- last_id is the id of a log's newest entry (a stream's, or a task log
--- index's), or nil when it has none. stream: the log is known to be a
--- stream.
-local function last_id(key, stream)
-  if stream or is_stream(key) then
-    local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
-    return last[1] and last[1][1]
+-- add_entry appends the fields given to the stream at key, trimmed to
+-- minid, and returns the id it got: the id after prev, the one this script
+-- added before it, or for a script's first entry the one Redis picks ('*'):
+-- the time on its clock, or the stream's last id's, whichever is later,
+-- without a read of the last. An id's milliseconds are thus when Redis
+-- committed the entry, whatever the clock of the replica that wrote it. A
+-- session's log holds every event of its tasks' logs under the same ids
+-- (each added here, to the session log first), so an id above its last is
+-- above theirs: one event carries one id in both.
+local function add_entry(key, minid, prev, ...)
+  local id = '*'
+  if prev then
+    local ms, seq = string.match(prev, '^(%d+)-(%d+)$')
+    id = format_id(ms, tonumber(seq) + 1)
   end
-  local last = redis.call('ZREVRANGEBYLEX', key, '+', '-', 'LIMIT', 0, 1)
-  return last[1] and member_id(last[1])
+  return redis.call('XADD', key, 'MINID', '~', minid, id, ...)
 end
 
--- next_id returns a stream id above the last id of every given log and not
--- below now, so one event can carry the same id in a task log and its session
--- log. logs[1] is the log that holds every event of the others: a session's
--- log, which gets each of its tasks' events with the same id in the same
--- script (task_create, task_apply, session_cancel_tasks), and whose ids only
--- grow, since every append to it takes its id from here. Its last id is then
--- the highest of all, so the others are read only when it has no entry (a
--- log that expired or was never written).
-local function next_id(now, logs)
-  local best_ms, best_seq = tonumber(now), 0
-  for i, key in ipairs(logs) do
-    local last = last_id(key, i == 1)
-    if last then
-      local ms, seq = string.match(last, '^(%d+)-(%d+)$')
-      ms, seq = tonumber(ms), tonumber(seq)
-      if ms > best_ms or (ms == best_ms and seq >= best_seq) then
-        best_ms, best_seq = ms, seq + 1
-      end
-      break
-    end
-  end
-  return best_ms, best_seq
+-- append_event appends event ev, cut at cut, to the session log slog as
+-- add_entry does, and returns its id.
+local function append_event(slog, minid, prev, ev, cut)
+  if cut == '' then return add_entry(slog, minid, prev, 'e', ev) end
+  return add_entry(slog, minid, prev, 'e', ev, EVENT_FIELD.cut, cut)
 end
 
 -- event_type reads an event's type from its JSON as events.Event encodes it
@@ -336,17 +316,46 @@ local function extend_to(at_ms, keys)
   end
 end
 
+-- A key is kept KEPT_SLACK_MS or more past the end of the last task that
+-- extended it, so that the tasks that end within that time extend it no
+-- further and pay no look at its expiry.
+local KEPT_SLACK_MS = 3600000
+
+-- An index of tasks that a script can take tasks out of (a status's, a
+-- kind's, an executor's, a session's live tasks) keeps the time it lives
+-- until in itself: member INDEX_MEMBER.kept, scored minus that time. Tasks are
+-- scored by creation time or expiry, both above 0, so a read of the tasks
+-- (scores from 0 up) never meets it, and no script takes it out, so the
+-- index is never emptied (and deleted, to come back with no expiry).
+-- index_add adds task id at score and the mark in one ZADD: LT moves the
+-- mark only to a later time, and CH counts it when it moved (or was
+-- added, to a new index, or one kept before the mark existed). Only then
+-- is the index's expiry looked at and extended: once per KEPT_SLACK_MS of
+-- its tasks' ends, not on every write. The time is rounded up to a whole
+-- KEPT_SLACK_MS, so tasks that end within one such span move it once. The
+-- task is new to the index (a create, or a move to a status it was not in),
+-- so CH counts it too.
+local function index_add(key, score, id, expire_at)
+  local until_ms = (math.floor(tonumber(expire_at) / KEPT_SLACK_MS) + 2) * KEPT_SLACK_MS
+  local changed = redis.call('ZADD', key, 'LT', 'CH', score, id, string.format('-%d', until_ms), INDEX_MEMBER.kept)
+  if changed > 1 then extend_to(until_ms, {key}) end
+end
+
 -- move_status moves a task from its owner's and its session's index of its
 -- old status to those of its new one, scored by its creation time (created,
 -- the task hash's field; nil for a task written before the indexes existed:
--- nothing moves), and keeps the new indexes until expire_at (when above 0).
+-- nothing moves), and keeps the new indexes past expire_at (when above 0).
 local function move_status(id, created, expire_at, owner_old, owner_new, ses_old, ses_new)
   if not created then return end
   redis.call('ZREM', owner_old, id)
-  redis.call('ZADD', owner_new, created, id)
   redis.call('ZREM', ses_old, id)
-  redis.call('ZADD', ses_new, created, id)
-  if tonumber(expire_at) > 0 then extend_to(expire_at, {owner_new, ses_new}) end
+  if tonumber(expire_at) > 0 then
+    index_add(owner_new, created, id, expire_at)
+    index_add(ses_new, created, id, expire_at)
+  else
+    redis.call('ZADD', owner_new, created, id)
+    redis.call('ZADD', ses_new, created, id)
+  end
 end
 
 -- move_executor_status moves a task between its executor's status indexes
@@ -356,8 +365,11 @@ end
 local function move_executor_status(id, executor, created, expire_at, old, new)
   if not created or not executor then return end
   redis.call('ZREM', old, id)
-  redis.call('ZADD', new, created, id)
-  if tonumber(expire_at) > 0 then extend_to(expire_at, {new}) end
+  if tonumber(expire_at) > 0 then
+    index_add(new, created, id, expire_at)
+  else
+    redis.call('ZADD', new, created, id)
+  end
 end
 
 -- wake appends a hint to the partition's wake stream: every replica's fan-in

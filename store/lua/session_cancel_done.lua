@@ -18,9 +18,7 @@ if redis.call('HGET', KEYS[1], 'cancelling') ~= '1' then return {'not_cancelling
 if redis.call('ZCOUNT', KEYS[3], '(' .. ARGV[3], '+inf') > 0 then return {'tasks_left'} end
 if redis.call('LLEN', KEYS[4]) ~= tonumber(ARGV[8]) then return {'tasks_left'} end
 
-local ms, seq = next_id(ARGV[3], {KEYS[2]})
-local id = format_id(ms, seq)
-redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[4], id, 'e', ARGV[6])
+local id = add_entry(KEYS[2], ARGV[4], nil, 'e', ARGV[6])
 route(KEYS[8], endpoints_of({{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[1], RECORD_FIELD.endpoints)}}), ARGV[5], '', id, ARGV[6])
 redis.call('HDEL', KEYS[1], 'cancelling', 'reason')
 redis.call('DEL', KEYS[3], KEYS[4])

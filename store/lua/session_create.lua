@@ -24,9 +24,7 @@ end
 
 redis.call('HSET', KEYS[1], 'json', ARGV[5], 'status', SESSION_STATUS.active, 'owner', ARGV[4])
 save_endpoints(KEYS[1], ARGV[12], {unpack(ARGV, 13)})
-local ms, seq = next_id(ARGV[6], {KEYS[2]})
-local id = format_id(ms, seq)
-redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[9], id, 'e', ARGV[8])
+local id = add_entry(KEYS[2], ARGV[9], nil, 'e', ARGV[8])
 route(KEYS[6], endpoints_of({{OUTBOX_SCOPE.session, ARGV[12]}}), ARGV[3], '', id, ARGV[8])
 redis.call('ZADD', KEYS[3], ARGV[6], ARGV[3])
 redis.call('PEXPIREAT', KEYS[1], ARGV[7])

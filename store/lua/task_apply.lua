@@ -15,7 +15,8 @@
 --         server made, recorded in the task hash (KEYS[4] is then the task hash)
 -- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
--- ARGV[6] now ms   ARGV[7] log min id   ARGV[8] task id   ARGV[9] session id
+-- ARGV[6] now ms (unread: an event id is Redis's, see add_entry)   ARGV[7] log min id
+-- ARGV[8] task id   ARGV[9] session id
 -- ARGV[10] the undo that takes the new task json back to the current one
 -- ARGV[11] '1' when the change ends the task (the state machine decided:
 --          its status becomes terminal), so it leaves the session's live tasks
@@ -43,21 +44,19 @@ local m = #KEYS - 14
 local n = tonumber(ARGV[12])
 local expire_at = ARGV[13 + 2 * n]
 local rev = tonumber(ARGV[3]) + 1
-local ms, seq = next_id(ARGV[6], {KEYS[3], KEYS[2]})
 local out = {'ok'}
 local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]},
   {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], RECORD_FIELD.endpoints)}})
-local stream
+local stream, id
 local types = {}
 for i = 13, 12 + 2 * n, 2 do
-  local id, ev, cut = format_id(ms, seq), ARGV[i], ARGV[i + 1]
+  local ev, cut = ARGV[i], ARGV[i + 1]
   local function whole() return whole_event(ev, cut, ARGV[5]) end
-  append_event(KEYS[3], ARGV[7], id, ev, cut)
+  id = append_event(KEYS[3], ARGV[7], id, ev, cut)
   stream = task_log_append(KEYS[2], id, whole, stream)
   if #eps > 0 then route(KEYS[12 + m], eps, ARGV[9], ARGV[8], id, whole()) end
   out[#out + 1] = id
   types[#types + 1] = ev
-  seq = seq + 1
 end
 for k = 6, 5 + m do
   redis.call('SET', KEYS[k], ARGV[13 + 2 * n + k - 5], 'PXAT', expire_at)

@@ -46,64 +46,62 @@ if max_live > 0 then
   if live >= max_live then return {'too_many_tasks', live} end
 end
 
-local ms, seq = next_id(ARGV[7], {KEYS[4], KEYS[3]})
-local id = format_id(ms, seq)
+local id = append_event(KEYS[4], ARGV[10], nil, ARGV[9], ARGV[11])
 local fields = {'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[6], 'owner', ARGV[3],
   'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7]}
+-- The executor field is written only when it is not the owner: a task
+-- without one is executed by its owner, as most are.
+if ARGV[16] ~= ARGV[3] then
+  fields[#fields + 1] = 'executor'
+  fields[#fields + 1] = ARGV[16]
+end
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(nil, ARGV[2], {'ok', id})
 end
 redis.call('HSET', KEYS[2], unpack(fields))
 save_endpoints(KEYS[2], ARGV[18], {unpack(ARGV, 19)})
-append_event(KEYS[4], ARGV[10], id, ARGV[9], ARGV[11])
 redis.call('ZADD', KEYS[3], 0, log_member(id))
 local eps = endpoints_of({{OUTBOX_SCOPE.task, ARGV[18]}, {OUTBOX_SCOPE.session, s[3]}})
 if #eps > 0 then route(KEYS[14], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[11], ARGV[6])) end
-redis.call('ZADD', KEYS[5], ARGV[7], ARGV[5])
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', ARGV[7]) -- live tasks that expired
-redis.call('ZADD', KEYS[10], ARGV[8], ARGV[5])
-redis.call('ZADD', KEYS[11], ARGV[7], ARGV[5])
-redis.call('ZADD', KEYS[12], ARGV[7], ARGV[5])
+-- The live tasks that expired without an end are taken out of the live
+-- index on one create in 16 (by the new id's last character, which is
+-- random): reads and counts pass over them anyway (their score, the expiry,
+-- is past), so this only bounds what they hold.
+if string.byte(ARGV[5], -1) % 16 == 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[10], 0, ARGV[7])
+end
+index_add(KEYS[10], ARGV[8], ARGV[5], ARGV[8])
+index_add(KEYS[11], ARGV[7], ARGV[5], ARGV[8])
+index_add(KEYS[12], ARGV[7], ARGV[5], ARGV[8])
 -- The keys no script empties live at least as long as the task: the
 -- session, its log and its index of tasks, and, when the caller owns the
 -- session, the caller's index of tasks and of sessions. The session hash
 -- keeps (SESSION_FIELD.kept) the time they are all kept until; a task that
 -- outlives it extends them KEPT_SLACK_MS past its own end, so that the tasks
--- created in that time extend none of them. (A key that a script can empty
--- is deleted with its last member, and one that comes back has no expiry:
--- those are looked at on every create, as are those of another owner.)
-local KEPT_SLACK_MS = 3600000
-local indexes = {KEYS[10], KEYS[11], KEYS[12]}
+-- created in that time extend none of them. The owner's index of tasks in
+-- a session of another's is an index as index_add keeps them.
 local lasting = {KEYS[1], KEYS[4], KEYS[6]}
 if s[1] == ARGV[3] then
+  redis.call('ZADD', KEYS[5], ARGV[7], ARGV[5])
   lasting[#lasting + 1] = KEYS[5]
   lasting[#lasting + 1] = KEYS[9]
 else
-  indexes[#indexes + 1] = KEYS[5]
+  index_add(KEYS[5], ARGV[7], ARGV[5], ARGV[8])
 end
 if not s[4] or tonumber(s[4]) < tonumber(ARGV[8]) then
   local kept = tonumber(ARGV[8]) + KEPT_SLACK_MS
   extend_to(kept, lasting)
   redis.call('HSET', KEYS[1], SESSION_FIELD.kept, kept)
 end
-if ARGV[15] ~= '' then
-  redis.call('ZADD', KEYS[13], ARGV[7], ARGV[5])
-  indexes[#indexes + 1] = KEYS[13]
-end
--- The executor field is written only when it is not the owner: a task
--- without one is executed by its owner, as most are.
+if ARGV[15] ~= '' then index_add(KEYS[13], ARGV[7], ARGV[5], ARGV[8]) end
 if ARGV[16] ~= ARGV[3] then
-  redis.call('HSET', KEYS[2], 'executor', ARGV[16])
-  redis.call('ZADD', KEYS[15], ARGV[7], ARGV[5])
-  redis.call('ZADD', KEYS[16], ARGV[7], ARGV[5])
-  indexes[#indexes + 1] = KEYS[15]
-  indexes[#indexes + 1] = KEYS[16]
+  index_add(KEYS[15], ARGV[7], ARGV[5], ARGV[8])
+  index_add(KEYS[16], ARGV[7], ARGV[5], ARGV[8])
 end
 redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('PEXPIREAT', KEYS[3], ARGV[8])
-extend_to(ARGV[8], indexes)
 wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, {ARGV[9]})
 local body = ARGV[17]
 if body == '' then body = ARGV[6] end
