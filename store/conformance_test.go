@@ -77,6 +77,18 @@ func (f fixture) createTask(t *testing.T, principal string, idem idem.Key) (stri
 	return id, res
 }
 
+// createLoggedTask creates a task of alice's and reads its log: its
+// task.created event alone.
+func (f fixture) createLoggedTask(t *testing.T) (string, []waits.LogEntry) {
+	t.Helper()
+	id, _ := f.createTask(t, "alice", idem.Key{})
+	created, err := f.s.ReadLog(context.Background(), f.taskLog(id), "", 10)
+	if err != nil || len(created) != 1 {
+		t.Fatalf("task log: %+v %v", created, err)
+	}
+	return id, created
+}
+
 func (f fixture) apply(t *testing.T, id string, expect int64, idem idem.Key, events ...string) store.Result {
 	t.Helper()
 	evs := make([]store.TaskEvent, len(events))
@@ -199,54 +211,76 @@ func TestEventIDsFollowALogAheadOfTheClock(t *testing.T) {
 // A task's events are stored once, in its session's log: the task's log is
 // an index of their ids (no stream of its own), which reads join with the
 // session log in id order, seq digits and all (ids 10 apart in one
-// millisecond sort as numbers, not as text).
+// millisecond sort as numbers, not as text). The ids are kept in the task's
+// hash, with no key of their own, until there are more than 64: then in a
+// sorted set. Either way a read pages forward and back through them alike.
 func TestTaskLogStoresNoEventTwice(t *testing.T) {
-	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
-		ctx := context.Background()
-		id, _ := f.createTask(t, "alice", idem.Key{})
-		events := make([]string, 12) // one script: ids of one millisecond, seq 0 to 11 and up
-		for i := range events {
-			events[i] = fmt.Sprintf(`{"type":"e%d"}`, i)
-		}
-		f.apply(t, id, 1, idem.Key{}, events...)
-		if typ, err := s.RDB.Type(ctx, s.Keys.TaskLog(f.part, id)).Result(); err != nil || typ != "zset" {
-			t.Fatalf("the task log is a %q (%v), want an index (zset)", typ, err)
-		}
-		log, err := s.ReadLog(ctx, f.taskLog(id), "", 100)
-		if err != nil || len(log) != 13 {
-			t.Fatalf("task log: %d events, %v; want 13", len(log), err)
-		}
-		for i, e := range log[1:] {
-			if want := fmt.Sprintf(`"type":"e%d"`, i); !strings.Contains(string(e.JSON), want) {
-				t.Fatalf("event %d is %s, want %s", i+1, e.JSON, want)
-			}
-			if !idLess(log[i].ID, e.ID) {
-				t.Fatalf("ids out of order: %s then %s", log[i].ID, e.ID)
-			}
-		}
-		// Pages after a cursor, forward and with kinds, go on where they stopped.
-		var paged []string
-		for after := ""; ; {
-			page, err := s.ReadLog(ctx, f.taskLog(id), after, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page) == 0 {
-				break
-			}
-			for _, e := range page {
-				paged = append(paged, e.ID)
-			}
-			after = page[len(page)-1].ID
-		}
-		if len(paged) != 13 || paged[12] != log[12].ID {
-			t.Fatalf("paged %d ids ending %v, want the 13 of the log", len(paged), paged)
-		}
-		found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 1, waits.Kinds{"e11"})
-		if err != nil || !found {
-			t.Fatalf("kinds after revision 1: found %v, %v; want the last event found", found, err)
-		}
-	})
+	for _, n := range []int{12, 80} {
+		t.Run(fmt.Sprintf("%d events", n+1), func(t *testing.T) {
+			eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+				ctx := context.Background()
+				id, _ := f.createTask(t, "alice", idem.Key{})
+				events := make([]string, n) // one script: ids of one millisecond, seq 0 up
+				for i := range events {
+					events[i] = fmt.Sprintf(`{"type":"e%d"}`, i)
+				}
+				f.apply(t, id, 1, idem.Key{}, events...)
+				typ, err := s.RDB.Type(ctx, s.Keys.TaskLog(f.part, id)).Result()
+				inRecord, _ := s.RDB.HExists(ctx, s.Keys.Task(f.part, id), store.TaskFieldLog).Result()
+				switch {
+				case err != nil:
+					t.Fatal(err)
+				case n < 64 && (typ != "none" || !inRecord):
+					t.Fatalf("a log of %d events: a key of type %q, kept in the hash: %v; want the hash alone", n+1, typ, inRecord)
+				case n >= 64 && (typ != "zset" || inRecord):
+					t.Fatalf("a log of %d events: a key of type %q, kept in the hash: %v; want a sorted set alone", n+1, typ, inRecord)
+				}
+				if n >= 64 {
+					at, err := s.RDB.PExpireTime(ctx, s.Keys.TaskLog(f.part, id)).Result()
+					if err != nil || at <= 0 {
+						t.Fatalf("the moved log expires at %v (%v), want the task's end", at, err)
+					}
+				}
+				log, err := s.ReadLog(ctx, f.taskLog(id), "", 100)
+				if err != nil || len(log) != n+1 {
+					t.Fatalf("task log: %d events, %v; want %d", len(log), err, n+1)
+				}
+				for i, e := range log[1:] {
+					if want := fmt.Sprintf(`"type":"e%d"`, i); !strings.Contains(string(e.JSON), want) {
+						t.Fatalf("event %d is %s, want %s", i+1, e.JSON, want)
+					}
+					if !idLess(log[i].ID, e.ID) {
+						t.Fatalf("ids out of order: %s then %s", log[i].ID, e.ID)
+					}
+				}
+				// Pages after a cursor go on where they stopped.
+				var paged []string
+				for after := ""; ; {
+					page, err := s.ReadLog(ctx, f.taskLog(id), after, 5)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(page) == 0 {
+						break
+					}
+					for _, e := range page {
+						paged = append(paged, e.ID)
+					}
+					after = page[len(page)-1].ID
+				}
+				if len(paged) != n+1 || paged[n] != log[n].ID {
+					t.Fatalf("paged %d ids ending %v, want the %d of the log", len(paged), paged, n+1)
+				}
+				// Looking back from the newest event: the last, the first, none.
+				for kind, want := range map[string]bool{fmt.Sprintf("e%d", n-1): true, "e0": true, "none": false} {
+					found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 1, waits.Kinds{kind})
+					if err != nil || found != want {
+						t.Fatalf("kind %s after revision 1: found %v, %v; want %v", kind, found, err, want)
+					}
+				}
+			})
+		})
+	}
 }
 
 // When retention has trimmed a task's first events from the session log, a
@@ -280,23 +314,52 @@ func TestTaskLogPassesOverTrimmedEvents(t *testing.T) {
 	})
 }
 
+// A task whose log was written as a sorted set of ids (before the ids were
+// kept in the task's hash) keeps it: later events go into it, and reads,
+// forward and back, find them all in order.
+func TestTaskLogWrittenAsAnIndexStillReads(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		id, created := f.createLoggedTask(t)
+		rec, key := s.Keys.Task(f.part, id), s.Keys.TaskLog(f.part, id)
+		ttl, _ := s.RDB.PTTL(ctx, rec).Result()
+		var ms, seq int64
+		fmt.Sscanf(created[0].ID, "%d-%d", &ms, &seq)
+		s.RDB.HDel(ctx, rec, store.TaskFieldLog)
+		s.RDB.ZAdd(ctx, key, redis.Z{Member: fmt.Sprintf("%016d-%010d", ms, seq)})
+		s.RDB.PExpire(ctx, key, ttl)
+
+		f.apply(t, id, 1, idem.Key{}, `{"type":"later"}`, `{"type":"last"}`)
+		if n, _ := s.RDB.ZCard(ctx, key).Result(); n != 3 {
+			t.Fatalf("the old index holds %d ids, want 3", n)
+		}
+		if in, _ := s.RDB.HExists(ctx, rec, store.TaskFieldLog).Result(); in {
+			t.Fatal("a task with an index of before got its log in its hash too")
+		}
+		log, err := s.ReadLog(ctx, f.taskLog(id), "", 10)
+		if err != nil || len(log) != 3 || log[0].ID != created[0].ID || !strings.Contains(string(log[2].JSON), `"last"`) {
+			t.Fatalf("old-layout log: %+v %v", log, err)
+		}
+		if found, _, err := s.TaskKindsAfter(ctx, f.part, id, f.session, 1, waits.Kinds{"later"}); err != nil || !found {
+			t.Fatalf("looking back through the old index: found %v, %v", found, err)
+		}
+	})
+}
+
 // A task whose log was written as a stream of its own (before the index)
 // keeps it: later events are appended to that stream and reads find them
 // all, in order.
 func TestTaskLogWrittenAsAStreamStillReads(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()
-		id, _ := f.createTask(t, "alice", idem.Key{})
-		created, err := s.ReadLog(ctx, f.taskLog(id), "", 10)
-		if err != nil || len(created) != 1 {
-			t.Fatalf("task log: %+v %v", created, err)
-		}
+		id, created := f.createLoggedTask(t)
 		key := s.Keys.TaskLog(f.part, id)
-		ttl, _ := s.RDB.PTTL(ctx, key).Result()
+		ttl, _ := s.RDB.PTTL(ctx, s.Keys.Task(f.part, id)).Result()
 		stored, _ := s.RDB.XRange(ctx, s.Keys.SessionLog(f.part, f.session), created[0].ID, created[0].ID).Result()
 		if len(stored) != 1 {
 			t.Fatalf("the created event is not in the session log: %+v", stored)
 		}
+		s.RDB.HDel(ctx, s.Keys.Task(f.part, id), store.TaskFieldLog)
 		s.RDB.Del(ctx, key)
 		s.RDB.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: created[0].ID, Values: stored[0].Values})
 		s.RDB.PExpire(ctx, key, ttl)
@@ -408,7 +471,7 @@ func TestListIndexedPages(t *testing.T) {
 			id, _ := f.createTask(t, "alice", idem.Key{})
 			ids = append(ids, id)
 		}
-		index := []string{s.Keys.SessionTasks(f.part, f.session)}
+		index := s.Keys.SessionTaskIndexes(f.part, f.session)
 		record := func(id string) string { return s.Keys.Task(f.part, id) }
 		seen := map[string]bool{}
 		var got []string
@@ -443,6 +506,68 @@ func TestListIndexedPages(t *testing.T) {
 		// 7 items, 3 a page: the last cursor is at the 6th item.
 		if pages != 3 || len(got) != len(ids) {
 			t.Fatalf("%d pages with %d items, want 3 pages with %d", pages, len(got), len(ids))
+		}
+	})
+}
+
+// A session's tasks are the union of its indexes by status: a task listed
+// once, whatever status it is in, and once too when it is also in the
+// session's index of all tasks that tasks created before went into.
+func TestSessionTasksListOnceAcrossTheirIndexes(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		var created []string
+		for range 7 {
+			id, _ := f.createTask(t, "alice", idem.Key{})
+			created = append(created, id)
+		}
+		for _, id := range created[:3] {
+			res, err := s.ApplyTask(ctx, store.TaskUpdate{
+				LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
+				ID:       id, SessionID: f.session, ExpectRevision: 1, Status: wire.StatusCompleted, Ends: true,
+				JSON: []byte(`{"rev":2}`), Events: []store.TaskEvent{{JSON: []byte(`{}`)}},
+				ExpiresAt: f.now.Add(time.Hour), Owner: "alice", OldStatus: wire.StatusWorking,
+			})
+			if err != nil || res.Outcome != store.OK {
+				t.Fatal(res, err)
+			}
+		}
+		// Tasks of before, in the index of all as well.
+		old := s.Keys.SessionTasks(f.part, f.session)
+		for _, id := range created[2:5] {
+			score, err := s.RDB.ZScore(ctx, s.Keys.SessionTasksByStatus(f.part, f.session, wire.StatusWorking), id).Result()
+			if err != nil {
+				score, err = s.RDB.ZScore(ctx, s.Keys.SessionTasksByStatus(f.part, f.session, wire.StatusCompleted), id).Result()
+			}
+			if err != nil {
+				t.Fatalf("task %s is in no status index: %v", id, err)
+			}
+			if err := s.RDB.ZAdd(ctx, old, redis.Z{Score: score, Member: id}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		record := func(id string) string { return s.Keys.Task(f.part, id) }
+		for _, limit := range []int{1, 2, 3, 100} {
+			var got []string
+			var pos *paging.Position
+			for range 20 {
+				page, err := s.ListIndexed(ctx, s.Keys.SessionTaskIndexes(f.part, f.session), record, pos, limit, store.ListFilter{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, it := range page.Items {
+					got = append(got, string(it))
+				}
+				if page.Next == "" {
+					break
+				}
+				if pos, err = paging.After(page.Next); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(got) != len(created) {
+				t.Fatalf("pages of %d: %d tasks listed, want each of %d once: %q", limit, len(got), len(created), got)
+			}
 		}
 	})
 }
@@ -514,7 +639,7 @@ func TestListIndexedBoundsPageBytes(t *testing.T) {
 			}
 			want = append(want, id)
 		}
-		index := []string{s.Keys.SessionTasks(f.part, f.session)}
+		index := s.Keys.SessionTaskIndexes(f.part, f.session)
 		record := func(id string) string { return s.Keys.Task(f.part, id) }
 		var pos *paging.Position
 		var sizes []int
@@ -795,7 +920,7 @@ func TestTasksExtendTheirSession(t *testing.T) {
 		}
 		for _, key := range []string{
 			s.Keys.Session(f.part, f.session), s.Keys.SessionLog(f.part, f.session),
-			s.Keys.SessionTasks(f.part, f.session), s.Keys.OwnerSessions(f.part, "alice"),
+			s.Keys.OwnerSessions(f.part, "alice"),
 		} {
 			// The embedded server keeps a TTL, not a deadline, so it reads back
 			// off by the time between the write and the read (milliseconds,

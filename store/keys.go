@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+
+	"github.com/taskhook/taskhook/api/wire"
 )
 
 // Keys builds every Redis key name. Each key starts with the deployment's
@@ -26,8 +28,22 @@ func (k Keys) Session(p int, id string) string { return k.Tag(p) + "ses:" + id }
 // SessionLog is the session's event stream.
 func (k Keys) SessionLog(p int, id string) string { return k.Tag(p) + "ses:" + id + ":log" }
 
-// SessionTasks indexes a session's tasks by creation time.
+// SessionTasks indexed a session's tasks by creation time. Tasks are no
+// longer added to it (SessionTaskIndexes): it is read until it expires.
 func (k Keys) SessionTasks(p int, id string) string { return k.Tag(p) + "ses:" + id + ":tasks" }
+
+// SessionTaskIndexes are the indexes whose union is a session's tasks: its
+// index of each status, and its index of all tasks, which those created
+// before went into. A task is in one status index at a time; one in two of
+// them is listed once (a list merges its indexes).
+func (k Keys) SessionTaskIndexes(p int, id string) []string {
+	ixs := make([]string, 0, 1+len(wire.TaskStatuses))
+	ixs = append(ixs, k.SessionTasks(p, id))
+	for _, st := range wire.TaskStatuses {
+		ixs = append(ixs, k.SessionTasksByStatus(p, id, st))
+	}
+	return ixs
+}
 
 // indexMemberKept is the member by which an index of tasks that scripts
 // take tasks out of keeps the time it lives until, as minus its score (see
@@ -101,8 +117,10 @@ func (k Keys) DefaultSession(p int, owner string) string {
 // requester, kind, created).
 func (k Keys) Task(p int, id string) string { return k.Tag(p) + "task:" + id }
 
-// TaskLog is the task's event log: the ids of its events, an index into its
-// session's log, which holds the events (see the prelude of store/lua).
+// TaskLog is where a task's log (the ids of its events, an index into its
+// session's log, which holds the events) moves when it outgrows its place
+// in the task hash (taskFieldLog), and where tasks created before kept it:
+// see the prelude of store/lua.
 func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id + ":log" }
 
 // Log names an event log to read: a session's (a stream), or a task's (its
@@ -110,12 +128,13 @@ func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id 
 type Log struct {
 	Key     string
 	Session string // a task's log: its session's log; "" for a session's
+	Record  string // a task's log: the task hash, which may keep the log
 	Tasks   string // the key of a task hash of the log's partition but the id, to join task events with
 }
 
 // TaskEvents is the task's log, to read.
 func (k Keys) TaskEvents(p int, id, sessionID string) Log {
-	return Log{Key: k.TaskLog(p, id), Session: k.SessionLog(p, sessionID), Tasks: k.Task(p, "")}
+	return Log{Key: k.TaskLog(p, id), Session: k.SessionLog(p, sessionID), Record: k.Task(p, id), Tasks: k.Task(p, "")}
 }
 
 // SessionEvents is the session's log, to read.

@@ -134,7 +134,7 @@ func (s *Store) readLogKinds(ctx context.Context, log Log, after string, limit i
 	}
 	keys := []string{log.Key}
 	if log.Session != "" {
-		keys = append(keys, log.Session)
+		keys = append(keys, log.Session, log.Record)
 	}
 	return s.scripts.logReadKinds.run(ctx, s, keys, args...)
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -322,6 +324,22 @@ func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(i
 	return paging.Page{Items: items, Next: next.Cursor()}, err
 }
 
+// onePartition tells whether keys all have the same hash tag, the
+// partition's, which puts them on one Redis node.
+func onePartition(keys []string) bool {
+	tag := func(k string) string {
+		_, rest, _ := strings.Cut(k, "{")
+		t, _, _ := strings.Cut(rest, "}")
+		return t
+	}
+	for _, k := range keys[1:] {
+		if tag(k) != tag(keys[0]) {
+			return false
+		}
+	}
+	return true
+}
+
 // listIndexed is ListIndexed with the loading of the kept records given:
 // load reads the records of ids in one round trip, and says which exist.
 func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record func(id string) string,
@@ -349,7 +367,13 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 				Key: ix, Start: max, Stop: indexFloor, ByScore: true, Rev: true, Offset: offset, Count: count,
 			})
 		}
+		// Indexes of one partition are read in one transaction: a task
+		// that moves from one of them to another in between (a session's
+		// indexes by status) is then met once, not missed.
 		pipe := s.RDB.Pipeline()
+		if len(indexes) > 1 && onePartition(indexes) {
+			pipe = s.RDB.TxPipeline()
+		}
 		cmds := make([]*redis.ZSliceCmd, len(indexes))
 		for i, ix := range indexes {
 			cmds[i] = fetch(pipe, ix, 0)
@@ -394,6 +418,7 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 			}
 			return items[i].id > items[j].id
 		})
+		items = slices.Compact(items) // one in two of the indexes read is one item
 		if len(items) > batch {
 			items, more = items[:batch], true
 		}

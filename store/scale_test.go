@@ -201,7 +201,7 @@ func TestListsPageThroughThousandsOfTasks(t *testing.T) {
 		check("alice's tasks", list(owner, store.ListFilter{}), func(int) bool { return true })
 		byKind := store.ListFilter{Fields: []string{"owner", "kind"}, Keep: func(v []string) bool { return v[0] == "alice" && v[1] == "k1" }}
 		check("alice's tasks of kind k1", list(owner, byKind), func(i int) bool { return i%perSession%3 == 1 })
-		check("a session's tasks", list([]string{s.Keys.SessionTasks(f.part, f.session)}, store.ListFilter{}),
+		check("a session's tasks", list(s.Keys.SessionTaskIndexes(f.part, f.session), store.ListFilter{}),
 			func(i int) bool { return i < perSession })
 	})
 }
@@ -221,7 +221,7 @@ func TestListsOfLargeRecords(t *testing.T) {
 		for i := range n {
 			want[string(jsonOf(i))] = true
 		}
-		index := []string{s.Keys.SessionTasks(f.part, f.session)}
+		index := s.Keys.SessionTaskIndexes(f.part, f.session)
 		record := func(id string) string { return s.Keys.Task(f.part, id) }
 		alices := store.ListFilter{Fields: []string{"owner", "status"}, Keep: func(v []string) bool { return v[0] == "alice" }}
 		all := pageThrough(t, listIndexed(s, index, record, alices), func(page int, items [][]byte) {

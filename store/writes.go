@@ -107,6 +107,10 @@ const (
 	eventFieldCut = "c"
 )
 
+// taskFieldLog is the task hash's field that keeps the task's log: its
+// events' ids (see the prelude of store/lua).
+const taskFieldLog = "log"
+
 // taskIdem is idemKey for task_create and task_apply on the task hash at
 // taskKey: a caller's idempotency key as idemKey gives it, or, without one,
 // the task hash with taskCommandHash and a command id made for this write
@@ -236,9 +240,8 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	idemKey, idemHash, idemArg := s.taskIdem(p, w.Idem, s.Keys.Task(p, w.ID))
 	executor := executorOr(w.Executor, w.Principal)
 	keys := []string{
-		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID),
-		s.Keys.SessionLog(p, w.SessionID), s.Keys.OwnerTasks(p, w.Principal),
-		s.Keys.SessionTasks(p, w.SessionID), idemKey, s.Keys.Wake(p), s.Keys.OwnerSessions(p, w.Principal),
+		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.SessionLog(p, w.SessionID), s.Keys.OwnerTasks(p, w.Principal),
+		idemKey, s.Keys.Wake(p), s.Keys.OwnerSessions(p, w.Principal),
 		s.Keys.SessionLive(p, w.SessionID), s.Keys.OwnerTasksByStatus(p, w.Principal, wire.StatusWorking),
 		s.Keys.SessionTasksByStatus(p, w.SessionID, wire.StatusWorking), s.Keys.OwnerTasksByKind(p, w.Principal, w.Kind),
 		s.Keys.Outbox(p), s.Keys.ExecutorTasks(p, executor), s.Keys.ExecutorTasksByStatus(p, executor, wire.StatusWorking),

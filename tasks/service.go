@@ -707,7 +707,7 @@ func (s *Service) List(ctx context.Context, p authz.Principal, f ListFilter, cur
 		if f.Status != "" {
 			indexes = []string{keys.SessionTasksByStatus(part, f.SessionID, string(f.Status))}
 		} else {
-			indexes = []string{keys.SessionTasks(part, f.SessionID)}
+			indexes = keys.SessionTaskIndexes(part, f.SessionID)
 		}
 	} else {
 		indexes = make([]string, 0, 2*s.store.Partitions)

@@ -5,6 +5,7 @@
 -- With the events it kept it answers what joins them with their tasks'
 -- snapshots (see append_event): each such task's revision, json and undos.
 -- KEYS[1] the log   KEYS[2] for a task's log (an index), its session's log
+-- KEYS[3] for a task's log, the task hash (which may keep the log)
 -- ARGV[1] the first stream id to look at ('-' for the log's start)
 -- ARGV[2] most events to keep   ARGV[3] most entries to look at
 -- ARGV[4] most bytes of entries to look at
@@ -24,7 +25,8 @@ local all = #ARGV < 6
 local limit, max_entries, max_bytes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local out = {'ok', '', '0', 0}
 local start, looked, bytes, kept = ARGV[1], 0, 0, 0
-local slog = joined_log(KEYS[1], KEYS[2])
+local ids = KEYS[3] and redis.call('HGET', KEYS[3], RECORD_FIELD.log)
+local slog = ids and KEYS[2] or joined_log(KEYS[1], KEYS[2])
 local tasks, current, lowest = {}, {}, {}
 
 -- known is whether the task of a cut event is still there, read once: an
@@ -59,7 +61,7 @@ end
 while true do
   local n = math.min(64, max_entries - looked)
   if n <= 0 or bytes >= max_bytes then return finish('1') end
-  local entries = log_range(KEYS[1], slog, start, n, false)
+  local entries = log_range(KEYS[1], slog, start, n, false, ids)
   for _, e in ipairs(entries) do
     local ev = e[2][2]
     looked, bytes = looked + 1, bytes + #ev

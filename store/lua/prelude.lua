@@ -103,13 +103,20 @@ local function commands_with(recorded, id, reply)
   return cjson.encode(list)
 end
 
--- A task's log is an index into its session's log: a sorted set whose
--- members (all at score 0, so ordered as strings) are the ids of the task's
--- events, each written as log_member writes it so that the strings' order
--- is the ids'. The events themselves are in the session log under the same
--- ids, where every task event goes anyway: each is stored once. A task
--- created before this layout keeps its log as a stream of its own, appended
--- to and read as a stream until it expires (is_stream).
+-- A task's log is an index into its session's log: the ids of the task's
+-- events, each written as log_member writes it (LOG_MEMBER_LEN bytes) so
+-- that the strings' order is the ids'. The events themselves are in the
+-- session log under the same ids, where every task event goes anyway: each
+-- is stored once. The ids are kept in the task's hash, one after another in
+-- field RECORD_FIELD.log, which a command reads and writes anyway: the log
+-- costs no key and no call of its own. A read finds an id by bisection. A
+-- log that outgrows LOG_IDS_IN_RECORD ids moves to a sorted set at the
+-- task log's key (members at score 0, ordered as strings), where tasks
+-- created before kept theirs, and grows there; one older still keeps its
+-- log as a stream of its own, appended to and read as a stream until it
+-- expires (is_stream).
+local LOG_MEMBER_LEN = 27
+local LOG_IDS_IN_RECORD = 64
 
 local function format_id(ms, seq)
   return string.format('%d-%d', ms, seq)
@@ -161,6 +168,67 @@ local function task_log_append(key, id, whole, stream)
   return true
 end
 
+-- task_log_keep adds the events of new_ids to a task log kept in the task
+-- hash at rec (ids, the field's value): the field's new value goes into
+-- fields, for the caller's HSET of that hash. A log that outgrows
+-- LOG_IDS_IN_RECORD moves to the sorted set at key instead, to expire at
+-- expire_at ms (the task's; 0 when the caller does not know it: the hash
+-- says), and the field goes.
+local function task_log_keep(fields, ids, new_ids, key, rec, expire_at)
+  local parts = {ids}
+  for _, id in ipairs(new_ids) do parts[#parts + 1] = log_member(id) end
+  local all = table.concat(parts)
+  if #all <= LOG_IDS_IN_RECORD * LOG_MEMBER_LEN then
+    fields[#fields + 1] = RECORD_FIELD.log
+    fields[#fields + 1] = all
+    return
+  end
+  local members = {}
+  for i = 1, #all, LOG_MEMBER_LEN do
+    members[#members + 1] = 0
+    members[#members + 1] = string.sub(all, i, i + LOG_MEMBER_LEN - 1)
+  end
+  redis.call('ZADD', key, unpack(members))
+  local at = tonumber(expire_at)
+  if at <= 0 then at = redis.call('PEXPIRETIME', rec) end
+  if at > 0 then redis.call('PEXPIREAT', key, at) end
+  redis.call('HDEL', rec, RECORD_FIELD.log)
+end
+
+-- ids_range is log_range over a task log kept in its hash (ids).
+local function ids_range(ids, slog, start, n, rev)
+  local count = #ids / LOG_MEMBER_LEN
+  local function at(i) return string.sub(ids, (i - 1) * LOG_MEMBER_LEN + 1, i * LOG_MEMBER_LEN) end
+  -- above is the first place whose id is above m (or, with eq, equal to it).
+  local function above(m, eq)
+    local lo, hi = 1, count + 1
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      local v = at(mid)
+      if v > m or (eq and v == m) then hi = mid else lo = mid + 1 end
+    end
+    return lo
+  end
+  local i
+  if start == '-' then
+    i = 1
+  elseif start == '+' then
+    i = count
+  else
+    local excl = string.sub(start, 1, 1) == '('
+    local m = log_member(excl and string.sub(start, 2) or start)
+    if rev then i = above(m, excl) - 1 else i = above(m, not excl) end
+  end
+  local out, step = {}, rev and -1 or 1
+  while #out < n and i >= 1 and i <= count do
+    local id = member_id(at(i))
+    local e = redis.call('XRANGE', slog, id, id)
+    if e[1] then out[#out + 1] = e[1] end
+    i = i + step
+  end
+  return out
+end
+
 -- joined_log is the session log slog that a task's log at key is joined
 -- with to read it, or nil when key is a stream of its own (a session's log,
 -- given no slog, or a task's of the older layout). A script that reads a
@@ -173,10 +241,12 @@ end
 -- log_range reads up to n entries of a log as XRANGE (or, with rev,
 -- XREVRANGE) answers them, from start: '-' or '+' for an end, an id, or
 -- '(' and an id to leave that id out. The log is the stream at key, or,
--- with slog (see joined_log), a task's log: its index at key joined with the
--- session log slog. An id whose event the session log no longer holds
+-- with slog (see joined_log), a task's log joined with the session log
+-- slog: the ids kept in its hash (ids, the field's value, when it has one),
+-- or its index at key. An id whose event the session log no longer holds
 -- (trimmed) is passed over.
-local function log_range(key, slog, start, n, rev)
+local function log_range(key, slog, start, n, rev, ids)
+  if ids then return ids_range(ids, slog, start, n, rev) end
   if not slog then
     if rev then return redis.call('XREVRANGE', key, start, '-', 'COUNT', n) end
     return redis.call('XRANGE', key, start, '+', 'COUNT', n)

@@ -23,9 +23,10 @@ if redis.call('HGET', KEYS[1], 'cancelling') ~= '1' then return {'not_cancelling
 local ntasks = (#KEYS - 8) / 8
 local take = {}
 for i = 0, ntasks - 1 do
-  local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', 'created', RECORD_FIELD.endpoints, 'executor')
+  local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', 'created', RECORD_FIELD.endpoints, 'executor',
+    RECORD_FIELD.log)
   if t[1] == ARGV[8 + 6 * i] then
-    take[#take + 1] = {i, t[2], t[3], t[4]}
+    take[#take + 1] = {i, t[2], t[3], t[4], t[5]}
   end
 end
 
@@ -36,12 +37,17 @@ for _, pick in ipairs(take) do
   local i, created = pick[1], pick[2]
   local k, a = 9 + 8 * i, 7 + 6 * i
   local rev = tonumber(ARGV[a + 1]) + 1
-  redis.call('HSET', KEYS[k], 'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2],
-    RECORD_FIELD.undo .. ARGV[a + 1], ARGV[a + 5])
   local ev, cut = ARGV[a + 3], ARGV[a + 4]
   local function whole() return whole_event(ev, cut, ARGV[a + 2]) end
   id = append_event(KEYS[2], ARGV[4], id, ev, cut)
-  task_log_append(KEYS[k + 1], id, whole)
+  local fields = {'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2],
+    RECORD_FIELD.undo .. ARGV[a + 1], ARGV[a + 5]}
+  if pick[5] then
+    task_log_keep(fields, pick[5], {id}, KEYS[k + 1], KEYS[k], 0)
+  else
+    task_log_append(KEYS[k + 1], id, whole)
+  end
+  redis.call('HSET', KEYS[k], unpack(fields))
   local eps = endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_endpoints}})
   if #eps > 0 then route(KEYS[8], eps, ARGV[5], ARGV[a], id, whole()) end
   redis.call('ZREM', KEYS[3], ARGV[a])

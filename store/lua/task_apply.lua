@@ -1,7 +1,8 @@
 -- task_apply: writes one change the state machine decided, if the task is
 -- still at the revision the change was computed from (compare-and-set). The
 -- caller recomputes on 'conflict' with the current task this returns.
--- KEYS[1] task hash   KEYS[2] task log   KEYS[3] session log
+-- KEYS[1] task hash   KEYS[2] task log (a sorted set, for a task whose
+--         hash does not keep its log: see the prelude)   KEYS[3] session log
 -- KEYS[4] idempotency   KEYS[5] wake stream
 -- KEYS[6..5+m] answer token keys, one per input request the change adds, then
 --         sign-in attempt keys, one per sign-in the change starts (m may be 0)
@@ -32,7 +33,7 @@ if r then return r end
 local recorded = ARGV[1] == IDEM.task_record
 -- The task's json is read only for a conflict: the change replaces it.
 local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints, 'executor',
-  RECORD_FIELD.commands)
+  RECORD_FIELD.commands, RECORD_FIELD.log)
 if not cur[1] then return {'not_found'} end
 if recorded then
   r = command_replay(cur[6], ARGV[2])
@@ -48,12 +49,16 @@ local out = {'ok'}
 local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]},
   {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], RECORD_FIELD.endpoints)}})
 local stream, id
-local types = {}
+local types, added = {}, {}
 for i = 13, 12 + 2 * n, 2 do
   local ev, cut = ARGV[i], ARGV[i + 1]
   local function whole() return whole_event(ev, cut, ARGV[5]) end
   id = append_event(KEYS[3], ARGV[7], id, ev, cut)
-  stream = task_log_append(KEYS[2], id, whole, stream)
+  if cur[7] then
+    added[#added + 1] = id
+  else
+    stream = task_log_append(KEYS[2], id, whole, stream)
+  end
   if #eps > 0 then route(KEYS[12 + m], eps, ARGV[9], ARGV[8], id, whole()) end
   out[#out + 1] = id
   types[#types + 1] = ev
@@ -72,6 +77,7 @@ if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(cur[6], ARGV[2], out)
 end
+if cur[7] and #added > 0 then task_log_keep(fields, cur[7], added, KEYS[2], KEYS[1], expire_at) end
 redis.call('HSET', KEYS[1], unpack(fields))
 wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, types)
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)

@@ -1,18 +1,18 @@
 -- task_create: the receipt. A new working task at revision 1 in an active
 -- session of the caller, its task.created event in both logs, the indexes.
--- KEYS[1] session hash   KEYS[2] task hash   KEYS[3] task log (an index into
---         the session log: see the prelude)   KEYS[4] session log
--- KEYS[5] owner's task index   KEYS[6] session's task index
--- KEYS[7] idempotency   KEYS[8] wake stream
--- KEYS[9] the principal's session index (kept as long as the session when the
+-- KEYS[1] session hash   KEYS[2] task hash (which keeps the task's log: see
+--         the prelude)   KEYS[3] session log
+-- KEYS[4] owner's task index
+-- KEYS[5] idempotency   KEYS[6] wake stream
+-- KEYS[7] the principal's session index (kept as long as the session when the
 --         principal owns it)
--- KEYS[10] session's live tasks   KEYS[11] owner's working tasks
--- KEYS[12] session's working tasks   KEYS[13] owner's tasks of this kind
--- KEYS[14] the partition's outbox
--- KEYS[15] executor's task index   KEYS[16] executor's working tasks (both
+-- KEYS[8] session's live tasks   KEYS[9] owner's working tasks
+-- KEYS[10] session's working tasks   KEYS[11] owner's tasks of this kind
+-- KEYS[12] the partition's outbox
+-- KEYS[13] executor's task index   KEYS[14] executor's working tasks (both
 --          written only when the executor is not the owner)
 -- ARGV[1] idempotency body hash, or IDEM.task_record for a command id the
---         server made, recorded in the task hash (KEYS[7] is then the task hash)
+--         server made, recorded in the task hash (KEYS[5] is then the task hash)
 -- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
@@ -28,7 +28,7 @@
 -- Returns {'ok', eventId} | {'replay', body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'} | {'exists'}
 --       | {'too_many_tasks', live}
-local r = idem_replay(KEYS[7], ARGV[1])
+local r = idem_replay(KEYS[5], ARGV[1])
 if r then return r end
 local recorded = ARGV[1] == IDEM.task_record
 local t = redis.call('HMGET', KEYS[2], 'rev', RECORD_FIELD.commands)
@@ -42,13 +42,13 @@ if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
 if t[1] then return {'exists'} end
 local max_live = tonumber(ARGV[13])
 if max_live > 0 then
-  local live = redis.call('ZCOUNT', KEYS[10], '(' .. ARGV[7], '+inf')
+  local live = redis.call('ZCOUNT', KEYS[8], '(' .. ARGV[7], '+inf')
   if live >= max_live then return {'too_many_tasks', live} end
 end
 
-local id = append_event(KEYS[4], ARGV[10], nil, ARGV[9], ARGV[11])
+local id = append_event(KEYS[3], ARGV[10], nil, ARGV[9], ARGV[11])
 local fields = {'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[6], 'owner', ARGV[3],
-  'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7]}
+  'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7], RECORD_FIELD.log, log_member(id)}
 -- The executor field is written only when it is not the owner: a task
 -- without one is executed by its owner, as most are.
 if ARGV[16] ~= ARGV[3] then
@@ -61,48 +61,46 @@ if recorded then
 end
 redis.call('HSET', KEYS[2], unpack(fields))
 save_endpoints(KEYS[2], ARGV[18], {unpack(ARGV, 19)})
-redis.call('ZADD', KEYS[3], 0, log_member(id))
 local eps = endpoints_of({{OUTBOX_SCOPE.task, ARGV[18]}, {OUTBOX_SCOPE.session, s[3]}})
-if #eps > 0 then route(KEYS[14], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[11], ARGV[6])) end
-redis.call('ZADD', KEYS[6], ARGV[7], ARGV[5])
+if #eps > 0 then route(KEYS[12], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[11], ARGV[6])) end
 -- The live tasks that expired without an end are taken out of the live
 -- index on one create in 16 (by the new id's last character, which is
 -- random): reads and counts pass over them anyway (their score, the expiry,
 -- is past), so this only bounds what they hold.
 if string.byte(ARGV[5], -1) % 16 == 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[10], 0, ARGV[7])
+  redis.call('ZREMRANGEBYSCORE', KEYS[8], 0, ARGV[7])
 end
-index_add(KEYS[10], ARGV[8], ARGV[5], ARGV[8])
-index_add(KEYS[11], ARGV[7], ARGV[5], ARGV[8])
-index_add(KEYS[12], ARGV[7], ARGV[5], ARGV[8])
+index_add(KEYS[8], ARGV[8], ARGV[5], ARGV[8])
+index_add(KEYS[9], ARGV[7], ARGV[5], ARGV[8])
+index_add(KEYS[10], ARGV[7], ARGV[5], ARGV[8])
 -- The keys no script empties live at least as long as the task: the
--- session, its log and its index of tasks, and, when the caller owns the
--- session, the caller's index of tasks and of sessions. The session hash
+-- session and its log, and, when the caller owns the session, the caller's
+-- index of tasks and of sessions. (A session's tasks are listed from its
+-- indexes by status: it has no index of all of them.) The session hash
 -- keeps (SESSION_FIELD.kept) the time they are all kept until; a task that
 -- outlives it extends them KEPT_SLACK_MS past its own end, so that the tasks
 -- created in that time extend none of them. The owner's index of tasks in
 -- a session of another's is an index as index_add keeps them.
-local lasting = {KEYS[1], KEYS[4], KEYS[6]}
+local lasting = {KEYS[1], KEYS[3]}
 if s[1] == ARGV[3] then
-  redis.call('ZADD', KEYS[5], ARGV[7], ARGV[5])
-  lasting[#lasting + 1] = KEYS[5]
-  lasting[#lasting + 1] = KEYS[9]
+  redis.call('ZADD', KEYS[4], ARGV[7], ARGV[5])
+  lasting[#lasting + 1] = KEYS[4]
+  lasting[#lasting + 1] = KEYS[7]
 else
-  index_add(KEYS[5], ARGV[7], ARGV[5], ARGV[8])
+  index_add(KEYS[4], ARGV[7], ARGV[5], ARGV[8])
 end
 if not s[4] or tonumber(s[4]) < tonumber(ARGV[8]) then
   local kept = tonumber(ARGV[8]) + KEPT_SLACK_MS
   extend_to(kept, lasting)
   redis.call('HSET', KEYS[1], SESSION_FIELD.kept, kept)
 end
-if ARGV[15] ~= '' then index_add(KEYS[13], ARGV[7], ARGV[5], ARGV[8]) end
+if ARGV[15] ~= '' then index_add(KEYS[11], ARGV[7], ARGV[5], ARGV[8]) end
 if ARGV[16] ~= ARGV[3] then
-  index_add(KEYS[15], ARGV[7], ARGV[5], ARGV[8])
-  index_add(KEYS[16], ARGV[7], ARGV[5], ARGV[8])
+  index_add(KEYS[13], ARGV[7], ARGV[5], ARGV[8])
+  index_add(KEYS[14], ARGV[7], ARGV[5], ARGV[8])
 end
 redis.call('PEXPIREAT', KEYS[2], ARGV[8])
-redis.call('PEXPIREAT', KEYS[3], ARGV[8])
-wake(KEYS[8], WAKE_KIND.task, ARGV[5], ARGV[12], 1, {ARGV[9]})
+wake(KEYS[6], WAKE_KIND.task, ARGV[5], ARGV[12], 1, {ARGV[9]})
 local body = ARGV[17]
 if body == '' then body = ARGV[6] end
-return idem_done(KEYS[7], ARGV[1], ARGV[2], body, {'ok', id})
+return idem_done(KEYS[5], ARGV[1], ARGV[2], body, {'ok', id})

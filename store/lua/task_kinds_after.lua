@@ -11,17 +11,18 @@
 -- ARGV[5..] the event types
 -- Returns {'found', task json} | {'none', task json}
 --       | {'more', task json, last id looked at} | {'not_found'}
-local json = redis.call('HGET', KEYS[1], 'json')
+local rec = redis.call('HMGET', KEYS[1], 'json', RECORD_FIELD.log)
+local json, ids = rec[1], rec[2]
 if not json then return {'not_found'} end
 local want = {}
 for i = 5, #ARGV do want[ARGV[i]] = true end
 local after, max_entries, max_bytes = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local start, looked, bytes = ARGV[2], 0, 0
-local slog = joined_log(KEYS[2], KEYS[3])
+local slog = ids and KEYS[3] or joined_log(KEYS[2], KEYS[3])
 while true do
   local n = math.min(64, max_entries - looked)
   if n <= 0 or bytes >= max_bytes then return {'more', json, string.sub(start, 2)} end
-  local entries = log_range(KEYS[2], slog, start, n, true)
+  local entries = log_range(KEYS[2], slog, start, n, true, ids)
   for _, e in ipairs(entries) do
     local ev = e[2][2]
     looked, bytes = looked + 1, bytes + #ev
