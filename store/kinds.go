@@ -44,12 +44,14 @@ type joins map[string]*taskRevisions
 
 // taskRevisions is a task's current json and revision, its undos from the
 // lowest revision a kept event shows (from on), and the snapshots worked
-// out so far, by revision.
+// out so far, by revision: the current one, then, once back is set, every
+// one the undos reach.
 type taskRevisions struct {
 	rev   int64
 	from  int64
 	undos []string
 	snaps map[int64][]byte
+	back  bool // the undos were applied (or found unusable): no revision below is worked out again
 }
 
 // joins reads the join section of log_read_kinds's answer, from member i.
@@ -100,9 +102,10 @@ func (j joins) whole(id, ev, cut string) ([]byte, bool) {
 // at is the task's snapshot at revision rev. The first revision asked for
 // below the current one works back to the lowest the undos reach, once.
 func (t *taskRevisions) at(rev int64) ([]byte, bool) {
-	if s, ok := t.snaps[rev]; ok || rev >= t.rev || rev < t.from || len(t.snaps) > 1 {
+	if s, ok := t.snaps[rev]; ok || rev >= t.rev || rev < t.from || t.back {
 		return s, ok
 	}
+	t.back = true
 	// undos[k] takes revision from+k+1 back to from+k: newest first from here.
 	var undos [][]byte
 	for k := int64(len(t.undos)) - 1; k >= 0 && t.undos[k] != ""; k-- {
