@@ -113,7 +113,7 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 		s.Keys.Session(p, sessionID), s.Keys.SessionLog(p, sessionID), s.Keys.SessionLive(p, sessionID),
 		s.Keys.SessionCancelled(p, sessionID), s.Keys.Cancels(p), s.Keys.Wake(p), key, s.Keys.Outbox(p),
 	}
-	args := []any{hash, ttl, ms(now), logMinID(now, retention), sessionID, ms(now.Add(CancelLease))}
+	args := []any{hash, ttl, logMinID(now, retention), sessionID, ms(now.Add(CancelLease))}
 	for _, t := range tasks {
 		keys = append(keys, s.Keys.Task(p, t.ID), s.Keys.TaskLog(p, t.ID),
 			s.Keys.OwnerTasksByStatus(p, t.Owner, t.OldStatus), s.Keys.OwnerTasksByStatus(p, t.Owner, wire.StatusCancelled),

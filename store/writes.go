@@ -328,7 +328,7 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.Status))
 	args := make([]any, 0, 14+2*len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
 	args = append(args, idemHash, idemArg, w.ExpectRevision, w.Status, w.JSON,
-		ms(w.Now), w.minID(), w.ID, w.SessionID, w.Undo, flag(w.Ends), len(w.Events))
+		w.minID(), w.ID, w.SessionID, w.Undo, flag(w.Ends), len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e.JSON, e.cut())
 	}

@@ -10,9 +10,9 @@
 --           session's cancelled tasks, executor's tasks in the old status,
 --           executor's cancelled tasks (the last two moved only when the
 --           task's executor is not its owner)
--- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms   ARGV[3] now ms
--- ARGV[4] log min id   ARGV[5] session id   ARGV[6] lease end ms
--- ARGV[7..] six per task, in KEYS order: task id, expected revision,
+-- ARGV[1] command hash ('cmd')   ARGV[2] command record ttl ms   ARGV[3] log min id
+-- ARGV[4] session id   ARGV[5] lease end ms
+-- ARGV[6..] six per task, in KEYS order: task id, expected revision,
 --           cancelled task json, the task.terminal event's json with the
 --           cancelled task json cut out, where it was cut, and the undo
 --           that takes the cancelled task json back to the current one
@@ -25,7 +25,7 @@ local take = {}
 for i = 0, ntasks - 1 do
   local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', 'created', RECORD_FIELD.endpoints, 'executor',
     RECORD_FIELD.log)
-  if t[1] == ARGV[8 + 6 * i] then
+  if t[1] == ARGV[7 + 6 * i] then
     take[#take + 1] = {i, t[2], t[3], t[4], t[5]}
   end
 end
@@ -35,11 +35,11 @@ local ses_endpoints = redis.call('HGET', KEYS[1], RECORD_FIELD.endpoints)
 local id
 for _, pick in ipairs(take) do
   local i, created = pick[1], pick[2]
-  local k, a = 9 + 8 * i, 7 + 6 * i
+  local k, a = 9 + 8 * i, 6 + 6 * i
   local rev = tonumber(ARGV[a + 1]) + 1
   local ev, cut = ARGV[a + 3], ARGV[a + 4]
   local function whole() return whole_event(ev, cut, ARGV[a + 2]) end
-  id = append_event(KEYS[2], ARGV[4], id, ev, cut)
+  id = append_event(KEYS[2], ARGV[3], id, ev, cut)
   local fields = {'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2],
     RECORD_FIELD.undo .. ARGV[a + 1], ARGV[a + 5]}
   if pick[5] then
@@ -49,15 +49,15 @@ for _, pick in ipairs(take) do
   end
   redis.call('HSET', KEYS[k], unpack(fields))
   local eps = endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_endpoints}})
-  if #eps > 0 then route(KEYS[8], eps, ARGV[5], ARGV[a], id, whole()) end
+  if #eps > 0 then route(KEYS[8], eps, ARGV[4], ARGV[a], id, whole()) end
   redis.call('ZREM', KEYS[3], ARGV[a])
   local expire_at = redis.call('PEXPIRETIME', KEYS[k])
   move_status(ARGV[a], created, expire_at, KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
   move_executor_status(ARGV[a], pick[4], created, expire_at, KEYS[k + 6], KEYS[k + 7])
   redis.call('RPUSH', KEYS[4], ARGV[a])
-  wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[5], rev, {ev})
+  wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[4], rev, {ev})
   out[#out + 1] = ARGV[a]
 end
 redis.call('PEXPIRE', KEYS[4], 86400000)
-redis.call('ZADD', KEYS[5], ARGV[6], ARGV[5])
+redis.call('ZADD', KEYS[5], ARGV[5], ARGV[4])
 return idem_done(KEYS[7], ARGV[1], ARGV[2], '', out)

@@ -16,16 +16,15 @@
 --         server made, recorded in the task hash (KEYS[4] is then the task hash)
 -- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
--- ARGV[6] now ms (unread: an event id is Redis's, see add_entry)   ARGV[7] log min id
--- ARGV[8] task id   ARGV[9] session id
--- ARGV[10] the undo that takes the new task json back to the current one
--- ARGV[11] '1' when the change ends the task (the state machine decided:
+-- ARGV[6] log min id   ARGV[7] task id   ARGV[8] session id
+-- ARGV[9] the undo that takes the new task json back to the current one
+-- ARGV[10] '1' when the change ends the task (the state machine decided:
 --          its status becomes terminal), so it leaves the session's live tasks
--- ARGV[12] n, the number of events
--- ARGV[13..12+2n] two per event, in order: its json with the new task json
+-- ARGV[11] n, the number of events
+-- ARGV[12..11+2n] two per event, in order: its json with the new task json
 --         cut out, and where it was cut ('' for an event that carries none)
--- ARGV[13+2n] the task's expire-at ms (the answer token keys end with it)
--- ARGV[14+2n..13+2n+m] the value of each answer token and attempt key, in KEYS order
+-- ARGV[12+2n] the task's expire-at ms (the answer token keys end with it)
+-- ARGV[13+2n..12+2n+m] the value of each answer token and attempt key, in KEYS order
 -- Returns {'ok', eventId...} | {'replay', body} | {'idem_conflict'}
 --       | {'not_found'} | {'conflict', current task json}
 local r = idem_replay(KEYS[4], ARGV[1])
@@ -42,42 +41,42 @@ end
 if cur[1] ~= ARGV[3] then return {'conflict', redis.call('HGET', KEYS[1], 'json')} end
 local m = #KEYS - 14
 
-local n = tonumber(ARGV[12])
-local expire_at = ARGV[13 + 2 * n]
+local n = tonumber(ARGV[11])
+local expire_at = ARGV[12 + 2 * n]
 local rev = tonumber(ARGV[3]) + 1
 local out = {'ok'}
 local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]},
   {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], RECORD_FIELD.endpoints)}})
 local stream, id
 local types, added = {}, {}
-for i = 13, 12 + 2 * n, 2 do
+for i = 12, 11 + 2 * n, 2 do
   local ev, cut = ARGV[i], ARGV[i + 1]
   local function whole() return whole_event(ev, cut, ARGV[5]) end
-  id = append_event(KEYS[3], ARGV[7], id, ev, cut)
+  id = append_event(KEYS[3], ARGV[6], id, ev, cut)
   if cur[7] then
     added[#added + 1] = id
   else
     stream = task_log_append(KEYS[2], id, whole, stream)
   end
-  if #eps > 0 then route(KEYS[12 + m], eps, ARGV[9], ARGV[8], id, whole()) end
+  if #eps > 0 then route(KEYS[12 + m], eps, ARGV[8], ARGV[7], id, whole()) end
   out[#out + 1] = id
   types[#types + 1] = ev
 end
 for k = 6, 5 + m do
-  redis.call('SET', KEYS[k], ARGV[13 + 2 * n + k - 5], 'PXAT', expire_at)
+  redis.call('SET', KEYS[k], ARGV[12 + 2 * n + k - 5], 'PXAT', expire_at)
 end
 if cur[2] ~= ARGV[4] and cur[3] then
   local ix = 6 + m
-  if ARGV[11] == '1' then redis.call('ZREM', KEYS[ix], ARGV[8]) end
-  move_status(ARGV[8], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
-  move_executor_status(ARGV[8], cur[5], cur[3], expire_at, KEYS[13 + m], KEYS[14 + m])
+  if ARGV[10] == '1' then redis.call('ZREM', KEYS[ix], ARGV[7]) end
+  move_status(ARGV[7], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
+  move_executor_status(ARGV[7], cur[5], cur[3], expire_at, KEYS[13 + m], KEYS[14 + m])
 end
-local fields = {'rev', rev, 'status', ARGV[4], 'json', ARGV[5], RECORD_FIELD.undo .. ARGV[3], ARGV[10]}
+local fields = {'rev', rev, 'status', ARGV[4], 'json', ARGV[5], RECORD_FIELD.undo .. ARGV[3], ARGV[9]}
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(cur[6], ARGV[2], out)
 end
 if cur[7] and #added > 0 then task_log_keep(fields, cur[7], added, KEYS[2], KEYS[1], expire_at) end
 redis.call('HSET', KEYS[1], unpack(fields))
-wake(KEYS[5], WAKE_KIND.task, ARGV[8], ARGV[9], rev, types)
+wake(KEYS[5], WAKE_KIND.task, ARGV[7], ARGV[8], rev, types)
 return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)
