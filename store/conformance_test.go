@@ -176,7 +176,7 @@ func TestEventsShareIDsAcrossLogs(t *testing.T) {
 	})
 }
 
-// A write takes the next id from Redis (XADD now-*), with no read of the
+// A write takes the next id from Redis (XADD *), with no read of the
 // log's last: when that last is ahead of the writer's clock (a replica whose
 // clock is ahead wrote it), the write's ids still follow it, and each event
 // carries the same id in the task's log as in the session's.

@@ -26,7 +26,7 @@ local limit, max_entries, max_bytes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonu
 local out = {'ok', '', '0', 0}
 local start, looked, bytes, kept = ARGV[1], 0, 0, 0
 local ids = KEYS[3] and redis.call('HGET', KEYS[3], RECORD_FIELD.log)
-local slog = ids and KEYS[2] or joined_log(KEYS[1], KEYS[2])
+local slog = joined_log(KEYS[1], KEYS[2], ids)
 local tasks, current, lowest = {}, {}, {}
 
 -- known is whether the task of a cut event is still there, read once: an

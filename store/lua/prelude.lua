@@ -231,10 +231,11 @@ end
 
 -- joined_log is the session log slog that a task's log at key is joined
 -- with to read it, or nil when key is a stream of its own (a session's log,
--- given no slog, or a task's of the older layout). A script that reads a
--- log in several calls to log_range asks once.
-local function joined_log(key, slog)
-  if slog and not is_stream(key) then return slog end
+-- given no slog, or a task's of the older layout). ids is the log's value
+-- in the task hash, when the hash keeps it: key is then not looked at. A
+-- script that reads a log in several calls to log_range asks once.
+local function joined_log(key, slog, ids)
+  if slog and (ids or not is_stream(key)) then return slog end
   return nil
 end
 
@@ -404,8 +405,13 @@ local KEPT_SLACK_MS = 3600000
 -- its tasks' ends, not on every write. The time is rounded up to a whole
 -- KEPT_SLACK_MS, so tasks that end within one such span move it once. The
 -- task is new to the index (a create, or a move to a status it was not in),
--- so CH counts it too.
+-- so CH counts it too. With no expire_at (0 or less: a task written before
+-- the caller could know it), the task is added alone.
 local function index_add(key, score, id, expire_at)
+  if tonumber(expire_at) <= 0 then
+    redis.call('ZADD', key, score, id)
+    return
+  end
   local until_ms = (math.floor(tonumber(expire_at) / KEPT_SLACK_MS) + 2) * KEPT_SLACK_MS
   local changed = redis.call('ZADD', key, 'LT', 'CH', score, id, string.format('-%d', until_ms), INDEX_MEMBER.kept)
   if changed > 1 then extend_to(until_ms, {key}) end
@@ -419,13 +425,8 @@ local function move_status(id, created, expire_at, owner_old, owner_new, ses_old
   if not created then return end
   redis.call('ZREM', owner_old, id)
   redis.call('ZREM', ses_old, id)
-  if tonumber(expire_at) > 0 then
-    index_add(owner_new, created, id, expire_at)
-    index_add(ses_new, created, id, expire_at)
-  else
-    redis.call('ZADD', owner_new, created, id)
-    redis.call('ZADD', ses_new, created, id)
-  end
+  index_add(owner_new, created, id, expire_at)
+  index_add(ses_new, created, id, expire_at)
 end
 
 -- move_executor_status moves a task between its executor's status indexes
@@ -435,11 +436,7 @@ end
 local function move_executor_status(id, executor, created, expire_at, old, new)
   if not created or not executor then return end
   redis.call('ZREM', old, id)
-  if tonumber(expire_at) > 0 then
-    index_add(new, created, id, expire_at)
-  else
-    redis.call('ZADD', new, created, id)
-  end
+  index_add(new, created, id, expire_at)
 end
 
 -- wake appends a hint to the partition's wake stream: every replica's fan-in

@@ -18,7 +18,7 @@ local want = {}
 for i = 5, #ARGV do want[ARGV[i]] = true end
 local after, max_entries, max_bytes = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local start, looked, bytes = ARGV[2], 0, 0
-local slog = ids and KEYS[3] or joined_log(KEYS[2], KEYS[3])
+local slog = joined_log(KEYS[2], KEYS[3], ids)
 while true do
   local n = math.min(64, max_entries - looked)
   if n <= 0 or bytes >= max_bytes then return {'more', json, string.sub(start, 2)} end
