@@ -98,7 +98,7 @@ func TestNotificationsDeliverTheRoutedKinds(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: a delivery does not verify: %v", c.name, err)
 				}
-				if ev.ID != d.ID() || ev.Revision == 0 || ev.TaskID != task.TaskID {
+				if ev.ID != d.ID() || ev.Revision == 0 || ev.TaskID != task.TaskID || ev.SessionID != ses.SessionID {
 					t.Fatalf("%s: delivery %s carries event %+v", c.name, d.ID(), ev)
 				}
 				if ev.Type == "input.requested" && !strings.Contains(string(d.Body), `"answerUrl":"http`) {

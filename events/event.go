@@ -59,14 +59,19 @@ func (t Time) String() string { return t.UTC().Format(TimeFormat) }
 // AppendHead appends a stored event's JSON as json.Marshal writes an Event
 // with no id, up to and including `"data":`: the caller appends the data
 // and the closing brace. The hot paths (every task command, every hook
-// post) write their events with it instead of through reflection.
+// post) write their events with it instead of through reflection. An empty
+// sessionID leaves "sessionId" out: a task event kept without its snapshot
+// gets it back from the snapshot when it is read (SpliceSession).
 func AppendHead(b []byte, typ string, at time.Time, sessionID, taskID string, revision int64) []byte {
 	b = append(b, `{"type":`...)
 	b = AppendString(b, typ)
 	b = append(b, `,"at":"`...)
 	b = At(at).AppendFormat(b, TimeFormat)
-	b = append(b, `","sessionId":`...)
-	b = AppendString(b, sessionID)
+	b = append(b, '"')
+	if sessionID != "" {
+		b = append(b, `,"sessionId":`...)
+		b = AppendString(b, sessionID)
+	}
 	if taskID != "" {
 		b = append(b, `,"taskId":`...)
 		b = AppendString(b, taskID)
@@ -76,6 +81,61 @@ func AppendHead(b []byte, typ string, at time.Time, sessionID, taskID string, re
 		b = strconv.AppendInt(b, revision, 10)
 	}
 	return append(b, `,"data":`...)
+}
+
+// AppendJoined appends the members of the stored event ev (its JSON
+// after the opening brace) with the snapshot snap put back at cut, the
+// offset it was cut at. A head that left out the session (AppendHead with
+// no session id) gets the snapshot's sessionId back, where AppendHead
+// would have written it: the bytes are those of the event as it was before
+// anything was cut.
+func AppendJoined(b []byte, ev string, cut int, snap []byte) []byte {
+	head := ev[1:cut]
+	members, _, _ := strings.Cut(head, `,"data":`)
+	if session := snapshotSession(snap); session != nil && !strings.Contains(members, `,"sessionId":`) {
+		if at := atEnd(head); at > 0 {
+			b = append(b, head[:at]...)
+			b = append(b, `,"sessionId":`...)
+			b = append(b, session...)
+			head = head[at:]
+		}
+	}
+	b = append(b, head...)
+	b = append(b, snap...)
+	return append(b, ev[cut:]...)
+}
+
+// atEnd is the offset in an event's head just past the value of "at".
+func atEnd(head string) int {
+	const name = `,"at":"`
+	i := strings.Index(head, name)
+	if i < 0 {
+		return -1
+	}
+	end := strings.IndexByte(head[i+len(name):], '"')
+	if end < 0 {
+		return -1
+	}
+	return i + len(name) + end + 1
+}
+
+// snapshotSession is the sessionId of a task snapshot as it stands there,
+// a JSON string with its quotes, or nil when it has none.
+func snapshotSession(snap []byte) []byte {
+	const name = `"sessionId":"`
+	i := bytes.Index(snap, []byte(name))
+	if i < 0 {
+		return nil
+	}
+	for k := i + len(name); k < len(snap); k++ {
+		switch snap[k] {
+		case '\\':
+			k++
+		case '"':
+			return snap[i+len(name)-1 : k+1]
+		}
+	}
+	return nil
 }
 
 // HeadType reads an event's type from its head as AppendHead writes it,

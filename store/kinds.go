@@ -90,13 +90,11 @@ func (j joins) whole(id, ev, cut string) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	b := make([]byte, 0, len(ev)+len(snap)+len(id)+8)
+	b := make([]byte, 0, len(ev)+len(snap)+len(id)+64)
 	b = append(b, `{"id":"`...)
 	b = append(b, id...)
 	b = append(b, `",`...)
-	b = append(b, ev[1:at]...)
-	b = append(b, snap...)
-	return append(b, ev[at:]...), true
+	return events.AppendJoined(b, ev, at, snap), true
 }
 
 // at is the task's snapshot at revision rev. The first revision asked for

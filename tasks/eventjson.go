@@ -11,8 +11,8 @@ import (
 
 // storedEvent renders an event as the logs keep it, without its id (the
 // stream gives it): task.* events with their snapshot (the write's task
-// json) left out, and Cut where it goes (0 for an event that carries none).
-// A read puts the snapshot back there.
+// json) and their sessionId left out, and Cut where the snapshot goes (0
+// for an event that carries none). A read puts both back.
 //
 // With the snapshot put back, the bytes are those json.Marshal gives for an
 // events.Event whose data is the event's map (keys sorted) with the
@@ -32,7 +32,11 @@ func storedEvent(t Task, now time.Time, e Emitted) (store.TaskEvent, error) {
 	slices.Sort(keys)
 
 	out := store.TaskEvent{JSON: make([]byte, 0, 192)}
-	b := events.AppendHead(out.JSON, e.Type, now, t.SessionID, t.TaskID, t.Revision)
+	session := t.SessionID
+	if taskEvent {
+		session = "" // the snapshot holds it, and a read puts it back from there
+	}
+	b := events.AppendHead(out.JSON, e.Type, now, session, t.TaskID, t.Revision)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {

@@ -3,7 +3,6 @@ package tasks
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"testing"
 	"time"
 
@@ -12,13 +11,14 @@ import (
 )
 
 // eventJSON is an event whole, as a read answers it but for its id:
-// storedEvent's form with the snapshot put back where it was cut.
+// storedEvent's form with the snapshot (and the session with it) put back
+// where it was cut, as a read puts them back.
 func eventJSON(t Task, now time.Time, e Emitted, snapshot []byte) ([]byte, error) {
 	ev, err := storedEvent(t, now, e)
 	if err != nil || ev.Cut == 0 {
 		return ev.JSON, err
 	}
-	return slices.Concat(ev.JSON[:ev.Cut], snapshot, ev.JSON[ev.Cut:]), nil
+	return events.AppendJoined([]byte{'{'}, string(ev.JSON), ev.Cut, snapshot), nil
 }
 
 // eventJSONByMarshal is how events were rendered before storedEvent wrote

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,14 +148,15 @@ func TestAnswerEachStopsAtTheFirstRefusal(t *testing.T) {
 	})
 }
 
-// storedEvent is what a test reads of an event: its type, revision and
-// the snapshot it carries (nil for none), as the bytes read.
+// storedEvent is what a test reads of an event: its type, session,
+// revision and the snapshot it carries (nil for none), as the bytes read.
 type storedEvent struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	TaskID   string `json:"taskId"`
-	Revision int64  `json:"revision"`
-	Data     struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	SessionID string `json:"sessionId"`
+	TaskID    string `json:"taskId"`
+	Revision  int64  `json:"revision"`
+	Data      struct {
 		Task json.RawMessage `json:"task"`
 	} `json:"data"`
 }
@@ -197,7 +200,8 @@ func run(t *testing.T, s *store.Store, svc *tasks.Service, p authz.Principal, id
 }
 
 // checkSnapshots checks that each task.* event of evs carries, byte for
-// byte, the task as the command that made its revision answered it.
+// byte, the task as the command that made its revision answered it, and
+// names that task's session.
 func checkSnapshots(t *testing.T, what string, evs []storedEvent, want map[string]map[int64][]byte) {
 	t.Helper()
 	n := 0
@@ -213,6 +217,9 @@ func checkSnapshots(t *testing.T, what string, evs []storedEvent, want map[strin
 		}
 		if !bytes.Equal(e.Data.Task, w) {
 			t.Errorf("%s: %s at revision %d carries\n%s\nwant\n%s", what, e.Type, e.Revision, e.Data.Task, w)
+		}
+		if ses := decodeTask(t, w).SessionID; e.SessionID != ses {
+			t.Errorf("%s: %s at revision %d names session %q, want %q", what, e.Type, e.Revision, e.SessionID, ses)
 		}
 	}
 	if n == 0 {
@@ -295,6 +302,9 @@ func TestEventsKeepNoSnapshotAndReadWhole(t *testing.T) {
 			if strings.Contains(ev, `"taskId":"`+id+`","sessionId"`) || strings.Contains(ev, `"inputResponses"`) {
 				t.Errorf("the session log keeps an event with its snapshot: %s", ev)
 			}
+			if _, cut := e.Values["c"]; cut && strings.Contains(ev, `"sessionId"`) {
+				t.Errorf("the session log keeps a task.* event with the session its snapshot names: %s", ev)
+			}
 		}
 		if kept < 7 {
 			t.Errorf("the session log keeps %d events of the task, want at least 7", kept)
@@ -364,6 +374,70 @@ func TestEventsWrittenWholeStillRead(t *testing.T) {
 			checkSnapshots(t, "session log", evs, want)
 			if len(evs) != 4 {
 				t.Errorf("the session log reads %d events, want session.created and three of the task", len(evs))
+			}
+		}
+	})
+}
+
+// Events kept, as before, with the session in their head beside the cut
+// snapshot read as they did, the session named once.
+func TestEventsKeptWithTheirSessionStillRead(t *testing.T) {
+	eachStored(t, "session-owner", func(t *testing.T, st stored) {
+		ctx := context.Background()
+		s, svc, owner, id, part := st.s, st.svc, st.owner, st.id, st.part
+		msg := "kept with its session"
+		run(t, s, svc, owner, id, tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &msg})
+		run(t, s, svc, owner, id, tasks.Command{Kind: tasks.CmdComplete, Result: json.RawMessage(`{"ok":1}`)})
+		before, err := s.ReadLog(ctx, s.Keys.SessionEvents(part, st.ses), "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// Put the session back into each cut event's head, where the
+		// events were written with it, and move the cut to match.
+		slog := s.Keys.SessionLog(part, st.ses)
+		entries, err := s.RDB.XRange(ctx, slog, "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl := s.RDB.PTTL(ctx, slog).Val()
+		s.RDB.Del(ctx, slog)
+		rewritten := 0
+		for _, e := range entries {
+			ev, _ := e.Values["e"].(string)
+			values := []any{"e", ev}
+			if cut, ok := e.Values["c"].(string); ok {
+				at := strings.Index(ev, `,"taskId":`)
+				n, err := strconv.Atoi(cut)
+				if at < 0 || err != nil {
+					t.Fatalf("a cut event %s (cut %s)", ev, cut)
+				}
+				insert := `,"sessionId":"` + st.ses + `"`
+				values = []any{"e", ev[:at] + insert + ev[at:], "c", strconv.Itoa(n + len(insert))}
+				rewritten++
+			}
+			if err := s.RDB.XAdd(ctx, &redis.XAddArgs{Stream: slog, ID: e.ID, Values: values}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.RDB.PExpire(ctx, slog, ttl)
+		if rewritten != 3 {
+			t.Fatalf("%d cut events rewritten, want the task's 3", rewritten)
+		}
+
+		for _, log := range []store.Log{s.Keys.SessionEvents(part, st.ses), s.Keys.TaskEvents(part, id, st.ses)} {
+			after, err := s.ReadLog(ctx, log, "", 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range after {
+				i := slices.IndexFunc(before, func(b waits.LogEntry) bool { return b.ID == e.ID })
+				if i < 0 || !bytes.Equal(before[i].JSON, e.JSON) {
+					t.Errorf("event %s reads\n%s\nwant\n%s", e.ID, e.JSON, before[max(i, 0)].JSON)
+				}
+			}
+			if len(after) < 3 {
+				t.Errorf("%d events read, want at least the task's 3", len(after))
 			}
 		}
 	})

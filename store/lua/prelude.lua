@@ -145,11 +145,15 @@ end
 -- An event that leaves Redis as it is (an outbox delivery, a task log of
 -- the older layout) is kept whole.
 
--- whole_event is the event ev cut at cut with snapshot put back.
-local function whole_event(ev, cut, snapshot)
+-- whole_event is the event ev cut at cut with snapshot put back, and with
+-- it the session the event's head leaves to its snapshot, after "at", as
+-- Go's events.AppendJoined puts it back on a read.
+local function whole_event(ev, cut, snapshot, session)
   if cut == '' then return ev end
   local at = tonumber(cut)
-  return string.sub(ev, 1, at) .. snapshot .. string.sub(ev, at + 1)
+  local _, after_at = string.find(ev, ',"at":"[^"]*"')
+  return string.sub(ev, 1, after_at) .. ',"sessionId":' .. cjson.encode(session) ..
+    string.sub(ev, after_at + 1, at) .. snapshot .. string.sub(ev, at + 1)
 end
 
 

@@ -38,7 +38,7 @@ for _, pick in ipairs(take) do
   local k, a = 9 + 8 * i, 6 + 6 * i
   local rev = tonumber(ARGV[a + 1]) + 1
   local ev, cut = ARGV[a + 3], ARGV[a + 4]
-  local function whole() return whole_event(ev, cut, ARGV[a + 2]) end
+  local function whole() return whole_event(ev, cut, ARGV[a + 2], ARGV[4]) end
   id = append_event(KEYS[2], ARGV[3], id, ev, cut)
   local fields = {'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2],
     RECORD_FIELD.undo .. ARGV[a + 1], ARGV[a + 5]}

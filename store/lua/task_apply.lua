@@ -51,7 +51,7 @@ local stream, id
 local types, added = {}, {}
 for i = 12, 11 + 2 * n, 2 do
   local ev, cut = ARGV[i], ARGV[i + 1]
-  local function whole() return whole_event(ev, cut, ARGV[5]) end
+  local function whole() return whole_event(ev, cut, ARGV[5], ARGV[8]) end
   id = append_event(KEYS[3], ARGV[6], id, ev, cut)
   if cur[7] then
     added[#added + 1] = id

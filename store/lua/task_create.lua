@@ -62,7 +62,7 @@ end
 redis.call('HSET', KEYS[2], unpack(fields))
 save_endpoints(KEYS[2], ARGV[18], {unpack(ARGV, 19)})
 local eps = endpoints_of({{OUTBOX_SCOPE.task, ARGV[18]}, {OUTBOX_SCOPE.session, s[3]}})
-if #eps > 0 then route(KEYS[12], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[11], ARGV[6])) end
+if #eps > 0 then route(KEYS[12], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[11], ARGV[6], ARGV[12])) end
 -- The live tasks that expired without an end are taken out of the live
 -- index on one create in 16 (by the new id's last character, which is
 -- random): reads and counts pass over them anyway (their score, the expiry,
