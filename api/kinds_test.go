@@ -49,10 +49,10 @@ func TestContractKindsAndRelease(t *testing.T) {
 		alice.want(alice.do("GET", path+"/events?kinds=x", nil, "Accept", "text/event-stream"), 400, "invalid_request", nil)
 
 		s := alice.stream(path + "/events?kinds=task.message")
-		if f := s.event(); f.event != "task.message" {
+		if f := s.event(); f.Event != "task.message" {
 			t.Errorf("stream with kinds: %+v", f)
 		}
-		if f, err := s.next(); err != nil || f.comment != "heartbeat" {
+		if f, err := s.next(); err != nil || f.Comment != "heartbeat" {
 			t.Errorf("after the message, the stream is caught up: %+v %v", f, err)
 		}
 		s.close()

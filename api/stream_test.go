@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,15 +22,13 @@ import (
 type sse struct {
 	t      *testing.T
 	resp   *http.Response
-	r      *bufio.Reader
+	events *apitest.EventReader
 	cancel context.CancelFunc
 }
 
 // frame is one block of a stream up to its blank line: an event, or a
 // comment.
-type frame struct {
-	id, event, data, comment string
-}
+type frame = apitest.Event
 
 // stream opens path as server-sent events; headers are name, value pairs.
 // It fails the test unless the server answers 200 text/event-stream.
@@ -53,7 +49,7 @@ func (c *caller) stream(path string, headers ...string) *sse {
 		cancel()
 		c.t.Fatalf("GET %s: %v", path, err)
 	}
-	s := &sse{t: c.t, resp: resp, r: bufio.NewReader(resp.Body), cancel: cancel}
+	s := &sse{t: c.t, resp: resp, events: apitest.NewEventReader(c.t, resp.Body), cancel: cancel}
 	c.t.Cleanup(s.close)
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
@@ -70,36 +66,7 @@ func (s *sse) close() {
 }
 
 // next reads the next frame.
-func (s *sse) next() (frame, error) {
-	var f frame
-	for {
-		line, err := s.r.ReadString('\n')
-		if err != nil {
-			return f, err
-		}
-		line = strings.TrimSuffix(line, "\n")
-		if line == "" {
-			if f != (frame{}) {
-				return f, nil
-			}
-			continue
-		}
-		name, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch name {
-		case "":
-			f.comment = value
-		case "id":
-			f.id = value
-		case "event":
-			f.event = value
-		case "data":
-			f.data += value
-		default:
-			s.t.Errorf("unexpected stream line %q", line)
-		}
-	}
-}
+func (s *sse) next() (frame, error) { return s.events.Next() }
 
 // event reads the next event, skipping heartbeats, and checks it against
 // the document's Event schema: the transport does not read stream bodies.
@@ -110,16 +77,16 @@ func (s *sse) event() frame {
 		if err != nil {
 			s.t.Fatalf("read the stream: %v", err)
 		}
-		if f.comment != "" && f.id == "" && f.data == "" {
+		if f.Comment != "" && f.ID == "" && f.Data == "" {
 			continue
 		}
 		var ev struct{ ID, Type string }
 		var v any
-		if err := json.Unmarshal([]byte(f.data), &ev); err != nil || json.Unmarshal([]byte(f.data), &v) != nil {
-			s.t.Fatalf("data is not JSON: %q", f.data)
+		if err := json.Unmarshal([]byte(f.Data), &ev); err != nil || json.Unmarshal([]byte(f.Data), &v) != nil {
+			s.t.Fatalf("data is not JSON: %q", f.Data)
 		}
-		if ev.ID != f.id || ev.Type != f.event {
-			s.t.Errorf("frame id %q event %q, data id %q type %q", f.id, f.event, ev.ID, ev.Type)
+		if ev.ID != f.ID || ev.Type != f.Event {
+			s.t.Errorf("frame id %q event %q, data id %q type %q", f.ID, f.Event, ev.ID, ev.Type)
 		}
 		doc, err := apitest.Document()
 		if err != nil {
@@ -155,29 +122,29 @@ func TestContractEventStream(t *testing.T) {
 		}
 		for _, want := range []string{"task.created", "task.progress", "task.message"} {
 			f := s.event()
-			if f.event != want {
-				t.Fatalf("event %q, want %q", f.event, want)
+			if f.Event != want {
+				t.Fatalf("event %q, want %q", f.Event, want)
 			}
-			ids = append(ids, f.id)
+			ids = append(ids, f.ID)
 		}
 		s.close()
 	})
 
 	t.Run("resume", func(t *testing.T) {
 		s := alice.stream(path, "Last-Event-ID", ids[0])
-		if f := s.event(); f.id != ids[1] {
-			t.Errorf("after Last-Event-ID %s: %s %s, want %s", ids[0], f.id, f.event, ids[1])
+		if f := s.event(); f.ID != ids[1] {
+			t.Errorf("after Last-Event-ID %s: %s %s, want %s", ids[0], f.ID, f.Event, ids[1])
 		}
 		s.close()
 		s = alice.stream(path + "?after=" + ids[1])
-		if f := s.event(); f.id != ids[2] {
-			t.Errorf("after ?after=%s: %s %s, want %s", ids[1], f.id, f.event, ids[2])
+		if f := s.event(); f.ID != ids[2] {
+			t.Errorf("after ?after=%s: %s %s, want %s", ids[1], f.ID, f.Event, ids[2])
 		}
 		s.close()
 		// Last-Event-ID wins over after.
 		s = alice.stream(path+"?after="+ids[0], "Last-Event-ID", ids[1])
-		if f := s.event(); f.id != ids[2] {
-			t.Errorf("Last-Event-ID did not win: %s", f.id)
+		if f := s.event(); f.ID != ids[2] {
+			t.Errorf("Last-Event-ID did not win: %s", f.ID)
 		}
 		s.close()
 	})
@@ -185,11 +152,11 @@ func TestContractEventStream(t *testing.T) {
 	t.Run("live", func(t *testing.T) {
 		s := alice.stream(path, "Last-Event-ID", ids[2])
 		// Caught up: a heartbeat at once, then each new event as it comes.
-		if f, err := s.next(); err != nil || f.comment != "heartbeat" {
+		if f, err := s.next(); err != nil || f.Comment != "heartbeat" {
 			t.Fatalf("first frame at the tail: %+v %v", f, err)
 		}
 		alice.want(alice.do("POST", "/v1/tasks/"+tk.TaskID+"/progress", map[string]any{"statusMessage": "three"}), 200, "", nil)
-		if f := s.event(); f.event != "task.progress" || slices.Contains(ids, f.id) {
+		if f := s.event(); f.Event != "task.progress" || slices.Contains(ids, f.ID) {
 			t.Errorf("live event: %+v", f)
 		}
 		s.close()
@@ -197,10 +164,10 @@ func TestContractEventStream(t *testing.T) {
 
 	t.Run("session", func(t *testing.T) {
 		s := alice.stream("/v1/sessions/" + ses.SessionID + "/events")
-		if f := s.event(); f.event != "session.created" {
-			t.Errorf("first session event %q", f.event)
+		if f := s.event(); f.Event != "session.created" {
+			t.Errorf("first session event %q", f.Event)
 		}
-		if f := s.event(); f.event != "task.created" || f.id != ids[0] {
+		if f := s.event(); f.Event != "task.created" || f.ID != ids[0] {
 			t.Errorf("second session event %+v, want the task's first, %s", f, ids[0])
 		}
 		s.close()
@@ -230,7 +197,7 @@ func TestContractEventStreamEndsOnDrain(t *testing.T) {
 	alice.want(alice.do("GET", path, nil), 200, "", &page)
 	// Caught up: the stream starts with a heartbeat, then waits.
 	s := alice.stream(path, "Last-Event-ID", page.Cursor)
-	if f, err := s.next(); err != nil || f.comment != "heartbeat" {
+	if f, err := s.next(); err != nil || f.Comment != "heartbeat" {
 		t.Fatalf("caught up: %+v %v", f, err)
 	}
 	stopped := make(chan struct{})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/taskhook/taskhook/api/apitest"
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/callbacks/receivertest"
@@ -340,9 +341,8 @@ func (c *mcpCaller) legacy(session, method string, params map[string]any) mcpRep
 
 // mcpStream is an answer sent as a stream of server-sent events.
 type mcpStream struct {
-	t    *testing.T
-	body io.ReadCloser
-	sc   *bufio.Scanner
+	t      *testing.T
+	events *apitest.EventReader
 }
 
 // stream sends a request of a 2025-11-25 session whose answer is a stream.
@@ -365,30 +365,22 @@ func (c *mcpCaller) stream(session, method string, params map[string]any) *mcpSt
 		raw, _ := io.ReadAll(res.Body)
 		c.t.Fatalf("want a stream: %d %s", res.StatusCode, raw)
 	}
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	return &mcpStream{t: c.t, body: res.Body, sc: sc}
+	return &mcpStream{t: c.t, events: apitest.NewEventReader(c.t, res.Body)}
 }
 
 // next is the stream's next message, or nil when it ended (a killed
 // server's stream ends).
 func (s *mcpStream) next() map[string]any {
 	s.t.Helper()
-	var data string
-	for s.sc.Scan() {
-		line := s.sc.Text()
-		switch {
-		case strings.HasPrefix(line, "data: "):
-			data = strings.TrimPrefix(line, "data: ")
-		case line == "" && data != "":
-			var m map[string]any
-			if err := json.Unmarshal([]byte(data), &m); err != nil {
-				s.t.Fatalf("event data is not JSON: %s", data)
-			}
-			return m
-		}
+	data, err := s.events.NextData()
+	if err != nil {
+		return nil
 	}
-	return nil
+	var m map[string]any
+	if err := json.Unmarshal([]byte(data), &m); err != nil {
+		s.t.Fatalf("event data is not JSON: %s", data)
+	}
+	return m
 }
 
 // nextNamed skips status notifications to the next message that is not one.

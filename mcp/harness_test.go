@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskhook/taskhook/api/apitest"
 	"github.com/taskhook/taskhook/authz"
 	"github.com/taskhook/taskhook/jsonpath"
 	"github.com/taskhook/taskhook/mcp"
@@ -212,9 +212,8 @@ func (h *harness) legacy(token, session, method string, params map[string]any) r
 
 // sse reads a stream answer's messages.
 type sse struct {
-	t    *testing.T
-	resp *http.Response
-	sc   *bufio.Scanner
+	t      *testing.T
+	events *apitest.EventReader
 }
 
 func (h *harness) stream(token string, headers map[string]string, body string) *sse {
@@ -225,39 +224,28 @@ func (h *harness) stream(token string, headers map[string]string, body string) *
 		raw, _ := io.ReadAll(resp.Body)
 		h.t.Fatalf("want a stream, got %d %s: %s", resp.StatusCode, ct, raw)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	return &sse{t: h.t, resp: resp, sc: sc}
+	return &sse{t: h.t, events: apitest.NewEventReader(h.t, resp.Body)}
 }
 
 // next is the next message on the stream (comments skipped).
 func (s *sse) next() map[string]any {
 	s.t.Helper()
-	var data string
-	for s.sc.Scan() {
-		line := s.sc.Text()
-		switch {
-		case strings.HasPrefix(line, "data: "):
-			data = strings.TrimPrefix(line, "data: ")
-		case line == "" && data != "":
-			var m map[string]any
-			if err := json.Unmarshal([]byte(data), &m); err != nil {
-				s.t.Fatalf("event data is not JSON: %s", data)
-			}
-			return m
-		}
+	data, err := s.events.NextData()
+	if err != nil {
+		s.t.Fatalf("the stream ended: %v", err)
 	}
-	s.t.Fatalf("the stream ended: %v", s.sc.Err())
-	return nil
+	var m map[string]any
+	if err := json.Unmarshal([]byte(data), &m); err != nil {
+		s.t.Fatalf("event data is not JSON: %s", data)
+	}
+	return m
 }
 
 // end checks the stream ends after what was read.
 func (s *sse) end() {
 	s.t.Helper()
-	for s.sc.Scan() {
-		if line := s.sc.Text(); strings.HasPrefix(line, "data: ") {
-			s.t.Fatalf("want the end of the stream, got %s", line)
-		}
+	if data, err := s.events.NextData(); err == nil {
+		s.t.Fatalf("want the end of the stream, got data: %s", data)
 	}
 }
 

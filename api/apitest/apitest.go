@@ -1,6 +1,7 @@
 // Package apitest checks real traffic against api/openapi.yaml: a
 // RoundTripper that validates every request and response it carries, so any
-// black-box test doubles as a proof that the document is true.
+// black-box test doubles as a proof that the document is true; and an
+// EventReader, for the streams of server-sent events it hands over unread.
 package apitest
 
 import (

@@ -225,3 +225,27 @@ func TestTransportHandsStreamsOver(t *testing.T) {
 		t.Errorf("unexpected reports:\n%s", strings.Join(r, "\n"))
 	}
 }
+
+// TestEventReader: blocks up to their blank lines, comments among them,
+// empty blocks passed over, NextData past the comments, io.EOF at the end,
+// and a line of no field of the format reported.
+func TestEventReader(t *testing.T) {
+	rec := &recorder{TB: t}
+	r := apitest.NewEventReader(rec, strings.NewReader(stream+"\n\n:\n\n: heartbeat\n\ndata: {\"a\":1}\n\nretry: 5\n\n"))
+	ev, err := r.Next()
+	if err != nil || ev != (apitest.Event{ID: "1-0", Event: "task.created", Data: `{"not":"an event"}`}) {
+		t.Fatalf("the first block: %+v %v", ev, err)
+	}
+	if ev, err := r.Next(); err != nil || ev != (apitest.Event{Comment: "heartbeat"}) {
+		t.Fatalf("the heartbeat: %+v %v", ev, err)
+	}
+	if data, err := r.NextData(); err != nil || data != `{"a":1}` {
+		t.Fatalf("the data after a heartbeat: %q %v", data, err)
+	}
+	if ev, err := r.Next(); err != io.EOF || ev != (apitest.Event{}) {
+		t.Errorf("the end: %+v %v", ev, err)
+	}
+	if r := rec.reports(); len(r) != 1 || r[0] != `unexpected stream line "retry: 5"` {
+		t.Errorf("reports: %q", r)
+	}
+}
