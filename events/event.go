@@ -88,35 +88,64 @@ func AppendHead(b []byte, typ string, at time.Time, sessionID, taskID string, re
 // offset it was cut at. A head that left out the session (AppendHead with
 // no session id) gets the snapshot's sessionId back, where AppendHead
 // would have written it: the bytes are those of the event as it was before
-// anything was cut.
-func AppendJoined(b []byte, ev string, cut int, snap []byte) []byte {
+// anything was cut. stamp says snap was worked back from a later snapshot
+// (snapdelta.Back), whose lastUpdatedAt it may still hold: it is written as
+// the event's "at", the time of the command that made the revision.
+func AppendJoined(b []byte, ev string, cut int, snap []byte, stamp bool) []byte {
 	head := ev[1:cut]
 	members, _, _ := strings.Cut(head, `,"data":`)
-	if session := snapshotSession(snap); session != nil && !strings.Contains(members, `,"sessionId":`) {
-		if at := atEnd(head); at > 0 {
-			b = append(b, head[:at]...)
-			b = append(b, `,"sessionId":`...)
-			b = append(b, session...)
-			head = head[at:]
-		}
+	atFrom, atTo := stringValue(members, `,"at":"`)
+	if session := snapshotSession(snap); session != nil && atTo > 0 && !strings.Contains(members, `,"sessionId":`) {
+		b = append(b, head[:atTo+1]...)
+		b = append(b, `,"sessionId":`...)
+		b = append(b, session...)
+		b = append(b, head[atTo+1:]...)
+	} else {
+		b = append(b, head...)
 	}
-	b = append(b, head...)
-	b = append(b, snap...)
+	if from, to := updatedAt(snap); stamp && atTo > 0 && to > 0 {
+		b = append(b, snap[:from]...)
+		b = append(b, members[atFrom:atTo]...)
+		b = append(b, snap[to:]...)
+	} else {
+		b = append(b, snap...)
+	}
 	return append(b, ev[cut:]...)
 }
 
-// atEnd is the offset in an event's head just past the value of "at".
-func atEnd(head string) int {
-	const name = `,"at":"`
-	i := strings.Index(head, name)
+// stringValue is where the plain string value of the member that opens
+// with name (its quote included) begins and ends, the closing quote at
+// to; to is -1 when there is none.
+func stringValue(s, name string) (from, to int) {
+	i := strings.Index(s, name)
 	if i < 0 {
-		return -1
+		return 0, -1
 	}
-	end := strings.IndexByte(head[i+len(name):], '"')
+	from = i + len(name)
+	end := strings.IndexByte(s[from:], '"')
 	if end < 0 {
-		return -1
+		return 0, -1
 	}
-	return i + len(name) + end + 1
+	return from, from + end
+}
+
+// updatedAt is where a task snapshot's lastUpdatedAt value begins and ends
+// (to at its closing quote, -1 when there is none). It is the last member
+// of that name: the snapshot's own comes after every member that holds a
+// caller's JSON (input, metadata, progress, result, error), which may use
+// the name too.
+func updatedAt(snap []byte) (from, to int) {
+	const name = `,"lastUpdatedAt":"`
+	i := bytes.LastIndex(snap, []byte(name))
+	if i < 0 {
+		return 0, -1
+	}
+	from = i + len(name)
+	end := bytes.IndexByte(snap[from:], '"')
+	if end < 0 {
+		return 0, -1
+	}
+	return from, from + end
 }
 
 // snapshotSession is the sessionId of a task snapshot as it stands there,

@@ -7,7 +7,12 @@
 // its members in the struct's order. An undo is a JSON object of the
 // members whose value the older snapshot had and the newer one changed or
 // lacks, with their older values, and, under "-", the names of the members
-// the older snapshot lacked.
+// the older snapshot lacked. Two members every revision changes are left
+// out of it, since a read knows them without: "revision", one less than the
+// newer snapshot's, which Back writes itself, and "lastUpdatedAt", the time
+// of that revision's events, which Back leaves as the newer snapshot has
+// it for the caller to write (an undo written before holds both, and Back
+// applies them as any other).
 package snapdelta
 
 import (
@@ -15,6 +20,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -23,6 +29,12 @@ import (
 // removed is the undo's member that names the members to drop: no task
 // member is called that.
 const removed = "-"
+
+// Members every revision stamps, which no undo keeps.
+const (
+	revision      = "revision"
+	lastUpdatedAt = "lastUpdatedAt"
+)
 
 // member is one member of a JSON object: its name as written between the
 // quotes (no task member's name needs an escape) and its value's text, both
@@ -49,6 +61,9 @@ func Undo(older, newer []byte) ([]byte, error) {
 	// the last one found its member.
 	j := 0
 	for _, m := range old {
+		if string(m.name) == revision || string(m.name) == lastUpdatedAt {
+			continue
+		}
 		v, ok := find(cur, m.name, &j)
 		if ok && bytes.Equal(v, m.value) {
 			continue
@@ -89,8 +104,10 @@ func find(ms []member, name []byte, from *int) ([]byte, bool) {
 
 // Back is the snapshots before snapshot, newest first: Back(s, u)[k] is s
 // with u[0] to u[k] applied in turn, each the snapshot of the revision
-// before the last. A member an undo brings back goes where a wire.Task has
-// it. The snapshot is read once, however many undos there are.
+// before the last, its "revision" one less; "lastUpdatedAt" stays as the
+// undos leave it (see the package doc). A member an undo brings back goes
+// where a wire.Task has it. The snapshot is read once, however many undos
+// there are.
 func Back(snapshot []byte, undos [][]byte) ([][]byte, error) {
 	cur, err := membersInto(make([]member, 0, 24), snapshot)
 	if err != nil {
@@ -98,10 +115,19 @@ func Back(snapshot []byte, undos [][]byte) ([][]byte, error) {
 	}
 	out := make([][]byte, 0, len(undos))
 	size := len(snapshot)
+	rev, hasRev := int64(0), false
+	var k int
+	if v, ok := find(cur, []byte(revision), &k); ok {
+		rev, err = strconv.ParseInt(string(v), 10, 64)
+		hasRev = err == nil
+	}
 	for _, undo := range undos {
 		changes, err := membersInto(make([]member, 0, 6), undo)
 		if err != nil {
 			return nil, err
+		}
+		if rev--; hasRev {
+			cur = set(cur, member{[]byte(revision), strconv.AppendInt(nil, rev, 10)})
 		}
 		// cur is changed in place: each revision is written out before the
 		// next undo, and its members' bytes are the snapshot's and undos'.

@@ -94,7 +94,7 @@ func (j joins) whole(id, ev, cut string) ([]byte, bool) {
 	b = append(b, `{"id":"`...)
 	b = append(b, id...)
 	b = append(b, `",`...)
-	return events.AppendJoined(b, ev, at, snap), true
+	return events.AppendJoined(b, ev, at, snap, rev < t.rev), true
 }
 
 // at is the task's snapshot at revision rev. The first revision asked for

@@ -18,7 +18,7 @@ func eventJSON(t Task, now time.Time, e Emitted, snapshot []byte) ([]byte, error
 	if err != nil || ev.Cut == 0 {
 		return ev.JSON, err
 	}
-	return events.AppendJoined([]byte{'{'}, string(ev.JSON), ev.Cut, snapshot), nil
+	return events.AppendJoined([]byte{'{'}, string(ev.JSON), ev.Cut, snapshot, false), nil
 }
 
 // eventJSONByMarshal is how events were rendered before storedEvent wrote
