@@ -117,15 +117,12 @@ func AppendJoined(b []byte, ev string, cut int, snap []byte, stamp bool) []byte 
 // with name (its quote included) begins and ends, the closing quote at
 // to; to is -1 when there is none.
 func stringValue(s, name string) (from, to int) {
-	i := strings.Index(s, name)
-	if i < 0 {
+	_, rest, found := strings.Cut(s, name)
+	end := strings.IndexByte(rest, '"')
+	if !found || end < 0 {
 		return 0, -1
 	}
-	from = i + len(name)
-	end := strings.IndexByte(s[from:], '"')
-	if end < 0 {
-		return 0, -1
-	}
+	from = len(s) - len(rest)
 	return from, from + end
 }
 
