@@ -95,7 +95,11 @@ func AppendJoined(b []byte, ev string, cut int, snap []byte, stamp bool) []byte 
 	head := ev[1:cut]
 	members, _, _ := strings.Cut(head, `,"data":`)
 	atFrom, atTo := stringValue(members, `,"at":"`)
-	if session := snapshotSession(snap); session != nil && atTo > 0 && !strings.Contains(members, `,"sessionId":`) {
+	var session []byte
+	if atTo > 0 && !strings.Contains(members, `,"sessionId":`) {
+		session = snapshotSession(snap)
+	}
+	if session != nil {
 		b = append(b, head[:atTo+1]...)
 		b = append(b, `,"sessionId":`...)
 		b = append(b, session...)
@@ -103,7 +107,11 @@ func AppendJoined(b []byte, ev string, cut int, snap []byte, stamp bool) []byte 
 	} else {
 		b = append(b, head...)
 	}
-	if from, to := updatedAt(snap); stamp && atTo > 0 && to > 0 {
+	from, to := 0, -1
+	if stamp && atTo > 0 {
+		from, to = updatedAt(snap)
+	}
+	if to > 0 {
 		b = append(b, snap[:from]...)
 		b = append(b, members[atFrom:atTo]...)
 		b = append(b, snap[to:]...)
