@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -119,23 +118,8 @@ func callAs(t *testing.T, srv *apptest.Server, subject, method, path, body strin
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, raw := fetch(t, http.DefaultClient, req)
+	resp, raw := apptest.Fetch(t, http.DefaultClient, req)
 	return resp.StatusCode, raw
-}
-
-// fetch sends req with hc and reads the whole answer, or fails the test.
-func fetch(t testing.TB, hc *http.Client, req *http.Request) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, raw
 }
 
 // Every channel an answer comes through records who gave it, when and

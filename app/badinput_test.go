@@ -117,7 +117,7 @@ func TestBadInputGetsItsCode(t *testing.T) {
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
-		resp, raw := fetch(t, http.DefaultClient, req)
+		resp, raw := apptest.Fetch(t, http.DefaultClient, req)
 		var body errorBody
 		if err := json.Unmarshal(raw, &body); err != nil {
 			t.Errorf("%s: not an error body: %s", c.name, raw)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskhook/taskhook/app"
+	"github.com/taskhook/taskhook/app/apptest"
 )
 
 // browserAccept is what a browser sends when it follows a link.
@@ -30,7 +31,7 @@ func (e *signinEnv) open(t *testing.T, target, accept string) pageAnswer {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", accept)
-	resp, body := fetch(t, e.web, req)
+	resp, body := apptest.Fetch(t, e.web, req)
 	return pageAnswer{status: resp.StatusCode, header: resp.Header, body: string(body)}
 }
 

@@ -48,7 +48,7 @@ func (s slackApp) post(body []byte, timestamp time.Time, secret string) slackRep
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set(slacksig.HeaderTimestamp, ts)
 	req.Header.Set(slacksig.HeaderSignature, slacksig.Sign([]byte(secret), ts, body))
-	resp, raw := fetch(s.t, http.DefaultClient, req)
+	resp, raw := apptest.Fetch(s.t, http.DefaultClient, req)
 	out := slackReply{status: resp.StatusCode, raw: raw}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {

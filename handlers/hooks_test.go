@@ -138,15 +138,7 @@ func (e *hookEnv) do(t testing.TB, method, path, bearer string, body any, header
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, raw := apptest.Fetch(t, http.DefaultClient, req)
 	a := answer{status: res.StatusCode, header: res.Header, raw: raw}
 	_ = json.Unmarshal(raw, &a.body)
 	return a

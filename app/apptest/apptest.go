@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 	"testing"
@@ -166,6 +168,22 @@ func (s *Server) Client(t testing.TB, subject string, opts ...client.Option) *cl
 func (s *Server) ClientActingFor(t testing.TB, subject string, actFor []string, opts ...client.Option) *client.Client {
 	t.Helper()
 	return client.New(s.URL, TokenActingFor(t, subject, actFor), opts...)
+}
+
+// Fetch sends req with hc and reads the whole answer, or fails the test:
+// for what a test sends by hand, past the client.
+func Fetch(t testing.TB, hc *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, raw
 }
 
 // Session opens a session as cl, or fails the test.

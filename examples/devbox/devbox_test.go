@@ -722,15 +722,7 @@ func (m mcpCaller) call(t *testing.T, ctx context.Context, method, name string, 
 		"Mcp-Method":           {method},
 		"Mcp-Name":             {name},
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, raw := apptest.Fetch(t, http.DefaultClient, req)
 	var answer struct {
 		Result json.RawMessage
 		Error  *struct {
