@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -104,6 +105,36 @@ func (f fixture) apply(t *testing.T, id string, expect int64, idem idem.Key, eve
 		t.Fatal(err)
 	}
 	return res
+}
+
+// A task command without an Idempotency-Key is recorded in the task's
+// hash: its id, short, and its answer, for the last three such commands.
+func TestTaskHashRecordsTheLastThreeCommands(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		id, _ := f.createTask(t, "alice", idem.Key{})
+		var last []string
+		for rev := int64(1); rev <= 4; rev++ {
+			r := f.apply(t, id, rev, idem.Key{}, `{"type":"a"}`)
+			last = append(last, r.EventIDs[0])
+		}
+		raw, err := s.RDB.HGet(context.Background(), s.Keys.Task(f.part, id), store.TaskFieldCommands).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var records [][]json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &records); err != nil || len(records) != 3 {
+			t.Fatalf("the task's command records %s (%v), want three", raw, err)
+		}
+		for i, rec := range records {
+			var cmdID string
+			if len(rec) != 2 || json.Unmarshal(rec[0], &cmdID) != nil || len(cmdID) != store.TaskCommandIDLen {
+				t.Fatalf("record %d is %s: want a %d-character id and the answer", i, rec, store.TaskCommandIDLen)
+			}
+			if want := last[len(last)-3+i]; !strings.Contains(string(rec[1]), want) {
+				t.Errorf("record %d answers %s, want the event %s", i, rec[1], want)
+			}
+		}
+	})
 }
 
 func TestTaskWritesCompareAndSet(t *testing.T) {

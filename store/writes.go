@@ -111,6 +111,12 @@ const (
 // events' ids (see the prelude of store/lua).
 const taskFieldLog = "log"
 
+// taskCommandIDLen is the length of a command id recorded in a task hash:
+// it need only tell apart the few commands a task keeps the record of
+// (65 random bits), where an id with a key of its own is unique in the
+// whole store.
+const taskCommandIDLen = 13
+
 // taskIdem is idemKey for task_create and task_apply on the task hash at
 // taskKey: a caller's idempotency key as idemKey gives it, or, without one,
 // the task hash with taskCommandHash and a command id made for this write
@@ -118,7 +124,7 @@ const taskFieldLog = "log"
 // same id.
 func (s *Store) taskIdem(p int, k idem.Key, taskKey string) (key, hash string, ttlOrID any) {
 	if k.Scope == "" {
-		return taskKey, taskCommandHash, ids.Random(26)
+		return taskKey, taskCommandHash, ids.Random(taskCommandIDLen)
 	}
 	key, hash, ttl := s.idemKey(p, k)
 	return key, hash, ttl
