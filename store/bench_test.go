@@ -34,7 +34,7 @@ func BenchmarkApplyScript(b *testing.B) {
 		rev := int64(1)
 		for pb.Next() {
 			res, err := s.ApplyTask(ctx, store.TaskUpdate{LogWrite: store.LogWrite{Partition: benchPart, Now: time.Now(), Retention: time.Hour},
-				ID: id, SessionID: session, ExpectRevision: rev, Status: "working", JSON: snapshot, Events: []store.TaskEvent{{JSON: event}}})
+				ID: id, SessionID: session, ExpectRevision: rev, OldStatus: "working", Status: "working", JSON: snapshot, Events: []store.TaskEvent{{JSON: event}}})
 			if err != nil || res.Outcome != store.OK {
 				b.Errorf("apply: %v %+v", err, res.Outcome)
 				return

@@ -98,7 +98,7 @@ func (f fixture) apply(t *testing.T, id string, expect int64, idem idem.Key, eve
 	}
 	res, err := f.s.ApplyTask(context.Background(), store.TaskUpdate{
 		LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour, Idem: idem},
-		ID:       id, SessionID: f.session, ExpectRevision: expect, Status: "working",
+		ID:       id, SessionID: f.session, ExpectRevision: expect, OldStatus: "working", Status: "working",
 		JSON: fmt.Appendf(nil, `{"rev":%d}`, expect+1), Events: evs,
 	})
 	if err != nil {
@@ -767,7 +767,7 @@ func TestFanInPassesOverWakesItsWriterGives(t *testing.T) {
 		})
 		res, err := s.ApplyTask(ctx, store.TaskUpdate{
 			LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
-			ID:       id, SessionID: f.session, ExpectRevision: rev, Status: "working",
+			ID:       id, SessionID: f.session, ExpectRevision: rev, OldStatus: "working", Status: "working",
 			JSON: fmt.Appendf(nil, `{"rev":%d}`, rev+1), Events: []store.TaskEvent{{JSON: []byte(`{"type":"y"}`)}},
 			WakesHere: true,
 		})

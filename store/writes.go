@@ -245,12 +245,21 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash, idemArg := s.taskIdem(p, w.Idem, s.Keys.Task(p, w.ID))
 	executor := executorOr(w.Executor, w.Principal)
-	keys := []string{
+	keys := make([]string, 0, 14)
+	keys = append(keys,
 		s.Keys.Session(p, w.SessionID), s.Keys.Task(p, w.ID), s.Keys.SessionLog(p, w.SessionID), s.Keys.OwnerTasks(p, w.Principal),
-		idemKey, s.Keys.Wake(p), s.Keys.OwnerSessions(p, w.Principal),
+		s.Keys.Wake(p), s.Keys.OwnerSessions(p, w.Principal),
 		s.Keys.SessionLive(p, w.SessionID), s.Keys.OwnerTasksByStatus(p, w.Principal, wire.StatusWorking),
-		s.Keys.SessionTasksByStatus(p, w.SessionID, wire.StatusWorking), s.Keys.OwnerTasksByKind(p, w.Principal, w.Kind),
-		s.Keys.Outbox(p), s.Keys.ExecutorTasks(p, executor), s.Keys.ExecutorTasksByStatus(p, executor, wire.StatusWorking),
+		s.Keys.SessionTasksByStatus(p, w.SessionID, wire.StatusWorking), s.Keys.Outbox(p))
+	// As with ApplyTask, only the keys the create writes.
+	if idemHash != taskCommandHash {
+		keys = append(keys, idemKey)
+	}
+	if w.Kind != "" {
+		keys = append(keys, s.Keys.OwnerTasksByKind(p, w.Principal, w.Kind))
+	}
+	if executor != w.Principal {
+		keys = append(keys, s.Keys.ExecutorTasks(p, executor), s.Keys.ExecutorTasksByStatus(p, executor, wire.StatusWorking))
 	}
 	args := []any{
 		idemHash, idemArg, w.Principal, flag(w.Admin), w.ID, w.JSON, ms(w.Now),
@@ -311,13 +320,17 @@ type AnswerToken struct {
 	Value []byte
 }
 
-// ApplyTask writes a change if the task is still at ExpectRevision.
+// ApplyTask writes a change if the task is still at ExpectRevision. It
+// gives task_apply only the keys the change writes: the status indexes
+// when the status changes, the executor's when the executor is not the
+// owner, an idempotency key when the caller gave one. Every key costs bytes
+// on the wire, and most commands (progress, messages) move no index.
 func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	p := w.Partition
 	idemKey, idemHash, idemArg := s.taskIdem(p, w.Idem, s.Keys.Task(p, w.ID))
 	keys := make([]string, 0, 14+len(w.AnswerTokens)+len(w.SigninAttempts))
 	keys = append(keys, s.Keys.Task(p, w.ID), s.Keys.TaskLog(p, w.ID), s.Keys.SessionLog(p, w.SessionID),
-		idemKey, s.Keys.Wake(p))
+		s.Keys.Wake(p), s.Keys.Session(p, w.SessionID), s.Keys.Outbox(p))
 	// task_apply sets each of these keys to its value, until the task ends:
 	// answer tokens and sign-in attempts alike.
 	for _, a := range w.AnswerTokens {
@@ -326,12 +339,18 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	for _, a := range w.SigninAttempts {
 		keys = append(keys, s.Keys.SigninAttempt(p, a.Hash))
 	}
-	keys = append(keys, s.Keys.SessionLive(p, w.SessionID),
-		s.Keys.OwnerTasksByStatus(p, w.Owner, w.OldStatus), s.Keys.OwnerTasksByStatus(p, w.Owner, w.Status),
-		s.Keys.SessionTasksByStatus(p, w.SessionID, w.OldStatus), s.Keys.SessionTasksByStatus(p, w.SessionID, w.Status),
-		s.Keys.Session(p, w.SessionID), s.Keys.Outbox(p),
-		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.OldStatus),
-		s.Keys.ExecutorTasksByStatus(p, executorOr(w.Executor, w.Owner), w.Status))
+	if idemHash != taskCommandHash {
+		keys = append(keys, idemKey)
+	}
+	if w.OldStatus != w.Status {
+		keys = append(keys, s.Keys.SessionLive(p, w.SessionID),
+			s.Keys.OwnerTasksByStatus(p, w.Owner, w.OldStatus), s.Keys.OwnerTasksByStatus(p, w.Owner, w.Status),
+			s.Keys.SessionTasksByStatus(p, w.SessionID, w.OldStatus), s.Keys.SessionTasksByStatus(p, w.SessionID, w.Status))
+		if executor := executorOr(w.Executor, w.Owner); executor != w.Owner {
+			keys = append(keys, s.Keys.ExecutorTasksByStatus(p, executor, w.OldStatus),
+				s.Keys.ExecutorTasksByStatus(p, executor, w.Status))
+		}
+	}
 	args := make([]any, 0, 14+2*len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
 	args = append(args, idemHash, idemArg, w.ExpectRevision, w.Status, w.JSON,
 		w.minID(), w.ID, w.SessionID, w.Undo, flag(w.Ends), len(w.Events))

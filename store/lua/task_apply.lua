@@ -3,17 +3,20 @@
 -- caller recomputes on 'conflict' with the current task this returns.
 -- KEYS[1] task hash   KEYS[2] task log (a sorted set, for a task whose
 --         hash does not keep its log: see the prelude)   KEYS[3] session log
--- KEYS[4] idempotency   KEYS[5] wake stream
--- KEYS[6..5+m] answer token keys, one per input request the change adds, then
+-- KEYS[4] wake stream   KEYS[5] the session hash (for its notification
+--         endpoints)   KEYS[6] the partition's outbox
+-- KEYS[7..6+m] answer token keys, one per input request the change adds, then
 --         sign-in attempt keys, one per sign-in the change starts (m may be 0)
--- KEYS[6+m..10+m] the session's live tasks; the owner's tasks in the old
---         status and in the new one; the session's tasks in the old status
---         and in the new one
--- KEYS[11+m] the session hash (for its notification endpoints)   KEYS[12+m] the partition's outbox
--- KEYS[13+m..14+m] the executor's tasks in the old status and in the new one
---         (moved only when the task's executor is not its owner)
+-- Then, each only when the caller decided it is needed, in this order:
+--   the idempotency key, for a caller's key (a command id the server made
+--         is recorded in the task hash);
+--   when the change moves the task to another status: the session's live
+--         tasks; the owner's tasks in the old status and in the new one; the
+--         session's tasks in the old status and in the new one;
+--   when it does and the task's executor is not its owner: the executor's
+--         tasks in the old status and in the new one.
 -- ARGV[1] idempotency body hash, or IDEM.task_record for a command id the
---         server made, recorded in the task hash (KEYS[4] is then the task hash)
+--         server made, recorded in the task hash
 -- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
 -- ARGV[6] log min id   ARGV[7] task id   ARGV[8] session id
@@ -27,9 +30,15 @@
 -- ARGV[13+2n..12+2n+m] the value of each answer token and attempt key, in KEYS order
 -- Returns {'ok', eventId...} | {'replay', body} | {'idem_conflict'}
 --       | {'not_found'} | {'conflict', current task json}
-local r = idem_replay(KEYS[4], ARGV[1])
-if r then return r end
+local n = tonumber(ARGV[11])
+local m = #ARGV - 12 - 2 * n
 local recorded = ARGV[1] == IDEM.task_record
+local idem_key, ix = KEYS[1], 7 + m
+if not recorded then
+  idem_key, ix = KEYS[ix], ix + 1
+end
+local r = idem_replay(idem_key, ARGV[1])
+if r then return r end
 -- The task's json is read only for a conflict: the change replaces it.
 local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints, 'executor',
   RECORD_FIELD.commands, RECORD_FIELD.log)
@@ -39,14 +48,11 @@ if recorded then
   if r then return r end
 end
 if cur[1] ~= ARGV[3] then return {'conflict', redis.call('HGET', KEYS[1], 'json')} end
-local m = #KEYS - 14
-
-local n = tonumber(ARGV[11])
 local expire_at = ARGV[12 + 2 * n]
 local rev = tonumber(ARGV[3]) + 1
 local out = {'ok'}
 local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]},
-  {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[11 + m], RECORD_FIELD.endpoints)}})
+  {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[5], RECORD_FIELD.endpoints)}})
 local stream, id
 local types, added = {}, {}
 for i = 12, 11 + 2 * n, 2 do
@@ -58,18 +64,18 @@ for i = 12, 11 + 2 * n, 2 do
   else
     stream = task_log_append(KEYS[2], id, whole, stream)
   end
-  if #eps > 0 then route(KEYS[12 + m], eps, ARGV[8], ARGV[7], id, whole()) end
+  if #eps > 0 then route(KEYS[6], eps, ARGV[8], ARGV[7], id, whole()) end
   out[#out + 1] = id
   types[#types + 1] = ev
 end
-for k = 6, 5 + m do
-  redis.call('SET', KEYS[k], ARGV[12 + 2 * n + k - 5], 'PXAT', expire_at)
+for k = 7, 6 + m do
+  redis.call('SET', KEYS[k], ARGV[12 + 2 * n + k - 6], 'PXAT', expire_at)
 end
-if cur[2] ~= ARGV[4] and cur[3] then
-  local ix = 6 + m
+-- The status indexes the caller gave are the ones the task moves between.
+if KEYS[ix] and cur[3] then
   if ARGV[10] == '1' then redis.call('ZREM', KEYS[ix], ARGV[7]) end
   move_status(ARGV[7], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
-  move_executor_status(ARGV[7], cur[5], cur[3], expire_at, KEYS[13 + m], KEYS[14 + m])
+  if KEYS[ix + 5] then move_executor_status(ARGV[7], cur[5], cur[3], expire_at, KEYS[ix + 5], KEYS[ix + 6]) end
 end
 local fields = {'rev', rev, 'status', ARGV[4], 'json', ARGV[5], RECORD_FIELD.undo .. ARGV[3], ARGV[9]}
 if recorded then
@@ -78,5 +84,5 @@ if recorded then
 end
 if cur[7] and #added > 0 then task_log_keep(fields, cur[7], added, KEYS[2], KEYS[1], expire_at) end
 redis.call('HSET', KEYS[1], unpack(fields))
-wake(KEYS[5], WAKE_KIND.task, ARGV[7], ARGV[8], rev, types)
-return idem_done(KEYS[4], ARGV[1], ARGV[2], ARGV[5], out)
+wake(KEYS[4], WAKE_KIND.task, ARGV[7], ARGV[8], rev, types)
+return idem_done(idem_key, ARGV[1], ARGV[2], ARGV[5], out)

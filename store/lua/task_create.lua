@@ -2,17 +2,18 @@
 -- session of the caller, its task.created event in both logs, the indexes.
 -- KEYS[1] session hash   KEYS[2] task hash (which keeps the task's log: see
 --         the prelude)   KEYS[3] session log
--- KEYS[4] owner's task index
--- KEYS[5] idempotency   KEYS[6] wake stream
--- KEYS[7] the principal's session index (kept as long as the session when the
+-- KEYS[4] owner's task index   KEYS[5] wake stream
+-- KEYS[6] the principal's session index (kept as long as the session when the
 --         principal owns it)
--- KEYS[8] session's live tasks   KEYS[9] owner's working tasks
--- KEYS[10] session's working tasks   KEYS[11] owner's tasks of this kind
--- KEYS[12] the partition's outbox
--- KEYS[13] executor's task index   KEYS[14] executor's working tasks (both
---          written only when the executor is not the owner)
+-- KEYS[7] session's live tasks   KEYS[8] owner's working tasks
+-- KEYS[9] session's working tasks   KEYS[10] the partition's outbox
+-- Then, each only when it is written, in this order: the idempotency key,
+-- for a caller's key (a command id the server made is recorded in the task
+-- hash); the owner's tasks of this kind, for a task of a kind; the
+-- executor's task index and its working tasks, when the executor is not the
+-- owner.
 -- ARGV[1] idempotency body hash, or IDEM.task_record for a command id the
---         server made, recorded in the task hash (KEYS[5] is then the task hash)
+--         server made, recorded in the task hash
 -- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
@@ -28,9 +29,17 @@
 -- Returns {'ok', eventId} | {'replay', body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'} | {'exists'}
 --       | {'too_many_tasks', live}
-local r = idem_replay(KEYS[5], ARGV[1])
-if r then return r end
 local recorded = ARGV[1] == IDEM.task_record
+local idem_key, ix = KEYS[2], 11
+if not recorded then
+  idem_key, ix = KEYS[ix], ix + 1
+end
+local kind_key, executor_keys = nil, ix
+if ARGV[15] ~= '' then
+  kind_key, executor_keys = KEYS[ix], ix + 1
+end
+local r = idem_replay(idem_key, ARGV[1])
+if r then return r end
 local t = redis.call('HMGET', KEYS[2], 'rev', RECORD_FIELD.commands)
 if t[1] and recorded then
   r = command_replay(t[2], ARGV[2])
@@ -42,7 +51,7 @@ if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
 if t[1] then return {'exists'} end
 local max_live = tonumber(ARGV[13])
 if max_live > 0 then
-  local live = redis.call('ZCOUNT', KEYS[8], '(' .. ARGV[7], '+inf')
+  local live = redis.call('ZCOUNT', KEYS[7], '(' .. ARGV[7], '+inf')
   if live >= max_live then return {'too_many_tasks', live} end
 end
 
@@ -62,17 +71,17 @@ end
 redis.call('HSET', KEYS[2], unpack(fields))
 save_endpoints(KEYS[2], ARGV[18], {unpack(ARGV, 19)})
 local eps = endpoints_of({{OUTBOX_SCOPE.task, ARGV[18]}, {OUTBOX_SCOPE.session, s[3]}})
-if #eps > 0 then route(KEYS[12], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[11], ARGV[6], ARGV[12])) end
+if #eps > 0 then route(KEYS[10], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[11], ARGV[6], ARGV[12])) end
 -- The live tasks that expired without an end are taken out of the live
 -- index on one create in 16 (by the new id's last character, which is
 -- random): reads and counts pass over them anyway (their score, the expiry,
 -- is past), so this only bounds what they hold.
 if string.byte(ARGV[5], -1) % 16 == 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[8], 0, ARGV[7])
+  redis.call('ZREMRANGEBYSCORE', KEYS[7], 0, ARGV[7])
 end
-index_add(KEYS[8], ARGV[8], ARGV[5], ARGV[8])
+index_add(KEYS[7], ARGV[8], ARGV[5], ARGV[8])
+index_add(KEYS[8], ARGV[7], ARGV[5], ARGV[8])
 index_add(KEYS[9], ARGV[7], ARGV[5], ARGV[8])
-index_add(KEYS[10], ARGV[7], ARGV[5], ARGV[8])
 -- The keys no script empties live at least as long as the task: the
 -- session and its log, and, when the caller owns the session, the caller's
 -- index of tasks and of sessions. (A session's tasks are listed from its
@@ -85,7 +94,7 @@ local lasting = {KEYS[1], KEYS[3]}
 if s[1] == ARGV[3] then
   redis.call('ZADD', KEYS[4], ARGV[7], ARGV[5])
   lasting[#lasting + 1] = KEYS[4]
-  lasting[#lasting + 1] = KEYS[7]
+  lasting[#lasting + 1] = KEYS[6]
 else
   index_add(KEYS[4], ARGV[7], ARGV[5], ARGV[8])
 end
@@ -94,13 +103,13 @@ if not s[4] or tonumber(s[4]) < tonumber(ARGV[8]) then
   extend_to(kept, lasting)
   redis.call('HSET', KEYS[1], SESSION_FIELD.kept, kept)
 end
-if ARGV[15] ~= '' then index_add(KEYS[11], ARGV[7], ARGV[5], ARGV[8]) end
+if kind_key then index_add(kind_key, ARGV[7], ARGV[5], ARGV[8]) end
 if ARGV[16] ~= ARGV[3] then
-  index_add(KEYS[13], ARGV[7], ARGV[5], ARGV[8])
-  index_add(KEYS[14], ARGV[7], ARGV[5], ARGV[8])
+  index_add(KEYS[executor_keys], ARGV[7], ARGV[5], ARGV[8])
+  index_add(KEYS[executor_keys + 1], ARGV[7], ARGV[5], ARGV[8])
 end
 redis.call('PEXPIREAT', KEYS[2], ARGV[8])
-wake(KEYS[6], WAKE_KIND.task, ARGV[5], ARGV[12], 1, {ARGV[9]})
+wake(KEYS[5], WAKE_KIND.task, ARGV[5], ARGV[12], 1, {ARGV[9]})
 local body = ARGV[17]
 if body == '' then body = ARGV[6] end
-return idem_done(KEYS[5], ARGV[1], ARGV[2], body, {'ok', id})
+return idem_done(idem_key, ARGV[1], ARGV[2], body, {'ok', id})
