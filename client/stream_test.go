@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
@@ -195,8 +193,7 @@ func TestStreamEndsOnFinalErrors(t *testing.T) {
 			tr := http.DefaultTransport.(*http.Transport).Clone()
 			t.Cleanup(tr.CloseIdleConnections)
 			c2 := client.New(lb.URL, "tok", client.WithHTTPClient(&http.Client{Transport: tr}))
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
+			ctx := testContext(t)
 			var errs []error
 			for ev, err := range c2.StreamSessionEvents(ctx, "ses_1", "") {
 				if err == nil {
