@@ -120,12 +120,8 @@ func TestRecordsAreNotReadForNothing(t *testing.T) {
 
 	// Ten large tasks, all completed: a list of working ones is empty and
 	// reads none of them.
-	for range 10 {
-		tk, err := alice.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: big[:100<<10]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := alice.Complete(ctx, tk.TaskID, nil); err != nil {
+	for _, id := range apptest.StartTasksLike(t, ctx, alice, client.CreateTaskInput{SessionID: ses.SessionID, Input: big[:100<<10]}, 10) {
+		if _, err := alice.Complete(ctx, id, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -215,15 +211,7 @@ func TestSessionCancelRunsInBatchesAndResumes(t *testing.T) {
 	const n = 100
 	open := func() (*client.Session, []string) {
 		ses := apptest.Session(t, ctx, cl)
-		var taskIDs []string
-		for range n {
-			tk, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: ses.SessionID, Input: strings.Repeat("i", 2048)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			taskIDs = append(taskIDs, tk.TaskID)
-		}
-		return ses, taskIDs
+		return ses, apptest.StartTasksLike(t, ctx, cl, client.CreateTaskInput{SessionID: ses.SessionID, Input: strings.Repeat("i", 2048)}, n)
 	}
 
 	ses, taskIDs := open()

@@ -233,9 +233,16 @@ func sessionWithTask(t testing.TB, ctx context.Context, cl *client.Client, ses c
 // returns their ids, in the order they started.
 func StartTasks(t testing.TB, ctx context.Context, cl *client.Client, sessionID string, n int) []string {
 	t.Helper()
+	return StartTasksLike(t, ctx, cl, client.CreateTaskInput{SessionID: sessionID}, n)
+}
+
+// StartTasksLike starts n tasks as cl, each from in (its SessionID says
+// where), or fails the test; it returns their ids, in the order they started.
+func StartTasksLike(t testing.TB, ctx context.Context, cl *client.Client, in client.CreateTaskInput, n int) []string {
+	t.Helper()
 	ids := make([]string, 0, n)
 	for range n {
-		task, err := cl.CreateTask(ctx, client.CreateTaskInput{SessionID: sessionID})
+		task, err := cl.CreateTask(ctx, in)
 		if err != nil {
 			t.Fatalf("CreateTask: %v", err)
 		}
