@@ -159,7 +159,7 @@ func TestSigninFlow(t *testing.T) {
 			if err != nil || len(evs.Events) != 1 || !strings.Contains(string(evs.Events[0].Data), state) {
 				t.Fatalf("authorization.required does not show the URL: %+v %v", evs, err)
 			}
-			scanClear(t, storetest.Redis(t, e.sc), e.sc, state)
+			scanClear(t, e.srv, state)
 			if strings.Contains(e.srv.Logs.String(), state) {
 				t.Fatal("the attempt token is in the logs")
 			}
@@ -236,8 +236,8 @@ func scanForSecrets(t *testing.T, e *signinEnv, taskID string, secrets []string)
 	resp.Body.Close()
 	places = append(places, string(m))
 
-	for key, values := range redisValues(t, storetest.Redis(t, e.sc), e.sc.Prefix) {
-		places = append(append(places, key), values...)
+	for key, value := range e.srv.Stored(t) {
+		places = append(places, key, value)
 	}
 	for _, s := range secrets {
 		for _, p := range places {

@@ -137,7 +137,7 @@ func TestStoredSecretsSealed(t *testing.T) {
 	postSigned(t, srv.URL, s.hookToken, `{"n":1}`, "a signed post")
 	postSigned(t, srv.URL, s.hookToken, `{"n":2}`, "a second signed post")
 	messageDelivered(t, owner, s, "sealed-1")
-	scanClear(t, rdb, sc, hookSecret, s.epSecret, strings.TrimPrefix(s.epSecret, "whsec_"))
+	scanClear(t, srv, hookSecret, s.epSecret, strings.TrimPrefix(s.epSecret, "whsec_"))
 
 	// The old way: both secrets in clear, as stored before they were sealed.
 	var hookCfg, epSecret storedField
@@ -176,65 +176,24 @@ func TestStoredSecretsSealed(t *testing.T) {
 	postSigned(t, other.URL, s.hookToken, `{"n":3}`, "a signed post against a plain stored secret")
 	postSigned(t, other.URL, s.hookToken, `{"n":4}`, "a signed post after the secret was sealed again")
 	messageDelivered(t, owner, s, "plain-then-sealed")
-	scanClear(t, rdb, sc, hookSecret, s.epSecret, strings.TrimPrefix(s.epSecret, "whsec_"))
+	scanClear(t, srv, hookSecret, s.epSecret, strings.TrimPrefix(s.epSecret, "whsec_"))
 }
 
-// scanClear fails when any value of the test's keys holds a secret.
-func scanClear(t *testing.T, rdb *redis.Client, sc store.Config, secrets ...string) {
+// scanClear fails when any value of the server's keys holds a secret, or
+// when the server keeps no key at all.
+func scanClear(t *testing.T, srv *apptest.Server, secrets ...string) {
 	t.Helper()
-	for key, values := range redisValues(t, rdb, sc.Prefix) {
-		for _, v := range values {
-			for _, s := range secrets {
-				if strings.Contains(v, s) {
-					t.Fatalf("a secret is in clear under %s", key)
-				}
+	stored := srv.Stored(t)
+	if len(stored) == 0 {
+		t.Fatal("the server keeps no key")
+	}
+	for key, value := range stored {
+		for _, s := range secrets {
+			if strings.Contains(value, s) {
+				t.Fatalf("a secret is in clear under %s", key)
 			}
 		}
 	}
-}
-
-// redisValues reads every key under prefix: its members, fields and values,
-// whatever its type. It fails when the scan fails or finds nothing.
-func redisValues(t *testing.T, rdb *redis.Client, prefix string) map[string][]string {
-	t.Helper()
-	ctx := context.Background()
-	out := map[string][]string{}
-	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		var values []string
-		switch typ, _ := rdb.Type(ctx, key).Result(); typ {
-		case "string":
-			v, _ := rdb.Get(ctx, key).Result()
-			values = append(values, v)
-		case "hash":
-			v, _ := rdb.HGetAll(ctx, key).Result()
-			for f, x := range v {
-				values = append(values, f, x)
-			}
-		case "stream":
-			v, _ := rdb.XRange(ctx, key, "-", "+").Result()
-			for _, m := range v {
-				for f, x := range m.Values {
-					values = append(values, f, x.(string))
-				}
-			}
-		case "zset":
-			v, _ := rdb.ZRange(ctx, key, 0, -1).Result()
-			values = append(values, v...)
-		case "set":
-			v, _ := rdb.SMembers(ctx, key).Result()
-			values = append(values, v...)
-		case "list":
-			v, _ := rdb.LRange(ctx, key, 0, -1).Result()
-			values = append(values, v...)
-		}
-		out[key] = values
-	}
-	if err := iter.Err(); err != nil || len(out) == 0 {
-		t.Fatalf("scan: %d keys, %v", len(out), err)
-	}
-	return out
 }
 
 // A create that registers an endpoint, repeated with its Idempotency-Key,
@@ -278,5 +237,5 @@ func TestEndpointSecretReplaySealed(t *testing.T) {
 	for _, s := range []string{first.Notify[0].Secret, task.Notify[0].Secret, added.Secret} {
 		secrets = append(secrets, s, strings.TrimPrefix(s, "whsec_"))
 	}
-	scanClear(t, storetest.Redis(t, sc), sc, secrets...)
+	scanClear(t, srv, secrets...)
 }

@@ -210,7 +210,7 @@ func TestSlackEndpointPostsTheSignin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scanClear(t, storetest.Redis(t, e.sc), e.sc, u.Query().Get("state"))
+	scanClear(t, e.srv, u.Query().Get("state"))
 
 	if status, loc := e.visit(t, e.prov.Approve(t, link)); status != http.StatusSeeOther || !strings.Contains(loc, "outcome=authorized") {
 		t.Fatalf("the link in Slack: %d %q", status, loc)

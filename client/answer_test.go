@@ -12,7 +12,6 @@ import (
 	"github.com/taskhook/taskhook/app"
 	"github.com/taskhook/taskhook/app/apptest"
 	"github.com/taskhook/taskhook/client"
-	"github.com/taskhook/taskhook/store/storetest"
 )
 
 // noAuthTransport counts requests to answer URLs that carry an
@@ -366,7 +365,7 @@ func TestAnswerTokensNotInRedis(t *testing.T) {
 		for _, u := range urls {
 			tokens = append(tokens, u[strings.LastIndexByte(u, '/')+1:])
 		}
-		values := storetest.Dump(t, srv.App.Store.RDB, sc.Prefix)
+		values := srv.Stored(t)
 		if len(values) < 8 {
 			t.Fatalf("only %d keys under the prefix: %v", len(values), values)
 		}

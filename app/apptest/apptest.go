@@ -140,6 +140,13 @@ func (s *Server) Stop(t testing.TB) {
 	}
 }
 
+// Stored is every key the server keeps under its store's prefix, with what
+// it holds as text (storetest.Dump): for tests that check what Redis keeps.
+func (s *Server) Stored(t testing.TB) map[string]string {
+	t.Helper()
+	return storetest.Dump(t, s.App.Store.RDB, s.Store.Prefix)
+}
+
 // Token is a valid bearer token for subject.
 func Token(t testing.TB, subject string, scopes ...string) string {
 	t.Helper()
