@@ -48,11 +48,7 @@ type member struct {
 // {Undo(older, newer)})[0] is older.
 func Undo(older, newer []byte) ([]byte, error) {
 	var oldRoom, curRoom [24]member
-	old, err := membersInto(oldRoom[:0], older)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := membersInto(curRoom[:0], newer)
+	old, cur, err := both(oldRoom[:0], older, curRoom[:0], newer)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +83,15 @@ func Undo(older, newer []byte) ([]byte, error) {
 		b = appendMember(b, member{[]byte(removed), append(list, ']')})
 	}
 	return append(b, '}'), nil
+}
+
+// both is the members of older and of newer, appended to the room given
+// for each.
+func both(oldRoom []member, older []byte, curRoom []member, newer []byte) (old, cur []member, err error) {
+	if old, err = membersInto(oldRoom, older); err == nil {
+		cur, err = membersInto(curRoom, newer)
+	}
+	return old, cur, err
 }
 
 // find is the value of the member of ms called name, searched from *from
