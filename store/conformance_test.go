@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/taskhook/taskhook/ids"
 	"github.com/taskhook/taskhook/metrics"
 	"github.com/taskhook/taskhook/paging"
+	"github.com/taskhook/taskhook/snapdelta"
 	"github.com/taskhook/taskhook/store"
 	"github.com/taskhook/taskhook/store/storetest"
 	"github.com/taskhook/taskhook/waits"
@@ -158,6 +160,51 @@ func TestTaskWritesCompareAndSet(t *testing.T) {
 		}
 		if r := f.apply(t, ids.New(ids.TaskPrefix, f.part), 1, idem.Key{}, `{}`); r.Outcome != store.Missing {
 			t.Fatalf("missing task: %+v", r)
+		}
+	})
+}
+
+// A change sent as edits of the stored snapshot writes the new one byte for
+// byte, a task event routed out carrying it whole; edits made for other
+// bytes than the hash holds, at the right revision, are a conflict that
+// writes nothing.
+func TestTaskChangeSentAsEdits(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		id, _ := f.createTask(t, "alice", idem.Key{})
+		older := []byte(`{"rev":1}`)
+		newer := []byte(`{"rev":2,"statusMessage":"working on it, \"quoted\" and }"}`)
+		edits, err := snapdelta.Edits(older, newer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// JSON, which goes when the edits are not shorter, is not the new
+		// snapshot: only the edits write it.
+		apply := func(edits []byte, expect int64) store.Result {
+			res, err := s.ApplyTask(ctx, store.TaskUpdate{
+				LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
+				ID:       id, SessionID: f.session, ExpectRevision: expect, OldStatus: "working", Status: "working",
+				JSON: append(newer, make([]byte, 64)...), Edits: edits, Events: []store.TaskEvent{{JSON: []byte(`{"type":"task.progress"}`)}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		if res := apply(edits, 1); res.Outcome != store.OK {
+			t.Fatalf("apply edits: %+v", res)
+		}
+		raw, err := s.GetJSON(ctx, s.Keys.Task(f.part, id))
+		if err != nil || !bytes.Equal(raw, newer) {
+			t.Fatalf("after the edits the task is %s (%v), want %s", raw, err, newer)
+		}
+		// The same edits again, at the revision the hash is at now: made
+		// for the bytes of revision 1, not these.
+		if res := apply(edits, 2); res.Outcome != store.Conflict || !bytes.Equal(res.Current, newer) {
+			t.Fatalf("edits for other bytes: %+v", res)
+		}
+		if raw, _ := s.GetJSON(ctx, s.Keys.Task(f.part, id)); !bytes.Equal(raw, newer) {
+			t.Fatalf("edits for other bytes wrote %s", raw)
 		}
 	})
 }

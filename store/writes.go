@@ -294,6 +294,7 @@ type TaskUpdate struct {
 	Status         string
 	Ends           bool // the change ends the task (the state machine says its status becomes terminal)
 	JSON           []byte
+	Edits          []byte // what takes the task at ExpectRevision to JSON (snapdelta.Edits), sent in its place when shorter
 	Undo           []byte // what takes JSON back to the task at ExpectRevision (snapdelta.Undo)
 	Events         []TaskEvent
 	AnswerTokens   []AnswerToken // the answer tokens of the requests this change adds
@@ -321,7 +322,8 @@ type AnswerToken struct {
 }
 
 // ApplyTask writes a change if the task is still at ExpectRevision. It
-// gives task_apply only the keys the change writes: the status indexes
+// sends the new snapshot as Edits when they are shorter, and gives
+// task_apply only the keys the change writes: the status indexes
 // when the status changes, the executor's when the executor is not the
 // owner, an idempotency key when the caller gave one. Every key costs bytes
 // on the wire, and most commands (progress, messages) move no index.
@@ -352,7 +354,11 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 		}
 	}
 	args := make([]any, 0, 14+2*len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
-	args = append(args, idemHash, idemArg, w.ExpectRevision, w.Status, w.JSON,
+	snapshot := w.JSON
+	if len(w.Edits) > 0 && len(w.Edits) < len(w.JSON) {
+		snapshot = w.Edits
+	}
+	args = append(args, idemHash, idemArg, w.ExpectRevision, w.Status, snapshot,
 		w.minID(), w.ID, w.SessionID, w.Undo, flag(w.Ends), len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e.JSON, e.cut())

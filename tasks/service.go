@@ -567,6 +567,10 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 		if err != nil {
 			return idem.Reply{}, err
 		}
+		edits, err := snapdelta.Edits(raw, next)
+		if err != nil {
+			return idem.Reply{}, err
+		}
 		evs := make([]store.TaskEvent, len(change.Events))
 		for i, e := range change.Events {
 			if evs[i], err = storedEvent(change.Task, now, e); err != nil {
@@ -577,7 +581,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			LogWrite: store.LogWrite{Partition: part, Now: now, Retention: s.cfg.MaxTTL, Idem: key},
 			ID:       id, SessionID: t.SessionID, ExpectRevision: t.Revision,
 			Status: string(change.Task.Status), Ends: change.Task.Status.Terminal() && !t.Status.Terminal(),
-			JSON: next, Undo: undo, Events: evs,
+			JSON: next, Edits: edits, Undo: undo, Events: evs,
 			AnswerTokens: tokens, SigninAttempts: attempts,
 			ExpiresAt: expiresAt(change.Task, now, s.cfg.MaxTTL),
 			Owner:     t.Owner, Executor: t.Executor, OldStatus: string(t.Status),

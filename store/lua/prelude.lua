@@ -157,6 +157,31 @@ local function whole_event(ev, cut, snapshot, session)
 end
 
 
+-- A command sends a task's new snapshot whole, or, when that is shorter,
+-- as the edits that take the snapshot the task hash holds to it
+-- (snapdelta.Edits, which says their form): '=', the first 16 hex digits
+-- of the SHA-1 of the snapshot they were made for, ';', then each edit as
+-- offset, bytes replaced and bytes inserted, ':', and the bytes inserted.
+-- new_snapshot is the new snapshot: given whole, or cur with the edits
+-- given applied; nil when they were made for other bytes than cur.
+local function new_snapshot(given, cur)
+  if string.sub(given, 1, 1) ~= '=' then return given end
+  local base, pos = string.match(given, '^=(%x+);()')
+  if not cur or base ~= string.sub(redis.sha1hex(cur), 1, 16) then return nil end
+  local parts, from = {}, 1
+  while pos <= #given do
+    local at, replaced, inserted, body = string.match(given, '^(%d+),(%d+),(%d+):()', pos)
+    if not body then error('malformed snapshot edits') end
+    at, replaced, inserted = tonumber(at), tonumber(replaced), tonumber(inserted)
+    parts[#parts + 1] = string.sub(cur, from, at)
+    parts[#parts + 1] = string.sub(given, body, body + inserted - 1)
+    from = at + replaced + 1
+    pos = body + inserted
+  end
+  parts[#parts + 1] = string.sub(cur, from)
+  return table.concat(parts)
+end
+
 -- task_log_append adds event id to the task log at key and answers whether
 -- that log is a stream (the older layout), which gets the event whole
 -- (whole(), called only then). stream is what an earlier append of the same

@@ -18,7 +18,9 @@
 -- ARGV[1] idempotency body hash, or IDEM.task_record for a command id the
 --         server made, recorded in the task hash
 -- ARGV[2] idempotency ttl ms, or that command id
--- ARGV[3] expected revision   ARGV[4] new status   ARGV[5] new task json
+-- ARGV[3] expected revision   ARGV[4] new status
+-- ARGV[5] the new task json, whole or as edits of the current one (see
+--         new_snapshot in the prelude)
 -- ARGV[6] log min id   ARGV[7] task id   ARGV[8] session id
 -- ARGV[9] the undo that takes the new task json back to the current one
 -- ARGV[10] '1' when the change ends the task (the state machine decided:
@@ -39,15 +41,19 @@ if not recorded then
 end
 local r = idem_replay(idem_key, ARGV[1])
 if r then return r end
--- The task's json is read only for a conflict: the change replaces it.
 local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints, 'executor',
-  RECORD_FIELD.commands, RECORD_FIELD.log)
+  RECORD_FIELD.commands, RECORD_FIELD.log, 'json')
 if not cur[1] then return {'not_found'} end
 if recorded then
   r = command_replay(cur[6], ARGV[2])
   if r then return r end
 end
-if cur[1] ~= ARGV[3] then return {'conflict', redis.call('HGET', KEYS[1], 'json')} end
+if cur[1] ~= ARGV[3] then return {'conflict', cur[8]} end
+-- Edits made for other bytes than the hash holds (which the revision
+-- matching rules out) are answered as a conflict: the caller computes the
+-- change again from what is there.
+local json = new_snapshot(ARGV[5], cur[8])
+if not json then return {'conflict', cur[8]} end
 local expire_at = ARGV[12 + 2 * n]
 local rev = tonumber(ARGV[3]) + 1
 local out = {'ok'}
@@ -57,7 +63,7 @@ local stream, id
 local types, added = {}, {}
 for i = 12, 11 + 2 * n, 2 do
   local ev, cut = ARGV[i], ARGV[i + 1]
-  local function whole() return whole_event(ev, cut, ARGV[5], ARGV[8]) end
+  local function whole() return whole_event(ev, cut, json, ARGV[8]) end
   id = append_event(KEYS[3], ARGV[6], id, ev, cut)
   if cur[7] then
     added[#added + 1] = id
@@ -77,7 +83,7 @@ if KEYS[ix] and cur[3] then
   move_status(ARGV[7], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
   if KEYS[ix + 5] then move_executor_status(ARGV[7], cur[5], cur[3], expire_at, KEYS[ix + 5], KEYS[ix + 6]) end
 end
-local fields = {'rev', rev, 'status', ARGV[4], 'json', ARGV[5], RECORD_FIELD.undo .. ARGV[3], ARGV[9]}
+local fields = {'rev', rev, 'status', ARGV[4], 'json', json, RECORD_FIELD.undo .. ARGV[3], ARGV[9]}
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(cur[6], ARGV[2], out)
@@ -85,4 +91,4 @@ end
 if cur[7] and #added > 0 then task_log_keep(fields, cur[7], added, KEYS[2], KEYS[1], expire_at) end
 redis.call('HSET', KEYS[1], unpack(fields))
 wake(KEYS[4], WAKE_KIND.task, ARGV[7], ARGV[8], rev, types)
-return idem_done(idem_key, ARGV[1], ARGV[2], ARGV[5], out)
+return idem_done(idem_key, ARGV[1], ARGV[2], json, out)
