@@ -262,8 +262,8 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 		keys = append(keys, s.Keys.ExecutorTasks(p, executor), s.Keys.ExecutorTasksByStatus(p, executor, wire.StatusWorking))
 	}
 	args := []any{
-		idemHash, idemArg, w.Principal, flag(w.Admin), w.ID, w.JSON, ms(w.Now),
-		ms(w.ExpiresAt), w.Event, w.minID(), TaskEvent{Cut: w.EventCut}.cut(), w.SessionID,
+		idemHash, idemArg, w.Principal, flag(w.Admin), w.JSON, ms(w.Now),
+		ms(w.ExpiresAt), w.Event, w.minID(), TaskEvent{Cut: w.EventCut}.cut(),
 		w.MaxLive, w.Requester, w.Kind, executor,
 	}
 	args = append(args, w.Endpoints.args()...)
@@ -353,13 +353,13 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 				s.Keys.ExecutorTasksByStatus(p, executor, w.Status))
 		}
 	}
-	args := make([]any, 0, 14+2*len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
+	args := make([]any, 0, 10+2*len(w.Events)+len(w.AnswerTokens)+len(w.SigninAttempts))
 	snapshot := w.JSON
 	if len(w.Edits) > 0 && len(w.Edits) < len(w.JSON) {
 		snapshot = w.Edits
 	}
 	args = append(args, idemHash, idemArg, w.ExpectRevision, w.Status, snapshot,
-		w.minID(), w.ID, w.SessionID, w.Undo, flag(w.Ends), len(w.Events))
+		w.minID(), w.Undo, flag(w.Ends), len(w.Events))
 	for _, e := range w.Events {
 		args = append(args, e.JSON, e.cut())
 	}

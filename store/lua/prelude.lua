@@ -16,6 +16,13 @@ local function owned(owner, principal, admin)
   return (principal ~= '' and owner == principal) or admin == '1'
 end
 
+-- id_of is the id a record's key ends with (store.Keys): what follows its
+-- last colon, since no id holds one. A script given a record's key reads
+-- its id from it rather than being sent it again.
+local function id_of(key)
+  return string.match(key, '([^:]+)$')
+end
+
 -- tool_visible is who may see a published tool, and call it: its executor,
 -- anyone when open is '1', else a principal that indexed names (the tool
 -- hash's TOOL_FIELD.indexed: a JSON array of its callers and its executor).

@@ -21,19 +21,22 @@
 -- ARGV[3] expected revision   ARGV[4] new status
 -- ARGV[5] the new task json, whole or as edits of the current one (see
 --         new_snapshot in the prelude)
--- ARGV[6] log min id   ARGV[7] task id   ARGV[8] session id
--- ARGV[9] the undo that takes the new task json back to the current one
--- ARGV[10] '1' when the change ends the task (the state machine decided:
+-- ARGV[6] log min id
+-- ARGV[7] the undo that takes the new task json back to the current one
+-- ARGV[8] '1' when the change ends the task (the state machine decided:
 --          its status becomes terminal), so it leaves the session's live tasks
--- ARGV[11] n, the number of events
--- ARGV[12..11+2n] two per event, in order: its json with the new task json
+-- ARGV[9] n, the number of events
+-- ARGV[10..9+2n] two per event, in order: its json with the new task json
 --         cut out, and where it was cut ('' for an event that carries none)
--- ARGV[12+2n] the task's expire-at ms (the answer token keys end with it)
--- ARGV[13+2n..12+2n+m] the value of each answer token and attempt key, in KEYS order
+-- ARGV[10+2n] the task's expire-at ms (the answer token keys end with it)
+-- ARGV[11+2n..10+2n+m] the value of each answer token and attempt key, in KEYS order
+-- The task's id and its session's are read from the keys of their hashes
+-- (id_of).
 -- Returns {'ok', eventId...} | {'replay', body} | {'idem_conflict'}
 --       | {'not_found'} | {'conflict', current task json}
-local n = tonumber(ARGV[11])
-local m = #ARGV - 12 - 2 * n
+local n = tonumber(ARGV[9])
+local task_id, session_id = id_of(KEYS[1]), id_of(KEYS[5])
+local m = #ARGV - 10 - 2 * n
 local recorded = ARGV[1] == IDEM.task_record
 local idem_key, ix = KEYS[1], 7 + m
 if not recorded then
@@ -54,41 +57,41 @@ if cur[1] ~= ARGV[3] then return {'conflict', cur[8]} end
 -- change again from what is there.
 local json = new_snapshot(ARGV[5], cur[8])
 if not json then return {'conflict', cur[8]} end
-local expire_at = ARGV[12 + 2 * n]
+local expire_at = ARGV[10 + 2 * n]
 local rev = tonumber(ARGV[3]) + 1
 local out = {'ok'}
 local eps = endpoints_of({{OUTBOX_SCOPE.task, cur[4]},
   {OUTBOX_SCOPE.session, redis.call('HGET', KEYS[5], RECORD_FIELD.endpoints)}})
 local stream, id
 local types, added = {}, {}
-for i = 12, 11 + 2 * n, 2 do
+for i = 10, 9 + 2 * n, 2 do
   local ev, cut = ARGV[i], ARGV[i + 1]
-  local function whole() return whole_event(ev, cut, json, ARGV[8]) end
+  local function whole() return whole_event(ev, cut, json, session_id) end
   id = append_event(KEYS[3], ARGV[6], id, ev, cut)
   if cur[7] then
     added[#added + 1] = id
   else
     stream = task_log_append(KEYS[2], id, whole, stream)
   end
-  if #eps > 0 then route(KEYS[6], eps, ARGV[8], ARGV[7], id, whole()) end
+  if #eps > 0 then route(KEYS[6], eps, session_id, task_id, id, whole()) end
   out[#out + 1] = id
   types[#types + 1] = ev
 end
 for k = 7, 6 + m do
-  redis.call('SET', KEYS[k], ARGV[12 + 2 * n + k - 6], 'PXAT', expire_at)
+  redis.call('SET', KEYS[k], ARGV[10 + 2 * n + k - 6], 'PXAT', expire_at)
 end
 -- The status indexes the caller gave are the ones the task moves between.
 if KEYS[ix] and cur[3] then
-  if ARGV[10] == '1' then redis.call('ZREM', KEYS[ix], ARGV[7]) end
-  move_status(ARGV[7], cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
-  if KEYS[ix + 5] then move_executor_status(ARGV[7], cur[5], cur[3], expire_at, KEYS[ix + 5], KEYS[ix + 6]) end
+  if ARGV[8] == '1' then redis.call('ZREM', KEYS[ix], task_id) end
+  move_status(task_id, cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
+  if KEYS[ix + 5] then move_executor_status(task_id, cur[5], cur[3], expire_at, KEYS[ix + 5], KEYS[ix + 6]) end
 end
-local fields = {'rev', rev, 'status', ARGV[4], 'json', json, RECORD_FIELD.undo .. ARGV[3], ARGV[9]}
+local fields = {'rev', rev, 'status', ARGV[4], 'json', json, RECORD_FIELD.undo .. ARGV[3], ARGV[7]}
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(cur[6], ARGV[2], out)
 end
 if cur[7] and #added > 0 then task_log_keep(fields, cur[7], added, KEYS[2], KEYS[1], expire_at) end
 redis.call('HSET', KEYS[1], unpack(fields))
-wake(KEYS[4], WAKE_KIND.task, ARGV[7], ARGV[8], rev, types)
+wake(KEYS[4], WAKE_KIND.task, task_id, session_id, rev, types)
 return idem_done(idem_key, ARGV[1], ARGV[2], json, out)

@@ -16,26 +16,29 @@
 --         server made, recorded in the task hash
 -- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
--- ARGV[5] task id   ARGV[6] task json   ARGV[7] now ms   ARGV[8] expire-at ms
--- ARGV[9] the task.created event's json with the task json cut out   ARGV[10] log min id
--- ARGV[11] where the event was cut
--- ARGV[12] session id   ARGV[13] most live tasks a session may hold ('0': no limit)
--- ARGV[14] requester   ARGV[15] kind ('' for none)
--- ARGV[16] executor (the principal when it is the owner)
--- ARGV[17] the response to keep for a repeat ('' for the task json: it
+-- ARGV[5] task json   ARGV[6] now ms   ARGV[7] expire-at ms
+-- ARGV[8] the task.created event's json with the task json cut out   ARGV[9] log min id
+-- ARGV[10] where the event was cut
+-- ARGV[11] most live tasks a session may hold ('0': no limit)
+-- ARGV[12] requester   ARGV[13] kind ('' for none)
+-- ARGV[14] executor (the principal when it is the owner)
+-- ARGV[15] the response to keep for a repeat ('' for the task json: it
 --          differs when the response shows new endpoints' secrets)
--- ARGV[18] the task's notification endpoint list ('' for none)
--- ARGV[19..] endpoint id, secret, for each endpoint of that list
+-- ARGV[16] the task's notification endpoint list ('' for none)
+-- ARGV[17..] endpoint id, secret, for each endpoint of that list
+-- The task's id and its session's are read from the keys of their hashes
+-- (id_of).
 -- Returns {'ok', eventId} | {'replay', body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'} | {'exists'}
 --       | {'too_many_tasks', live}
 local recorded = ARGV[1] == IDEM.task_record
+local task_id, session_id = id_of(KEYS[2]), id_of(KEYS[1])
 local idem_key, ix = KEYS[2], 11
 if not recorded then
   idem_key, ix = KEYS[ix], ix + 1
 end
 local kind_key, executor_keys = nil, ix
-if ARGV[15] ~= '' then
+if ARGV[13] ~= '' then
   kind_key, executor_keys = KEYS[ix], ix + 1
 end
 local r = idem_replay(idem_key, ARGV[1])
@@ -49,39 +52,39 @@ local s = redis.call('HMGET', KEYS[1], 'owner', 'status', RECORD_FIELD.endpoints
 if not owned(s[1], ARGV[3], ARGV[4]) then return {'session_not_found'} end
 if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
 if t[1] then return {'exists'} end
-local max_live = tonumber(ARGV[13])
+local max_live = tonumber(ARGV[11])
 if max_live > 0 then
-  local live = redis.call('ZCOUNT', KEYS[7], '(' .. ARGV[7], '+inf')
+  local live = redis.call('ZCOUNT', KEYS[7], '(' .. ARGV[6], '+inf')
   if live >= max_live then return {'too_many_tasks', live} end
 end
 
-local id = append_event(KEYS[3], ARGV[10], nil, ARGV[9], ARGV[11])
-local fields = {'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[6], 'owner', ARGV[3],
-  'requester', ARGV[14], 'kind', ARGV[15], 'created', ARGV[7], RECORD_FIELD.log, log_member(id)}
+local id = append_event(KEYS[3], ARGV[9], nil, ARGV[8], ARGV[10])
+local fields = {'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[5], 'owner', ARGV[3],
+  'requester', ARGV[12], 'kind', ARGV[13], 'created', ARGV[6], RECORD_FIELD.log, log_member(id)}
 -- The executor field is written only when it is not the owner: a task
 -- without one is executed by its owner, as most are.
-if ARGV[16] ~= ARGV[3] then
+if ARGV[14] ~= ARGV[3] then
   fields[#fields + 1] = 'executor'
-  fields[#fields + 1] = ARGV[16]
+  fields[#fields + 1] = ARGV[14]
 end
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(nil, ARGV[2], {'ok', id})
 end
 redis.call('HSET', KEYS[2], unpack(fields))
-save_endpoints(KEYS[2], ARGV[18], {unpack(ARGV, 19)})
-local eps = endpoints_of({{OUTBOX_SCOPE.task, ARGV[18]}, {OUTBOX_SCOPE.session, s[3]}})
-if #eps > 0 then route(KEYS[10], eps, ARGV[12], ARGV[5], id, whole_event(ARGV[9], ARGV[11], ARGV[6], ARGV[12])) end
+save_endpoints(KEYS[2], ARGV[16], {unpack(ARGV, 17)})
+local eps = endpoints_of({{OUTBOX_SCOPE.task, ARGV[16]}, {OUTBOX_SCOPE.session, s[3]}})
+if #eps > 0 then route(KEYS[10], eps, session_id, task_id, id, whole_event(ARGV[8], ARGV[10], ARGV[5], session_id)) end
 -- The live tasks that expired without an end are taken out of the live
 -- index on one create in 16 (by the new id's last character, which is
 -- random): reads and counts pass over them anyway (their score, the expiry,
 -- is past), so this only bounds what they hold.
-if string.byte(ARGV[5], -1) % 16 == 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[7], 0, ARGV[7])
+if string.byte(task_id, -1) % 16 == 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[7], 0, ARGV[6])
 end
-index_add(KEYS[7], ARGV[8], ARGV[5], ARGV[8])
-index_add(KEYS[8], ARGV[7], ARGV[5], ARGV[8])
-index_add(KEYS[9], ARGV[7], ARGV[5], ARGV[8])
+index_add(KEYS[7], ARGV[7], task_id, ARGV[7])
+index_add(KEYS[8], ARGV[6], task_id, ARGV[7])
+index_add(KEYS[9], ARGV[6], task_id, ARGV[7])
 -- The keys no script empties live at least as long as the task: the
 -- session and its log, and, when the caller owns the session, the caller's
 -- index of tasks and of sessions. (A session's tasks are listed from its
@@ -92,24 +95,24 @@ index_add(KEYS[9], ARGV[7], ARGV[5], ARGV[8])
 -- a session of another's is an index as index_add keeps them.
 local lasting = {KEYS[1], KEYS[3]}
 if s[1] == ARGV[3] then
-  redis.call('ZADD', KEYS[4], ARGV[7], ARGV[5])
+  redis.call('ZADD', KEYS[4], ARGV[6], task_id)
   lasting[#lasting + 1] = KEYS[4]
   lasting[#lasting + 1] = KEYS[6]
 else
-  index_add(KEYS[4], ARGV[7], ARGV[5], ARGV[8])
+  index_add(KEYS[4], ARGV[6], task_id, ARGV[7])
 end
-if not s[4] or tonumber(s[4]) < tonumber(ARGV[8]) then
-  local kept = tonumber(ARGV[8]) + KEPT_SLACK_MS
+if not s[4] or tonumber(s[4]) < tonumber(ARGV[7]) then
+  local kept = tonumber(ARGV[7]) + KEPT_SLACK_MS
   extend_to(kept, lasting)
   redis.call('HSET', KEYS[1], SESSION_FIELD.kept, kept)
 end
-if kind_key then index_add(kind_key, ARGV[7], ARGV[5], ARGV[8]) end
-if ARGV[16] ~= ARGV[3] then
-  index_add(KEYS[executor_keys], ARGV[7], ARGV[5], ARGV[8])
-  index_add(KEYS[executor_keys + 1], ARGV[7], ARGV[5], ARGV[8])
+if kind_key then index_add(kind_key, ARGV[6], task_id, ARGV[7]) end
+if ARGV[14] ~= ARGV[3] then
+  index_add(KEYS[executor_keys], ARGV[6], task_id, ARGV[7])
+  index_add(KEYS[executor_keys + 1], ARGV[6], task_id, ARGV[7])
 end
-redis.call('PEXPIREAT', KEYS[2], ARGV[8])
-wake(KEYS[5], WAKE_KIND.task, ARGV[5], ARGV[12], 1, {ARGV[9]})
-local body = ARGV[17]
-if body == '' then body = ARGV[6] end
+redis.call('PEXPIREAT', KEYS[2], ARGV[7])
+wake(KEYS[5], WAKE_KIND.task, task_id, session_id, 1, {ARGV[8]})
+local body = ARGV[15]
+if body == '' then body = ARGV[5] end
 return idem_done(idem_key, ARGV[1], ARGV[2], body, {'ok', id})
