@@ -209,6 +209,54 @@ func TestTaskChangeSentAsEdits(t *testing.T) {
 	})
 }
 
+// A task's hash names its requester, executor and kind only when they are
+// not its owner or none, as most tasks' are not; each party may read it.
+func TestTaskHashKeepsOnlyThePartiesThatDiffer(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		create := func(requester, executor, kind string) string {
+			id := ids.New(ids.TaskPrefix, f.part)
+			res, err := s.CreateTask(ctx, store.TaskCreate{
+				LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour},
+				NewRecord: store.NewRecord{ID: id, JSON: []byte(`{"rev":1}`), Event: []byte(`{"type":"task.created"}`), ExpiresAt: f.now.Add(time.Hour)},
+				SessionID: f.session, Principal: "alice", Requester: requester, Executor: executor, Kind: kind,
+			})
+			if err != nil || res.Outcome != store.OK {
+				t.Fatalf("create: %+v %v", res, err)
+			}
+			return id
+		}
+		fields := func(id string) []string {
+			keys, err := s.RDB.HKeys(ctx, s.Keys.Task(f.part, id)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(keys)
+			return keys
+		}
+		own := create("alice", "alice", "")
+		for _, name := range []string{"requester", "executor", "kind"} {
+			if slices.Contains(fields(own), name) {
+				t.Errorf("a task its owner requests and executes, of no kind, keeps %q: %q", name, fields(own))
+			}
+		}
+		other := create("bob", "carol", "deploy")
+		for _, name := range []string{"requester", "executor", "kind"} {
+			if !slices.Contains(fields(other), name) {
+				t.Errorf("a task bob requests and carol executes, of a kind, lacks %q: %q", name, fields(other))
+			}
+		}
+		for _, who := range []string{"alice", "bob", "carol"} {
+			if raw, err := s.GetOwned(ctx, s.Keys.Task(f.part, other), who, false, true); err != nil || string(raw) != `{"rev":1}` {
+				t.Errorf("%s reads the task as %s (%v)", who, raw, err)
+			}
+		}
+		if raw, err := s.GetOwned(ctx, s.Keys.Task(f.part, own), "bob", false, true); err == nil {
+			t.Errorf("bob, no party to alice's task, reads it: %s", raw)
+		}
+	})
+}
+
 func TestEventsShareIDsAcrossLogs(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()

@@ -113,8 +113,9 @@ func (k Keys) DefaultSession(p int, owner string) string {
 	return k.Tag(p) + "own:" + digest(owner) + ":defses"
 }
 
-// Task is the task record (a hash: rev, status, json, owner, executor,
-// requester, kind, created).
+// Task is the task record (a hash: rev, status, json, owner, created, and
+// requester, executor and kind, each only when it is not the owner or
+// none).
 func (k Keys) Task(p int, id string) string { return k.Tag(p) + "task:" + id }
 
 // TaskLog is where a task's log (the ids of its events, an index into its

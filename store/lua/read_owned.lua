@@ -3,8 +3,8 @@
 -- small fields kept beside the json, so the answer for somebody else's
 -- record costs what the answer for a missing one costs, whatever the
 -- record's size.
--- KEYS[1] record hash (fields json, owner, and for a task requester and,
---         when it is not the owner, executor)
+-- KEYS[1] record hash (fields json, owner, and for a task requester and
+--         executor, each when it is not the owner)
 -- ARGV[1] principal   ARGV[2] '1' when the principal is an admin
 -- ARGV[3] '1' when the task's requester and executor may read too
 -- ARGV[4] '1' to read the record's notification endpoint list too

@@ -60,12 +60,22 @@ end
 
 local id = append_event(KEYS[3], ARGV[9], nil, ARGV[8], ARGV[10])
 local fields = {'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[5], 'owner', ARGV[3],
-  'requester', ARGV[12], 'kind', ARGV[13], 'created', ARGV[6], RECORD_FIELD.log, log_member(id)}
--- The executor field is written only when it is not the owner: a task
--- without one is executed by its owner, as most are.
+  'created', ARGV[6], RECORD_FIELD.log, log_member(id)}
+-- The requester, executor and kind fields are written only when they say
+-- something: a task without a requester or executor field is requested and
+-- executed by its owner, as most are, and one without a kind has none.
+-- Each field of the hash costs memory for as long as the task is kept.
+if ARGV[12] ~= ARGV[3] then
+  fields[#fields + 1] = 'requester'
+  fields[#fields + 1] = ARGV[12]
+end
 if ARGV[14] ~= ARGV[3] then
   fields[#fields + 1] = 'executor'
   fields[#fields + 1] = ARGV[14]
+end
+if ARGV[13] ~= '' then
+  fields[#fields + 1] = 'kind'
+  fields[#fields + 1] = ARGV[13]
 end
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
