@@ -30,10 +30,15 @@ import (
 // ends with in both.
 func Edits(older, newer []byte) ([]byte, error) {
 	var oldRoom, curRoom [24]member
-	old, cur, err := both(oldRoom[:0], older, curRoom[:0], newer)
+	d, err := readDiff(older, newer, oldRoom[:0], curRoom[:0])
 	if err != nil {
 		return nil, err
 	}
+	return d.edits(), nil
+}
+
+func (d diff) edits() []byte {
+	older, newer, old, cur := d.older, d.newer, d.old, d.cur
 	b := append(append(make([]byte, 0, 128), '='), base(older)...)
 	b = append(b, ';')
 	// from and to are where the bytes after the last member both keep
@@ -69,7 +74,7 @@ func Edits(older, newer []byte) ([]byte, error) {
 		}
 	}
 	gap(len(older), len(newer))
-	return b, nil
+	return b
 }
 
 // base is what names older in its edits.

@@ -9,13 +9,19 @@ import (
 
 // Each revision of a task's life is the one before with its edits applied,
 // byte for byte, and the edits are a small part of the snapshot: what a
-// command sends the store in place of the whole.
+// command sends the store in place of the whole. UndoAndEdits makes the
+// same undo and edits as Undo and Edits.
 func TestEditsTakeEachRevisionForward(t *testing.T) {
 	revs := life(t)
 	for r := 1; r < len(revs); r++ {
 		edits, err := snapdelta.Edits(revs[r-1], revs[r])
 		if err != nil {
 			t.Fatal(err)
+		}
+		undo, _ := snapdelta.Undo(revs[r-1], revs[r])
+		undo2, edits2, err := snapdelta.UndoAndEdits(revs[r-1], revs[r])
+		if err != nil || !bytes.Equal(undo2, undo) || !bytes.Equal(edits2, edits) {
+			t.Errorf("UndoAndEdits to revision %d: %s, %s (%v); Undo %s, Edits %s", r+1, undo2, edits2, err, undo, edits)
 		}
 		got, err := snapdelta.ApplyEdits(revs[r-1], edits)
 		if err != nil || !bytes.Equal(got, revs[r]) {
@@ -73,19 +79,27 @@ func FuzzEdits(f *testing.F) {
 	})
 }
 
-// BenchmarkEdits is the edits a progress report sends, on a task snapshot
-// of the size the side-by-side load writes.
+// BenchmarkEdits is the edits a progress report sends.
 func BenchmarkEdits(b *testing.B) {
-	older := []byte(`{"taskId":"task_07e3qfe80xc0tsg1z7w0ccnnme41","sessionId":"ses_0764cy183p98n94p883yw09dhw1a","owner":"perf","executor":"perf","requester":"perf","status":"working","revision":1,"kind":"perf","input":{"i":76},"inputResponses":[],"createdAt":"2026-12-05T05:13:54.711Z","lastUpdatedAt":"2026-12-05T05:13:54.711Z","ttlMs":604800000,"expiresAt":"2026-12-12T05:13:54.711Z","pollIntervalMs":5000}`)
-	newer := []byte(`{"taskId":"task_07e3qfe80xc0tsg1z7w0ccnnme41","sessionId":"ses_0764cy183p98n94p883yw09dhw1a","owner":"perf","executor":"perf","requester":"perf","status":"working","revision":2,"kind":"perf","input":{"i":76},"statusMessage":"working on it","inputResponses":[],"createdAt":"2026-12-05T05:13:54.711Z","lastUpdatedAt":"2026-12-05T05:13:54.713Z","ttlMs":604800000,"expiresAt":"2026-12-12T05:13:54.711Z","pollIntervalMs":5000}`)
 	b.ReportAllocs()
 	var n int
 	for b.Loop() {
-		edits, err := snapdelta.Edits(older, newer)
+		edits, err := snapdelta.Edits(progress[0], progress[1])
 		if err != nil {
 			b.Fatal(err)
 		}
 		n = len(edits)
 	}
 	b.ReportMetric(float64(n), "bytes/op")
+}
+
+// BenchmarkUndoAndEdits is both, as a task command makes them, each
+// snapshot read once.
+func BenchmarkUndoAndEdits(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := snapdelta.UndoAndEdits(progress[0], progress[1]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

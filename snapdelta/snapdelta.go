@@ -48,10 +48,42 @@ type member struct {
 // {Undo(older, newer)})[0] is older.
 func Undo(older, newer []byte) ([]byte, error) {
 	var oldRoom, curRoom [24]member
-	old, cur, err := both(oldRoom[:0], older, curRoom[:0], newer)
+	d, err := readDiff(older, newer, oldRoom[:0], curRoom[:0])
 	if err != nil {
 		return nil, err
 	}
+	return d.undo(), nil
+}
+
+// UndoAndEdits is Undo and Edits of the same two snapshots, each read once.
+func UndoAndEdits(older, newer []byte) (undo, edits []byte, err error) {
+	var oldRoom, curRoom [24]member
+	d, err := readDiff(older, newer, oldRoom[:0], curRoom[:0])
+	if err != nil {
+		return nil, nil, err
+	}
+	return d.undo(), d.edits(), nil
+}
+
+// diff is two snapshots and their members, read once for what is made of
+// the pair (an undo, edits).
+type diff struct {
+	older, newer []byte
+	old, cur     []member
+}
+
+// readDiff reads the members of older and newer into the room given for
+// each.
+func readDiff(older, newer []byte, oldRoom, curRoom []member) (d diff, err error) {
+	d.older, d.newer = older, newer
+	if d.old, err = membersInto(oldRoom, older); err == nil {
+		d.cur, err = membersInto(curRoom, newer)
+	}
+	return d, err
+}
+
+func (d diff) undo() []byte {
+	old, cur := d.old, d.cur
 	b := append(make([]byte, 0, 128), '{')
 	// Both are in a wire.Task's order, so each search goes on from where
 	// the last one found its member.
@@ -82,16 +114,7 @@ func Undo(older, newer []byte) ([]byte, error) {
 	if list != nil {
 		b = appendMember(b, member{[]byte(removed), append(list, ']')})
 	}
-	return append(b, '}'), nil
-}
-
-// both is the members of older and of newer, appended to the room given
-// for each.
-func both(oldRoom []member, older []byte, curRoom []member, newer []byte) (old, cur []member, err error) {
-	if old, err = membersInto(oldRoom, older); err == nil {
-		cur, err = membersInto(curRoom, newer)
-	}
-	return old, cur, err
+	return append(b, '}')
 }
 
 // find is the value of the member of ms called name, searched from *from

@@ -165,9 +165,8 @@ func TestTaskWritesCompareAndSet(t *testing.T) {
 }
 
 // A change sent as edits of the stored snapshot writes the new one byte for
-// byte, a task event routed out carrying it whole; edits made for other
-// bytes than the hash holds, at the right revision, are a conflict that
-// writes nothing.
+// byte; edits made for other bytes than the hash holds, at the right
+// revision, are a conflict that writes nothing.
 func TestTaskChangeSentAsEdits(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		ctx := context.Background()

@@ -563,11 +563,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 			s.count(cmd.Kind, ErrTooLarge)
 			return idem.Reply{}, &TooLargeError{Size: len(next), Max: s.cfg.MaxTaskBytes}
 		}
-		undo, err := snapdelta.Undo(raw, next)
-		if err != nil {
-			return idem.Reply{}, err
-		}
-		edits, err := snapdelta.Edits(raw, next)
+		undo, edits, err := snapdelta.UndoAndEdits(raw, next)
 		if err != nil {
 			return idem.Reply{}, err
 		}
