@@ -206,7 +206,7 @@ func (s *Store) IngestHook(ctx context.Context, w HookIngest) (IngestResult, err
 	}
 	args := []any{
 		ms(w.Now), w.ProviderEventID, w.RateInterval.Milliseconds(), w.Burst, logMinID(w.Now, w.Retention),
-		w.HookID, w.SessionID, w.TaskID, cmdHash, cmdTTL, w.Event, w.Reseal.Read, w.Reseal.Sealed,
+		flag(w.TaskID != ""), cmdHash, cmdTTL, w.Event, w.Reseal.Read, w.Reseal.Sealed,
 		// The queue entry's fields, after the seq the script gives it.
 		hookFieldAt, w.ReceivedAt, hookFieldMethod, w.Method, hookFieldContentType, w.ContentType,
 		hookFieldHeaders, w.Headers, bodyField, w.Body,

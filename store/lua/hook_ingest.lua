@@ -7,27 +7,28 @@
 -- KEYS[9] the partition's outbox (hook.received goes to endpoints that ask for it)
 -- ARGV[1] now ms   ARGV[2] provider event id ('' for none)
 -- ARGV[3] rate limit emission interval ms ('0': no limit)   ARGV[4] burst
--- ARGV[5] session log min id   ARGV[6] hook id   ARGV[7] session id
--- ARGV[8] the task id of a task's hook ('' for a session's)
--- ARGV[9] command hash ('cmd')   ARGV[10] command record ttl ms
--- ARGV[11] the session log's hook.received event, rendered whole by the
---          caller but for two values only this script knows: the request's
---          id in the hook's queue goes where FILL.queue_id stands, its seq
---          where FILL.seq stands
--- ARGV[12] the hook's config as the caller read it, when its secret is to
---          be sealed again ('' for none)   ARGV[13] the config sealed again
--- ARGV[14..] the queue entry's fields after its seq (name, value ...)
+-- ARGV[5] session log min id   ARGV[6] '1' for a task's hook, '0' for a session's
+-- ARGV[7] command hash ('cmd')   ARGV[8] command record ttl ms
+-- ARGV[9] the session log's hook.received event, rendered whole by the
+--         caller but for two values only this script knows: the request's
+--         id in the hook's queue goes where FILL.queue_id stands, its seq
+--         where FILL.seq stands
+-- ARGV[10] the hook's config as the caller read it, when its secret is to
+--          be sealed again ('' for none)   ARGV[11] the config sealed again
+-- ARGV[12..] the queue entry's fields after its seq (name, value ...)
+-- The hook's id, its session's and its task's are read from the keys of
+-- their hashes (id_of).
 -- Returns {'ok', eventId} | {'duplicate', first eventId} | {'not_found'}
 --       | {'closed', reason} (reason: one of CLOSED)
 --       | {'rate_limited', retry after ms}
-local r = idem_replay(KEYS[8], ARGV[9])
+local r = idem_replay(KEYS[8], ARGV[7])
 if r then return r end
 local now = tonumber(ARGV[1])
-local h = redis.call('HMGET', KEYS[1], 'status', 'exp', 'tat', 'kexp')
+local h = redis.call('HMGET', KEYS[1], 'status', 'exp', 'tat', 'kexp', 'seq')
 if not h[1] then return {'not_found'} end
-local task = nil
-if ARGV[8] ~= '' then task = KEYS[2] end
-local reason = hook_closed_reason(h[1], h[2], now, task, KEYS[3])
+local task, task_id = nil, ''
+if ARGV[6] == '1' then task, task_id = KEYS[2], id_of(KEYS[2]) end
+local reason, task_eps, ses_eps = hook_closed_reason(h[1], h[2], now, task, KEYS[3], RECORD_FIELD.endpoints)
 if reason then return {'closed', reason} end
 
 -- Rate limit (GCRA): tat is the theoretical arrival time of the next request;
@@ -46,17 +47,26 @@ local first = nil
 if ARGV[2] ~= '' then first = redis.call('HGET', KEYS[5], ARGV[2]) end
 
 -- Every check is done; writes start here.
-if ARGV[12] ~= '' then reseal(KEYS[1], HOOK_HASH.config, ARGV[12], ARGV[13]) end
-if tat then redis.call('HSET', KEYS[1], 'tat', string.format('%d', tat)) end
-if first then return {'duplicate', first} end
+if ARGV[10] ~= '' then reseal(KEYS[1], HOOK_HASH.config, ARGV[10], ARGV[11]) end
+local seq = (tonumber(h[5]) or 0) + 1
+local hook = {}
+if tat then hook = {'tat', string.format('%d', tat)} end
+if first then
+  if tat then redis.call('HSET', KEYS[1], unpack(hook)) end
+  return {'duplicate', first}
+end
+hook[#hook + 1] = 'seq'
+hook[#hook + 1] = seq
+redis.call('HSET', KEYS[1], unpack(hook))
 
-local kexp = h[4]
-local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-local id = redis.call('XADD', KEYS[4], '*', HOOK_FIELD.seq, seq, unpack(ARGV, 14))
-redis.call('PEXPIREAT', KEYS[4], kexp)
+-- The queue lives until the hook's kexp, which never changes: it gets that
+-- expiry when it is made, by the first post (seq 1) or by the first group
+-- read (MKSTREAM), and nothing takes the key away before then.
+local id = redis.call('XADD', KEYS[4], '*', HOOK_FIELD.seq, seq, unpack(ARGV, 12))
+if seq == 1 then redis.call('PEXPIREAT', KEYS[4], h[4]) end
 if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[5], ARGV[2], id)
-  redis.call('PEXPIREAT', KEYS[5], kexp)
+  redis.call('PEXPIREAT', KEYS[5], h[4])
 end
 
 -- fill writes value where the event holds marker: a byte no JSON text
@@ -67,10 +77,11 @@ local function fill(ev, marker, value)
   return string.sub(ev, 1, at - 1) .. value .. string.sub(ev, at + #marker)
 end
 
-local ev = fill(fill(ARGV[11], FILL.queue_id, id), FILL.seq, seq)
+local session_id = id_of(KEYS[3])
+local ev = fill(fill(ARGV[9], FILL.queue_id, id), FILL.seq, seq)
 local eid = add_entry(KEYS[6], ARGV[5], nil, 'e', ev)
-local lists = {{OUTBOX_SCOPE.session, redis.call('HGET', KEYS[3], RECORD_FIELD.endpoints)}}
-if task then lists[2] = {OUTBOX_SCOPE.task, redis.call('HGET', task, RECORD_FIELD.endpoints)} end
-route(KEYS[9], endpoints_of(lists), ARGV[7], ARGV[8], eid, ev)
-wake(KEYS[7], WAKE_KIND.hook, ARGV[6], ARGV[7], 0, {ev})
-return idem_done(KEYS[8], ARGV[9], ARGV[10], '', {'ok', id})
+local lists = {{OUTBOX_SCOPE.session, ses_eps}}
+if task then lists[2] = {OUTBOX_SCOPE.task, task_eps} end
+route(KEYS[9], endpoints_of(lists), session_id, task_id, eid, ev)
+wake(KEYS[7], WAKE_KIND.hook, id_of(KEYS[1]), session_id, 0, {ev})
+return idem_done(KEYS[8], ARGV[7], ARGV[8], '', {'ok', id})

@@ -516,6 +516,10 @@ end
 -- CLOSED (closed, expired, task_terminal, session_cancelled). status and exp
 -- are the hook hash's fields; task is the task hash's key, or nil for a hook
 -- of the session only; session is the session hash's key. It only reads.
+-- also names a field of the task and session hashes to read with their
+-- status (nil for none): when the hook is open, it answers that field's
+-- value in each as its second and third values, so a caller that needs it
+-- pays no read of its own.
 -- hook_own_closed_reason is its first part, what the hook's own fields
 -- decide: enough to say a hook is closed, never that it is open.
 local function hook_own_closed_reason(status, exp, now)
@@ -524,15 +528,21 @@ local function hook_own_closed_reason(status, exp, now)
   return nil
 end
 
-local function hook_closed_reason(status, exp, now, task, session)
+local function hook_closed_reason(status, exp, now, task, session, also)
   local own = hook_own_closed_reason(status, exp, now)
   if own then return own end
-  if task then
-    local st = redis.call('HGET', task, 'status')
-    if not st or terminal[st] then return CLOSED.task_terminal end
+  local function read(key)
+    if also then return unpack(redis.call('HMGET', key, 'status', also)) end
+    return redis.call('HGET', key, 'status')
   end
-  local ses = redis.call('HGET', session, 'status')
+  local task_also
+  if task then
+    local st, v = read(task)
+    if not st or terminal[st] then return CLOSED.task_terminal end
+    task_also = v
+  end
+  local ses, ses_also = read(session)
   if not ses then return CLOSED.expired end
   if ses ~= SESSION_STATUS.active then return CLOSED.session_cancelled end
-  return nil
+  return nil, task_also, ses_also
 end
