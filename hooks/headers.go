@@ -28,34 +28,47 @@ var secretHeaders = map[string]bool{
 
 const maxStoredHeaderValue = 1 << 10
 
+// stored is storedHeaders as keptHeaders looks them up: each canonical
+// name, as the server makes every request's names, and the lower-case
+// name an event stores it under.
+var stored = func() [][2]string {
+	out := make([][2]string, len(storedHeaders))
+	for i, name := range storedHeaders {
+		out[i] = [2]string{http.CanonicalHeaderKey(name), strings.ToLower(name)}
+	}
+	return out
+}()
+
 // keptHeaders returns the headers an event stores, by lower-case name: the
 // allowlist and the hook's dedupe header, minus every secret header and the
 // hook's own signature header. Each keeps its first value, cut to 1 KiB.
+// The allowlist's names are made canonical once (stored), not per request.
 func keptHeaders(h http.Header, cfg ingestConfig) map[string]string {
 	out := map[string]string{}
-	never := func(name string) bool {
-		return secretHeaders[name] || (cfg.Verify != nil && cfg.Verify.Header != "" &&
-			http.CanonicalHeaderKey(cfg.Verify.Header) == name)
+	signature := ""
+	if cfg.Verify != nil && cfg.Verify.Header != "" {
+		signature = http.CanonicalHeaderKey(cfg.Verify.Header)
 	}
-	keep := func(name string) {
-		name = http.CanonicalHeaderKey(name)
-		if never(name) {
+	keep := func(name, lower string) {
+		if secretHeaders[name] || name == signature {
 			return
 		}
-		v := h.Get(name)
-		if v == "" {
+		vs := h[name]
+		if len(vs) == 0 || vs[0] == "" {
 			return
 		}
+		v := vs[0]
 		if len(v) > maxStoredHeaderValue {
 			v = v[:maxStoredHeaderValue]
 		}
-		out[strings.ToLower(name)] = v
+		out[lower] = v
 	}
-	for _, name := range storedHeaders {
-		keep(name)
+	for _, name := range stored {
+		keep(name[0], name[1])
 	}
 	if cfg.DedupeHeader != "" {
-		keep(cfg.DedupeHeader)
+		name := http.CanonicalHeaderKey(cfg.DedupeHeader)
+		keep(name, strings.ToLower(name))
 	}
 	return out
 }
