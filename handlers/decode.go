@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -118,10 +119,33 @@ func writeReplayable(w http.ResponseWriter, status int, raw []byte, replayed boo
 	writeRaw(w, status, raw)
 }
 
-// setLocation points Location at the record a create answered with.
-func setLocation[T any](w http.ResponseWriter, base string, raw []byte, id func(T) string) {
-	var v T
-	if json.Unmarshal(raw, &v) == nil && id(v) != "" {
-		w.Header().Set("Location", base+id(v))
+// setLocation points Location at the record a create answered with: base
+// and the string the reply's top-level member named member holds. A reply
+// that opens with that member, as a task's and a hook's do, is read no
+// further than its value.
+func setLocation(w http.ResponseWriter, base string, raw []byte, member string) {
+	if id := leadingString(raw, member); id != "" {
+		w.Header().Set("Location", base+id)
+		return
 	}
+	var v map[string]json.RawMessage
+	var id string
+	if json.Unmarshal(raw, &v) == nil && json.Unmarshal(v[member], &id) == nil && id != "" {
+		w.Header().Set("Location", base+id)
+	}
+}
+
+// leadingString is the value of the object raw's first member when that
+// member is named member and holds a string with no escapes in it; "" when
+// it is not so.
+func leadingString(raw []byte, member string) string {
+	rest, ok := bytes.CutPrefix(raw, []byte(`{"`+member+`":"`))
+	if !ok {
+		return ""
+	}
+	end := bytes.IndexAny(rest, `"\`)
+	if end < 0 || rest[end] != '"' {
+		return ""
+	}
+	return string(rest[:end])
 }

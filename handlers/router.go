@@ -189,7 +189,7 @@ func New(d Deps) http.Handler {
 			r.Post("/sessions/{sessionId}/cancel", a.cancelSession)
 			r.Post("/sessions/{sessionId}/reset", a.sessionEnd(http.StatusCreated, a.sessions.Reset))
 
-			r.Post("/tasks", creates(a, a.tasks.Create, "/v1/tasks/", func(v struct{ TaskID string }) string { return v.TaskID }))
+			r.Post("/tasks", creates(a, a.tasks.Create, "/v1/tasks/", "taskId"))
 			r.Get("/tasks", a.limitLists(a.listTasks))
 			r.Get("/tasks/{taskId}", a.getTask)
 			r.Get("/tasks/{taskId}/result", a.taskResult)
@@ -228,7 +228,7 @@ func New(d Deps) http.Handler {
 			}
 
 			if a.hooks != nil {
-				r.Post("/hooks", creates(a, a.hooks.Create, "/v1/hooks/", func(v struct{ HookID string }) string { return v.HookID }))
+				r.Post("/hooks", creates(a, a.hooks.Create, "/v1/hooks/", "hookId"))
 				r.Get("/hooks", a.limitLists(a.listHooks))
 				r.Get("/hooks/{hookId}", a.getHook)
 				r.Post("/hooks/{hookId}/close", a.closeHook)

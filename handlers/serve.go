@@ -34,13 +34,14 @@ func serveWrite[In any](a *api, w http.ResponseWriter, r *http.Request, status i
 }
 
 // creates is the handler of a route that creates a record with run:
-// serveWrite with 201, and Location at base and the id the reply names.
-func creates[In, T any](a *api, run write[In], base string, id func(T) string) http.HandlerFunc {
+// serveWrite with 201, and Location at base and the id the reply's member
+// idMember holds.
+func creates[In any](a *api, run write[In], base, idMember string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		serveWrite(a, w, r, http.StatusCreated, func(ctx context.Context, p authz.Principal, in In, key idem.Key) (idem.Reply, error) {
 			reply, err := run(ctx, p, in, key)
 			if err == nil {
-				setLocation(w, base, reply.JSON, id)
+				setLocation(w, base, reply.JSON, idMember)
 			}
 			return reply, err
 		})

@@ -63,5 +63,5 @@ func (a *api) callTool(w http.ResponseWriter, r *http.Request) {
 	call := func(ctx context.Context, p authz.Principal, in tools.CallInput, key idem.Key) (idem.Reply, error) {
 		return a.tools.Call(ctx, p, name, in, key)
 	}
-	creates(a, call, "/v1/tasks/", func(v struct{ TaskID string }) string { return v.TaskID })(w, r)
+	creates(a, call, "/v1/tasks/", "taskId")(w, r)
 }
