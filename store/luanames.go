@@ -35,7 +35,7 @@ func luaNames() map[string]string {
 	luaTable(b, "HOOK_HASH", []string{"config", hookFieldConfig})
 	luaTable(b, "RECORD_FIELD", []string{
 		"endpoints", recordFieldEndpoints, "secret", recordFieldSecret, "commands", taskFieldCommands,
-		"undo", taskFieldUndo, "log", taskFieldLog,
+		"undo", taskFieldUndo, "undos", taskFieldUndos, "log", taskFieldLog,
 	})
 	luaTable(b, "EVENT_FIELD", []string{"cut", eventFieldCut})
 	luaTable(b, "ENDPOINT_MEMBER", []string{"by_executor", EndpointByExecutor})

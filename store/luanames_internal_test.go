@@ -47,6 +47,7 @@ func TestInlineNamesFromWire(t *testing.T) {
 		"IDEM.task_record":         taskCommandHash,
 		"RECORD_FIELD.commands":    taskFieldCommands,
 		"RECORD_FIELD.undo":        taskFieldUndo,
+		"RECORD_FIELD.undos":       taskFieldUndos,
 		"RECORD_FIELD.log":         taskFieldLog,
 		"EVENT_FIELD.cut":          eventFieldCut,
 		"SESSION_FIELD.kept":       sessionFieldKept,

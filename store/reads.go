@@ -159,7 +159,8 @@ func (s *Store) joinCut(ctx context.Context, tasks string, msgs []redis.XMessage
 	cmds := make([]*redis.SliceCmd, len(order))
 	for i, task := range order {
 		sp := spans[task]
-		cmds[i] = pipe.HMGet(ctx, tasks+task, append([]string{"rev", "json"}, undoFields(sp.lo, sp.hi+undoLookahead)...)...)
+		fields := append([]string{"rev", "json", taskFieldUndos}, undoFields(sp.lo, sp.hi+undoLookahead)...)
+		cmds[i] = pipe.HMGet(ctx, tasks+task, fields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable(err)
@@ -173,13 +174,23 @@ func (s *Store) joinCut(ctx context.Context, tasks string, msgs []redis.XMessage
 			continue // gone
 		}
 		json, _ := v[1].(string)
+		list, _ := v[2].(string)
+		inList := strings.Split(list, "\n") // each undo is ended by a newline: the last is not one
 		sp := spans[task]
 		t := &taskRevisions{rev: rev, from: sp.lo, snaps: map[int64][]byte{rev: []byte(json)}}
-		for _, u := range v[2:] {
-			if int64(len(t.undos)) >= rev-sp.lo {
+		// The undo of revision r is the list's r-th while the list reaches
+		// it, else the field of its own read beside the list (none: "");
+		// one not read yet is read in a second round trip.
+		for r := sp.lo; r < rev; r++ {
+			if r <= int64(len(inList)-1) {
+				t.undos = append(t.undos, inList[r-1])
+				continue
+			}
+			k := r - sp.lo + 3
+			if k >= int64(len(v)) {
 				break
 			}
-			undo, _ := u.(string)
+			undo, _ := v[k].(string)
 			t.undos = append(t.undos, undo)
 		}
 		j[task] = t

@@ -99,12 +99,16 @@ const (
 	taskFieldCommands = "cmd"
 )
 
-// A task hash keeps, besides its json, an undo per earlier revision (field
-// taskFieldUndo and the revision), and a log entry of a task event the
-// offset its snapshot was cut at (field eventFieldCut): see TaskEvent.
+// A task hash keeps, besides its json, an undo per earlier revision: the
+// first ones one after another in field taskFieldUndos, each ended by a
+// newline (no JSON text holds one), and any after those in a field each
+// (taskFieldUndo and the revision), as every undo was kept before (see the
+// prelude of store/lua). A log entry of a task event keeps the offset its
+// snapshot was cut at (field eventFieldCut): see TaskEvent.
 const (
-	taskFieldUndo = "u:"
-	eventFieldCut = "c"
+	taskFieldUndo  = "u:"
+	taskFieldUndos = "u"
+	eventFieldCut  = "c"
 )
 
 // taskFieldLog is the task hash's field that keeps the task's log: its

@@ -363,7 +363,7 @@ func TestEventsWrittenWholeStillRead(t *testing.T) {
 			}
 		}
 		s.RDB.PExpire(ctx, slog, ttl)
-		if err := s.RDB.HDel(ctx, s.Keys.Task(part, id), "u:1").Err(); err != nil {
+		if err := s.RDB.HDel(ctx, s.Keys.Task(part, id), undoField+"1", undoList).Err(); err != nil {
 			t.Fatal(err)
 		}
 
@@ -375,6 +375,107 @@ func TestEventsWrittenWholeStillRead(t *testing.T) {
 			if len(evs) != 4 {
 				t.Errorf("the session log reads %d events, want session.created and three of the task", len(evs))
 			}
+		}
+	})
+}
+
+// The task hash's fields that keep its undos (store/writes.go): a field
+// each, as every undo was kept before, and the list of the first ones.
+const undoField, undoList = "u:", "u"
+
+// A task's undos are kept in one field of its hash up to a number, and in a
+// field each after that, as every undo was kept before; a task whose
+// undos are kept either way, or both, reads every revision whole, through
+// a read of every type and through one of some types.
+func TestUndosReadWhereverKept(t *testing.T) {
+	eachStored(t, "undo-owner", func(t *testing.T, st stored) {
+		ctx := context.Background()
+		s, svc, owner, id, part := st.s, st.svc, st.owner, st.id, st.part
+		rec := s.Keys.Task(part, id)
+		want := map[string]map[int64][]byte{id: {1: st.first}}
+		progress := func(n int) {
+			for range n {
+				msg := fmt.Sprintf("step %d", len(want[id]))
+				raw := run(t, s, svc, owner, id, tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &msg})
+				want[id][decodeTask(t, raw).Revision] = raw
+			}
+		}
+		check := func(what string) {
+			t.Helper()
+			for _, size := range []int{1, 7, 100} {
+				checkSnapshots(t, fmt.Sprintf("%s: task log in pages of %d", what, size),
+					readAll(t, s, s.Keys.TaskEvents(part, id, st.ses), size), want)
+				checkSnapshots(t, fmt.Sprintf("%s: session log in pages of %d", what, size),
+					readAll(t, s, s.Keys.SessionEvents(part, st.ses), size), want)
+			}
+			var evs []storedEvent
+			for after := ""; ; {
+				page, err := s.Source(s.Keys.SessionEvents(part, st.ses)).ReadLog(ctx, after, 10, waits.Kinds{"task.progress"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range page.Entries {
+					var ev storedEvent
+					if err := json.Unmarshal(e.JSON, &ev); err != nil {
+						t.Fatal(err)
+					}
+					evs = append(evs, ev)
+				}
+				if page.Last == "" || page.Last == after {
+					break
+				}
+				after = page.Last
+			}
+			checkSnapshots(t, what+": task.progress only", evs, want)
+			if len(evs) != len(want[id])-1 {
+				t.Errorf("%s: %d task.progress events read, want %d", what, len(evs), len(want[id])-1)
+			}
+		}
+		fields := func() []string {
+			keys, err := s.RDB.HKeys(ctx, rec).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var undos []string
+			for _, k := range keys {
+				if strings.HasPrefix(k, undoField) || k == undoList {
+					undos = append(undos, k)
+				}
+			}
+			slices.Sort(undos)
+			return undos
+		}
+
+		progress(70)
+		check("kept in one field, then a field each")
+		if got := fields(); len(got) != 1+70-64 || !slices.Contains(got, undoList) ||
+			!slices.Contains(got, undoField+"65") || slices.Contains(got, undoField+"64") {
+			t.Errorf("the undos of 71 revisions are kept in %q, want the first 64 in %q and the rest a field each",
+				got, undoList)
+		}
+
+		// Keep every undo as an older version did, a field each, and go on.
+		list, err := s.RDB.HGet(ctx, rec, undoList).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		undos := strings.Split(strings.TrimSuffix(list, "\n"), "\n")
+		if len(undos) != 64 {
+			t.Fatalf("the list keeps %d undos, want 64", len(undos))
+		}
+		for i, u := range undos {
+			if err := s.RDB.HSet(ctx, rec, undoField+strconv.Itoa(i+1), u).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.RDB.HDel(ctx, rec, undoList).Err(); err != nil {
+			t.Fatal(err)
+		}
+		check("a field each, as kept before")
+		progress(2)
+		check("a field each, as kept before, and after")
+		if got := fields(); slices.Contains(got, undoList) || len(got) != 72 {
+			t.Errorf("a task that kept its undos a field each keeps them in %q", got)
 		}
 	})
 }

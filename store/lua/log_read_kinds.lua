@@ -33,7 +33,7 @@ local tasks, current, lowest = {}, {}, {}
 -- event of a task that is gone is gone with it and is not kept.
 local function known(task)
   if current[task] == nil then
-    local cur = redis.call('HMGET', ARGV[5] .. task, 'rev', 'json')
+    local cur = redis.call('HMGET', ARGV[5] .. task, 'rev', 'json', RECORD_FIELD.undos)
     current[task] = cur[1] and cur or false
     if cur[1] then tasks[#tasks + 1] = task end
   end
@@ -45,12 +45,13 @@ local function finish(more)
   out[4] = kept
   for _, task in ipairs(tasks) do
     local cur = current[task]
-    local fields = {}
-    for r = lowest[task], tonumber(cur[1]) - 1 do fields[#fields + 1] = RECORD_FIELD.undo .. r end
+    local list, fields = undo_list(cur[3]), {}
+    for r = math.max(lowest[task], #list + 1), tonumber(cur[1]) - 1 do fields[#fields + 1] = RECORD_FIELD.undo .. r end
     out[#out + 1] = task
     out[#out + 1] = cur[1]
     out[#out + 1] = cur[2]
-    out[#out + 1] = #fields
+    out[#out + 1] = tonumber(cur[1]) - lowest[task]
+    for r = lowest[task], math.min(#list, tonumber(cur[1]) - 1) do out[#out + 1] = list[r] end
     if #fields > 0 then
       for _, u in ipairs(redis.call('HMGET', ARGV[5] .. task, unpack(fields))) do out[#out + 1] = u end
     end

@@ -189,6 +189,41 @@ local function new_snapshot(given, cur)
   return table.concat(parts)
 end
 
+-- A task hash keeps the undo of each revision before its current one
+-- (what takes the next revision's json back to it). The first
+-- UNDOS_IN_RECORD of them are kept in one field, RECORD_FIELD.undos, one
+-- after another, each ended by a newline (compact JSON holds none): a
+-- field of its own costs Redis far more than the bytes of most undos. The
+-- later ones, and every undo of a task written before, are kept in a field
+-- each, RECORD_FIELD.undo followed by the revision. A command reads the
+-- list with the rest of the hash, so keeping it costs no call.
+local UNDOS_IN_RECORD = 64
+
+-- undo_list is the undos kept in the list field (undos: its value, nil or
+-- false when there is none), in revision order from revision 1.
+local function undo_list(undos)
+  local list = {}
+  if not undos then return list end
+  for u in string.gmatch(undos, '([^\n]*)\n') do list[#list + 1] = u end
+  return list
+end
+
+-- undo_keep adds to fields (for the caller's HSET of the task hash) the
+-- undo of revision rev: at the end of the list (undos, as undo_list takes
+-- it) while the list holds every revision before and has room, else in a
+-- field of its own.
+local function undo_keep(fields, undos, rev, undo)
+  local kept = 0
+  if undos then kept = select(2, string.gsub(undos, '\n', '')) end
+  if kept == tonumber(rev) - 1 and kept < UNDOS_IN_RECORD then
+    fields[#fields + 1] = RECORD_FIELD.undos
+    fields[#fields + 1] = (undos or '') .. undo .. '\n'
+  else
+    fields[#fields + 1] = RECORD_FIELD.undo .. rev
+    fields[#fields + 1] = undo
+  end
+end
+
 -- task_log_append adds event id to the task log at key and answers whether
 -- that log is a stream (the older layout), which gets the event whole
 -- (whole(), called only then). stream is what an earlier append of the same

@@ -24,9 +24,9 @@ local ntasks = (#KEYS - 8) / 8
 local take = {}
 for i = 0, ntasks - 1 do
   local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', 'created', RECORD_FIELD.endpoints, 'executor',
-    RECORD_FIELD.log)
+    RECORD_FIELD.log, RECORD_FIELD.undos)
   if t[1] == ARGV[7 + 6 * i] then
-    take[#take + 1] = {i, t[2], t[3], t[4], t[5]}
+    take[#take + 1] = {i, t[2], t[3], t[4], t[5], t[6]}
   end
 end
 
@@ -40,8 +40,8 @@ for _, pick in ipairs(take) do
   local ev, cut = ARGV[a + 3], ARGV[a + 4]
   local function whole() return whole_event(ev, cut, ARGV[a + 2], ARGV[4]) end
   id = append_event(KEYS[2], ARGV[3], id, ev, cut)
-  local fields = {'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2],
-    RECORD_FIELD.undo .. ARGV[a + 1], ARGV[a + 5]}
+  local fields = {'rev', rev, 'status', TASK_STATUS.cancelled, 'json', ARGV[a + 2]}
+  undo_keep(fields, pick[6], ARGV[a + 1], ARGV[a + 5])
   if pick[5] then
     task_log_keep(fields, pick[5], {id}, KEYS[k + 1], KEYS[k], 0)
   else

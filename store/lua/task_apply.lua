@@ -45,7 +45,7 @@ end
 local r = idem_replay(idem_key, ARGV[1])
 if r then return r end
 local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints, 'executor',
-  RECORD_FIELD.commands, RECORD_FIELD.log, 'json')
+  RECORD_FIELD.commands, RECORD_FIELD.log, 'json', RECORD_FIELD.undos)
 if not cur[1] then return {'not_found'} end
 if recorded then
   r = command_replay(cur[6], ARGV[2])
@@ -86,7 +86,8 @@ if KEYS[ix] and cur[3] then
   move_status(task_id, cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
   if KEYS[ix + 5] then move_executor_status(task_id, cur[5], cur[3], expire_at, KEYS[ix + 5], KEYS[ix + 6]) end
 end
-local fields = {'rev', rev, 'status', ARGV[4], 'json', json, RECORD_FIELD.undo .. ARGV[3], ARGV[7]}
+local fields = {'rev', rev, 'status', ARGV[4], 'json', json}
+undo_keep(fields, cur[9], ARGV[3], ARGV[7])
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(cur[6], ARGV[2], out)
