@@ -3,7 +3,6 @@ package store_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -110,7 +109,8 @@ func (f fixture) apply(t *testing.T, id string, expect int64, idem idem.Key, eve
 }
 
 // A task command without an Idempotency-Key is recorded in the task's
-// hash: its id, short, and its answer, for the last three such commands.
+// hash: its id, short, and its answer, for the last three such commands, a
+// line each.
 func TestTaskHashRecordsTheLastThreeCommands(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
 		id, _ := f.createTask(t, "alice", idem.Key{})
@@ -123,20 +123,55 @@ func TestTaskHashRecordsTheLastThreeCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var records [][]json.RawMessage
-		if err := json.Unmarshal([]byte(raw), &records); err != nil || len(records) != 3 {
-			t.Fatalf("the task's command records %s (%v), want three", raw, err)
+		records := strings.Split(raw, "\n")
+		if len(records) != 3 {
+			t.Fatalf("the task's command records %q, want three", raw)
 		}
 		for i, rec := range records {
-			var cmdID string
-			if len(rec) != 2 || json.Unmarshal(rec[0], &cmdID) != nil || len(cmdID) != store.TaskCommandIDLen {
-				t.Fatalf("record %d is %s: want a %d-character id and the answer", i, rec, store.TaskCommandIDLen)
+			words := strings.Split(rec, " ")
+			if len(words) != 3 || len(words[0]) != store.TaskCommandIDLen || words[1] != "ok" {
+				t.Fatalf("record %d is %q: want a %d-character id and the answer", i, rec, store.TaskCommandIDLen)
 			}
-			if want := last[len(last)-3+i]; !strings.Contains(string(rec[1]), want) {
-				t.Errorf("record %d answers %s, want the event %s", i, rec[1], want)
+			if want := last[len(last)-3+i]; words[2] != want {
+				t.Errorf("record %d answers %q, want the event %s", i, rec, want)
 			}
 		}
 	})
+}
+
+// A task whose commands were recorded as an older version kept them (JSON)
+// keeps them on: the next command adds its own, and a command run again
+// after its reply was lost still answers what its first run did.
+func TestTaskCommandsRecordedAsJSONStillRead(t *testing.T) {
+	t.Parallel()
+	cfg, proxy := storetest.StandaloneBehindProxy(t)
+	s := open(t, cfg)
+	f := newFixture(t, s, "alice")
+	ctx := context.Background()
+	id, _ := f.createTask(t, "alice", idem.Key{})
+	first := f.apply(t, id, 1, idem.Key{}, `{"type":"a"}`).EventIDs[0]
+	rec := s.Keys.Task(f.part, id)
+	old := `[["aaaaaaaaaaaaa",["ok","1-1"]],["bbbbbbbbbbbbb",["ok","` + first + `"]]]`
+	if err := s.RDB.HSet(ctx, rec, store.TaskFieldCommands, old).Err(); err != nil {
+		t.Fatal(err)
+	}
+	proxy.CutAfterReply("evalsha")
+	r := f.apply(t, id, 2, idem.Key{}, `{"type":"b"}`)
+	if r.Outcome != store.OK || proxy.Cuts() != 1 {
+		t.Fatalf("apply with its reply lost: %+v (%d cuts), want ok", r, proxy.Cuts())
+	}
+	raw, err := s.RDB.HGet(ctx, rec, store.TaskFieldCommands).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := strings.Split(raw, "\n")
+	if len(records) != 3 || records[0] != "aaaaaaaaaaaaa ok 1-1" || records[1] != "bbbbbbbbbbbbb ok "+first ||
+		!strings.HasSuffix(records[2], " ok "+r.EventIDs[0]) {
+		t.Fatalf("the records after a command on the JSON ones: %q", raw)
+	}
+	if got, err := s.GetJSON(ctx, rec); err != nil || string(got) != `{"rev":3}` {
+		t.Fatalf("task: %s %v, want revision 3", got, err)
+	}
 }
 
 func TestTaskWritesCompareAndSet(t *testing.T) {

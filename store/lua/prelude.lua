@@ -84,18 +84,34 @@ end
 
 -- A task command without a caller's key (IDEM.task_record) is recorded in
 -- the task hash itself, in field RECORD_FIELD.commands: the ids and replies
--- of its last COMMANDS_KEPT such commands, as JSON. The scripts that write a
--- task read and write its hash anyway, so the record costs no key and no
--- call of its own. A re-run of a command (the store's retry after a lost
--- reply) comes within seconds; three commands on one task in between are
--- far more than such a window sees.
+-- of its last COMMANDS_KEPT such commands, a line each: the id, then the
+-- reply's members (an outcome and event ids, none of which holds a space or
+-- a newline), separated by spaces. An older version kept the list as JSON,
+-- which reads as well (commands_of). The scripts that write a task read and
+-- write its hash anyway, so the record costs no key and no call of its
+-- own. A re-run of a command (the store's retry after a lost reply) comes
+-- within seconds; three commands on one task in between are far more than
+-- such a window sees.
 local COMMANDS_KEPT = 3
 
+-- commands_of is the commands field's value (recorded; nil or false when
+-- there is none) as a list of {id, reply}, oldest first.
+local function commands_of(recorded)
+  if not recorded then return {} end
+  if string.sub(recorded, 1, 1) == '[' then return cjson.decode(recorded) end
+  local list = {}
+  for line in string.gmatch(recorded, '[^\n]+') do
+    local words = {}
+    for w in string.gmatch(line, '[^ ]+') do words[#words + 1] = w end
+    list[#list + 1] = {words[1], {unpack(words, 2)}}
+  end
+  return list
+end
+
 -- command_replay is the first run's reply of command id, if the task's
--- commands field (recorded: its value, nil when there is none) holds it.
+-- commands field (recorded) holds it.
 local function command_replay(recorded, id)
-  if not recorded then return nil end
-  for _, c in ipairs(cjson.decode(recorded)) do
+  for _, c in ipairs(commands_of(recorded)) do
     if c[1] == id then return c[2] end
   end
   return nil
@@ -104,10 +120,12 @@ end
 -- commands_with is the commands field with command id and its reply added,
 -- the oldest dropped beyond COMMANDS_KEPT.
 local function commands_with(recorded, id, reply)
-  local list = recorded and cjson.decode(recorded) or {}
+  local list = commands_of(recorded)
   list[#list + 1] = {id, reply}
   while #list > COMMANDS_KEPT do table.remove(list, 1) end
-  return cjson.encode(list)
+  local lines = {}
+  for i, c in ipairs(list) do lines[i] = c[1] .. ' ' .. table.concat(c[2], ' ') end
+  return table.concat(lines, '\n')
 end
 
 -- A task's log is an index into its session's log: the ids of the task's
