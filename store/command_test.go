@@ -14,10 +14,7 @@ import (
 // second run answers what the first did instead of applying the write again
 // (or reading its own write as a lost race).
 func TestLostReplyIsNotAppliedTwice(t *testing.T) {
-	t.Parallel()
-	cfg, proxy := storetest.StandaloneBehindProxy(t)
-	s := open(t, cfg)
-	f := newFixture(t, s, "alice")
+	s, f, proxy := behindProxy(t)
 	ctx := context.Background()
 
 	proxy.CutAfterReply("evalsha")
@@ -43,4 +40,13 @@ func TestLostReplyIsNotAppliedTwice(t *testing.T) {
 	if len(log) != 2 {
 		t.Fatalf("task log holds %d events, want created and one message", len(log))
 	}
+}
+
+// behindProxy is a store on a Redis of its own behind a proxy that can cut
+// a connection after a reply, with alice's fixture on it.
+func behindProxy(t *testing.T) (*store.Store, fixture, *storetest.Proxy) {
+	t.Parallel()
+	cfg, proxy := storetest.StandaloneBehindProxy(t)
+	s := open(t, cfg)
+	return s, newFixture(t, s, "alice"), proxy
 }

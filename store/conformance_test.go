@@ -143,10 +143,7 @@ func TestTaskHashRecordsTheLastThreeCommands(t *testing.T) {
 // keeps them on: the next command adds its own, and a command run again
 // after its reply was lost still answers what its first run did.
 func TestTaskCommandsRecordedAsJSONStillRead(t *testing.T) {
-	t.Parallel()
-	cfg, proxy := storetest.StandaloneBehindProxy(t)
-	s := open(t, cfg)
-	f := newFixture(t, s, "alice")
+	s, f, proxy := behindProxy(t)
 	ctx := context.Background()
 	id, _ := f.createTask(t, "alice", idem.Key{})
 	first := f.apply(t, id, 1, idem.Key{}, `{"type":"a"}`).EventIDs[0]
