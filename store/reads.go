@@ -99,8 +99,7 @@ func (s *Store) readSessionLog(ctx context.Context, log Log, after string, limit
 		out := waits.LogRead{Entries: make([]waits.LogEntry, 0, len(msgs))}
 		for _, m := range msgs {
 			out.Last = m.ID
-			e, _ := m.Values["e"].(string)
-			cut, _ := m.Values[eventFieldCut].(string)
+			e, cut := storedEvent(m.Values)
 			if cut == "" {
 				out.Entries = append(out.Entries, waits.LogEntry{ID: m.ID, JSON: withID(m.ID, e)})
 			} else if b, ok := j.whole(m.ID, e, cut); ok {
@@ -129,10 +128,10 @@ func (s *Store) joinCut(ctx context.Context, tasks string, msgs []redis.XMessage
 	spans := map[string]*span{}
 	var order []string
 	for _, m := range msgs {
-		if _, ok := m.Values[eventFieldCut]; !ok {
+		e, cut := storedEvent(m.Values)
+		if cut == "" {
 			continue
 		}
-		e, _ := m.Values["e"].(string)
 		task, rev, ok := events.HeadTask(e)
 		if !ok {
 			continue
@@ -216,6 +215,30 @@ func (s *Store) joinCut(ctx context.Context, tasks string, msgs []redis.XMessage
 		}
 	}
 	return j, nil
+}
+
+// storedEvent is the event of a log entry (values: its fields) as the
+// script that appended it was given it: its JSON, cut or whole, and the
+// offset it was cut at ("" when it was not). An event kept as its parts
+// (eventFieldType and the rest; see the prelude's append_event) has its
+// head written again, the bytes it had.
+func storedEvent(values map[string]any) (ev, cut string) {
+	typ, ok := values[eventFieldType].(string)
+	if !ok {
+		ev, _ = values["e"].(string)
+		cut, _ = values[eventFieldCut].(string)
+		return ev, cut
+	}
+	at, _ := values[eventFieldAt].(string)
+	task, _ := values[eventFieldTask].(string)
+	rev, _ := values[eventFieldRevision].(string)
+	tail, _ := values[eventFieldTail].(string)
+	data, ok := values[eventFieldData].(string)
+	if !ok {
+		data = eventTaskData
+	}
+	head := `{"type":"` + typ + `","at":"` + at + `","taskId":"` + task + `","revision":` + rev + `,"data":` + data
+	return head + tail, strconv.Itoa(len(head))
 }
 
 // LogSource is one event log as the registry's reads that wait read it

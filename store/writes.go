@@ -111,6 +111,20 @@ const (
 	eventFieldCut  = "c"
 )
 
+// A task event is kept as its parts, without the JSON around them (see
+// the prelude of store/lua, and storedEvent): its type, "at", task id,
+// revision, what follows its snapshot, and what comes before it in the
+// data when that is not eventTaskData.
+const (
+	eventFieldType     = "t"
+	eventFieldAt       = "a"
+	eventFieldTask     = "i"
+	eventFieldRevision = "r"
+	eventFieldTail     = "x"
+	eventFieldData     = "d"
+	eventTaskData      = `{"task":`
+)
+
 // taskFieldLog is the task hash's field that keeps the task's log: its
 // events' ids (see the prelude of store/lua).
 const taskFieldLog = "log"

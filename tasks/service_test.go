@@ -292,22 +292,38 @@ func TestEventsKeepNoSnapshotAndReadWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kept := 0
+		kept, parts := 0, 0
 		for _, e := range entries {
-			ev, _ := e.Values["e"].(string)
+			if task, ok := e.Values[partTask].(string); ok {
+				if task != id {
+					continue
+				}
+				kept++
+				parts++
+				for f, v := range e.Values {
+					if v := fmt.Sprint(v); strings.Contains(v, `"inputResponses"`) || strings.Contains(v, st.ses) {
+						t.Errorf("the session log keeps a task event with its snapshot or its session in %s: %s", f, v)
+					}
+				}
+				if _, whole := e.Values[wholeEvent]; whole {
+					t.Errorf("the session log keeps a task event as its parts and as JSON: %v", e.Values)
+				}
+				continue
+			}
+			ev, _ := e.Values[wholeEvent].(string)
 			if !strings.Contains(ev, `"taskId":"`+id+`"`) {
 				continue
 			}
 			kept++
-			if strings.Contains(ev, `"taskId":"`+id+`","sessionId"`) || strings.Contains(ev, `"inputResponses"`) {
+			if strings.Contains(ev, `"inputResponses"`) {
 				t.Errorf("the session log keeps an event with its snapshot: %s", ev)
 			}
-			if _, cut := e.Values["c"]; cut && strings.Contains(ev, `"sessionId"`) {
-				t.Errorf("the session log keeps a task.* event with the session its snapshot names: %s", ev)
+			if _, cut := e.Values[wholeCut]; cut {
+				t.Errorf("the session log keeps a task.* event as JSON: %s", ev)
 			}
 		}
-		if kept < 7 {
-			t.Errorf("the session log keeps %d events of the task, want at least 7", kept)
+		if kept < 7 || parts < 7 {
+			t.Errorf("the session log keeps %d events of the task, %d as their parts: want at least 7 of each", kept, parts)
 		}
 	})
 }
@@ -480,9 +496,39 @@ func TestUndosReadWhereverKept(t *testing.T) {
 	})
 }
 
-// Events kept, as before, with the session in their head beside the cut
-// snapshot read as they did, the session named once.
-func TestEventsKeptWithTheirSessionStillRead(t *testing.T) {
+// The fields of a session log entry that keeps a task event as its parts
+// (store/writes.go), and those of one that keeps an event's JSON.
+const (
+	partType, partAt, partTask, partRevision, partTail = "t", "a", "i", "r", "x"
+	wholeEvent, wholeCut                               = "e", "c"
+)
+
+// cutEvent is the event of a session log entry as the JSON the store kept
+// before task events were kept as their parts: the head with the snapshot
+// cut out, and where it was cut (-1 for an event kept whole).
+func cutEvent(t *testing.T, values map[string]any) (string, int) {
+	t.Helper()
+	if typ, ok := values[partType].(string); ok {
+		head := fmt.Sprintf(`{"type":"%s","at":"%s","taskId":"%s","revision":%s,"data":{"task":`,
+			typ, values[partAt], values[partTask], values[partRevision])
+		return head + fmt.Sprint(values[partTail]), len(head)
+	}
+	ev, _ := values[wholeEvent].(string)
+	cut, ok := values[wholeCut].(string)
+	if !ok {
+		return ev, -1
+	}
+	n, err := strconv.Atoi(cut)
+	if err != nil {
+		t.Fatalf("an event %s cut at %q", ev, cut)
+	}
+	return ev, n
+}
+
+// Events kept as an older version kept them read as they did: their JSON
+// with the snapshot cut out, and before that with the session in their
+// head besides, the session named once.
+func TestEventsKeptAsJSONStillRead(t *testing.T) {
 	eachStored(t, "session-owner", func(t *testing.T, st stored) {
 		ctx := context.Background()
 		s, svc, owner, id, part := st.s, st.svc, st.owner, st.id, st.part
@@ -494,51 +540,53 @@ func TestEventsKeptWithTheirSessionStillRead(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// Put the session back into each cut event's head, where the
-		// events were written with it, and move the cut to match.
-		slog := s.Keys.SessionLog(part, st.ses)
-		entries, err := s.RDB.XRange(ctx, slog, "-", "+").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ttl := s.RDB.PTTL(ctx, slog).Val()
-		s.RDB.Del(ctx, slog)
-		rewritten := 0
-		for _, e := range entries {
-			ev, _ := e.Values["e"].(string)
-			values := []any{"e", ev}
-			if cut, ok := e.Values["c"].(string); ok {
-				at := strings.Index(ev, `,"taskId":`)
-				n, err := strconv.Atoi(cut)
-				if at < 0 || err != nil {
-					t.Fatalf("a cut event %s (cut %s)", ev, cut)
-				}
-				insert := `,"sessionId":"` + st.ses + `"`
-				values = []any{"e", ev[:at] + insert + ev[at:], "c", strconv.Itoa(n + len(insert))}
-				rewritten++
-			}
-			if err := s.RDB.XAdd(ctx, &redis.XAddArgs{Stream: slog, ID: e.ID, Values: values}).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		s.RDB.PExpire(ctx, slog, ttl)
-		if rewritten != 3 {
-			t.Fatalf("%d cut events rewritten, want the task's 3", rewritten)
-		}
-
-		for _, log := range []store.Log{s.Keys.SessionEvents(part, st.ses), s.Keys.TaskEvents(part, id, st.ses)} {
-			after, err := s.ReadLog(ctx, log, "", 100)
+		for _, withSession := range []bool{false, true} {
+			// Write each task event as JSON with its snapshot cut out,
+			// then with the session put back into its head, where the
+			// events were written with it, and the cut moved to match.
+			slog := s.Keys.SessionLog(part, st.ses)
+			entries, err := s.RDB.XRange(ctx, slog, "-", "+").Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, e := range after {
-				i := slices.IndexFunc(before, func(b waits.LogEntry) bool { return b.ID == e.ID })
-				if i < 0 || !bytes.Equal(before[i].JSON, e.JSON) {
-					t.Errorf("event %s reads\n%s\nwant\n%s", e.ID, e.JSON, before[max(i, 0)].JSON)
+			ttl := s.RDB.PTTL(ctx, slog).Val()
+			s.RDB.Del(ctx, slog)
+			rewritten := 0
+			for _, e := range entries {
+				ev, cut := cutEvent(t, e.Values)
+				values := []any{wholeEvent, ev}
+				if cut >= 0 {
+					if withSession {
+						at := strings.Index(ev, `,"taskId":`)
+						insert := `,"sessionId":"` + st.ses + `"`
+						ev, cut = ev[:at]+insert+ev[at:], cut+len(insert)
+					}
+					values = []any{wholeEvent, ev, wholeCut, strconv.Itoa(cut)}
+					rewritten++
+				}
+				if err := s.RDB.XAdd(ctx, &redis.XAddArgs{Stream: slog, ID: e.ID, Values: values}).Err(); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if len(after) < 3 {
-				t.Errorf("%d events read, want at least the task's 3", len(after))
+			s.RDB.PExpire(ctx, slog, ttl)
+			if rewritten != 3 {
+				t.Fatalf("%d cut events rewritten, want the task's 3", rewritten)
+			}
+
+			for _, log := range []store.Log{s.Keys.SessionEvents(part, st.ses), s.Keys.TaskEvents(part, id, st.ses)} {
+				after, err := s.ReadLog(ctx, log, "", 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range after {
+					i := slices.IndexFunc(before, func(b waits.LogEntry) bool { return b.ID == e.ID })
+					if i < 0 || !bytes.Equal(before[i].JSON, e.JSON) {
+						t.Errorf("with the session %v: event %s reads\n%s\nwant\n%s", withSession, e.ID, e.JSON, before[max(i, 0)].JSON)
+					}
+				}
+				if len(after) < 3 {
+					t.Errorf("%d events read, want at least the task's 3", len(after))
+				}
 			}
 		}
 	})

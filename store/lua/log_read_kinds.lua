@@ -64,10 +64,9 @@ while true do
   if n <= 0 or bytes >= max_bytes then return finish('1') end
   local entries = log_range(KEYS[1], slog, start, n, false, ids)
   for _, e in ipairs(entries) do
-    local ev = e[2][2]
+    local ev, cut = entry_event(e[2])
     looked, bytes = looked + 1, bytes + #ev
     out[2] = e[1]
-    local cut = e[2][4] or ''
     local task, rev
     if cut ~= '' then task, rev = string.match(ev, '"taskId":"([^"]*)","revision":(%d+)') end
     if (all or keep[event_type(ev)]) and (not task or known(task)) then

@@ -169,6 +169,18 @@ end
 -- (RECORD_FIELD.undo followed by the revision): a read joins them again.
 -- An event that leaves Redis as it is (an outbox delivery, a task log of
 -- the older layout) is kept whole.
+--
+-- A task event whose head is the one Go writes (events.AppendHead, without
+-- the session), as every task event's is, is kept as its parts, without
+-- the JSON around them: its type (EVENT_FIELD.type), "at" (EVENT_FIELD.at),
+-- task id (EVENT_FIELD.task), revision (EVENT_FIELD.revision), what follows
+-- the snapshot (EVENT_FIELD.tail) and, when its data holds more than the
+-- task before the snapshot, what comes before it in the data
+-- (EVENT_FIELD.data; without it, '{"task":'). The names and quotes of its
+-- head were about a third of what the session log kept of each event. entry_event, and Go's
+-- storedEvent, write the head again from them, byte for byte. An entry of
+-- another event, or written before, keeps its JSON in field 'e' and, when
+-- cut, the offset in EVENT_FIELD.cut.
 
 -- whole_event is the event ev cut at cut with snapshot put back, and with
 -- it the session the event's head leaves to its snapshot, after "at", as
@@ -385,10 +397,32 @@ local function add_entry(key, minid, prev, ...)
 end
 
 -- append_event appends event ev, cut at cut, to the session log slog as
--- add_entry does, and returns its id.
+-- add_entry does, and returns its id: as its parts when its head reads as
+-- a task event's (see above; no value in it holds a quote or a
+-- backslash, so writing it again gives the same bytes), else whole.
 local function append_event(slog, minid, prev, ev, cut)
   if cut == '' then return add_entry(slog, minid, prev, 'e', ev) end
+  local at = tonumber(cut)
+  local typ, time, task, rev, data = string.match(string.sub(ev, 1, at),
+    '^{"type":"([%w%._]+)","at":"([^"\\]+)","taskId":"([^"\\]+)","revision":(%d+),"data":(.*)$')
+  if typ and data == EVENT_DATA.task_first then
+    return add_entry(slog, minid, prev, EVENT_FIELD.type, typ, EVENT_FIELD.at, time, EVENT_FIELD.task, task,
+      EVENT_FIELD.revision, rev, EVENT_FIELD.tail, string.sub(ev, at + 1))
+  elseif typ then
+    return add_entry(slog, minid, prev, EVENT_FIELD.type, typ, EVENT_FIELD.at, time, EVENT_FIELD.task, task,
+      EVENT_FIELD.revision, rev, EVENT_FIELD.tail, string.sub(ev, at + 1), EVENT_FIELD.data, data)
+  end
   return add_entry(slog, minid, prev, 'e', ev, EVENT_FIELD.cut, cut)
+end
+
+-- entry_event is the event of a log entry (f: its fields and values, as
+-- XRANGE answers them) as append_event was given it: its JSON, cut or
+-- whole, and where it was cut ('' when not).
+local function entry_event(f)
+  if f[1] == 'e' then return f[2], f[4] or '' end
+  local head = '{"type":"' .. f[2] .. '","at":"' .. f[4] .. '","taskId":"' .. f[6] .. '","revision":' .. f[8] ..
+    ',"data":' .. (f[12] or EVENT_DATA.task_first)
+  return head .. f[10], string.format('%d', #head)
 end
 
 -- event_type reads an event's type from its JSON as events.Event encodes it

@@ -24,7 +24,7 @@ while true do
   if n <= 0 or bytes >= max_bytes then return {'more', json, string.sub(start, 2)} end
   local entries = log_range(KEYS[2], slog, start, n, true, ids)
   for _, e in ipairs(entries) do
-    local ev = e[2][2]
+    local ev = entry_event(e[2])
     looked, bytes = looked + 1, bytes + #ev
     -- A task event's revision comes before its data; a quote inside a
     -- string is escaped, so no text in the event can look like it.
