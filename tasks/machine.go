@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -313,12 +314,58 @@ func terminal(t *Task) []Emitted {
 
 func isTaskEvent(typ string) bool { return len(typ) > 5 && typ[:5] == "task." }
 
-// clone copies the slices Apply may extend, so the caller's task is never changed.
+// clone is t sharing no memory with it: its slices, pointers and raw JSON
+// copied. Apply changes a clone, never the caller's task, and the snapshot
+// cache hands out clones of the tasks it keeps. Its answers are always a
+// list, empty or not, as Apply writes them.
 func (t Task) clone() Task {
 	c := t
-	c.InputRequests = append([]InputRequest(nil), t.InputRequests...)
+	c.Input = bytes.Clone(t.Input)
+	c.Metadata = bytes.Clone(t.Metadata)
+	c.Progress = bytes.Clone(t.Progress)
+	c.Result = bytes.Clone(t.Result)
+	if t.InputRequests != nil {
+		c.InputRequests = make([]InputRequest, len(t.InputRequests))
+		for i, r := range t.InputRequests {
+			r.Options = cloneSlice(r.Options)
+			c.InputRequests[i] = r
+		}
+	}
 	c.InputResponses = append(make([]InputResponse, 0, len(t.InputResponses)), t.InputResponses...)
+	if t.Error != nil {
+		e := *t.Error
+		e.Data = bytes.Clone(e.Data)
+		c.Error = &e
+	}
+	c.ReleasedAt = clonePtr(t.ReleasedAt)
+	c.TTLMs = clonePtr(t.TTLMs)
+	c.ExpiresAt = clonePtr(t.ExpiresAt)
+	if t.Notify != nil {
+		c.Notify = make([]wire.Endpoint, len(t.Notify))
+		for i, ep := range t.Notify {
+			ep.Slack = clonePtr(ep.Slack)
+			ep.Kinds = cloneSlice(ep.Kinds)
+			c.Notify[i] = ep
+		}
+	}
 	return c
+}
+
+// cloneSlice is s copied, nil kept nil (a decoded empty list stays empty).
+func cloneSlice[E any](s []E) []E {
+	if s == nil {
+		return nil
+	}
+	return append(make([]E, 0, len(s)), s...)
+}
+
+// clonePtr is a pointer to a copy of what p points to; nil for nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // checkNewRequests validates a require_input batch against the task's history:

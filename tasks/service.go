@@ -307,7 +307,9 @@ func (s *Service) create(ctx context.Context, p authz.Principal, in CreateInput,
 	}
 	switch res.Outcome {
 	case store.OK:
-		s.cache.put(t.TaskID, 1, raw)
+		stored := t
+		stored.Notify = nil // in the answer only
+		s.cache.putTask(t.TaskID, raw, stored)
 		s.waiters.Notify(waits.Wake{Kind: waits.WakeTask, ID: t.TaskID, SessionID: t.SessionID, Revision: 1, Snapshot: raw,
 			Types: []string{wire.EventTaskCreated}})
 		s.count("create", nil)
@@ -422,7 +424,7 @@ func (s *Service) read(ctx context.Context, p authz.Principal, id string) (Task,
 	if !canRead(p, t) {
 		return Task{}, nil, problem.ErrNotFound
 	}
-	s.cache.put(id, t.Revision, raw)
+	s.cache.putTask(id, raw, t)
 	return t, raw, nil
 }
 
@@ -438,7 +440,7 @@ func (s *Service) load(ctx context.Context, part int, id string) (Task, []byte, 
 	if err != nil {
 		return Task{}, nil, err
 	}
-	s.cache.put(id, t.Revision, raw)
+	s.cache.putTask(id, raw, t)
 	return t, raw, nil
 }
 
@@ -590,7 +592,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 		switch res.Outcome {
 		case store.OK:
 			rev := change.Task.Revision
-			s.cache.put(id, rev, next)
+			s.cache.putTask(id, next, change.Task)
 			s.waiters.Notify(waits.Wake{Kind: waits.WakeTask, ID: id, SessionID: t.SessionID, Revision: rev, Snapshot: next,
 				Types: change.types()})
 			s.count(cmd.Kind, nil)
@@ -615,7 +617,7 @@ func (s *Service) runWith(ctx context.Context, p authz.Principal, id string, cmd
 				return idem.Reply{}, err
 			}
 			t, raw = cur, res.Current
-			s.cache.put(id, t.Revision, raw)
+			s.cache.putTask(id, raw, t)
 			fromCache = false
 			continue
 		default:

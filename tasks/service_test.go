@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,13 +42,11 @@ func decodeTask(t *testing.T, raw []byte) tasks.Task {
 	return task
 }
 
-// startTask opens a session for owner and starts a task in it through svc:
-// the task's id.
-func startTask(t *testing.T, s *store.Store, svc *tasks.Service, owner authz.Principal) string {
+// openSession opens a session for owner: its id.
+func openSession(t *testing.T, s *store.Store, owner authz.Principal) string {
 	t.Helper()
-	ctx := context.Background()
 	ses := sessions.NewService(sessions.Config{}, s, waits.New(waits.Config{}, nil, time.Now), time.Now)
-	sraw, _, err := ses.Create(ctx, owner, sessions.CreateInput{}, idem.Key{})
+	sraw, _, err := ses.Create(context.Background(), owner, sessions.CreateInput{}, idem.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +54,88 @@ func startTask(t *testing.T, s *store.Store, svc *tasks.Service, owner authz.Pri
 	if err := json.Unmarshal(sraw, &session); err != nil {
 		t.Fatal(err)
 	}
-	created, err := svc.Create(ctx, owner, tasks.CreateInput{SessionID: session.SessionID}, idem.Key{})
+	return session.SessionID
+}
+
+// startTask opens a session for owner and starts a task in it through svc:
+// the task's id.
+func startTask(t *testing.T, s *store.Store, svc *tasks.Service, owner authz.Principal) string {
+	t.Helper()
+	created, err := svc.Create(context.Background(), owner, tasks.CreateInput{SessionID: openSession(t, s, owner)}, idem.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return decodeTask(t, created.JSON).TaskID
+}
+
+// The task a replica keeps decoded beside a snapshot it wrote or read is
+// the task the snapshot decodes to, whatever the commands wrote (raw JSON
+// sent with spaces in it, answers, a request's options, an error), and a
+// command that changes what it was handed changes nothing kept.
+func TestCachedTaskIsItsSnapshotDecoded(t *testing.T) {
+	eachStored(t, "cache-owner", func(t *testing.T, st stored) {
+		ctx := context.Background()
+		s, svc, owner, session := st.s, st.svc, st.owner, st.ses
+		check := func(id, what string) {
+			t.Helper()
+			cached, raw, ok := svc.Cached(id)
+			if !ok {
+				t.Fatalf("%s: nothing cached", what)
+			}
+			part, _ := ids.PartitionOf(id, ids.TaskPrefix, s.Partitions)
+			stored, err := s.GetJSON(ctx, s.Keys.Task(part, id))
+			if err != nil || !bytes.Equal(raw, stored) {
+				t.Fatalf("%s: cached snapshot %s, stored %s (%v)", what, raw, stored, err)
+			}
+			if want := decodeTask(t, stored); !reflect.DeepEqual(cached, want) {
+				t.Errorf("%s: cached task\n%#v\nwant what its snapshot decodes to\n%#v", what, cached, want)
+			}
+			// What a command does to the task it was handed stays its own.
+			cached.InputResponses = append(cached.InputResponses, tasks.InputResponse{Via: "nowhere"})
+			if len(cached.InputRequests) > 0 {
+				cached.InputRequests[0].Prompt = "changed"
+				if len(cached.InputRequests[0].Options) > 0 {
+					cached.InputRequests[0].Options[0].Label = "changed"
+				}
+			}
+			if len(cached.Input) > 0 {
+				cached.Input[0] = ' '
+			}
+			again, _, _ := svc.Cached(id)
+			if want := decodeTask(t, stored); !reflect.DeepEqual(again, want) {
+				t.Errorf("%s: a change to the cached task handed out reached the cache", what)
+			}
+		}
+		ttl := int64(3_600_000)
+		created, err := svc.Create(ctx, owner, tasks.CreateInput{
+			SessionID: session, Kind: "k", Label: "l", TTLMs: &ttl,
+			Input: json.RawMessage(`{ "repo" : "<b>r &amp; s</b>",  "n": [1, 2] }`), Metadata: json.RawMessage(`{"m" : true,  "k": "v"}`),
+		}, idem.Key{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := decodeTask(t, created.JSON).TaskID
+		check(id, "created")
+		msg := "on it"
+		for _, c := range []struct {
+			what string
+			cmd  tasks.Command
+		}{
+			{"progress", tasks.Command{Kind: tasks.CmdProgress, StatusMessage: &msg, Progress: json.RawMessage(`{ "pct" : 10 }`)}},
+			{"require input", tasks.Command{Kind: tasks.CmdRequireInput, Requests: []tasks.InputRequest{{
+				RequestID: "r1", Prompt: "Ship?", Options: []tasks.Option{{ID: "y", Label: "Yes"}, {ID: "n", Label: "No"}},
+			}}}},
+			{"respond", tasks.Command{Kind: tasks.CmdRespond, Responses: []tasks.Answer{{RequestID: "r1", OptionID: "y"}},
+				Answerer: tasks.Answerer{By: owner.ID, Via: "api"}}},
+			{"message", tasks.Command{Kind: tasks.CmdMessage, Text: "half", Data: json.RawMessage(`{ "x" : 1 }`)}},
+			{"fail", tasks.Command{Kind: tasks.CmdFail, Error: &tasks.TaskError{Message: "no", Data: json.RawMessage(`{ "code" : 7 }`)}}},
+		} {
+			if _, err := svc.Run(ctx, owner, id, c.cmd, idem.Key{}); err != nil {
+				t.Fatalf("%s: %v", c.what, err)
+			}
+			check(id, c.what)
+		}
+	})
 }
 
 // A command decided on a stale cached snapshot loses the compare-and-set and
