@@ -37,10 +37,8 @@ func luaNames() map[string]string {
 		"endpoints", recordFieldEndpoints, "secret", recordFieldSecret, "commands", taskFieldCommands,
 		"undo", taskFieldUndo, "undos", taskFieldUndos, "log", taskFieldLog,
 	})
-	luaTable(b, "EVENT_FIELD", []string{
-		"cut", eventFieldCut, "type", eventFieldType, "at", eventFieldAt, "task", eventFieldTask,
-		"revision", eventFieldRevision, "tail", eventFieldTail, "data", eventFieldData,
-	})
+	luaTable(b, "EVENT_FIELD", []string{"cut", eventFieldCut, "parts", eventFieldParts})
+	luaTable(b, "EVENT_PART", []string{"sep", eventPartSep})
 	luaTable(b, "EVENT_DATA", []string{"task_first", eventTaskData})
 	luaTable(b, "ENDPOINT_MEMBER", []string{"by_executor", EndpointByExecutor})
 	luaTable(b, "TOOL_FIELD", []string{

@@ -220,25 +220,31 @@ func (s *Store) joinCut(ctx context.Context, tasks string, msgs []redis.XMessage
 // storedEvent is the event of a log entry (values: its fields) as the
 // script that appended it was given it: its JSON, cut or whole, and the
 // offset it was cut at ("" when it was not). An event kept as its parts
-// (eventFieldType and the rest; see the prelude's append_event) has its
-// head written again, the bytes it had.
+// (eventFieldParts; see the prelude's append_event) has its head written
+// again, the bytes it had.
 func storedEvent(values map[string]any) (ev, cut string) {
-	typ, ok := values[eventFieldType].(string)
+	parts, ok := values[eventFieldParts].(string)
 	if !ok {
 		ev, _ = values["e"].(string)
 		cut, _ = values[eventFieldCut].(string)
 		return ev, cut
 	}
-	at, _ := values[eventFieldAt].(string)
-	task, _ := values[eventFieldTask].(string)
-	rev, _ := values[eventFieldRevision].(string)
-	tail, _ := values[eventFieldTail].(string)
-	data, ok := values[eventFieldData].(string)
-	if !ok {
+	var p [5]string
+	for i := range p {
+		p[i], parts, _ = strings.Cut(parts, eventPartSep)
+	}
+	typ, at, task, rev, data := p[0], p[1], p[2], p[3], p[4]
+	if data == "" {
 		data = eventTaskData
 	}
-	head := `{"type":"` + typ + `","at":"` + at + `","taskId":"` + task + `","revision":` + rev + `,"data":` + data
-	return head + tail, strconv.Itoa(len(head))
+	var b strings.Builder
+	b.Grow(len(typ) + len(at) + len(task) + len(rev) + len(data) + len(parts) + 48)
+	for _, s := range []string{`{"type":"`, typ, `","at":"`, at, `","taskId":"`, task, `","revision":`, rev, `,"data":`, data} {
+		b.WriteString(s)
+	}
+	head := b.Len()
+	b.WriteString(parts)
+	return b.String(), strconv.Itoa(head)
 }
 
 // LogSource is one event log as the registry's reads that wait read it

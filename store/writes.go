@@ -111,18 +111,15 @@ const (
 	eventFieldCut  = "c"
 )
 
-// A task event is kept as its parts, without the JSON around them (see
-// the prelude of store/lua, and storedEvent): its type, "at", task id,
-// revision, what follows its snapshot, and what comes before it in the
-// data when that is not eventTaskData.
+// A task event is kept as its parts, without the JSON around them, in
+// field eventFieldParts, each part ended by eventPartSep (a byte no JSON
+// text holds): its type, "at", task id, revision, what comes before its
+// snapshot in its data ("" for eventTaskData), and what follows the
+// snapshot. See the prelude of store/lua, and storedEvent.
 const (
-	eventFieldType     = "t"
-	eventFieldAt       = "a"
-	eventFieldTask     = "i"
-	eventFieldRevision = "r"
-	eventFieldTail     = "x"
-	eventFieldData     = "d"
-	eventTaskData      = `{"task":`
+	eventFieldParts = "p"
+	eventPartSep    = "\x01"
+	eventTaskData   = `{"task":`
 )
 
 // taskFieldLog is the task hash's field that keeps the task's log: its

@@ -370,8 +370,8 @@ func TestEventsKeepNoSnapshotAndReadWhole(t *testing.T) {
 		}
 		kept, parts := 0, 0
 		for _, e := range entries {
-			if task, ok := e.Values[partTask].(string); ok {
-				if task != id {
+			if p, ok := eventPartsOf(e.Values); ok {
+				if len(p) != 6 || p[2] != id {
 					continue
 				}
 				kept++
@@ -572,22 +572,36 @@ func TestUndosReadWhereverKept(t *testing.T) {
 	})
 }
 
-// The fields of a session log entry that keeps a task event as its parts
-// (store/writes.go), and those of one that keeps an event's JSON.
+// The field of a session log entry that keeps a task event as its parts,
+// and the byte that ends each part (store/writes.go), and the fields of one
+// that keeps an event's JSON.
 const (
-	partType, partAt, partTask, partRevision, partTail = "t", "a", "i", "r", "x"
-	wholeEvent, wholeCut                               = "e", "c"
+	eventParts, partSep  = "p", "\x01"
+	wholeEvent, wholeCut = "e", "c"
 )
+
+// eventPartsOf is a task event's parts as a session log entry keeps them:
+// type, "at", task id, revision, data before the snapshot, what follows it.
+func eventPartsOf(values map[string]any) ([]string, bool) {
+	p, ok := values[eventParts].(string)
+	if !ok {
+		return nil, false
+	}
+	return strings.SplitN(p, partSep, 6), true
+}
 
 // cutEvent is the event of a session log entry as the JSON the store kept
 // before task events were kept as their parts: the head with the snapshot
 // cut out, and where it was cut (-1 for an event kept whole).
 func cutEvent(t *testing.T, values map[string]any) (string, int) {
 	t.Helper()
-	if typ, ok := values[partType].(string); ok {
-		head := fmt.Sprintf(`{"type":"%s","at":"%s","taskId":"%s","revision":%s,"data":{"task":`,
-			typ, values[partAt], values[partTask], values[partRevision])
-		return head + fmt.Sprint(values[partTail]), len(head)
+	if p, ok := eventPartsOf(values); ok {
+		data := p[4]
+		if data == "" {
+			data = `{"task":`
+		}
+		head := fmt.Sprintf(`{"type":"%s","at":"%s","taskId":"%s","revision":%s,"data":%s`, p[0], p[1], p[2], p[3], data)
+		return head + p[5], len(head)
 	}
 	ev, _ := values[wholeEvent].(string)
 	cut, ok := values[wholeCut].(string)

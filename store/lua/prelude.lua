@@ -172,15 +172,16 @@ end
 --
 -- A task event whose head is the one Go writes (events.AppendHead, without
 -- the session), as every task event's is, is kept as its parts, without
--- the JSON around them: its type (EVENT_FIELD.type), "at" (EVENT_FIELD.at),
--- task id (EVENT_FIELD.task), revision (EVENT_FIELD.revision), what follows
--- the snapshot (EVENT_FIELD.tail) and, when its data holds more than the
--- task before the snapshot, what comes before it in the data
--- (EVENT_FIELD.data; without it, '{"task":'). The names and quotes of its
--- head were about a third of what the session log kept of each event. entry_event, and Go's
--- storedEvent, write the head again from them, byte for byte. An entry of
--- another event, or written before, keeps its JSON in field 'e' and, when
--- cut, the offset in EVENT_FIELD.cut.
+-- the JSON around them, in one field (EVENT_FIELD.parts), each part ended
+-- by EVENT_PART.sep (a byte no JSON text holds): its type, "at", task id,
+-- revision, what comes before the snapshot in its data ('' for
+-- EVENT_DATA.task_first, the task first, as most events have it), then
+-- what follows the snapshot. The names and quotes of its head were about a
+-- third of what the session log kept of each event, and one field is one
+-- value for a reader to take apart, where five were five. entry_event,
+-- and Go's storedEvent, write the head again from them, byte for byte. An
+-- entry of another event, or written before, keeps its JSON in field 'e'
+-- and, when cut, the offset in EVENT_FIELD.cut.
 
 -- whole_event is the event ev cut at cut with snapshot put back, and with
 -- it the session the event's head leaves to its snapshot, after "at", as
@@ -405,12 +406,11 @@ local function append_event(slog, minid, prev, ev, cut)
   local at = tonumber(cut)
   local typ, time, task, rev, data = string.match(string.sub(ev, 1, at),
     '^{"type":"([%w%._]+)","at":"([^"\\]+)","taskId":"([^"\\]+)","revision":(%d+),"data":(.*)$')
-  if typ and data == EVENT_DATA.task_first then
-    return add_entry(slog, minid, prev, EVENT_FIELD.type, typ, EVENT_FIELD.at, time, EVENT_FIELD.task, task,
-      EVENT_FIELD.revision, rev, EVENT_FIELD.tail, string.sub(ev, at + 1))
-  elseif typ then
-    return add_entry(slog, minid, prev, EVENT_FIELD.type, typ, EVENT_FIELD.at, time, EVENT_FIELD.task, task,
-      EVENT_FIELD.revision, rev, EVENT_FIELD.tail, string.sub(ev, at + 1), EVENT_FIELD.data, data)
+  if typ then
+    if data == EVENT_DATA.task_first then data = '' end
+    local sep = EVENT_PART.sep
+    return add_entry(slog, minid, prev, EVENT_FIELD.parts,
+      typ .. sep .. time .. sep .. task .. sep .. rev .. sep .. data .. sep .. string.sub(ev, at + 1))
   end
   return add_entry(slog, minid, prev, 'e', ev, EVENT_FIELD.cut, cut)
 end
@@ -420,9 +420,13 @@ end
 -- whole, and where it was cut ('' when not).
 local function entry_event(f)
   if f[1] == 'e' then return f[2], f[4] or '' end
-  local head = '{"type":"' .. f[2] .. '","at":"' .. f[4] .. '","taskId":"' .. f[6] .. '","revision":' .. f[8] ..
-    ',"data":' .. (f[12] or EVENT_DATA.task_first)
-  return head .. f[10], string.format('%d', #head)
+  local sep = EVENT_PART.sep
+  local p = '([^' .. sep .. ']*)' .. sep
+  local typ, time, task, rev, data, tail = string.match(f[2], '^' .. p .. p .. p .. p .. p .. '(.*)$')
+  if data == '' then data = EVENT_DATA.task_first end
+  local head = '{"type":"' .. typ .. '","at":"' .. time .. '","taskId":"' .. task .. '","revision":' .. rev ..
+    ',"data":' .. data
+  return head .. tail, string.format('%d', #head)
 end
 
 -- event_type reads an event's type from its JSON as events.Event encodes it
