@@ -39,6 +39,7 @@ func luaNames() map[string]string {
 	})
 	luaTable(b, "EVENT_FIELD", []string{"cut", eventFieldCut, "parts", eventFieldParts})
 	luaTable(b, "EVENT_PART", []string{"sep", eventPartSep})
+	luaTable(b, "EVENT_FORM", []string{"parts", eventFormParts})
 	luaTable(b, "EVENT_DATA", []string{"task_first", eventTaskData})
 	luaTable(b, "ENDPOINT_MEMBER", []string{"by_executor", EndpointByExecutor})
 	luaTable(b, "TOOL_FIELD", []string{

@@ -120,7 +120,8 @@ func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks 
 			s.Keys.SessionTasksByStatus(p, sessionID, t.OldStatus), s.Keys.SessionTasksByStatus(p, sessionID, wire.StatusCancelled),
 			s.Keys.ExecutorTasksByStatus(p, executorOr(t.Executor, t.Owner), t.OldStatus),
 			s.Keys.ExecutorTasksByStatus(p, executorOr(t.Executor, t.Owner), wire.StatusCancelled))
-		args = append(args, t.ID, t.ExpectRevision, t.JSON, t.Event.JSON, t.Event.cut(), t.Undo)
+		event, form := t.Event.args()
+		args = append(args, t.ID, t.ExpectRevision, t.JSON, event, form, t.Undo)
 	}
 	res, err := s.scripts.sessionCancelTasks.run(ctx, s, keys, args...)
 	if err != nil {

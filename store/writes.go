@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -120,6 +121,7 @@ const (
 	eventFieldParts = "p"
 	eventPartSep    = "\x01"
 	eventTaskData   = `{"task":`
+	eventFormParts  = "p" // a task event given to a script as its parts
 )
 
 // taskFieldLog is the task hash's field that keeps the task's log: its
@@ -230,12 +232,61 @@ type TaskEvent struct {
 	Cut  int
 }
 
-// cut is the scripts' form of Cut: the offset, or "" for none.
-func (e TaskEvent) cut() string {
+// args is the event as the scripts take it: the value and its form. An
+// event with a snapshot cut out goes as the parts the session log keeps
+// (form eventFormParts), when its head reads as a task event's; else as
+// its JSON and the offset it was cut at ("" for none).
+func (e TaskEvent) args() (value []byte, form string) {
 	if e.Cut == 0 {
-		return ""
+		return e.JSON, ""
 	}
-	return strconv.Itoa(e.Cut)
+	if parts, ok := eventParts(e.JSON, e.Cut); ok {
+		return parts, eventFormParts
+	}
+	return e.JSON, strconv.Itoa(e.Cut)
+}
+
+// eventParts is a task event (ev, its snapshot cut out at cut) as the
+// session log keeps it in field eventFieldParts, and whether its head reads
+// as a task event's: {"type":"…","at":"…","taskId":"…","revision":N,"data":
+// with a type of letters, digits, dots and underscores and no quote or
+// backslash in the other strings, as the prelude's append_event reads a
+// head it is given as JSON. storedEvent writes the head again from them.
+func eventParts(ev []byte, cut int) ([]byte, bool) {
+	if cut > len(ev) {
+		return nil, false
+	}
+	head := string(ev[:cut])
+	var p [4]string
+	for i, open := range []string{`{"type":"`, `","at":"`, `","taskId":"`} {
+		rest, ok := strings.CutPrefix(head, open)
+		end := strings.IndexAny(rest, `"\`)
+		if !ok || end <= 0 || rest[end] != '"' {
+			return nil, false
+		}
+		p[i], head = rest[:end], rest[end:]
+	}
+	if strings.Trim(p[0], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._") != "" {
+		return nil, false
+	}
+	rest, ok := strings.CutPrefix(head, `","revision":`)
+	digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+	if !ok || digits == 0 {
+		return nil, false
+	}
+	p[3] = rest[:digits]
+	data, ok := strings.CutPrefix(rest[digits:], `,"data":`)
+	if !ok {
+		return nil, false
+	}
+	if data == eventTaskData {
+		data = ""
+	}
+	out := make([]byte, 0, len(ev)-cut+len(p[0])+len(p[1])+len(p[2])+len(p[3])+len(data)+5)
+	for _, s := range []string{p[0], p[1], p[2], p[3], data} {
+		out = append(append(out, s...), eventPartSep...)
+	}
+	return append(out, ev[cut:]...), true
 }
 
 // TaskCreate is a new task to write; NewRecord.Event is the task.created
@@ -276,9 +327,10 @@ func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
 	if executor != w.Principal {
 		keys = append(keys, s.Keys.ExecutorTasks(p, executor), s.Keys.ExecutorTasksByStatus(p, executor, wire.StatusWorking))
 	}
+	event, form := TaskEvent{JSON: w.Event, Cut: w.EventCut}.args()
 	args := []any{
 		idemHash, idemArg, w.Principal, flag(w.Admin), w.JSON, ms(w.Now),
-		ms(w.ExpiresAt), w.Event, w.minID(), TaskEvent{Cut: w.EventCut}.cut(),
+		ms(w.ExpiresAt), event, w.minID(), form,
 		w.MaxLive, w.Requester, w.Kind, executor,
 	}
 	args = append(args, w.Endpoints.args()...)
@@ -376,7 +428,8 @@ func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
 	args = append(args, idemHash, idemArg, w.ExpectRevision, w.Status, snapshot,
 		w.minID(), w.Undo, flag(w.Ends), len(w.Events))
 	for _, e := range w.Events {
-		args = append(args, e.JSON, e.cut())
+		value, form := e.args()
+		args = append(args, value, form)
 	}
 	args = append(args, ms(w.ExpiresAt))
 	for _, a := range w.AnswerTokens {

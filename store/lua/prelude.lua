@@ -183,11 +183,25 @@ end
 -- entry of another event, or written before, keeps its JSON in field 'e'
 -- and, when cut, the offset in EVENT_FIELD.cut.
 
+-- parts_event is a task event kept as its parts (see append_event) as the
+-- JSON it was cut from: its head written again, the bytes it had, then
+-- what followed the snapshot; and the offset the snapshot was cut at.
+local function parts_event(parts)
+  local sep = EVENT_PART.sep
+  local p = '([^' .. sep .. ']*)' .. sep
+  local typ, time, task, rev, data, tail = string.match(parts, '^' .. p .. p .. p .. p .. p .. '(.*)$')
+  if data == '' then data = EVENT_DATA.task_first end
+  local head = '{"type":"' .. typ .. '","at":"' .. time .. '","taskId":"' .. task .. '","revision":' .. rev ..
+    ',"data":' .. data
+  return head .. tail, string.format('%d', #head)
+end
+
 -- whole_event is the event ev cut at cut with snapshot put back, and with
 -- it the session the event's head leaves to its snapshot, after "at", as
 -- Go's events.AppendJoined puts it back on a read.
 local function whole_event(ev, cut, snapshot, session)
   if cut == '' then return ev end
+  if cut == EVENT_FORM.parts then ev, cut = parts_event(ev) end
   local at = tonumber(cut)
   local _, after_at = string.find(ev, ',"at":"[^"]*"')
   return string.sub(ev, 1, after_at) .. ',"sessionId":' .. cjson.encode(session) ..
@@ -398,11 +412,14 @@ local function add_entry(key, minid, prev, ...)
 end
 
 -- append_event appends event ev, cut at cut, to the session log slog as
--- add_entry does, and returns its id: as its parts when its head reads as
--- a task event's (see above; no value in it holds a quote or a
--- backslash, so writing it again gives the same bytes), else whole.
+-- add_entry does, and returns its id. A task event comes as its parts
+-- (cut: EVENT_FORM.parts), which Go took apart (store.eventParts), and is
+-- kept as it comes; one that comes as JSON is taken apart here when its
+-- head reads as a task event's (see above; no value in it holds a quote or
+-- a backslash, so writing it again gives the same bytes), else kept whole.
 local function append_event(slog, minid, prev, ev, cut)
   if cut == '' then return add_entry(slog, minid, prev, 'e', ev) end
+  if cut == EVENT_FORM.parts then return add_entry(slog, minid, prev, EVENT_FIELD.parts, ev) end
   local at = tonumber(cut)
   local typ, time, task, rev, data = string.match(string.sub(ev, 1, at),
     '^{"type":"([%w%._]+)","at":"([^"\\]+)","taskId":"([^"\\]+)","revision":(%d+),"data":(.*)$')
@@ -420,20 +437,15 @@ end
 -- whole, and where it was cut ('' when not).
 local function entry_event(f)
   if f[1] == 'e' then return f[2], f[4] or '' end
-  local sep = EVENT_PART.sep
-  local p = '([^' .. sep .. ']*)' .. sep
-  local typ, time, task, rev, data, tail = string.match(f[2], '^' .. p .. p .. p .. p .. p .. '(.*)$')
-  if data == '' then data = EVENT_DATA.task_first end
-  local head = '{"type":"' .. typ .. '","at":"' .. time .. '","taskId":"' .. task .. '","revision":' .. rev ..
-    ',"data":' .. data
-  return head .. tail, string.format('%d', #head)
+  return parts_event(f[2])
 end
 
 -- event_type reads an event's type from its JSON as events.Event encodes it
--- (the type is the first field, and a stored event has no id yet), without
--- decoding the whole event: a task event carries the task snapshot.
+-- (the type is the first field, and a stored event has no id yet), or from
+-- the parts of a task event given as the session log keeps them (the type
+-- is the first), without decoding the whole event.
 local function event_type(ev)
-  return string.match(ev, '^{"type":"([%w%._]+)"')
+  return string.match(ev, '^{"type":"([%w%._]+)"') or string.match(ev, '^([%w%._]+)' .. EVENT_PART.sep)
 end
 
 -- Notification endpoints live in the hash of the session or task they

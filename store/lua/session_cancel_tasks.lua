@@ -14,8 +14,9 @@
 -- ARGV[4] session id   ARGV[5] lease end ms
 -- ARGV[6..] six per task, in KEYS order: task id, expected revision,
 --           cancelled task json, the task.terminal event's json with the
---           cancelled task json cut out, where it was cut, and the undo
---           that takes the cancelled task json back to the current one
+--           cancelled task json cut out, where it was cut (or its parts and
+--           EVENT_FORM.parts: see append_event), and the undo that takes the
+--           cancelled task json back to the current one
 -- Returns {'ok', cancelled task id...} | {'not_cancelling'}
 local r = idem_replay(KEYS[7], ARGV[1])
 if r then return r end

@@ -27,7 +27,8 @@
 --          its status becomes terminal), so it leaves the session's live tasks
 -- ARGV[9] n, the number of events
 -- ARGV[10..9+2n] two per event, in order: its json with the new task json
---         cut out, and where it was cut ('' for an event that carries none)
+--         cut out, and where it was cut ('' for an event that carries none),
+--         or its parts and EVENT_FORM.parts (see append_event)
 -- ARGV[10+2n] the task's expire-at ms (the answer token keys end with it)
 -- ARGV[11+2n..10+2n+m] the value of each answer token and attempt key, in KEYS order
 -- The task's id and its session's are read from the keys of their hashes

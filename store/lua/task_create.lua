@@ -18,7 +18,8 @@
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task json   ARGV[6] now ms   ARGV[7] expire-at ms
 -- ARGV[8] the task.created event's json with the task json cut out   ARGV[9] log min id
--- ARGV[10] where the event was cut
+-- ARGV[10] where the event was cut, or EVENT_FORM.parts when ARGV[8] is the
+--          event's parts (see append_event)
 -- ARGV[11] most live tasks a session may hold ('0': no limit)
 -- ARGV[12] requester   ARGV[13] kind ('' for none)
 -- ARGV[14] executor (the principal when it is the owner)
