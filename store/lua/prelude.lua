@@ -87,45 +87,47 @@ end
 -- of its last COMMANDS_KEPT such commands, a line each: the id, then the
 -- reply's members (an outcome and event ids, none of which holds a space or
 -- a newline), separated by spaces. An older version kept the list as JSON,
--- which reads as well (commands_of). The scripts that write a task read and
+-- which reads as well (commands_json). The scripts that write a task read and
 -- write its hash anyway, so the record costs no key and no call of its
 -- own. A re-run of a command (the store's retry after a lost reply) comes
 -- within seconds; three commands on one task in between are far more than
 -- such a window sees.
 local COMMANDS_KEPT = 3
 
--- commands_of is the commands field's value (recorded; nil or false when
--- there is none) as a list of {id, reply}, oldest first.
-local function commands_of(recorded)
-  if not recorded then return {} end
-  if string.sub(recorded, 1, 1) == '[' then return cjson.decode(recorded) end
-  local list = {}
-  for line in string.gmatch(recorded, '[^\n]+') do
-    local words = {}
-    for w in string.gmatch(line, '[^ ]+') do words[#words + 1] = w end
-    list[#list + 1] = {words[1], {unpack(words, 2)}}
-  end
-  return list
+-- commands_json is a commands field kept as JSON by the older version
+-- (recorded) as lines.
+local function commands_json(recorded)
+  local lines = {}
+  for i, c in ipairs(cjson.decode(recorded)) do lines[i] = c[1] .. ' ' .. table.concat(c[2], ' ') end
+  return table.concat(lines, '\n')
 end
 
 -- command_replay is the first run's reply of command id, if the task's
--- commands field (recorded) holds it.
+-- commands field (recorded; nil or false when there is none) holds it. The
+-- field is searched as it is, with no table made of it: every command
+-- asks, and almost none is a re-run.
 local function command_replay(recorded, id)
-  for _, c in ipairs(commands_of(recorded)) do
-    if c[1] == id then return c[2] end
-  end
-  return nil
+  if not recorded then return nil end
+  if string.sub(recorded, 1, 1) == '[' then recorded = commands_json(recorded) end
+  local from = string.find('\n' .. recorded, '\n' .. id .. ' ', 1, true)
+  if not from then return nil end
+  local words = {}
+  for w in string.gmatch(string.match(recorded, '^[^\n]*', from), '[^ ]+') do words[#words + 1] = w end
+  return {unpack(words, 2)}
 end
 
 -- commands_with is the commands field with command id and its reply added,
 -- the oldest dropped beyond COMMANDS_KEPT.
 local function commands_with(recorded, id, reply)
-  local list = commands_of(recorded)
-  list[#list + 1] = {id, reply}
-  while #list > COMMANDS_KEPT do table.remove(list, 1) end
-  local lines = {}
-  for i, c in ipairs(list) do lines[i] = c[1] .. ' ' .. table.concat(c[2], ' ') end
-  return table.concat(lines, '\n')
+  local line = id .. ' ' .. table.concat(reply, ' ')
+  if not recorded then return line end
+  if string.sub(recorded, 1, 1) == '[' then recorded = commands_json(recorded) end
+  local n = select(2, string.gsub(recorded, '\n', '')) + 1
+  while n >= COMMANDS_KEPT do
+    recorded = string.sub(recorded, string.find(recorded, '\n', 1, true) + 1)
+    n = n - 1
+  end
+  return recorded .. '\n' .. line
 end
 
 -- A task's log is an index into its session's log: the ids of the task's
