@@ -250,8 +250,8 @@ func (e TaskEvent) args() (value []byte, form string) {
 // session log keeps it in field eventFieldParts, and whether its head reads
 // as a task event's: {"type":"…","at":"…","taskId":"…","revision":N,"data":
 // with a type of letters, digits, dots and underscores and no quote or
-// backslash in the other strings, as the prelude's append_event reads a
-// head it is given as JSON. storedEvent writes the head again from them.
+// backslash in the other strings, so that storedEvent (and the prelude's
+// parts_event) write the head again from them, byte for byte.
 func eventParts(ev []byte, cut int) ([]byte, bool) {
 	if cut > len(ev) {
 		return nil, false

@@ -173,17 +173,17 @@ end
 -- the older layout) is kept whole.
 --
 -- A task event whose head is the one Go writes (events.AppendHead, without
--- the session), as every task event's is, is kept as its parts, without
--- the JSON around them, in one field (EVENT_FIELD.parts), each part ended
--- by EVENT_PART.sep (a byte no JSON text holds): its type, "at", task id,
--- revision, what comes before the snapshot in its data ('' for
--- EVENT_DATA.task_first, the task first, as most events have it), then
--- what follows the snapshot. The names and quotes of its head were about a
--- third of what the session log kept of each event, and one field is one
--- value for a reader to take apart, where five were five. entry_event,
--- and Go's storedEvent, write the head again from them, byte for byte. An
--- entry of another event, or written before, keeps its JSON in field 'e'
--- and, when cut, the offset in EVENT_FIELD.cut.
+-- the session), as every task event's is, is kept as its parts, which Go
+-- takes apart (store.eventParts), without the JSON around them, in one
+-- field (EVENT_FIELD.parts), each part ended by EVENT_PART.sep (a byte no
+-- JSON text holds): its type, "at", task id, revision, what comes before
+-- the snapshot in its data ('' for EVENT_DATA.task_first, the task first,
+-- as most events have it), then what follows the snapshot. The names and
+-- quotes of its head were about a third of what the session log kept of
+-- each event, and one field is one value for a reader to take apart, where
+-- five were five. entry_event, and Go's storedEvent, write the head again
+-- from them, byte for byte. An entry of another event, or written before,
+-- keeps its JSON in field 'e' and, when cut, the offset in EVENT_FIELD.cut.
 
 -- parts_event is a task event kept as its parts (see append_event) as the
 -- JSON it was cut from: its head written again, the bytes it had, then
@@ -416,21 +416,11 @@ end
 -- append_event appends event ev, cut at cut, to the session log slog as
 -- add_entry does, and returns its id. A task event comes as its parts
 -- (cut: EVENT_FORM.parts), which Go took apart (store.eventParts), and is
--- kept as it comes; one that comes as JSON is taken apart here when its
--- head reads as a task event's (see above; no value in it holds a quote or
--- a backslash, so writing it again gives the same bytes), else kept whole.
+-- kept as it comes; any other event that carries a snapshot comes as JSON
+-- cut at cut and is kept so.
 local function append_event(slog, minid, prev, ev, cut)
   if cut == '' then return add_entry(slog, minid, prev, 'e', ev) end
   if cut == EVENT_FORM.parts then return add_entry(slog, minid, prev, EVENT_FIELD.parts, ev) end
-  local at = tonumber(cut)
-  local typ, time, task, rev, data = string.match(string.sub(ev, 1, at),
-    '^{"type":"([%w%._]+)","at":"([^"\\]+)","taskId":"([^"\\]+)","revision":(%d+),"data":(.*)$')
-  if typ then
-    if data == EVENT_DATA.task_first then data = '' end
-    local sep = EVENT_PART.sep
-    return add_entry(slog, minid, prev, EVENT_FIELD.parts,
-      typ .. sep .. time .. sep .. task .. sep .. rev .. sep .. data .. sep .. string.sub(ev, at + 1))
-  end
   return add_entry(slog, minid, prev, 'e', ev, EVENT_FIELD.cut, cut)
 end
 
