@@ -92,14 +92,18 @@ func (s *Store) readSessionLog(ctx context.Context, log Log, after string, limit
 		if err != nil {
 			return waits.LogRead{}, unavailable(err)
 		}
-		j, err := s.joinCut(ctx, log.Tasks, msgs)
+		evs := make([]cutEvent, len(msgs))
+		for i, m := range msgs {
+			evs[i].ev, evs[i].cut = storedEvent(m.Values)
+		}
+		j, err := s.joinCut(ctx, log.Tasks, evs)
 		if err != nil {
 			return waits.LogRead{}, err
 		}
 		out := waits.LogRead{Entries: make([]waits.LogEntry, 0, len(msgs))}
-		for _, m := range msgs {
+		for i, m := range msgs {
 			out.Last = m.ID
-			e, cut := storedEvent(m.Values)
+			e, cut := evs[i].ev, evs[i].cut
 			if cut == "" {
 				out.Entries = append(out.Entries, waits.LogEntry{ID: m.ID, JSON: withID(m.ID, e)})
 			} else if b, ok := j.whole(m.ID, e, cut); ok {
@@ -119,20 +123,19 @@ func (s *Store) readSessionLog(ctx context.Context, log Log, after string, limit
 // their tasks at most a revision or two ahead.
 const undoLookahead = 2
 
-// joinCut reads what puts the snapshots back into the events of msgs cut
+// joinCut reads what puts the snapshots back into the events of evs cut
 // from a task: each such task's revision, json and undos, in one pipelined
 // round trip (two for a task that has moved on more than undoLookahead
 // revisions past the page). tasks is the key of a task hash but its id.
-func (s *Store) joinCut(ctx context.Context, tasks string, msgs []redis.XMessage) (joins, error) {
+func (s *Store) joinCut(ctx context.Context, tasks string, evs []cutEvent) (joins, error) {
 	type span struct{ lo, hi int64 }
 	spans := map[string]*span{}
 	var order []string
-	for _, m := range msgs {
-		e, cut := storedEvent(m.Values)
-		if cut == "" {
+	for _, e := range evs {
+		if e.cut == "" {
 			continue
 		}
-		task, rev, ok := events.HeadTask(e)
+		task, rev, ok := events.HeadTask(e.ev)
 		if !ok {
 			continue
 		}
@@ -216,6 +219,9 @@ func (s *Store) joinCut(ctx context.Context, tasks string, msgs []redis.XMessage
 	}
 	return j, nil
 }
+
+// cutEvent is a stored event as storedEvent reads it.
+type cutEvent struct{ ev, cut string }
 
 // storedEvent is the event of a log entry (values: its fields) as the
 // script that appended it was given it: its JSON, cut or whole, and the
