@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/taskhook/taskhook/api/wire"
@@ -327,7 +328,7 @@ func (t Task) clone() Task {
 	if t.InputRequests != nil {
 		c.InputRequests = make([]InputRequest, len(t.InputRequests))
 		for i, r := range t.InputRequests {
-			r.Options = cloneSlice(r.Options)
+			r.Options = slices.Clone(r.Options)
 			c.InputRequests[i] = r
 		}
 	}
@@ -344,19 +345,11 @@ func (t Task) clone() Task {
 		c.Notify = make([]wire.Endpoint, len(t.Notify))
 		for i, ep := range t.Notify {
 			ep.Slack = clonePtr(ep.Slack)
-			ep.Kinds = cloneSlice(ep.Kinds)
+			ep.Kinds = slices.Clone(ep.Kinds)
 			c.Notify[i] = ep
 		}
 	}
 	return c
-}
-
-// cloneSlice is s copied, nil kept nil (a decoded empty list stays empty).
-func cloneSlice[E any](s []E) []E {
-	if s == nil {
-		return nil
-	}
-	return append(make([]E, 0, len(s)), s...)
 }
 
 // clonePtr is a pointer to a copy of what p points to; nil for nil.
