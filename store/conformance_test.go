@@ -108,6 +108,20 @@ func (f fixture) apply(t *testing.T, id string, expect int64, idem idem.Key, eve
 	return res
 }
 
+// complete moves a working task of alice's at revision 1 to completed.
+func (f fixture) complete(t *testing.T, id string) {
+	t.Helper()
+	res, err := f.s.ApplyTask(context.Background(), store.TaskUpdate{
+		LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
+		ID:       id, SessionID: f.session, ExpectRevision: 1, Status: wire.StatusCompleted, Ends: true,
+		JSON: []byte(`{"rev":2}`), Events: []store.TaskEvent{{JSON: []byte(`{}`)}},
+		ExpiresAt: f.now.Add(time.Hour), Owner: "alice", OldStatus: wire.StatusWorking,
+	})
+	if err != nil || res.Outcome != store.OK {
+		t.Fatal(res, err)
+	}
+}
+
 // A task command without an Idempotency-Key is recorded in the task's
 // hash: its id, short, and its answer, for the last three such commands, a
 // line each.
@@ -679,15 +693,7 @@ func TestSessionTasksListOnceAcrossTheirIndexes(t *testing.T) {
 			created = append(created, id)
 		}
 		for _, id := range created[:3] {
-			res, err := s.ApplyTask(ctx, store.TaskUpdate{
-				LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
-				ID:       id, SessionID: f.session, ExpectRevision: 1, Status: wire.StatusCompleted, Ends: true,
-				JSON: []byte(`{"rev":2}`), Events: []store.TaskEvent{{JSON: []byte(`{}`)}},
-				ExpiresAt: f.now.Add(time.Hour), Owner: "alice", OldStatus: wire.StatusWorking,
-			})
-			if err != nil || res.Outcome != store.OK {
-				t.Fatal(res, err)
-			}
+			f.complete(t, id)
 		}
 		// Tasks of before, in the index of all as well.
 		old := s.Keys.SessionTasks(f.part, f.session)
@@ -725,6 +731,65 @@ func TestSessionTasksListOnceAcrossTheirIndexes(t *testing.T) {
 			if len(got) != len(created) {
 				t.Fatalf("pages of %d: %d tasks listed, want each of %d once: %q", limit, len(got), len(created), got)
 			}
+		}
+	})
+}
+
+// A task moved to another status keeps its creation time as its score in
+// the new indexes, read from the old: its hash keeps no creation time of
+// its own. A hash an earlier version wrote with one loses it on its next
+// move, and a task in no status index (written before the indexes
+// existed) moves into none.
+func TestStatusMovesKeepTheCreationScore(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		ownerWorking := s.Keys.OwnerTasksByStatus(f.part, "alice", wire.StatusWorking)
+		indexes := []string{s.Keys.OwnerTasksByStatus(f.part, "alice", wire.StatusCompleted),
+			s.Keys.SessionTasksByStatus(f.part, f.session, wire.StatusCompleted)}
+		fresh, _ := f.createTask(t, "alice", idem.Key{})
+		older, _ := f.createTask(t, "alice", idem.Key{})
+		unindexed, _ := f.createTask(t, "alice", idem.Key{})
+		// Scores as the tasks were created at other times than now.
+		for i, id := range []string{fresh, older} {
+			score := float64(f.now.Add(-time.Duration(i+1) * time.Minute).UnixMilli())
+			for _, ix := range []string{ownerWorking, s.Keys.SessionTasksByStatus(f.part, f.session, wire.StatusWorking)} {
+				if err := s.RDB.ZAdd(ctx, ix, redis.Z{Score: score, Member: id}).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		rec := func(id string) string { return s.Keys.Task(f.part, id) }
+		if err := s.RDB.HSet(ctx, rec(older), "created", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RDB.ZRem(ctx, ownerWorking, unindexed).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.RDB.HExists(ctx, rec(fresh), "created").Result(); err != nil || n {
+			t.Fatalf("a new task's hash keeps a creation time (%v %v)", n, err)
+		}
+		want := map[string]float64{}
+		for _, id := range []string{fresh, older} {
+			score, err := s.RDB.ZScore(ctx, ownerWorking, id).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[id] = score
+			f.complete(t, id)
+		}
+		f.complete(t, unindexed)
+		for _, ix := range indexes {
+			for id, score := range want {
+				if got, err := s.RDB.ZScore(ctx, ix, id).Result(); err != nil || got != score {
+					t.Errorf("%s scores %s %v (%v), want its creation time %v", ix, id, got, err, score)
+				}
+			}
+			if err := s.RDB.ZScore(ctx, ix, unindexed).Err(); !errors.Is(err, redis.Nil) {
+				t.Errorf("%s holds the task of no index (%v)", ix, err)
+			}
+		}
+		if n, err := s.RDB.HExists(ctx, rec(older), "created").Result(); err != nil || n {
+			t.Errorf("the earlier version's creation time is still kept after a move (%v %v)", n, err)
 		}
 	})
 }

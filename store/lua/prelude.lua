@@ -549,25 +549,40 @@ local function index_add(key, score, id, expire_at)
 end
 
 -- move_status moves a task from its owner's and its session's index of its
--- old status to those of its new one, scored by its creation time (created,
--- the task hash's field; nil for a task written before the indexes existed:
--- nothing moves), and keeps the new indexes past expire_at (when above 0).
-local function move_status(id, created, expire_at, owner_old, owner_new, ses_old, ses_new)
-  if not created then return end
+-- old status to those of its new one, scored as it was there, by its
+-- creation time, and keeps the new indexes past expire_at (when above 0).
+-- The score is read from the owner's old index, which holds the one fact:
+-- the task hash keeps no creation time of its own. It answers that score,
+-- or nil for a task in no such index (written before the indexes existed),
+-- which moves nowhere.
+local function move_status(id, expire_at, owner_old, owner_new, ses_old, ses_new)
+  local created = redis.call('ZSCORE', owner_old, id)
+  if not created then return nil end
   redis.call('ZREM', owner_old, id)
   redis.call('ZREM', ses_old, id)
   index_add(owner_new, created, id, expire_at)
   index_add(ses_new, created, id, expire_at)
+  return created
 end
 
 -- move_executor_status moves a task between its executor's status indexes
--- as move_status does between its owner's, when the task has an executor
--- field (executor: its value, nil when the owner executes the task, which
--- has no executor indexes of its own).
+-- as move_status does between its owner's (created: what move_status
+-- answered), when the task has an executor field (executor: its value, nil
+-- when the owner executes the task, which has no executor indexes of its
+-- own).
 local function move_executor_status(id, executor, created, expire_at, old, new)
   if not created or not executor then return end
   redis.call('ZREM', old, id)
   index_add(new, created, id, expire_at)
+end
+
+-- A task hash written by an earlier version kept its creation time in a
+-- field, LEGACY_CREATED, which nothing reads any more: a script that writes
+-- such a hash (it reads the field with the rest, to know) takes it out.
+local LEGACY_CREATED = 'created'
+
+local function drop_legacy_created(key, created)
+  if created then redis.call('HDEL', key, LEGACY_CREATED) end
 end
 
 -- wake appends a hint to the partition's wake stream: every replica's fan-in

@@ -24,7 +24,7 @@ if redis.call('HGET', KEYS[1], 'cancelling') ~= '1' then return {'not_cancelling
 local ntasks = (#KEYS - 8) / 8
 local take = {}
 for i = 0, ntasks - 1 do
-  local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', 'created', RECORD_FIELD.endpoints, 'executor',
+  local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', LEGACY_CREATED, RECORD_FIELD.endpoints, 'executor',
     RECORD_FIELD.log, RECORD_FIELD.undos)
   if t[1] == ARGV[7 + 6 * i] then
     take[#take + 1] = {i, t[2], t[3], t[4], t[5], t[6]}
@@ -35,7 +35,7 @@ local out = {'ok'}
 local ses_endpoints = redis.call('HGET', KEYS[1], RECORD_FIELD.endpoints)
 local id
 for _, pick in ipairs(take) do
-  local i, created = pick[1], pick[2]
+  local i, legacy = pick[1], pick[2]
   local k, a = 9 + 8 * i, 6 + 6 * i
   local rev = tonumber(ARGV[a + 1]) + 1
   local ev, cut = ARGV[a + 3], ARGV[a + 4]
@@ -53,8 +53,9 @@ for _, pick in ipairs(take) do
   if #eps > 0 then route(KEYS[8], eps, ARGV[4], ARGV[a], id, whole()) end
   redis.call('ZREM', KEYS[3], ARGV[a])
   local expire_at = redis.call('PEXPIRETIME', KEYS[k])
-  move_status(ARGV[a], created, expire_at, KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
+  local created = move_status(ARGV[a], expire_at, KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
   move_executor_status(ARGV[a], pick[4], created, expire_at, KEYS[k + 6], KEYS[k + 7])
+  drop_legacy_created(KEYS[k], legacy)
   redis.call('RPUSH', KEYS[4], ARGV[a])
   wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[4], rev, {ev})
   out[#out + 1] = ARGV[a]

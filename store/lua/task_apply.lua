@@ -45,7 +45,7 @@ if not recorded then
 end
 local r = idem_replay(idem_key, ARGV[1])
 if r then return r end
-local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', 'created', RECORD_FIELD.endpoints, 'executor',
+local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', LEGACY_CREATED, RECORD_FIELD.endpoints, 'executor',
   RECORD_FIELD.commands, RECORD_FIELD.log, 'json', RECORD_FIELD.undos)
 if not cur[1] then return {'not_found'} end
 if recorded then
@@ -82,11 +82,12 @@ for k = 7, 6 + m do
   redis.call('SET', KEYS[k], ARGV[10 + 2 * n + k - 6], 'PXAT', expire_at)
 end
 -- The status indexes the caller gave are the ones the task moves between.
-if KEYS[ix] and cur[3] then
+if KEYS[ix] then
   if ARGV[8] == '1' then redis.call('ZREM', KEYS[ix], task_id) end
-  move_status(task_id, cur[3], expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
-  if KEYS[ix + 5] then move_executor_status(task_id, cur[5], cur[3], expire_at, KEYS[ix + 5], KEYS[ix + 6]) end
+  local created = move_status(task_id, expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
+  if KEYS[ix + 5] then move_executor_status(task_id, cur[5], created, expire_at, KEYS[ix + 5], KEYS[ix + 6]) end
 end
+drop_legacy_created(KEYS[1], cur[3])
 local fields = {'rev', rev, 'status', ARGV[4], 'json', json}
 undo_keep(fields, cur[9], ARGV[3], ARGV[7])
 if recorded then

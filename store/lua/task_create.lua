@@ -61,7 +61,7 @@ end
 
 local id = append_event(KEYS[3], ARGV[9], nil, ARGV[8], ARGV[10])
 local fields = {'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[5], 'owner', ARGV[3],
-  'created', ARGV[6], RECORD_FIELD.log, log_member(id)}
+  RECORD_FIELD.log, log_member(id)}
 -- The requester, executor and kind fields are written only when they say
 -- something: a task without a requester or executor field is requested and
 -- executed by its owner, as most are, and one without a kind has none.
