@@ -106,13 +106,14 @@ func buildScripts() (*scripts, error) {
 		return nil, err
 	}
 	s := &scripts{}
+	defs := preludeDefs(string(prelude))
 	var errs []error
 	lua := func(name string) *redis.Script {
 		body, err := luaFiles.ReadFile("lua/" + name + ".lua")
 		if err != nil {
 			errs = append(errs, fmt.Errorf("load script %s: %w", name, err))
 		}
-		src, err := inlineNames(string(prelude) + "\n" + string(body))
+		src, err := inlineNames(preludeFor(defs, string(body)) + "\n" + string(body))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("load script %s: %w", name, err))
 		}
