@@ -133,10 +133,7 @@ func TestTaskHashRecordsTheLastThreeCommands(t *testing.T) {
 			r := f.apply(t, id, rev, idem.Key{}, `{"type":"a"}`)
 			last = append(last, r.EventIDs[0])
 		}
-		raw, err := s.RDB.HGet(context.Background(), s.Keys.Task(f.part, id), store.TaskFieldCommands).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw, _ := storetest.RecordField(t, s, s.Keys.Task(f.part, id), store.TaskFieldCommands)
 		records := strings.Split(raw, "\n")
 		if len(records) != 3 {
 			t.Fatalf("the task's command records %q, want three", raw)
@@ -163,18 +160,14 @@ func TestTaskCommandsRecordedAsJSONStillRead(t *testing.T) {
 	first := f.apply(t, id, 1, idem.Key{}, `{"type":"a"}`).EventIDs[0]
 	rec := s.Keys.Task(f.part, id)
 	old := `[["aaaaaaaaaaaaa",["ok","1-1"]],["bbbbbbbbbbbbb",["ok","` + first + `"]]]`
-	if err := s.RDB.HSet(ctx, rec, store.TaskFieldCommands, old).Err(); err != nil {
-		t.Fatal(err)
-	}
+	storetest.RecordAsHash(t, s, rec)
+	storetest.SetRecordFields(t, s, rec, store.TaskFieldCommands, old)
 	proxy.CutAfterReply("evalsha")
 	r := f.apply(t, id, 2, idem.Key{}, `{"type":"b"}`)
 	if r.Outcome != store.OK || proxy.Cuts() != 1 {
 		t.Fatalf("apply with its reply lost: %+v (%d cuts), want ok", r, proxy.Cuts())
 	}
-	raw, err := s.RDB.HGet(ctx, rec, store.TaskFieldCommands).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, _ := storetest.RecordField(t, s, rec, store.TaskFieldCommands)
 	records := strings.Split(raw, "\n")
 	if len(records) != 3 || records[0] != "aaaaaaaaaaaaa ok 1-1" || records[1] != "bbbbbbbbbbbbb ok "+first ||
 		!strings.HasSuffix(records[2], " ok "+r.EventIDs[0]) {
@@ -271,24 +264,19 @@ func TestTaskHashKeepsOnlyThePartiesThatDiffer(t *testing.T) {
 			}
 			return id
 		}
-		fields := func(id string) []string {
-			keys, err := s.RDB.HKeys(ctx, s.Keys.Task(f.part, id)).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			slices.Sort(keys)
-			return keys
+		field := func(id, name string) (string, bool) {
+			return storetest.RecordField(t, s, s.Keys.Task(f.part, id), name)
 		}
 		own := create("alice", "alice", "")
 		for _, name := range []string{"requester", "executor", "kind"} {
-			if slices.Contains(fields(own), name) {
-				t.Errorf("a task its owner requests and executes, of no kind, keeps %q: %q", name, fields(own))
+			if v, ok := field(own, name); ok {
+				t.Errorf("a task its owner requests and executes, of no kind, keeps %s %q", name, v)
 			}
 		}
 		other := create("bob", "carol", "deploy")
-		for _, name := range []string{"requester", "executor", "kind"} {
-			if !slices.Contains(fields(other), name) {
-				t.Errorf("a task bob requests and carol executes, of a kind, lacks %q: %q", name, fields(other))
+		for name, want := range map[string]string{"requester": "bob", "executor": "carol", "kind": "deploy"} {
+			if v, _ := field(other, name); v != want {
+				t.Errorf("a task bob requests and carol executes, of a kind, keeps %s %q, want %q", name, v, want)
 			}
 		}
 		for _, who := range []string{"alice", "bob", "carol"} {
@@ -397,7 +385,7 @@ func TestTaskLogStoresNoEventTwice(t *testing.T) {
 				}
 				f.apply(t, id, 1, idem.Key{}, events...)
 				typ, err := s.RDB.Type(ctx, s.Keys.TaskLog(f.part, id)).Result()
-				inRecord, _ := s.RDB.HExists(ctx, s.Keys.Task(f.part, id), store.TaskFieldLog).Result()
+				_, inRecord := storetest.RecordField(t, s, s.Keys.Task(f.part, id), store.TaskFieldLog)
 				switch {
 				case err != nil:
 					t.Fatal(err)
@@ -496,6 +484,7 @@ func TestTaskLogWrittenAsAnIndexStillReads(t *testing.T) {
 		ttl, _ := s.RDB.PTTL(ctx, rec).Result()
 		var ms, seq int64
 		fmt.Sscanf(created[0].ID, "%d-%d", &ms, &seq)
+		storetest.RecordAsHash(t, s, rec)
 		s.RDB.HDel(ctx, rec, store.TaskFieldLog)
 		s.RDB.ZAdd(ctx, key, redis.Z{Member: fmt.Sprintf("%016d-%010d", ms, seq)})
 		s.RDB.PExpire(ctx, key, ttl)
@@ -530,6 +519,7 @@ func TestTaskLogWrittenAsAStreamStillReads(t *testing.T) {
 		if len(stored) != 1 {
 			t.Fatalf("the created event is not in the session log: %+v", stored)
 		}
+		storetest.RecordAsHash(t, s, s.Keys.Task(f.part, id))
 		s.RDB.HDel(ctx, s.Keys.Task(f.part, id), store.TaskFieldLog)
 		s.RDB.Del(ctx, key)
 		s.RDB.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: created[0].ID, Values: stored[0].Values})
@@ -735,6 +725,108 @@ func TestSessionTasksListOnceAcrossTheirIndexes(t *testing.T) {
 	})
 }
 
+// A task's record is one string, its small fields first; one an earlier
+// version kept as a hash is read and written as a hash until it expires.
+// Either reads alike through every reader: the record, a list filtered on
+// its head (read from the string's first bytes, or whole when the head is
+// longer), its log with the snapshot of each event, and its status moves.
+func TestTaskRecordFormsReadAlike(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		longName := strings.Repeat("r", 600) // a head longer than what a list reads of it
+		for _, c := range []struct {
+			name, requester, form string
+			asHash                bool
+		}{
+			{"string", "alice", "string", false},
+			{"string with a long head", longName, "string", false},
+			{"hash of before", "alice", "hash", true},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				id := ids.New(ids.TaskPrefix, f.part)
+				big := `{"rev":1,"input":"` + strings.Repeat("x", 4000) + `"}`
+				res, err := s.CreateTask(ctx, store.TaskCreate{
+					LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour},
+					NewRecord: store.NewRecord{ID: id, JSON: []byte(big), Event: []byte(`{"type":"task.created"}`), ExpiresAt: f.now.Add(time.Hour)},
+					SessionID: f.session, Principal: "alice", Requester: c.requester, Kind: "k",
+				})
+				if err != nil || res.Outcome != store.OK {
+					t.Fatalf("create: %+v %v", res, err)
+				}
+				rec := s.Keys.Task(f.part, id)
+				if c.asHash {
+					storetest.RecordAsHash(t, s, rec)
+				}
+				f.apply(t, id, 1, idem.Key{}, `{"type":"progress"}`)
+				res, err = s.ApplyTask(ctx, store.TaskUpdate{
+					LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
+					ID:       id, SessionID: f.session, ExpectRevision: 2, Status: wire.StatusCompleted, Ends: true,
+					JSON: []byte(`{"rev":3}`), Events: []store.TaskEvent{{JSON: []byte(`{"type":"done"}`)}},
+					ExpiresAt: f.now.Add(time.Hour), Owner: "alice", OldStatus: wire.StatusWorking,
+				})
+				if err != nil || res.Outcome != store.OK {
+					t.Fatalf("complete: %+v %v", res, err)
+				}
+				if typ := s.RDB.Type(ctx, rec).Val(); typ != c.form {
+					t.Errorf("the record is a %s, want a %s", typ, c.form)
+				}
+				if raw, err := s.GetOwned(ctx, rec, c.requester, false, true); err != nil || string(raw) != `{"rev":3}` {
+					t.Errorf("the requester reads %.40s (%v), want the task", raw, err)
+				}
+				if raw, err := s.GetOwned(ctx, rec, "mallory", false, true); err == nil {
+					t.Errorf("another principal reads %.40s", raw)
+				}
+				completed := s.Keys.OwnerTasksByStatus(f.part, "alice", wire.StatusCompleted)
+				record := func(id string) string { return s.Keys.Task(f.part, id) }
+				filter := store.ListFilter{Fields: []string{"owner", "status", "kind", "requester"}, Keep: func(v []string) bool {
+					return v[0] == "alice" && v[1] == wire.StatusCompleted && v[2] == "k" && (v[3] == "" || v[3] == c.requester)
+				}}
+				page, err := s.ListIndexed(ctx, []string{completed}, record, nil, 100, filter)
+				if err != nil || !slices.ContainsFunc(page.Items, func(b []byte) bool { return string(b) == `{"rev":3}` }) {
+					t.Errorf("the filtered list of completed tasks: %d items, %v; want the task", len(page.Items), err)
+				}
+				log, err := s.ReadLog(ctx, f.taskLog(id), "", 10)
+				if err != nil || len(log) != 3 || !strings.Contains(string(log[2].JSON), `"done"`) {
+					t.Fatalf("the task's log: %d events, %v", len(log), err)
+				}
+			})
+		}
+	})
+}
+
+// A task record keeps its snapshot up to the first newline, so a snapshot
+// that holds one (not compact JSON) is refused before anything is written.
+func TestSnapshotsWithANewlineAreRefused(t *testing.T) {
+	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {
+		ctx := context.Background()
+		id := ids.New(ids.TaskPrefix, f.part)
+		_, err := s.CreateTask(ctx, store.TaskCreate{
+			LogWrite:  store.LogWrite{Partition: f.part, Now: f.now, Retention: time.Hour},
+			NewRecord: store.NewRecord{ID: id, JSON: []byte("{\n\"rev\":1}"), Event: []byte(`{"type":"task.created"}`), ExpiresAt: f.now.Add(time.Hour)},
+			SessionID: f.session, Principal: "alice",
+		})
+		if err == nil {
+			t.Fatal("a snapshot with a newline was taken")
+		}
+		if n := s.RDB.Exists(ctx, s.Keys.Task(f.part, id)).Val(); n != 0 {
+			t.Fatal("the refused task was written")
+		}
+		id, _ = f.createTask(t, "alice", idem.Key{})
+		_, err = s.ApplyTask(ctx, store.TaskUpdate{
+			LogWrite: store.LogWrite{Partition: f.part, Now: time.Now(), Retention: time.Hour},
+			ID:       id, SessionID: f.session, ExpectRevision: 1, Status: wire.StatusWorking,
+			JSON: []byte("{\"rev\":2,\n}"), Events: []store.TaskEvent{{JSON: []byte(`{}`)}},
+			ExpiresAt: f.now.Add(time.Hour), Owner: "alice", OldStatus: wire.StatusWorking,
+		})
+		if err == nil {
+			t.Fatal("a change to a snapshot with a newline was taken")
+		}
+		if raw, err := s.GetJSON(ctx, s.Keys.Task(f.part, id)); err != nil || string(raw) != `{"rev":1}` {
+			t.Fatalf("the task after the refused change: %s %v", raw, err)
+		}
+	})
+}
+
 // A task moved to another status keeps its creation time as its score in
 // the new indexes, read from the old: its hash keeps no creation time of
 // its own. A hash an earlier version wrote with one loses it on its next
@@ -759,14 +851,15 @@ func TestStatusMovesKeepTheCreationScore(t *testing.T) {
 			}
 		}
 		rec := func(id string) string { return s.Keys.Task(f.part, id) }
+		storetest.RecordAsHash(t, s, rec(older))
 		if err := s.RDB.HSet(ctx, rec(older), "created", "1").Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.RDB.ZRem(ctx, ownerWorking, unindexed).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.RDB.HExists(ctx, rec(fresh), "created").Result(); err != nil || n {
-			t.Fatalf("a new task's hash keeps a creation time (%v %v)", n, err)
+		if v, n := storetest.RecordField(t, s, rec(fresh), "created"); n {
+			t.Fatalf("a new task's record keeps a creation time (%s)", v)
 		}
 		want := map[string]float64{}
 		for _, id := range []string{fresh, older} {

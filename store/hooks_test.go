@@ -241,9 +241,7 @@ func TestHookCreate(t *testing.T) {
 		}
 
 		// A finished task takes no new hook.
-		if _, err := s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed").Result(); err != nil {
-			t.Fatal(err)
-		}
+		storetest.SetRecordFields(t, s, s.Keys.Task(f.part, f.task), "status", "completed")
 		if res, _ := f.createHook(t, "alice", closes, idem.Key{}); res.Outcome != store.TaskTerminal {
 			t.Errorf("terminal task: %+v", res)
 		}
@@ -357,7 +355,7 @@ type hookClosing struct {
 
 // closings are the ways a hook closes with no close of its own: it expires,
 // its task ends or is gone, its session is cancelled or is gone.
-func closings(ctx context.Context, s *store.Store) []hookClosing {
+func closings(t *testing.T, ctx context.Context, s *store.Store) []hookClosing {
 	// now makes change to the hook's parent and closes the hook at once.
 	now := func(change func(f *hookFixture)) func(f *hookFixture) time.Time {
 		return func(f *hookFixture) time.Time {
@@ -368,7 +366,7 @@ func closings(ctx context.Context, s *store.Store) []hookClosing {
 	return []hookClosing{
 		{"expired", wire.CloseReasonExpired, false, true, func(f *hookFixture) time.Time { return f.now.Add(time.Hour) }},
 		{"task completed", wire.CloseReasonTaskTerminal, true, false, now(func(f *hookFixture) {
-			s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "completed")
+			storetest.SetRecordFields(t, s, s.Keys.Task(f.part, f.task), "status", "completed")
 		})},
 		{"task gone", wire.CloseReasonTaskTerminal, true, false, now(func(f *hookFixture) {
 			s.RDB.Del(ctx, s.Keys.Task(f.part, f.task))
@@ -386,7 +384,7 @@ func TestHookIngestRefusesClosedHooks(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, cfg store.Config) {
 		s := open(t, cfg)
 		ctx := context.Background()
-		cases := append(closings(ctx, s), hookClosing{"closed", wire.CloseReasonClosed, false, true, func(f *hookFixture) time.Time {
+		cases := append(closings(t, ctx, s), hookClosing{"closed", wire.CloseReasonClosed, false, true, func(f *hookFixture) time.Time {
 			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
 			if err != nil || res.Outcome != store.OK || string(res.JSON) != `{"status":"closed"}` {
 				t.Fatalf("close: %+v %v", res, err)
@@ -438,7 +436,7 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 				t.Errorf("open hook (task %v): %+v", withTask, b)
 			}
 		}
-		cases := append(closings(ctx, s), hookClosing{"closed", wire.CloseReasonClosed, true, true, func(f *hookFixture) time.Time {
+		cases := append(closings(t, ctx, s), hookClosing{"closed", wire.CloseReasonClosed, true, true, func(f *hookFixture) time.Time {
 			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
 				Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
 			if err != nil || res.Outcome != store.OK {
@@ -452,7 +450,7 @@ func TestHookReadReportsClosedHooks(t *testing.T) {
 			}
 			return time.Now()
 		}}, hookClosing{"task failed", wire.CloseReasonTaskTerminal, true, false, func(f *hookFixture) time.Time {
-			s.RDB.HSet(ctx, s.Keys.Task(f.part, f.task), "status", "failed")
+			storetest.SetRecordFields(t, s, s.Keys.Task(f.part, f.task), "status", "failed")
 			return time.Now()
 		}})
 		for _, c := range cases {
@@ -697,7 +695,7 @@ func TestHookStatusDecidesAsIngest(t *testing.T) {
 				t.Errorf("an admin: %+v", st)
 			}
 		}
-		cases := append(closings(ctx, s), hookClosing{"closed", wire.CloseReasonClosed, true, true, func(f *hookFixture) time.Time {
+		cases := append(closings(t, ctx, s), hookClosing{"closed", wire.CloseReasonClosed, true, true, func(f *hookFixture) time.Time {
 			res, err := s.CloseHook(ctx, store.HookClose{Partition: f.part, ID: f.hook, SessionID: f.session,
 				Principal: "alice", ClosedJSON: []byte(`{"status":"closed"}`)})
 			if err != nil || res.Outcome != store.OK {

@@ -120,7 +120,7 @@ func (k Keys) Task(p int, id string) string { return k.Tag(p) + "task:" + id }
 
 // TaskLog is where a task's log (the ids of its events, an index into its
 // session's log, which holds the events) moves when it outgrows its place
-// in the task hash (taskFieldLog), and where tasks created before kept it:
+// in the task record (taskFieldLog), and where tasks created before kept it:
 // see the prelude of store/lua.
 func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id + ":log" }
 
@@ -129,8 +129,8 @@ func (k Keys) TaskLog(p int, id string) string { return k.Tag(p) + "task:" + id 
 type Log struct {
 	Key     string
 	Session string // a task's log: its session's log; "" for a session's
-	Record  string // a task's log: the task hash, which may keep the log
-	Tasks   string // the key of a task hash of the log's partition but the id, to join task events with
+	Record  string // a task's log: the task record, which may keep the log
+	Tasks   string // the key of a task record of the log's partition but the id, to join task events with
 }
 
 // TaskEvents is the task's log, to read.

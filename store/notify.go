@@ -36,7 +36,7 @@ const (
 	outboxFieldAttempt  = "n"
 )
 
-// The fields of a session's or task's hash that hold its notification
+// The fields of a session's or task's record that hold its notification
 // endpoints: the list of their views, and each one's secret under this
 // prefix and its endpoint id (luanames.go hands them to the scripts).
 const (
@@ -111,7 +111,7 @@ func (n NewEndpoints) args() []any {
 // EndpointChange adds or removes one endpoint of the record at Key.
 type EndpointChange struct {
 	Partition int
-	Key       string // the record hash: Keys.Session or Keys.Task
+	Key       string // the record: Keys.Session or Keys.Task
 	Principal string
 	Admin     bool
 	ID        string
@@ -174,7 +174,7 @@ func (s *Store) Targets(ctx context.Context, p int, entries []OutboxEntry) ([]Ta
 	type recordRead struct {
 		fields []string       // the endpoint list, owner, then the secret of each endpoint asked for
 		at     map[string]int // endpoint id → its secret's place in fields
-		cmd    *redis.SliceCmd
+		vals   []any
 	}
 	reads := map[string]*recordRead{}
 	var order []string
@@ -191,17 +191,21 @@ func (s *Store) Targets(ctx context.Context, p int, entries []OutboxEntry) ([]Ta
 			r.fields = append(r.fields, recordFieldSecret+e.EndpointID)
 		}
 	}
-	pipe := s.RDB.Pipeline()
-	for _, key := range order {
-		reads[key].cmd = pipe.HMGet(ctx, key, reads[key].fields...)
+	names := make([][]string, len(order))
+	for i, key := range order {
+		names[i] = reads[key].fields
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable(err)
+	vals, err := s.readRecords(ctx, order, names)
+	if err != nil {
+		return nil, err
+	}
+	for i, key := range order {
+		reads[key].vals = vals[i]
 	}
 	out := make([]Target, len(entries))
 	for i, e := range entries {
 		r := reads[s.EndpointRecord(p, e)]
-		v := r.cmd.Val()
+		v := r.vals
 		if len(v) != len(r.fields) {
 			continue
 		}
@@ -214,7 +218,7 @@ func (s *Store) Targets(ctx context.Context, p int, entries []OutboxEntry) ([]Ta
 	return out, nil
 }
 
-// EndpointRecord is the key of the hash that holds an entry's endpoint.
+// EndpointRecord is the key of the record that holds an entry's endpoint.
 func (s *Store) EndpointRecord(p int, e OutboxEntry) string {
 	if e.Scope == ScopeTask {
 		return s.Keys.Task(p, e.TaskID)

@@ -114,8 +114,8 @@ func TestReadOwnedTaskParties(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.RDB.HExists(ctx, s.Keys.Task(f.part, own), "executor").Result(); err != nil || n {
-			t.Fatalf("a task its owner executes stores an executor: %v %v", n, err)
+		if v, n := storetest.RecordField(t, s, s.Keys.Task(f.part, own), "executor"); n {
+			t.Fatalf("a task its owner executes stores an executor: %q", v)
 		}
 		if who, err := s.Executor(ctx, s.Keys.Task(f.part, own)); err != nil || who != "alice" {
 			t.Fatalf("the executor of the owner's own task: %q %v", who, err)

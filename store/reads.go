@@ -19,16 +19,17 @@ import (
 	"github.com/taskhook/taskhook/waits"
 )
 
-// GetJSON reads the json field of a record hash (a task or a session).
+// GetJSON reads the json field of a record (a task or a session).
 func (s *Store) GetJSON(ctx context.Context, key string) ([]byte, error) {
-	b, err := s.RDB.HGet(ctx, key, "json").Bytes()
-	if errors.Is(err, redis.Nil) {
+	v, err := s.readRecord(ctx, key, "json")
+	if err != nil {
+		return nil, err
+	}
+	j, ok := v[0].(string)
+	if !ok {
 		return nil, ErrNotFound
 	}
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	return b, nil
+	return []byte(j), nil
 }
 
 // Decode decodes a record as a read answered it, raw and err being the
@@ -126,7 +127,7 @@ const undoLookahead = 2
 // joinCut reads what puts the snapshots back into the events of evs cut
 // from a task: each such task's revision, json and undos, in one pipelined
 // round trip (two for a task that has moved on more than undoLookahead
-// revisions past the page). tasks is the key of a task hash but its id.
+// revisions past the page). tasks is the key of a task record but its id.
 func (s *Store) joinCut(ctx context.Context, tasks string, evs []cutEvent) (joins, error) {
 	type span struct{ lo, hi int64 }
 	spans := map[string]*span{}
@@ -157,19 +158,19 @@ func (s *Store) joinCut(ctx context.Context, tasks string, evs []cutEvent) (join
 		}
 		return f
 	}
-	pipe := s.RDB.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(order))
+	keys, names := make([]string, len(order)), make([][]string, len(order))
 	for i, task := range order {
 		sp := spans[task]
-		fields := append([]string{"rev", "json", taskFieldUndos}, undoFields(sp.lo, sp.hi+undoLookahead)...)
-		cmds[i] = pipe.HMGet(ctx, tasks+task, fields...)
+		keys[i] = tasks + task
+		names[i] = append([]string{"rev", "json", taskFieldUndos}, undoFields(sp.lo, sp.hi+undoLookahead)...)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable(err)
+	vals, err := s.readRecords(ctx, keys, names)
+	if err != nil {
+		return nil, err
 	}
 	var further []string
 	for i, task := range order {
-		v := cmds[i].Val()
+		v := vals[i]
 		revText, _ := v[0].(string)
 		rev, err := strconv.ParseInt(revText, 10, 64)
 		if err != nil {
@@ -201,17 +202,17 @@ func (s *Store) joinCut(ctx context.Context, tasks string, evs []cutEvent) (join
 		}
 	}
 	if len(further) > 0 {
-		pipe := s.RDB.Pipeline()
-		more := make([]*redis.SliceCmd, len(further))
+		keys, names := make([]string, len(further)), make([][]string, len(further))
 		for i, task := range further {
 			t := j[task]
-			more[i] = pipe.HMGet(ctx, tasks+task, undoFields(t.from+int64(len(t.undos)), t.rev)...)
+			keys[i], names[i] = tasks+task, undoFields(t.from+int64(len(t.undos)), t.rev)
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, unavailable(err)
+		more, err := s.readRecords(ctx, keys, names)
+		if err != nil {
+			return nil, err
 		}
 		for i, task := range further {
-			for _, u := range more[i].Val() {
+			for _, u := range more[i] {
 				undo, _ := u.(string)
 				j[task].undos = append(j[task].undos, undo)
 			}
@@ -322,7 +323,9 @@ type ListFilter struct {
 	Fields []string
 	Keep   func(vals []string) bool
 	// SizeField, when set, is the hash field a kept record's size is read
-	// from (HSTRLEN, before the record is): a page holds at most
+	// from (HSTRLEN, before the record is; a task record's size is the
+	// string's, STRLEN, and its Fields are read from its head: see
+	// readHeads): a page holds at most
 	// maxPageBytes of them, and they are loaded at most loadChunkBytes a
 	// round trip.
 	SizeField string
@@ -350,18 +353,18 @@ const maxListScan = 1000
 func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(id string) string,
 	after *paging.Position, limit int, f ListFilter) (paging.Page, error) {
 	load := func(ctx context.Context, ids []string) ([][]byte, []bool, error) {
-		pipe := s.RDB.Pipeline()
-		gets := make([]*redis.StringCmd, len(ids))
+		keys, names := make([]string, len(ids)), make([][]string, len(ids))
 		for i, id := range ids {
-			gets[i] = pipe.HGet(ctx, record(id), "json")
+			keys[i], names[i] = record(id), []string{"json"}
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, nil, unavailable(err)
+		vals, err := s.readRecords(ctx, keys, names)
+		if err != nil {
+			return nil, nil, err
 		}
 		items, found := make([][]byte, len(ids)), make([]bool, len(ids))
-		for i, g := range gets {
-			b, err := g.Bytes()
-			items[i], found[i] = b, err == nil // an expired record leaves its index entry behind
+		for i, v := range vals {
+			j, ok := v[0].(string)
+			items[i], found[i] = []byte(j), ok // an expired record leaves its index entry behind
 		}
 		return items, found, nil
 	}
@@ -472,33 +475,25 @@ func listIndexed[T any](ctx context.Context, s *Store, indexes []string, record 
 		keep := make([]bool, len(items))
 		sizes := make([]int64, len(items))
 		if len(f.Fields) > 0 || f.SizeField != "" {
-			pipe = s.RDB.Pipeline()
-			fields := make([]*redis.SliceCmd, len(items))
-			lens := make([]*redis.IntCmd, len(items))
+			keys := make([]string, len(items))
 			for i, it := range items {
-				if len(f.Fields) > 0 {
-					fields[i] = pipe.HMGet(ctx, record(it.id), f.Fields...)
-				}
-				if f.SizeField != "" {
-					lens[i] = pipe.HStrLen(ctx, record(it.id), f.SizeField)
-				}
+				keys[i] = record(it.id)
 			}
-			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-				return nil, nil, unavailable(err)
+			fields, lens, err := s.readHeads(ctx, keys, f.Fields, f.SizeField)
+			if err != nil {
+				return nil, nil, err
 			}
 			for i := range items {
 				keep[i] = true
-				if fields[i] != nil {
+				if len(f.Fields) > 0 {
 					vals := make([]string, len(f.Fields))
-					for j, v := range fields[i].Val() {
+					for j, v := range fields[i] {
 						vals[j], _ = v.(string)
 					}
 					keep[i] = f.Keep(vals)
 				}
-				if lens[i] != nil {
-					sizes[i] = lens[i].Val()
-				}
 			}
+			sizes = lens
 		} else {
 			for i := range keep {
 				keep[i] = true
@@ -640,9 +635,9 @@ func (s *Store) Executor(ctx context.Context, key string) (string, error) {
 
 // owner is the first of fields a record holds, or "" when it holds none.
 func (s *Store) owner(ctx context.Context, key string, fields ...string) (string, error) {
-	vs, err := s.RDB.HMGet(ctx, key, fields...).Result()
+	vs, err := s.readRecord(ctx, key, fields...)
 	if err != nil {
-		return "", unavailable(err)
+		return "", err
 	}
 	for _, v := range vs {
 		if o, ok := v.(string); ok {

@@ -88,18 +88,18 @@ func (s *Store) CancelBatch(ctx context.Context, p int, id string, count int, no
 // TaskJSONs reads the records of some tasks of one partition (nil for one
 // that expired), in one round trip.
 func (s *Store) TaskJSONs(ctx context.Context, p int, ids []string) ([][]byte, error) {
-	pipe := s.RDB.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
+	keys, names := make([]string, len(ids)), make([][]string, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HGet(ctx, s.Keys.Task(p, id), "json")
+		keys[i], names[i] = s.Keys.Task(p, id), []string{"json"}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable(err)
+	vals, err := s.readRecords(ctx, keys, names)
+	if err != nil {
+		return nil, err
 	}
 	out := make([][]byte, len(ids))
-	for i, c := range cmds {
-		if b, err := c.Bytes(); err == nil {
-			out[i] = b
+	for i, v := range vals {
+		if j, ok := v[0].(string); ok {
+			out[i] = []byte(j)
 		}
 	}
 	return out, nil
@@ -108,6 +108,11 @@ func (s *Store) TaskJSONs(ctx context.Context, p int, ids []string) ([][]byte, e
 // CancelTasks writes one batch of a session cancel; EventIDs in the result
 // are the ids of the tasks it cancelled (a task that moved on is left out).
 func (s *Store) CancelTasks(ctx context.Context, p int, sessionID string, tasks []TaskCancel, now time.Time, retention time.Duration) ([]string, error) {
+	for _, t := range tasks {
+		if err := compactSnapshot(t.JSON); err != nil {
+			return nil, err
+		}
+	}
 	key, hash, ttl := s.idemKey(p, idem.Key{})
 	keys := []string{
 		s.Keys.Session(p, sessionID), s.Keys.SessionLog(p, sessionID), s.Keys.SessionLive(p, sessionID),

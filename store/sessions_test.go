@@ -141,9 +141,9 @@ func TestSessionCancelBatches(t *testing.T) {
 			t.Fatalf("the batch cancelled %v, want %v", got, live[:2])
 		}
 		for _, id := range live[:2] {
-			h, err := s.RDB.HMGet(ctx, s.Keys.Task(f.part, id), "rev", "status", "json").Result()
-			if err != nil || h[0] != "2" || h[1] != "cancelled" || h[2] != string(cancelOf(id, 1).JSON) {
-				t.Errorf("task %s after the batch: %v %v", id, h, err)
+			h := storetest.RecordFields(t, s, s.Keys.Task(f.part, id))
+			if h["rev"] != "2" || h["status"] != "cancelled" || h["json"] != string(cancelOf(id, 1).JSON) {
+				t.Errorf("task %s after the batch: %v", id, h)
 			}
 			if types := f.logTypes(t, f.taskLog(id)); !slices.Equal(types, []string{"task.created", "task.terminal"}) {
 				t.Errorf("task %s log: %v", id, types)

@@ -24,9 +24,9 @@ var parseSlackMessage = replies[bool]{
 // and the message a Slack endpoint shows it in; found is false when none was
 // posted.
 func (s *Store) SlackView(ctx context.Context, p int, taskID, endpointID string) (task []byte, m SlackMessage, found bool, err error) {
-	v, err := s.RDB.HMGet(ctx, s.Keys.Task(p, taskID), "json", "slk:"+endpointID).Result()
+	v, err := s.readRecord(ctx, s.Keys.Task(p, taskID), "json", "slk:"+endpointID)
 	if err != nil {
-		return nil, SlackMessage{}, false, unavailable(err)
+		return nil, SlackMessage{}, false, err
 	}
 	if j, ok := v[0].(string); ok {
 		task = []byte(j)

@@ -92,15 +92,15 @@ func (s *Store) idemKey(p int, idem idem.Key) (key, hash string, ttlMs int64) {
 }
 
 // taskCommandHash marks, to task_create and task_apply, a command id the
-// server made that is recorded in the task hash (taskFieldCommands) rather
-// than in a key of its own: those scripts read and write the hash anyway,
+// server made that is recorded in the task record (taskFieldCommands) rather
+// than in a key of its own: those scripts read and write the record anyway,
 // so the record costs neither a key nor a call.
 const (
 	taskCommandHash   = "rec"
 	taskFieldCommands = "cmd"
 )
 
-// A task hash keeps, besides its json, an undo per earlier revision: the
+// A task record keeps, besides its json, an undo per earlier revision: the
 // first ones one after another in field taskFieldUndos, each ended by a
 // newline (no JSON text holds one), and any after those in a field each
 // (taskFieldUndo and the revision), as every undo was kept before (see the
@@ -124,19 +124,19 @@ const (
 	eventFormParts  = "p" // a task event given to a script as its parts
 )
 
-// taskFieldLog is the task hash's field that keeps the task's log: its
+// taskFieldLog is the task record's field that keeps the task's log: its
 // events' ids (see the prelude of store/lua).
 const taskFieldLog = "log"
 
-// taskCommandIDLen is the length of a command id recorded in a task hash:
+// taskCommandIDLen is the length of a command id recorded in a task record:
 // it need only tell apart the few commands a task keeps the record of
 // (65 random bits), where an id with a key of its own is unique in the
 // whole store.
 const taskCommandIDLen = 13
 
-// taskIdem is idemKey for task_create and task_apply on the task hash at
+// taskIdem is idemKey for task_create and task_apply on the task record at
 // taskKey: a caller's idempotency key as idemKey gives it, or, without one,
-// the task hash with taskCommandHash and a command id made for this write
+// the task record with taskCommandHash and a command id made for this write
 // in place of the ttl. Every run of the script for this write carries the
 // same id.
 func (s *Store) taskIdem(p int, k idem.Key, taskKey string) (key, hash string, ttlOrID any) {
@@ -308,6 +308,9 @@ type TaskCreate struct {
 // CreateTask writes the receipt: the task, its task.created event in both
 // logs and the indexes, in one script.
 func (s *Store) CreateTask(ctx context.Context, w TaskCreate) (Result, error) {
+	if err := compactSnapshot(w.JSON); err != nil {
+		return Result{}, err
+	}
 	p := w.Partition
 	idemKey, idemHash, idemArg := s.taskIdem(p, w.Idem, s.Keys.Task(p, w.ID))
 	executor := executorOr(w.Executor, w.Principal)
@@ -395,6 +398,9 @@ type AnswerToken struct {
 // owner, an idempotency key when the caller gave one. Every key costs bytes
 // on the wire, and most commands (progress, messages) move no index.
 func (s *Store) ApplyTask(ctx context.Context, w TaskUpdate) (Result, error) {
+	if err := compactSnapshot(w.JSON); err != nil {
+		return Result{}, err
+	}
 	p := w.Partition
 	idemKey, idemHash, idemArg := s.taskIdem(p, w.Idem, s.Keys.Task(p, w.ID))
 	keys := make([]string, 0, 14+len(w.AnswerTokens)+len(w.SigninAttempts))

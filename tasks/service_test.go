@@ -455,6 +455,7 @@ func TestEventsWrittenWholeStillRead(t *testing.T) {
 			}
 		}
 		s.RDB.PExpire(ctx, slog, ttl)
+		storetest.RecordAsHash(t, s, s.Keys.Task(part, id))
 		if err := s.RDB.HDel(ctx, s.Keys.Task(part, id), undoField+"1", undoList).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -524,12 +525,8 @@ func TestUndosReadWhereverKept(t *testing.T) {
 			}
 		}
 		fields := func() []string {
-			keys, err := s.RDB.HKeys(ctx, rec).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
 			var undos []string
-			for _, k := range keys {
+			for _, k := range storetest.RecordNames(t, s, rec) {
 				if strings.HasPrefix(k, undoField) || k == undoList {
 					undos = append(undos, k)
 				}
@@ -546,7 +543,9 @@ func TestUndosReadWhereverKept(t *testing.T) {
 				got, undoList)
 		}
 
-		// Keep every undo as an older version did, a field each, and go on.
+		// Keep every undo as an older version did, in its hash, a field
+		// each, and go on.
+		storetest.RecordAsHash(t, s, rec)
 		list, err := s.RDB.HGet(ctx, rec, undoList).Result()
 		if err != nil {
 			t.Fatal(err)

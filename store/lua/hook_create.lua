@@ -1,7 +1,7 @@
 -- hook_create: a new open hook of a session (and maybe of one of its tasks),
 -- the mapping from its token's SHA-256 to its id, and the indexes.
 -- KEYS[1] hook hash   KEYS[2] token key   KEYS[3] session hash
--- KEYS[4] task hash (any key of the slot for a session hook: not read); a
+-- KEYS[4] task record (any key of the slot for a session hook: not read); a
 --         task hook is made by the task's executor (or an admin)
 -- KEYS[5] session's hook index   KEYS[6] task's hook index (unused for a session hook)
 -- KEYS[7] owner's hook index   KEYS[8] idempotency   KEYS[9] session log
@@ -23,7 +23,7 @@ local s = redis.call('HMGET', KEYS[3], 'owner', 'status')
 if ARGV[6] == '' and not owned(s[1], ARGV[3], ARGV[4]) then return {'session_not_found'} end
 if not s[1] then return {'session_not_found'} end
 if ARGV[6] ~= '' then
-  local t = redis.call('HMGET', KEYS[4], 'status', 'owner', 'executor')
+  local t = rec_get(KEYS[4], 'status', 'owner', 'executor')
   if not owned(t[3] or t[2], ARGV[3], ARGV[4]) then return {'task_not_found'} end
   if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
   if terminal[t[1]] then return {'task_terminal'} end

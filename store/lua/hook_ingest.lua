@@ -1,7 +1,7 @@
 -- hook_ingest: stores one callback request in the hook's queue, if the hook
 -- still takes requests. Signatures were checked by the caller; this decides
 -- the rest in one step: state, rate limit, dedupe, append, session event.
--- KEYS[1] hook hash   KEYS[2] task hash (any key of the slot for a session hook: not read)
+-- KEYS[1] hook hash   KEYS[2] task record (any key of the slot for a session hook: not read)
 -- KEYS[3] session hash   KEYS[4] hook queue   KEYS[5] hook dedupe hash
 -- KEYS[6] session log   KEYS[7] wake stream   KEYS[8] command record
 -- KEYS[9] the partition's outbox (hook.received goes to endpoints that ask for it)

@@ -7,7 +7,7 @@
 -- whether the hook still takes posts, decided as hook_ingest decides it, so
 -- a reader learns in the same step that nothing more will arrive.
 -- KEYS[1] hook hash   KEYS[2] hook queue   KEYS[3] dead-letter stream
--- KEYS[4] task hash (any key of the slot for a session hook: not read)
+-- KEYS[4] task record (any key of the slot for a session hook: not read)
 -- KEYS[5] session hash
 -- ARGV[1] principal   ARGV[2] '1' when the principal is an admin
 -- ARGV[3] group   ARGV[4] consumer   ARGV[5] count   ARGV[6] visibility ms

@@ -4,7 +4,7 @@
 -- sends only the hook: when the hook's own fields decide (closed, expired),
 -- that is the answer; otherwise the answer is 'parents', and the caller asks
 -- again with them. It only reads.
--- KEYS[1] hook hash   KEYS[2] task hash   KEYS[3] session hash
+-- KEYS[1] hook hash   KEYS[2] task record   KEYS[3] session hash
 --         (KEYS[2] for a hook of the session only, and KEYS[2] and KEYS[3]
 --         without the parents: any key of the slot, not read)
 -- ARGV[1] principal   ARGV[2] '1' when the principal is an admin   ARGV[3] now ms

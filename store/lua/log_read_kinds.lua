@@ -5,11 +5,11 @@
 -- With the events it kept it answers what joins them with their tasks'
 -- snapshots (see append_event): each such task's revision, json and undos.
 -- KEYS[1] the log   KEYS[2] for a task's log (an index), its session's log
--- KEYS[3] for a task's log, the task hash (which may keep the log)
+-- KEYS[3] for a task's log, the task record (which may keep the log)
 -- ARGV[1] the first stream id to look at ('-' for the log's start)
 -- ARGV[2] most events to keep   ARGV[3] most entries to look at
 -- ARGV[4] most bytes of entries to look at
--- ARGV[5] the key of a task hash of the log's partition but the task id
+-- ARGV[5] the key of a task record of the log's partition but the task id
 -- ARGV[6..] the event types to keep (none: every type)
 -- Returns {'ok', last id looked at ('' when none), '1' when it stopped before
 --          the log's end (else '0'), the number of events kept,
@@ -25,7 +25,7 @@ local all = #ARGV < 6
 local limit, max_entries, max_bytes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local out = {'ok', '', '0', 0}
 local start, looked, bytes, kept = ARGV[1], 0, 0, 0
-local ids = KEYS[3] and redis.call('HGET', KEYS[3], RECORD_FIELD.log)
+local ids = KEYS[3] and rec_get(KEYS[3], RECORD_FIELD.log)[1]
 local slog = joined_log(KEYS[1], KEYS[2], ids)
 local tasks, current, lowest = {}, {}, {}
 
@@ -33,7 +33,7 @@ local tasks, current, lowest = {}, {}, {}
 -- event of a task that is gone is gone with it and is not kept.
 local function known(task)
   if current[task] == nil then
-    local cur = redis.call('HMGET', ARGV[5] .. task, 'rev', 'json', RECORD_FIELD.undos)
+    local cur = rec_get(ARGV[5] .. task, 'rev', 'json', RECORD_FIELD.undos)
     current[task] = cur[1] and cur or false
     if cur[1] then tasks[#tasks + 1] = task end
   end
@@ -53,7 +53,7 @@ local function finish(more)
     out[#out + 1] = tonumber(cur[1]) - lowest[task]
     for r = lowest[task], math.min(#list, tonumber(cur[1]) - 1) do out[#out + 1] = list[r] end
     if #fields > 0 then
-      for _, u in ipairs(redis.call('HMGET', ARGV[5] .. task, unpack(fields))) do out[#out + 1] = u end
+      for _, u in ipairs(rec_get(ARGV[5] .. task, unpack(fields))) do out[#out + 1] = u end
     end
   end
   return out

@@ -1,5 +1,5 @@
 -- notify_add: adds one notification endpoint to a session or a task.
--- KEYS[1] the record hash (a session's or a task's)   KEYS[2] command record
+-- KEYS[1] the record (a session's hash or a task's record)   KEYS[2] command record
 -- ARGV[1] idempotency body hash, or 'cmd' for a command id the server made   ARGV[2] idempotency ttl ms
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] the endpoint's view json   ARGV[6] endpoint id   ARGV[7] its secret
@@ -9,7 +9,7 @@
 --       | {'not_found'} | {'too_many'}
 local r = idem_replay(KEYS[2], ARGV[1])
 if r then return r end
-local h = redis.call('HMGET', KEYS[1], 'owner', RECORD_FIELD.endpoints)
+local h = rec_get(KEYS[1], 'owner', RECORD_FIELD.endpoints)
 if not owned(h[1], ARGV[3], ARGV[4]) then return {'not_found'} end
 local list, own = {}, 0
 if h[2] then list = cjson.decode(h[2]) end

@@ -3,7 +3,7 @@
 -- acts on it: another one that took the entry over in between (XAUTOCLAIM)
 -- and settled it first leaves nothing to do.
 -- KEYS[1] the partition's outbox   KEYS[2] the partition's retries
--- KEYS[3] the endpoint's record hash   KEYS[4] the session's dead letters
+-- KEYS[3] the endpoint's record   KEYS[4] the session's dead letters
 -- ARGV[1] consumer group   ARGV[2] entry id
 -- ARGV[3] what to do: 'done' (delivered or dropped), 'retry', 'dead_letter'
 --         or 'endpoint_dead'
@@ -21,7 +21,7 @@ elseif what == 'dead_letter' then
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', 1000, '*', unpack(cjson.decode(ARGV[5])))
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
 elseif what == 'endpoint_dead' then
-  local raw = redis.call('HGET', KEYS[3], RECORD_FIELD.endpoints)
+  local raw = rec_get(KEYS[3], RECORD_FIELD.endpoints)[1]
   if raw then
     local list = cjson.decode(raw)
     for _, ep in ipairs(list) do
@@ -30,7 +30,7 @@ elseif what == 'endpoint_dead' then
         ep.deadReason = ARGV[4]
       end
     end
-    redis.call('HSET', KEYS[3], RECORD_FIELD.endpoints, cjson.encode(list))
+    rec_set(KEYS[3], {RECORD_FIELD.endpoints, cjson.encode(list)})
   end
 end
 return {'ok'}

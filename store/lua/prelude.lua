@@ -40,6 +40,167 @@ end
 -- (wire.Terminal, as Go gives them): terminal[status] is true for those.
 local terminal = TERMINAL_STATUSES
 
+-- A task's record is one Redis string, not a hash: a hash whose snapshot
+-- passes 64 bytes is a hash table, where each field costs a table entry
+-- and two allocations. The string holds, each ended by a newline, its
+-- head, a JSON object of the small fields a create writes (RECORD_HEAD:
+-- rev, status, owner, requester, executor, kind); the rest of its fields
+-- but the three below as a JSON object (notification endpoints, Slack
+-- messages ...; most tasks have none: {}); its snapshot ('json') as it
+-- is; and the lengths of its log ids and its command records; then those
+-- two and its list of undos (RECORD_RAW), as they are, to the end.
+-- Compact JSON holds no raw newline, so the first four newlines end the
+-- first four parts. cjson takes the objects apart and puts them together
+-- in C, where a format walked field by field in Lua cost each command
+-- about 10 µs more than a hash did; what every command reads and writes
+-- (the snapshot, log, commands and undos), and what a log read joins, is
+-- read with no decoding at all. The head comes first, so a read of the
+-- string's first bytes finds it (rec_head, store.readHeads). Every other record (a session's, a hook's,
+-- a tool's), and a task's written by an earlier version, is a hash, read
+-- and written as hashes are until it expires. The rec_ helpers read and
+-- write either, as HMGET, HSET and HDEL would a hash; a script decodes a
+-- string record once, and its rest only when it reads or writes a field
+-- of it.
+local RECORD_HEAD = {rev = true, status = true, owner = true, requester = true, executor = true, kind = true}
+local RECORD_IS_HASH = {}
+local RECS = {}
+
+-- is_task_record tells whether key is a task's record: its id follows
+-- '}:task:' and ends the key (two plain searches, which cost far less than
+-- a pattern's).
+local function is_task_record(key)
+  local _, e = string.find(key, '}:task:', 1, true)
+  return e ~= nil and not string.find(key, ':', e + 1, true)
+end
+
+local function rec_decode(s)
+  local a = string.find(s, '\n', 1, true)
+  local b = string.find(s, '\n', a + 1, true)
+  local c = string.find(s, '\n', b + 1, true)
+  local log_len, commands_len, d = string.match(s, '^(%d+) (%d+)\n()', c + 1)
+  local e = d + log_len
+  local f = e + commands_len
+  return {head = cjson.decode(string.sub(s, 1, a - 1)), rest_raw = string.sub(s, a + 1, b - 1),
+    json = string.sub(s, b + 1, c - 1), raw = {[RECORD_FIELD.log] = string.sub(s, d, e - 1),
+    [RECORD_FIELD.commands] = string.sub(s, e, f - 1), [RECORD_FIELD.undos] = string.sub(s, f)}}
+end
+
+local function rec_rest(r)
+  if not r.rest then r.rest = cjson.decode(r.rest_raw) end
+  return r.rest
+end
+
+local function rec_field(r, name)
+  if name == 'json' then return r.json end
+  local raw = r.raw[name]
+  if raw then return raw ~= '' and raw end
+  if RECORD_HEAD[name] then return r.head[name] end
+  return rec_rest(r)[name]
+end
+
+local function rec_put(r, name, v)
+  if v ~= false then v = v .. '' else v = nil end
+  if name == 'json' then
+    r.json = v or ''
+  elseif r.raw[name] then
+    r.raw[name] = v or ''
+  elseif RECORD_HEAD[name] then
+    r.head[name] = v
+  else
+    rec_rest(r)[name] = v
+  end
+end
+
+local function rec_encode(r)
+  local rest = r.rest_raw
+  if r.rest then rest = cjson.encode(r.rest) end
+  local log, commands = r.raw[RECORD_FIELD.log], r.raw[RECORD_FIELD.commands]
+  return cjson.encode(r.head) .. '\n' .. rest .. '\n' .. r.json .. '\n' .. #log .. ' ' .. #commands .. '\n' ..
+    log .. commands .. r.raw[RECORD_FIELD.undos]
+end
+
+-- rec_read is the record at key: its decoded string, RECORD_IS_HASH, or
+-- false when there is none. Only a task's key (its id follows 'task:' and
+-- ends the key) can hold a string.
+local function rec_read(key)
+  local r = RECS[key]
+  if r == nil then
+    r = RECORD_IS_HASH
+    if is_task_record(key) then
+      local v = redis.pcall('GET', key)
+      if type(v) ~= 'table' then r = v and rec_decode(v) end
+    end
+    RECS[key] = r
+  end
+  return r
+end
+
+-- rec_get answers the fields named of the record at key as HMGET does.
+local function rec_get(key, ...)
+  local r = rec_read(key)
+  if r == RECORD_IS_HASH then return redis.call('HMGET', key, ...) end
+  local out = {}
+  for i, name in ipairs({...}) do out[i] = (r and rec_field(r, name)) or false end
+  return out
+end
+
+-- rec_head answers head fields (RECORD_HEAD) as rec_get does, from the
+-- first RECORD_HEAD_BYTES of a string record when its head ends there, so
+-- that a look at the owner or status of a large task does not read its
+-- snapshot.
+local RECORD_HEAD_BYTES = 512
+
+local function rec_head(key, ...)
+  local names = {...}
+  for _, name in ipairs(names) do
+    if not RECORD_HEAD[name] then return rec_get(key, ...) end
+  end
+  if RECS[key] ~= nil or not is_task_record(key) then return rec_get(key, ...) end
+  local v = redis.pcall('GETRANGE', key, 0, RECORD_HEAD_BYTES - 1)
+  if type(v) == 'table' then return rec_get(key, ...) end
+  if v == '' then return rec_get(key, ...) end
+  local a = string.find(v, '\n', 1, true)
+  if not a then return rec_get(key, ...) end
+  local head = cjson.decode(string.sub(v, 1, a - 1))
+  local out = {}
+  for i, name in ipairs(names) do out[i] = head[name] or false end
+  return out
+end
+
+-- rec_set writes fields of the record at key (kv: name, value, ...; a
+-- value of false takes the field out) as HSET and HDEL would, keeping its
+-- expiry. A record that is gone is not brought back.
+local function rec_set(key, kv)
+  local r = rec_read(key)
+  if r == RECORD_IS_HASH then
+    local set, del = {}, {}
+    for i = 1, #kv, 2 do
+      if kv[i + 1] == false then
+        del[#del + 1] = kv[i]
+      else
+        set[#set + 1] = kv[i]
+        set[#set + 1] = kv[i + 1]
+      end
+    end
+    if #set > 0 then redis.call('HSET', key, unpack(set)) end
+    if #del > 0 then redis.call('HDEL', key, unpack(del)) end
+    return
+  end
+  if not r then return end
+  for i = 1, #kv, 2 do rec_put(r, kv[i], kv[i + 1]) end
+  redis.call('SET', key, rec_encode(r), 'KEEPTTL')
+end
+
+-- rec_create writes a new task record (kv as rec_set takes it) as a string
+-- that expires at at_ms.
+local function rec_create(key, kv, at_ms)
+  local r = {head = {}, rest = {}, json = '',
+    raw = {[RECORD_FIELD.log] = '', [RECORD_FIELD.commands] = '', [RECORD_FIELD.undos] = ''}}
+  for i = 1, #kv, 2 do rec_put(r, kv[i], kv[i + 1]) end
+  redis.call('SET', key, rec_encode(r), 'PXAT', at_ms)
+  RECS[key] = r
+end
+
 -- Every write carries a command id: the caller's idempotency key, or one the
 -- server made for this one command (hash IDEM.command). A script run again with the
 -- same id (a client library re-sending after a timeout, a retry after a
@@ -50,7 +211,7 @@ local terminal = TERMINAL_STATUSES
 -- first run's reply for a server-made id, {'replay', body} for a caller's
 -- key with the same body, {'idem_conflict'} for another body.
 --
--- A task command's record in its task hash (IDEM.task_record) is the
+-- A task command's record in its task record (IDEM.task_record) is the
 -- task script's own to read and write (command_replay, commands_with).
 -- The record of another server-made id is a string (the reply's JSON), read and
 -- written only by the script that made it (a re-run is the same script from
@@ -83,12 +244,12 @@ local function idem_done(key, hash, ttl, body, reply)
 end
 
 -- A task command without a caller's key (IDEM.task_record) is recorded in
--- the task hash itself, in field RECORD_FIELD.commands: the ids and replies
+-- the task record itself, in field RECORD_FIELD.commands: the ids and replies
 -- of its last COMMANDS_KEPT such commands, a line each: the id, then the
 -- reply's members (an outcome and event ids, none of which holds a space or
 -- a newline), separated by spaces. An older version kept the list as JSON,
 -- which reads as well (commands_json). The scripts that write a task read and
--- write its hash anyway, so the record costs no key and no call of its
+-- write its record anyway, so the command record costs no key and no call of its
 -- own. A re-run of a command (the store's retry after a lost reply) comes
 -- within seconds; three commands on one task in between are far more than
 -- such a window sees.
@@ -134,7 +295,7 @@ end
 -- events, each written as log_member writes it (LOG_MEMBER_LEN bytes) so
 -- that the strings' order is the ids'. The events themselves are in the
 -- session log under the same ids, where every task event goes anyway: each
--- is stored once. The ids are kept in the task's hash, one after another in
+-- is stored once. The ids are kept in the task's record, one after another in
 -- field RECORD_FIELD.log, which a command reads and writes anyway: the log
 -- costs no key and no call of its own. A read finds an id by bisection. A
 -- log that outgrows LOG_IDS_IN_RECORD ids moves to a sorted set at the
@@ -166,7 +327,7 @@ end
 -- A task event is kept without its task's snapshot: the entry's event
 -- field holds its JSON with the snapshot cut out, and EVENT_FIELD.cut the
 -- byte offset it was cut at ('' for an event that carries no snapshot,
--- which has no such field). The task hash keeps the current snapshot and,
+-- which has no such field). The task record keeps the current snapshot and,
 -- for each revision before it, what takes the next one back to it
 -- (RECORD_FIELD.undo followed by the revision): a read joins them again.
 -- An event that leaves Redis as it is (an outbox delivery, a task log of
@@ -212,7 +373,7 @@ end
 
 
 -- A command sends a task's new snapshot whole, or, when that is shorter,
--- as the edits that take the snapshot the task hash holds to it
+-- as the edits that take the snapshot the task record holds to it
 -- (snapdelta.Edits, which says their form): '=', the first 16 hex digits
 -- of the SHA-1 of the snapshot they were made for, ';', then each edit as
 -- offset, bytes replaced and bytes inserted, ':', and the bytes inserted.
@@ -236,14 +397,14 @@ local function new_snapshot(given, cur)
   return table.concat(parts)
 end
 
--- A task hash keeps the undo of each revision before its current one
+-- A task record keeps the undo of each revision before its current one
 -- (what takes the next revision's json back to it). The first
 -- UNDOS_IN_RECORD of them are kept in one field, RECORD_FIELD.undos, one
 -- after another, each ended by a newline (compact JSON holds none): a
 -- field of its own costs Redis far more than the bytes of most undos. The
 -- later ones, and every undo of a task written before, are kept in a field
 -- each, RECORD_FIELD.undo followed by the revision. A command reads the
--- list with the rest of the hash, so keeping it costs no call.
+-- list with the rest of the record, so keeping it costs no call.
 local UNDOS_IN_RECORD = 64
 
 -- undo_list is the undos kept in the list field (undos: its value, nil or
@@ -255,7 +416,7 @@ local function undo_list(undos)
   return list
 end
 
--- undo_keep adds to fields (for the caller's HSET of the task hash) the
+-- undo_keep adds to fields (for the caller's rec_set of the task record) the
 -- undo of revision rev: at the end of the list (undos, as undo_list takes
 -- it) while the list holds every revision before and has room, else in a
 -- field of its own.
@@ -288,9 +449,9 @@ end
 
 -- task_log_keep adds the events of new_ids to a task log kept in the task
 -- hash at rec (ids, the field's value): the field's new value goes into
--- fields, for the caller's HSET of that hash. A log that outgrows
+-- fields, for the caller's rec_set of that record. A log that outgrows
 -- LOG_IDS_IN_RECORD moves to the sorted set at key instead, to expire at
--- expire_at ms (the task's; 0 when the caller does not know it: the hash
+-- expire_at ms (the task's; 0 when the caller does not know it: the record
 -- says), and the field goes.
 local function task_log_keep(fields, ids, new_ids, key, rec, expire_at)
   local parts = {ids}
@@ -310,10 +471,11 @@ local function task_log_keep(fields, ids, new_ids, key, rec, expire_at)
   local at = tonumber(expire_at)
   if at <= 0 then at = redis.call('PEXPIRETIME', rec) end
   if at > 0 then redis.call('PEXPIREAT', key, at) end
-  redis.call('HDEL', rec, RECORD_FIELD.log)
+  fields[#fields + 1] = RECORD_FIELD.log
+  fields[#fields + 1] = false
 end
 
--- ids_range is log_range over a task log kept in its hash (ids).
+-- ids_range is log_range over a task log kept in its record (ids).
 local function ids_range(ids, slog, start, n, rev)
   local count = #ids / LOG_MEMBER_LEN
   local function at(i) return string.sub(ids, (i - 1) * LOG_MEMBER_LEN + 1, i * LOG_MEMBER_LEN) end
@@ -350,7 +512,7 @@ end
 -- joined_log is the session log slog that a task's log at key is joined
 -- with to read it, or nil when key is a stream of its own (a session's log,
 -- given no slog, or a task's of the older layout). ids is the log's value
--- in the task hash, when the hash keeps it: key is then not looked at. A
+-- in the task record, when the record keeps it: key is then not looked at. A
 -- script that reads a log in several calls to log_range asks once.
 local function joined_log(key, slog, ids)
   if slog and (ids or not is_stream(key)) then return slog end
@@ -361,7 +523,7 @@ end
 -- XREVRANGE) answers them, from start: '-' or '+' for an end, an id, or
 -- '(' and an id to leave that id out. The log is the stream at key, or,
 -- with slog (see joined_log), a task's log joined with the session log
--- slog: the ids kept in its hash (ids, the field's value, when it has one),
+-- slog: the ids kept in its record (ids, the field's value, when it has one),
 -- or its index at key. An id whose event the session log no longer holds
 -- (trimmed) is passed over.
 local function log_range(key, slog, start, n, rev, ids)
@@ -440,7 +602,7 @@ local function event_type(ev)
   return string.match(ev, '^{"type":"([%w%._]+)"') or string.match(ev, '^([%w%._]+)' .. EVENT_PART.sep)
 end
 
--- Notification endpoints live in the hash of the session or task they
+-- Notification endpoints live in the record of the session or task they
 -- belong to, and expire with it: field RECORD_FIELD.endpoints is the JSON
 -- array of their views (as the API shows them, never the secret), field
 -- RECORD_FIELD.secret .. endpointId each one's signing secret, sealed by the
@@ -467,12 +629,20 @@ end
 
 -- save_endpoints writes a record's endpoint list and the secrets of the new
 -- endpoints (pairs: endpoint id, secret, ...).
-local function save_endpoints(rec, list, pairs_)
-  if list == '' then return end
-  redis.call('HSET', rec, RECORD_FIELD.endpoints, list)
+-- endpoint_fields adds them to kv (for rec_set or rec_create) instead.
+local function endpoint_fields(kv, list, pairs_)
+  if list == '' then return kv end
+  kv[#kv + 1] = RECORD_FIELD.endpoints
+  kv[#kv + 1] = list
   for i = 1, #pairs_, 2 do
-    redis.call('HSET', rec, RECORD_FIELD.secret .. pairs_[i], pairs_[i + 1])
+    kv[#kv + 1] = RECORD_FIELD.secret .. pairs_[i]
+    kv[#kv + 1] = pairs_[i + 1]
   end
+  return kv
+end
+
+local function save_endpoints(rec, list, pairs_)
+  if list ~= '' then rec_set(rec, endpoint_fields({}, list, pairs_)) end
 end
 
 -- reseal replaces a secret kept in a hash field by the same secret sealed
@@ -481,8 +651,8 @@ end
 -- not brought back, and a field changed since is left alone. It reports
 -- whether it wrote.
 local function reseal(key, field, read, sealed)
-  if redis.call('HGET', key, field) ~= read then return false end
-  redis.call('HSET', key, field, sealed)
+  if rec_get(key, field)[1] ~= read then return false end
+  rec_set(key, {field, sealed})
   return true
 end
 
@@ -552,7 +722,7 @@ end
 -- old status to those of its new one, scored as it was there, by its
 -- creation time, and keeps the new indexes past expire_at (when above 0).
 -- The score is read from the owner's old index, which holds the one fact:
--- the task hash keeps no creation time of its own. It answers that score,
+-- the task record keeps no creation time of its own. It answers that score,
 -- or nil for a task in no such index (written before the indexes existed),
 -- which moves nowhere.
 local function move_status(id, expire_at, owner_old, owner_new, ses_old, ses_new)
@@ -576,14 +746,10 @@ local function move_executor_status(id, executor, created, expire_at, old, new)
   index_add(new, created, id, expire_at)
 end
 
--- A task hash written by an earlier version kept its creation time in a
+-- A task record written by an earlier version kept its creation time in a
 -- field, LEGACY_CREATED, which nothing reads any more: a script that writes
 -- such a hash (it reads the field with the rest, to know) takes it out.
 local LEGACY_CREATED = 'created'
-
-local function drop_legacy_created(key, created)
-  if created then redis.call('HDEL', key, LEGACY_CREATED) end
-end
 
 -- wake appends a hint to the partition's wake stream: every replica's fan-in
 -- reader wakes its local waiters on the task and session. It is capped by
@@ -624,7 +790,7 @@ end
 -- is decided, for every script that asks (hook_ingest, hook_read,
 -- hook_status). It answers nil when the hook does, else why not: one of
 -- CLOSED (closed, expired, task_terminal, session_cancelled). status and exp
--- are the hook hash's fields; task is the task hash's key, or nil for a hook
+-- are the hook hash's fields; task is the task record's key, or nil for a hook
 -- of the session only; session is the session hash's key. It only reads.
 -- also names a field of the task and session hashes to read with their
 -- status (nil for none): when the hook is open, it answers that field's
@@ -642,8 +808,7 @@ local function hook_closed_reason(status, exp, now, task, session, also)
   local own = hook_own_closed_reason(status, exp, now)
   if own then return own end
   local function read(key)
-    if also then return unpack(redis.call('HMGET', key, 'status', also)) end
-    return redis.call('HGET', key, 'status')
+    return unpack(rec_get(key, 'status', also or 'status'))
   end
   local task_also
   if task then

@@ -5,7 +5,7 @@
 -- KEYS[1] session hash   KEYS[2] session log   KEYS[3] session's live tasks
 -- KEYS[4] session's cancelled list   KEYS[5] partition's cancels
 -- KEYS[6] wake stream   KEYS[7] command record   KEYS[8] partition's outbox
--- KEYS[9..] eight per task: task hash, task log, owner's tasks in the old status,
+-- KEYS[9..] eight per task: task record, task log, owner's tasks in the old status,
 --           owner's cancelled tasks, session's tasks in the old status,
 --           session's cancelled tasks, executor's tasks in the old status,
 --           executor's cancelled tasks (the last two moved only when the
@@ -24,7 +24,7 @@ if redis.call('HGET', KEYS[1], 'cancelling') ~= '1' then return {'not_cancelling
 local ntasks = (#KEYS - 8) / 8
 local take = {}
 for i = 0, ntasks - 1 do
-  local t = redis.call('HMGET', KEYS[9 + 8 * i], 'rev', LEGACY_CREATED, RECORD_FIELD.endpoints, 'executor',
+  local t = rec_get(KEYS[9 + 8 * i], 'rev', LEGACY_CREATED, RECORD_FIELD.endpoints, 'executor',
     RECORD_FIELD.log, RECORD_FIELD.undos)
   if t[1] == ARGV[7 + 6 * i] then
     take[#take + 1] = {i, t[2], t[3], t[4], t[5], t[6]}
@@ -48,14 +48,17 @@ for _, pick in ipairs(take) do
   else
     task_log_append(KEYS[k + 1], id, whole)
   end
-  redis.call('HSET', KEYS[k], unpack(fields))
+  if legacy then
+    fields[#fields + 1] = LEGACY_CREATED
+    fields[#fields + 1] = false
+  end
+  rec_set(KEYS[k], fields)
   local eps = endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_endpoints}})
   if #eps > 0 then route(KEYS[8], eps, ARGV[4], ARGV[a], id, whole()) end
   redis.call('ZREM', KEYS[3], ARGV[a])
   local expire_at = redis.call('PEXPIRETIME', KEYS[k])
   local created = move_status(ARGV[a], expire_at, KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
   move_executor_status(ARGV[a], pick[4], created, expire_at, KEYS[k + 6], KEYS[k + 7])
-  drop_legacy_created(KEYS[k], legacy)
   redis.call('RPUSH', KEYS[4], ARGV[a])
   wake(KEYS[6], WAKE_KIND.task, ARGV[a], ARGV[4], rev, {ev})
   out[#out + 1] = ARGV[a]

@@ -1,7 +1,7 @@
 -- task_apply: writes one change the state machine decided, if the task is
 -- still at the revision the change was computed from (compare-and-set). The
 -- caller recomputes on 'conflict' with the current task this returns.
--- KEYS[1] task hash   KEYS[2] task log (a sorted set, for a task whose
+-- KEYS[1] task record   KEYS[2] task log (a sorted set, for a task whose
 --         hash does not keep its log: see the prelude)   KEYS[3] session log
 -- KEYS[4] wake stream   KEYS[5] the session hash (for its notification
 --         endpoints)   KEYS[6] the partition's outbox
@@ -9,14 +9,14 @@
 --         sign-in attempt keys, one per sign-in the change starts (m may be 0)
 -- Then, each only when the caller decided it is needed, in this order:
 --   the idempotency key, for a caller's key (a command id the server made
---         is recorded in the task hash);
+--         is recorded in the task record);
 --   when the change moves the task to another status: the session's live
 --         tasks; the owner's tasks in the old status and in the new one; the
 --         session's tasks in the old status and in the new one;
 --   when it does and the task's executor is not its owner: the executor's
 --         tasks in the old status and in the new one.
 -- ARGV[1] idempotency body hash, or IDEM.task_record for a command id the
---         server made, recorded in the task hash
+--         server made, recorded in the task record
 -- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] expected revision   ARGV[4] new status
 -- ARGV[5] the new task json, whole or as edits of the current one (see
@@ -45,7 +45,7 @@ if not recorded then
 end
 local r = idem_replay(idem_key, ARGV[1])
 if r then return r end
-local cur = redis.call('HMGET', KEYS[1], 'rev', 'status', LEGACY_CREATED, RECORD_FIELD.endpoints, 'executor',
+local cur = rec_get(KEYS[1], 'rev', 'status', LEGACY_CREATED, RECORD_FIELD.endpoints, 'executor',
   RECORD_FIELD.commands, RECORD_FIELD.log, 'json', RECORD_FIELD.undos)
 if not cur[1] then return {'not_found'} end
 if recorded then
@@ -53,7 +53,7 @@ if recorded then
   if r then return r end
 end
 if cur[1] ~= ARGV[3] then return {'conflict', cur[8]} end
--- Edits made for other bytes than the hash holds (which the revision
+-- Edits made for other bytes than the record holds (which the revision
 -- matching rules out) are answered as a conflict: the caller computes the
 -- change again from what is there.
 local json = new_snapshot(ARGV[5], cur[8])
@@ -87,14 +87,17 @@ if KEYS[ix] then
   local created = move_status(task_id, expire_at, KEYS[ix + 1], KEYS[ix + 2], KEYS[ix + 3], KEYS[ix + 4])
   if KEYS[ix + 5] then move_executor_status(task_id, cur[5], created, expire_at, KEYS[ix + 5], KEYS[ix + 6]) end
 end
-drop_legacy_created(KEYS[1], cur[3])
 local fields = {'rev', rev, 'status', ARGV[4], 'json', json}
+if cur[3] then
+  fields[#fields + 1] = LEGACY_CREATED
+  fields[#fields + 1] = false
+end
 undo_keep(fields, cur[9], ARGV[3], ARGV[7])
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(cur[6], ARGV[2], out)
 end
 if cur[7] and #added > 0 then task_log_keep(fields, cur[7], added, KEYS[2], KEYS[1], expire_at) end
-redis.call('HSET', KEYS[1], unpack(fields))
+rec_set(KEYS[1], fields)
 wake(KEYS[4], WAKE_KIND.task, task_id, session_id, rev, types)
 return idem_done(idem_key, ARGV[1], ARGV[2], json, out)

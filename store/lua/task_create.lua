@@ -1,6 +1,6 @@
 -- task_create: the receipt. A new working task at revision 1 in an active
 -- session of the caller, its task.created event in both logs, the indexes.
--- KEYS[1] session hash   KEYS[2] task hash (which keeps the task's log: see
+-- KEYS[1] session hash   KEYS[2] task record (which keeps the task's log: see
 --         the prelude)   KEYS[3] session log
 -- KEYS[4] owner's task index   KEYS[5] wake stream
 -- KEYS[6] the principal's session index (kept as long as the session when the
@@ -13,7 +13,7 @@
 -- executor's task index and its working tasks, when the executor is not the
 -- owner.
 -- ARGV[1] idempotency body hash, or IDEM.task_record for a command id the
---         server made, recorded in the task hash
+--         server made, recorded in the task record
 -- ARGV[2] idempotency ttl ms, or that command id
 -- ARGV[3] principal   ARGV[4] '1' when the principal is an admin
 -- ARGV[5] task json   ARGV[6] now ms   ARGV[7] expire-at ms
@@ -44,7 +44,7 @@ if ARGV[13] ~= '' then
 end
 local r = idem_replay(idem_key, ARGV[1])
 if r then return r end
-local t = redis.call('HMGET', KEYS[2], 'rev', RECORD_FIELD.commands)
+local t = rec_get(KEYS[2], 'rev', RECORD_FIELD.commands)
 if t[1] and recorded then
   r = command_replay(t[2], ARGV[2])
   if r then return r end
@@ -60,12 +60,11 @@ if max_live > 0 then
 end
 
 local id = append_event(KEYS[3], ARGV[9], nil, ARGV[8], ARGV[10])
-local fields = {'rev', 1, 'status', TASK_STATUS.working, 'json', ARGV[5], 'owner', ARGV[3],
-  RECORD_FIELD.log, log_member(id)}
+local fields = {'rev', 1, 'status', TASK_STATUS.working, 'owner', ARGV[3]}
 -- The requester, executor and kind fields are written only when they say
 -- something: a task without a requester or executor field is requested and
 -- executed by its owner, as most are, and one without a kind has none.
--- Each field of the hash costs memory for as long as the task is kept.
+-- Each field of the record costs memory for as long as the task is kept.
 if ARGV[12] ~= ARGV[3] then
   fields[#fields + 1] = 'requester'
   fields[#fields + 1] = ARGV[12]
@@ -78,12 +77,15 @@ if ARGV[13] ~= '' then
   fields[#fields + 1] = 'kind'
   fields[#fields + 1] = ARGV[13]
 end
+fields[#fields + 1] = 'json'
+fields[#fields + 1] = ARGV[5]
+fields[#fields + 1] = RECORD_FIELD.log
+fields[#fields + 1] = log_member(id)
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
   fields[#fields + 1] = commands_with(nil, ARGV[2], {'ok', id})
 end
-redis.call('HSET', KEYS[2], unpack(fields))
-save_endpoints(KEYS[2], ARGV[16], {unpack(ARGV, 17)})
+rec_create(KEYS[2], endpoint_fields(fields, ARGV[16], {unpack(ARGV, 17)}), ARGV[7])
 local eps = endpoints_of({{OUTBOX_SCOPE.task, ARGV[16]}, {OUTBOX_SCOPE.session, s[3]}})
 if #eps > 0 then route(KEYS[10], eps, session_id, task_id, id, whole_event(ARGV[8], ARGV[10], ARGV[5], session_id)) end
 -- The live tasks that expired without an end are taken out of the live
@@ -122,7 +124,6 @@ if ARGV[14] ~= ARGV[3] then
   index_add(KEYS[executor_keys], ARGV[6], task_id, ARGV[7])
   index_add(KEYS[executor_keys + 1], ARGV[6], task_id, ARGV[7])
 end
-redis.call('PEXPIREAT', KEYS[2], ARGV[7])
 wake(KEYS[5], WAKE_KIND.task, task_id, session_id, 1, {ARGV[8]})
 local body = ARGV[15]
 if body == '' then body = ARGV[5] end

@@ -4,14 +4,14 @@
 -- first at or below the revision; it looks at a bounded number of entries
 -- and bytes, and when that is not enough the caller goes on from where it
 -- stopped. It only reads.
--- KEYS[1] task hash   KEYS[2] task log   KEYS[3] session log
+-- KEYS[1] task record   KEYS[2] task log   KEYS[3] session log
 -- ARGV[1] the revision   ARGV[2] where to look from ('+' for the newest
 --         event, else '(' and the last id looked at)
 -- ARGV[3] most entries to look at   ARGV[4] most bytes of entries to look at
 -- ARGV[5..] the event types
 -- Returns {'found', task json} | {'none', task json}
 --       | {'more', task json, last id looked at} | {'not_found'}
-local rec = redis.call('HMGET', KEYS[1], 'json', RECORD_FIELD.log)
+local rec = rec_get(KEYS[1], 'json', RECORD_FIELD.log)
 local json, ids = rec[1], rec[2]
 if not json then return {'not_found'} end
 local want = {}

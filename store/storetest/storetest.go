@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -257,5 +258,109 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(pause)
 		pause = min(pause*3/2, 25*time.Millisecond)
+	}
+}
+
+// A task's record is a string (store.DecodeRecord reads it); one an earlier
+// version wrote, and every other record, a hash. These read and write
+// either, for tests that look at what is stored or write what an earlier
+// version stored. They are not atomic.
+
+// Deleted is the value SetRecordFields takes a field out for.
+const Deleted = "\x00deleted"
+
+// RecordFields is the fields of the record at key by name (nil when there
+// is no such record).
+func RecordFields(t testing.TB, s *store.Store, key string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := s.RDB.Get(ctx, key).Result()
+	switch {
+	case err == redis.Nil:
+		return nil
+	case isWrongType(err):
+		h, err := s.RDB.HGetAll(ctx, key).Result()
+		must(t, err, "read a record's hash")
+		return h
+	}
+	must(t, err, "read a record")
+	fields, err := store.DecodeRecord(raw)
+	must(t, err, "decode a record")
+	return fields
+}
+
+// RecordField is one field of the record at key; ok is false when it has
+// none.
+func RecordField(t testing.TB, s *store.Store, key, name string) (value string, ok bool) {
+	t.Helper()
+	value, ok = RecordFields(t, s, key)[name]
+	return value, ok
+}
+
+// RecordNames is the names of the record's fields, sorted.
+func RecordNames(t testing.TB, s *store.Store, key string) []string {
+	t.Helper()
+	var names []string
+	for n := range RecordFields(t, s, key) {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// SetRecordFields writes fields of the record at key (name, value, ...;
+// Deleted takes a field out), keeping its expiry, as the scripts do.
+func SetRecordFields(t testing.TB, s *store.Store, key string, kv ...string) {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := s.RDB.Get(ctx, key).Result()
+	if isWrongType(err) {
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == Deleted {
+				err = s.RDB.HDel(ctx, key, kv[i]).Err()
+			} else {
+				err = s.RDB.HSet(ctx, key, kv[i], kv[i+1]).Err()
+			}
+			must(t, err, "write a record's hash")
+		}
+		return
+	}
+	must(t, err, "read a record")
+	fields, err := store.DecodeRecord(raw)
+	must(t, err, "decode a record")
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == Deleted {
+			delete(fields, kv[i])
+		} else {
+			fields[kv[i]] = kv[i+1]
+		}
+	}
+	must(t, s.RDB.SetArgs(ctx, key, store.EncodeRecord(fields), redis.SetArgs{KeepTTL: true}).Err(), "write a record")
+}
+
+// RecordAsHash rewrites a task's record as an earlier version kept it: a
+// hash of the same fields, with the same expiry.
+func RecordAsHash(t testing.TB, s *store.Store, key string) {
+	t.Helper()
+	ctx := context.Background()
+	fields := RecordFields(t, s, key)
+	at, err := s.RDB.PExpireTime(ctx, key).Result()
+	must(t, err, "read a record's expiry")
+	pipe := s.RDB.TxPipeline()
+	pipe.Del(ctx, key)
+	for n, v := range fields {
+		pipe.HSet(ctx, key, n, v)
+	}
+	pipe.PExpireAt(ctx, key, time.UnixMilli(at.Milliseconds()))
+	_, err = pipe.Exec(ctx)
+	must(t, err, "write a record as a hash")
+}
+
+func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }
+
+func must(t testing.TB, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
