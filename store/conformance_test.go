@@ -247,7 +247,7 @@ func TestTaskChangeSentAsEdits(t *testing.T) {
 	})
 }
 
-// A task's hash names its requester, executor and kind only when they are
+// A task's record names its requester, executor and kind only when they are
 // not its owner or none, as most tasks' are not; each party may read it.
 func TestTaskHashKeepsOnlyThePartiesThatDiffer(t *testing.T) {
 	eachFixture(t, func(t *testing.T, s *store.Store, f fixture) {

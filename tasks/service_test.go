@@ -472,7 +472,7 @@ func TestEventsWrittenWholeStillRead(t *testing.T) {
 	})
 }
 
-// The task hash's fields that keep its undos (store/writes.go): a field
+// The task record's fields that keep its undos (store/writes.go): a field
 // each, as every undo was kept before, and the list of the first ones.
 const undoField, undoList = "u:", "u"
 
