@@ -37,11 +37,23 @@ func isTaskRecord(key string) bool {
 	return i >= 0 && !strings.Contains(key[i+len("}:task:"):], ":")
 }
 
-// recordParts is a string record taken apart: raw holds the fields kept
-// as they are, by name ("" for one it does not have).
+// recordParts is a string record taken apart.
 type recordParts struct {
 	head, rest, snapshot string
-	raw                  map[string]string
+	log, commands, undos string // the fields kept as they are ("" for none)
+}
+
+// raw is the field name of those kept as they are, and whether it is one.
+func (p recordParts) raw(name string) (string, bool) {
+	switch name {
+	case taskFieldLog:
+		return p.log, true
+	case taskFieldCommands:
+		return p.commands, true
+	case taskFieldUndos:
+		return p.undos, true
+	}
+	return "", false
 }
 
 var errMalformedRecord = errors.New("malformed record")
@@ -64,7 +76,7 @@ func splitRecord(rec string) (recordParts, error) {
 	if err1 != nil || err2 != nil || l < 0 || c < 0 || l+c > len(rec) {
 		return recordParts{}, errMalformedRecord
 	}
-	p.raw = map[string]string{taskFieldLog: rec[:l], taskFieldCommands: rec[l : l+c], taskFieldUndos: rec[l+c:]}
+	p.log, p.commands, p.undos = rec[:l], rec[l:l+c], rec[l+c:]
 	return p, nil
 }
 
@@ -102,31 +114,35 @@ func recordValues(rec string, names []string) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var h, r map[string]string
+	var head, rest map[string]string
+	object := func(m *map[string]string, raw string) (map[string]string, error) {
+		if *m == nil {
+			*m, err = recordObject(raw)
+		}
+		return *m, err
+	}
 	vals := make([]any, len(names))
 	for i, n := range names {
-		var m *map[string]string
-		raw := p.rest
-		switch {
-		case n == "json":
+		if n == "json" {
 			vals[i] = p.snapshot
 			continue
-		case p.raw[n] != "":
-			vals[i] = p.raw[n]
-			continue
-		case n == taskFieldLog || n == taskFieldCommands || n == taskFieldUndos:
-			continue
-		case recordHead[n]:
-			m, raw = &h, p.head
-		default:
-			m = &r
 		}
-		if *m == nil {
-			if *m, err = recordObject(raw); err != nil {
-				return nil, err
+		if v, ok := p.raw(n); ok {
+			if v != "" {
+				vals[i] = v
 			}
+			continue
 		}
-		if v, ok := (*m)[n]; ok {
+		var m map[string]string
+		if recordHead[n] {
+			m, err = object(&head, p.head)
+		} else {
+			m, err = object(&rest, p.rest)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := m[n]; ok {
 			vals[i] = v
 		}
 	}
@@ -170,8 +186,8 @@ func DecodeRecord(raw string) (map[string]string, error) {
 	}
 	maps.Copy(fields, r)
 	fields["json"] = p.snapshot
-	for n, v := range p.raw {
-		if v != "" {
+	for _, n := range []string{taskFieldLog, taskFieldCommands, taskFieldUndos} {
+		if v, _ := p.raw(n); v != "" {
 			fields[n] = v
 		}
 	}
