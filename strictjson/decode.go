@@ -52,11 +52,11 @@ func Decode(body []byte, dst any) error {
 	if err := check(trimmed, shapeOf(reflect.TypeOf(dst))); err != nil {
 		return err
 	}
-	// check has seen exactly one well-formed object: what the decoder
-	// can still refuse is a type mismatch.
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
+	// check has seen exactly one well-formed object whose member names
+	// are all fields: what decoding can still refuse is a type mismatch.
+	// (json.Unmarshal decodes the bytes in place, where a Decoder copied
+	// them into a buffer of its own first.)
+	if err := json.Unmarshal(trimmed, dst); err != nil {
 		var syntax *json.SyntaxError
 		var typeErr *json.UnmarshalTypeError
 		switch {
