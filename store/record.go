@@ -26,8 +26,9 @@ import (
 // RECORD_HEAD).
 var recordHead = map[string]bool{"rev": true, "status": true, "owner": true, "requester": true, "executor": true, "kind": true}
 
-// recordHeadBytes is how much of a task's record is read to find its head
-// (the prelude's RECORD_HEAD_BYTES).
+// recordHeadBytes is how much of a task's record a list reads to find its
+// head (a script reads more, for the rest object too: the prelude's
+// rec_front).
 const recordHeadBytes = 512
 
 // isTaskRecord tells whether key is a task's record (store.Keys.Task: the

@@ -55,7 +55,7 @@ local terminal = TERMINAL_STATUSES
 -- about 10 µs more than a hash did; what every command reads and writes
 -- (the snapshot, log, commands and undos), and what a log read joins, is
 -- read with no decoding at all. The head comes first, so a read of the
--- string's first bytes finds it (rec_head, store.readHeads). Every other record (a session's, a hook's,
+-- string's first bytes finds it (rec_front, store.readHeads). Every other record (a session's, a hook's,
 -- a tool's), and a task's written by an earlier version, is a hash, read
 -- and written as hashes are until it expires. The rec_ helpers read and
 -- write either, as HMGET, HSET and HDEL would a hash; a script decodes a
@@ -144,26 +144,31 @@ local function rec_get(key, ...)
   return out
 end
 
--- rec_head answers head fields (RECORD_HEAD) as rec_get does, from the
--- first RECORD_HEAD_BYTES of a string record when its head ends there, so
--- that a look at the owner or status of a large task does not read its
--- snapshot.
-local RECORD_HEAD_BYTES = 512
+-- rec_front answers fields of a record's two objects (any but the
+-- snapshot and the fields kept as they are) as rec_get does, from the
+-- first RECORD_FRONT_BYTES of a string record when both objects end there,
+-- so that a look at the owner or status of a large task, or at its
+-- notification endpoints, does not copy its snapshot into the script.
+local RECORD_FRONT_BYTES = 4096
 
-local function rec_head(key, ...)
+local function rec_front(key, ...)
   local names = {...}
   for _, name in ipairs(names) do
-    if not RECORD_HEAD[name] then return rec_get(key, ...) end
+    if name == 'json' or name == RECORD_FIELD.log or name == RECORD_FIELD.commands or name == RECORD_FIELD.undos then
+      return rec_get(key, ...)
+    end
   end
   if RECS[key] ~= nil or not is_task_record(key) then return rec_get(key, ...) end
-  local v = redis.pcall('GETRANGE', key, 0, RECORD_HEAD_BYTES - 1)
-  if type(v) == 'table' then return rec_get(key, ...) end
-  if v == '' then return rec_get(key, ...) end
+  local v = redis.pcall('GETRANGE', key, 0, RECORD_FRONT_BYTES - 1)
+  if type(v) == 'table' or v == '' then return rec_get(key, ...) end
   local a = string.find(v, '\n', 1, true)
-  if not a then return rec_get(key, ...) end
-  local head = cjson.decode(string.sub(v, 1, a - 1))
+  local b = a and string.find(v, '\n', a + 1, true)
+  if not b then return rec_get(key, ...) end
+  local r = {head = cjson.decode(string.sub(v, 1, a - 1)), rest_raw = string.sub(v, a + 1, b - 1)}
   local out = {}
-  for i, name in ipairs(names) do out[i] = head[name] or false end
+  for i, name in ipairs(names) do
+    if RECORD_HEAD[name] then out[i] = r.head[name] or false else out[i] = rec_rest(r)[name] or false end
+  end
   return out
 end
 
@@ -808,7 +813,7 @@ local function hook_closed_reason(status, exp, now, task, session, also)
   local own = hook_own_closed_reason(status, exp, now)
   if own then return own end
   local function read(key)
-    return unpack(rec_get(key, 'status', also or 'status'))
+    return unpack(rec_front(key, 'status', also or 'status'))
   end
   local task_also
   if task then
