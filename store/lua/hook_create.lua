@@ -23,7 +23,7 @@ local s = redis.call('HMGET', KEYS[3], 'owner', 'status')
 if ARGV[6] == '' and not owned(s[1], ARGV[3], ARGV[4]) then return {'session_not_found'} end
 if not s[1] then return {'session_not_found'} end
 if ARGV[6] ~= '' then
-  local t = rec_get(KEYS[4], 'status', 'owner', 'executor')
+  local t = rec_front(KEYS[4], 'status', 'owner', 'executor')
   if not owned(t[3] or t[2], ARGV[3], ARGV[4]) then return {'task_not_found'} end
   if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
   if terminal[t[1]] then return {'task_terminal'} end
