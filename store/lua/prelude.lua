@@ -48,19 +48,19 @@ local terminal = TERMINAL_STATUSES
 -- but the three below as a JSON object (notification endpoints, Slack
 -- messages ...; most tasks have none: {}); its snapshot ('json') as it
 -- is; and the lengths of its log ids and its command records; then those
--- two and its list of undos (RECORD_RAW), as they are, to the end.
--- Compact JSON holds no raw newline, so the first four newlines end the
--- first four parts. cjson takes the objects apart and puts them together
--- in C, where a format walked field by field in Lua cost each command
--- about 10 µs more than a hash did; what every command reads and writes
--- (the snapshot, log, commands and undos), and what a log read joins, is
--- read with no decoding at all. The head comes first, so a read of the
--- string's first bytes finds it (rec_front, store.readHeads). Every other record (a session's, a hook's,
--- a tool's), and a task's written by an earlier version, is a hash, read
--- and written as hashes are until it expires. The rec_ helpers read and
--- write either, as HMGET, HSET and HDEL would a hash; a script decodes a
--- string record once, and its rest only when it reads or writes a field
--- of it.
+-- two and its list of undos (the fields kept as they are: r.raw), to the
+-- end. Compact JSON holds no raw newline, so the first four newlines end
+-- the first four parts. cjson takes the objects apart and puts them
+-- together in C, where a format walked field by field in Lua cost each
+-- command about 10 µs more than a hash did; what every command reads and
+-- writes (the snapshot, log, commands and undos), and what a log read
+-- joins, is read with no decoding at all. The objects come first, so a
+-- read of the string's first bytes finds them (rec_front,
+-- store.readHeads). Every other record (a session's, a hook's, a tool's),
+-- and a task's written by an earlier version, is a hash, read and written
+-- as hashes are until it expires. The rec_ helpers read and write either,
+-- as HMGET, HSET and HDEL would a hash; a script decodes a string record
+-- once, and its rest only when it reads or writes a field of it.
 local RECORD_HEAD = {rev = true, status = true, owner = true, requester = true, executor = true, kind = true}
 local RECORD_IS_HASH = {}
 local RECS = {}
@@ -73,16 +73,27 @@ local function is_task_record(key)
   return e ~= nil and not string.find(key, ':', e + 1, true)
 end
 
-local function rec_decode(s)
+-- rec_objects takes apart the two objects a string record s (or its first
+-- bytes) begins with: the record with its head decoded and its rest as it
+-- is (no snapshot, no fields kept as they are), and where the rest ends;
+-- nil when s ends before they do.
+local function rec_objects(s)
   local a = string.find(s, '\n', 1, true)
-  local b = string.find(s, '\n', a + 1, true)
+  local b = a and string.find(s, '\n', a + 1, true)
+  if not b then return nil end
+  return {head = cjson.decode(string.sub(s, 1, a - 1)), rest_raw = string.sub(s, a + 1, b - 1), raw = {}}, b
+end
+
+local function rec_decode(s)
+  local r, b = rec_objects(s)
   local c = string.find(s, '\n', b + 1, true)
   local log_len, commands_len, d = string.match(s, '^(%d+) (%d+)\n()', c + 1)
   local e = d + log_len
   local f = e + commands_len
-  return {head = cjson.decode(string.sub(s, 1, a - 1)), rest_raw = string.sub(s, a + 1, b - 1),
-    json = string.sub(s, b + 1, c - 1), raw = {[RECORD_FIELD.log] = string.sub(s, d, e - 1),
-    [RECORD_FIELD.commands] = string.sub(s, e, f - 1), [RECORD_FIELD.undos] = string.sub(s, f)}}
+  r.json = string.sub(s, b + 1, c - 1)
+  r.raw = {[RECORD_FIELD.log] = string.sub(s, d, e - 1), [RECORD_FIELD.commands] = string.sub(s, e, f - 1),
+    [RECORD_FIELD.undos] = string.sub(s, f)}
+  return r
 end
 
 local function rec_rest(r)
@@ -160,15 +171,10 @@ local function rec_front(key, ...)
   end
   if RECS[key] ~= nil or not is_task_record(key) then return rec_get(key, ...) end
   local v = redis.pcall('GETRANGE', key, 0, RECORD_FRONT_BYTES - 1)
-  if type(v) == 'table' or v == '' then return rec_get(key, ...) end
-  local a = string.find(v, '\n', 1, true)
-  local b = a and string.find(v, '\n', a + 1, true)
-  if not b then return rec_get(key, ...) end
-  local r = {head = cjson.decode(string.sub(v, 1, a - 1)), rest_raw = string.sub(v, a + 1, b - 1)}
+  local r = type(v) == 'string' and rec_objects(v)
+  if not r then return rec_get(key, ...) end
   local out = {}
-  for i, name in ipairs(names) do
-    if RECORD_HEAD[name] then out[i] = r.head[name] or false else out[i] = rec_rest(r)[name] or false end
-  end
+  for i, name in ipairs(names) do out[i] = rec_field(r, name) or false end
   return out
 end
 
@@ -453,7 +459,7 @@ local function task_log_append(key, id, whole, stream)
 end
 
 -- task_log_keep adds the events of new_ids to a task log kept in the task
--- hash at rec (ids, the field's value): the field's new value goes into
+-- record at rec (ids, the field's value): the field's new value goes into
 -- fields, for the caller's rec_set of that record. A log that outgrows
 -- LOG_IDS_IN_RECORD moves to the sorted set at key instead, to expire at
 -- expire_at ms (the task's; 0 when the caller does not know it: the record
@@ -632,9 +638,9 @@ local function endpoints_of(lists)
   return eps
 end
 
--- save_endpoints writes a record's endpoint list and the secrets of the new
--- endpoints (pairs: endpoint id, secret, ...).
--- endpoint_fields adds them to kv (for rec_set or rec_create) instead.
+-- endpoint_fields adds a record's endpoint list and the secrets of the new
+-- endpoints (pairs: endpoint id, secret, ...) to kv, for rec_set or
+-- rec_create; save_endpoints writes them.
 local function endpoint_fields(kv, list, pairs_)
   if list == '' then return kv end
   kv[#kv + 1] = RECORD_FIELD.endpoints
@@ -650,7 +656,7 @@ local function save_endpoints(rec, list, pairs_)
   if list ~= '' then rec_set(rec, endpoint_fields({}, list, pairs_)) end
 end
 
--- reseal replaces a secret kept in a hash field by the same secret sealed
+-- reseal replaces a secret kept in a record's field by the same secret sealed
 -- again (the service decided it should be: authz.Vault.OpenKept), only
 -- while the field still holds what the service read: a hash that is gone is
 -- not brought back, and a field changed since is left alone. It reports
@@ -753,8 +759,16 @@ end
 
 -- A task record written by an earlier version kept its creation time in a
 -- field, LEGACY_CREATED, which nothing reads any more: a script that writes
--- such a hash (it reads the field with the rest, to know) takes it out.
+-- such a hash reads the field with the rest, to know, and drop_legacy adds
+-- its removal to the fields it writes (created: the value read).
 local LEGACY_CREATED = 'created'
+
+local function drop_legacy(fields, created)
+  if created then
+    fields[#fields + 1] = LEGACY_CREATED
+    fields[#fields + 1] = false
+  end
+end
 
 -- wake appends a hint to the partition's wake stream: every replica's fan-in
 -- reader wakes its local waiters on the task and session. It is capped by

@@ -48,10 +48,7 @@ for _, pick in ipairs(take) do
   else
     task_log_append(KEYS[k + 1], id, whole)
   end
-  if legacy then
-    fields[#fields + 1] = LEGACY_CREATED
-    fields[#fields + 1] = false
-  end
+  drop_legacy(fields, legacy)
   rec_set(KEYS[k], fields)
   local eps = endpoints_of({{OUTBOX_SCOPE.task, pick[3]}, {OUTBOX_SCOPE.session, ses_endpoints}})
   if #eps > 0 then route(KEYS[8], eps, ARGV[4], ARGV[a], id, whole()) end

@@ -88,10 +88,7 @@ if KEYS[ix] then
   if KEYS[ix + 5] then move_executor_status(task_id, cur[5], created, expire_at, KEYS[ix + 5], KEYS[ix + 6]) end
 end
 local fields = {'rev', rev, 'status', ARGV[4], 'json', json}
-if cur[3] then
-  fields[#fields + 1] = LEGACY_CREATED
-  fields[#fields + 1] = false
-end
+drop_legacy(fields, cur[3])
 undo_keep(fields, cur[9], ARGV[3], ARGV[7])
 if recorded then
   fields[#fields + 1] = RECORD_FIELD.commands
