@@ -21,15 +21,14 @@ import (
 
 // GetJSON reads the json field of a record (a task or a session).
 func (s *Store) GetJSON(ctx context.Context, key string) ([]byte, error) {
-	v, err := s.readRecord(ctx, key, "json")
+	items, found, err := s.readJSONs(ctx, []string{key})
 	if err != nil {
 		return nil, err
 	}
-	j, ok := v[0].(string)
-	if !ok {
+	if !found[0] {
 		return nil, ErrNotFound
 	}
-	return []byte(j), nil
+	return items[0], nil
 }
 
 // Decode decodes a record as a read answered it, raw and err being the
@@ -352,21 +351,13 @@ const maxListScan = 1000
 // index entries per call; when it stops early, Next says where to go on.
 func (s *Store) ListIndexed(ctx context.Context, indexes []string, record func(id string) string,
 	after *paging.Position, limit int, f ListFilter) (paging.Page, error) {
+	// An expired record leaves its index entry behind: not found.
 	load := func(ctx context.Context, ids []string) ([][]byte, []bool, error) {
-		keys, names := make([]string, len(ids)), make([][]string, len(ids))
+		keys := make([]string, len(ids))
 		for i, id := range ids {
-			keys[i], names[i] = record(id), []string{"json"}
+			keys[i] = record(id)
 		}
-		vals, err := s.readRecords(ctx, keys, names)
-		if err != nil {
-			return nil, nil, err
-		}
-		items, found := make([][]byte, len(ids)), make([]bool, len(ids))
-		for i, v := range vals {
-			j, ok := v[0].(string)
-			items[i], found[i] = []byte(j), ok // an expired record leaves its index entry behind
-		}
-		return items, found, nil
+		return s.readJSONs(ctx, keys)
 	}
 	f.SizeField = "json"
 	items, next, err := listIndexed(ctx, s, indexes, record, after, limit, f, load)

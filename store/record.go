@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,6 +44,10 @@ type recordParts struct {
 	head, rest, snapshot string
 	log, commands, undos string // the fields kept as they are ("" for none)
 }
+
+// recordRaw is the fields a task record keeps as they are, after its
+// snapshot, in that order.
+var recordRaw = []string{taskFieldLog, taskFieldCommands, taskFieldUndos}
 
 // raw is the field name of those kept as they are, and whether it is one.
 func (p recordParts) raw(name string) (string, bool) {
@@ -187,7 +192,7 @@ func DecodeRecord(raw string) (map[string]string, error) {
 	}
 	maps.Copy(fields, r)
 	fields["json"] = p.snapshot
-	for _, n := range []string{taskFieldLog, taskFieldCommands, taskFieldUndos} {
+	for _, n := range recordRaw {
 		if v, _ := p.raw(n); v != "" {
 			fields[n] = v
 		}
@@ -200,7 +205,7 @@ func EncodeRecord(fields map[string]string) string {
 	head, rest := map[string]string{}, map[string]string{}
 	for n, v := range fields {
 		switch {
-		case n == "json" || n == taskFieldLog || n == taskFieldCommands || n == taskFieldUndos:
+		case n == "json" || slices.Contains(recordRaw, n):
 		case recordHead[n]:
 			head[n] = v
 		default:
@@ -288,6 +293,26 @@ func (s *Store) readRecord(ctx context.Context, key string, names ...string) ([]
 	return vals[0], nil
 }
 
+// readJSONs reads the json field of each record at keys, in one round trip
+// (readRecords): found is false for a record that is not there.
+func (s *Store) readJSONs(ctx context.Context, keys []string) (items [][]byte, found []bool, err error) {
+	names := make([][]string, len(keys))
+	for i := range names {
+		names[i] = []string{"json"}
+	}
+	vals, err := s.readRecords(ctx, keys, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	items, found = make([][]byte, len(keys)), make([]bool, len(keys))
+	for i, v := range vals {
+		if j, ok := v[0].(string); ok {
+			items[i], found[i] = []byte(j), true
+		}
+	}
+	return items, found, nil
+}
+
 // readHeads reads, for a list to filter and size its records before it
 // loads them, the fields named (head fields, for a task record) of each
 // record and, with sizeField, its size: that field's length for a hash,
@@ -302,22 +327,28 @@ func (s *Store) readHeads(ctx context.Context, keys []string, names []string, si
 		size   *redis.IntCmd
 	}
 	reads := make([]read, len(keys))
+	// hashRead reads keys[i] as a hash: its fields, and its size field's
+	// length.
+	hashRead := func(pipe redis.Pipeliner, i int) {
+		reads[i] = read{}
+		if len(names) > 0 {
+			reads[i].fields = pipe.HMGet(ctx, keys[i], names...)
+		}
+		if sizeField != "" {
+			reads[i].size = pipe.HStrLen(ctx, keys[i], sizeField)
+		}
+	}
 	pipe := s.RDB.Pipeline()
 	for i, key := range keys {
-		if isTaskRecord(key) {
-			if len(names) > 0 {
-				reads[i].head = pipe.GetRange(ctx, key, 0, recordHeadBytes-1)
-			}
-			if sizeField != "" {
-				reads[i].size = pipe.StrLen(ctx, key)
-			}
+		if !isTaskRecord(key) {
+			hashRead(pipe, i)
 			continue
 		}
 		if len(names) > 0 {
-			reads[i].fields = pipe.HMGet(ctx, key, names...)
+			reads[i].head = pipe.GetRange(ctx, key, 0, recordHeadBytes-1)
 		}
 		if sizeField != "" {
-			reads[i].size = pipe.HStrLen(ctx, key, sizeField)
+			reads[i].size = pipe.StrLen(ctx, key)
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !wrongType(err) {
@@ -347,13 +378,7 @@ func (s *Store) readHeads(ctx context.Context, keys []string, names []string, si
 	if len(hashes) > 0 {
 		pipe = s.RDB.Pipeline()
 		for _, i := range hashes {
-			reads[i] = read{}
-			if len(names) > 0 {
-				reads[i].fields = pipe.HMGet(ctx, keys[i], names...)
-			}
-			if sizeField != "" {
-				reads[i].size = pipe.HStrLen(ctx, keys[i], sizeField)
-			}
+			hashRead(pipe, i)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, nil, unavailable(err)

@@ -88,21 +88,12 @@ func (s *Store) CancelBatch(ctx context.Context, p int, id string, count int, no
 // TaskJSONs reads the records of some tasks of one partition (nil for one
 // that expired), in one round trip.
 func (s *Store) TaskJSONs(ctx context.Context, p int, ids []string) ([][]byte, error) {
-	keys, names := make([]string, len(ids)), make([][]string, len(ids))
+	keys := make([]string, len(ids))
 	for i, id := range ids {
-		keys[i], names[i] = s.Keys.Task(p, id), []string{"json"}
+		keys[i] = s.Keys.Task(p, id)
 	}
-	vals, err := s.readRecords(ctx, keys, names)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]byte, len(ids))
-	for i, v := range vals {
-		if j, ok := v[0].(string); ok {
-			out[i] = []byte(j)
-		}
-	}
-	return out, nil
+	items, _, err := s.readJSONs(ctx, keys) // an expired one is nil
+	return items, err
 }
 
 // CancelTasks writes one batch of a session cancel; EventIDs in the result
