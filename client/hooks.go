@@ -141,9 +141,10 @@ type HookReadParams struct {
 }
 
 // ReadHook reads the next batch for a consumer of a group: its own events
-// whose visibility ran out, then events idle past the visibility taken over
-// from the group's other consumers, then new ones. Every event it returns
-// must be acked (AckHook) within the visibility, or it is delivered again.
+// whose visibility ran out, then the group's other consumers' events whose
+// visibility ran out, then new ones. Every event it returns must be acked
+// (AckHook) within this read's visibility, or it is delivered again; a later
+// read's visibility does not change it.
 // A read of a closed hook with nothing left for the group answers at once,
 // whatever the wait. Hook(id).Events does all of this for you.
 func (c *Client) ReadHook(ctx context.Context, id string, p HookReadParams, opts ...CallOption) (*HookBatch, error) {

@@ -1373,12 +1373,9 @@ func TestHookEventsSurviveAKilledReplica(t *testing.T) {
 		want[b.must(t, 202, b.post(t, token, body)).str("eventId")] = true
 	}
 	// The process takes all three for its consumer and never acks them. They
-	// stay its own for 10 s: long enough that the long poll below, which
-	// reads with the same visibility, cannot take them back before the kill
-	// however slow the machine (a consumer's read takes back its own events
-	// idle past the visibility that read gives: with 500 ms, then 3 s, a
-	// loaded machine let it), short enough for the other replica to take
-	// them after it.
+	// stay its own for 10 s: long enough that the long poll below cannot
+	// take them back before the kill however slow the machine, short enough
+	// for the other replica to take them after it.
 	took := a.read(t, hook, "consumer=a&visibilityMs=10000")
 	if n := len(took.list("events")); n != 3 {
 		t.Fatalf("the process read %d events: %s", n, took.raw)

@@ -102,8 +102,9 @@ func validName(s string) bool {
 type Batch = wire.HookBatch[Event]
 
 // Read returns the next batch for a consumer of a group: its own events
-// whose visibility ran out, then events as idle claimed from the group's
-// other consumers, then new events, and whether the hook still takes posts.
+// whose visibility ran out, then the group's other consumers' events whose
+// visibility ran out, then new events, and whether the hook still takes
+// posts. An event's visibility is the one the read that handed it out gave.
 // Each read is one script. With nothing to deliver and a wait, it waits on
 // this replica's wake-ups (no Redis traffic while waiting), until a pending
 // event's visibility runs out or until the hook's TTL does, and reads again.

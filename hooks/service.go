@@ -160,7 +160,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in CreateInput,
 		return s.store.CreateHook(ctx, store.HookCreate{
 			Partition: part, ID: h.HookID, TaskID: h.TaskID, SessionID: sessionID, Principal: p.ID, Admin: p.Admin(),
 			TokenHash: cfg.TokenHash, JSON: raw, Config: rawCfg, Replay: raw, Now: now, ClosesAt: closes,
-			ExpiresAt: closes.Add(s.cfg.Tombstone), Idem: key,
+			ExpiresAt: closes.Add(s.cfg.Tombstone), MaxVisibility: MaxVisibility, Idem: key,
 		})
 	}, func(r store.Result) bool {
 		switch r.Outcome {

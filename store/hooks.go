@@ -76,6 +76,11 @@ var (
 const (
 	hookFieldJSON   = "json"
 	hookFieldConfig = "cfg"
+	// hookFieldCeiling is the longest visibility a read of the hook may ask
+	// for, kept when it is made. A hook without it was made by an earlier
+	// version, whose reads take an event back by the visibility of the read
+	// that asks, not of the read that took it (see hook_read).
+	hookFieldCeiling = "vmax"
 )
 
 // HookCreate is a new hook to write.
@@ -93,7 +98,11 @@ type HookCreate struct {
 	Now       time.Time
 	ClosesAt  time.Time // stops taking requests
 	ExpiresAt time.Time // every key of the hook is gone (the tombstone's end)
-	Idem      idem.Key
+	// MaxVisibility is the longest visibility a read may ask for. Each
+	// delivery's own visibility is kept against it, so it is fixed for the
+	// hook's life.
+	MaxVisibility time.Duration
+	Idem          idem.Key
 }
 
 // CreateHook writes a hook, its token mapping and its indexes in one script.
@@ -111,7 +120,7 @@ func (s *Store) CreateHook(ctx context.Context, w HookCreate) (Result, error) {
 	}
 	args := []any{
 		idemHash, idemTTL, w.Principal, flag(w.Admin), w.ID, w.TaskID, w.JSON,
-		w.Config, ms(w.Now), ms(w.ClosesAt), ms(w.ExpiresAt), w.Replay,
+		w.Config, ms(w.Now), ms(w.ClosesAt), ms(w.ExpiresAt), w.Replay, w.MaxVisibility.Milliseconds(),
 	}
 	return s.scripts.hookCreate.run(ctx, s, keys, args...)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/taskhook/taskhook/api/wire"
 	"github.com/taskhook/taskhook/idem"
 	"github.com/taskhook/taskhook/ids"
@@ -24,6 +26,9 @@ type hookFixture struct {
 	task  string
 	hook  string
 	token string
+	// oldHook makes createHook write a hook as an earlier version did: with
+	// no visibility ceiling, so its reads go by the visibility they ask.
+	oldHook bool
 }
 
 func newHookFixture(t *testing.T, s *store.Store, owner string, withTask bool) hookFixture {
@@ -58,10 +63,15 @@ func (f *hookFixture) createHook(t *testing.T, principal string, closes time.Tim
 	t.Helper()
 	id := ids.New(ids.HookPrefix, f.part)
 	f.token = "tok-" + id
+	ceiling := 12 * time.Hour
+	if f.oldHook {
+		ceiling = 0
+	}
 	res, err := f.s.CreateHook(context.Background(), store.HookCreate{
 		Partition: f.part, ID: id, TaskID: f.task, SessionID: f.session, Principal: principal,
 		TokenHash: "hash-" + id, JSON: []byte(`{"hookId":"` + id + `"}`), Config: []byte(`{"h":"` + id + `"}`),
-		Replay: []byte(`{"replay":true}`), Now: f.now, ClosesAt: closes, ExpiresAt: closes.Add(time.Hour), Idem: idem,
+		Replay: []byte(`{"replay":true}`), Now: f.now, ClosesAt: closes, ExpiresAt: closes.Add(time.Hour),
+		MaxVisibility: ceiling, Idem: idem,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +153,20 @@ func (f hookFixture) read(t *testing.T, o readOpts) store.HookBatch {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// readUntil reads as o says until the reads have delivered n events or more,
+// and answers the last batch and every event delivered.
+func (f hookFixture) readUntil(t *testing.T, what string, n int, o readOpts) (store.HookBatch, []string) {
+	t.Helper()
+	var b store.HookBatch
+	var got []string
+	storetest.WaitFor(t, what, func() bool {
+		b = f.read(t, o)
+		got = append(got, delivered(b)...)
+		return len(got) >= n
+	})
+	return b, got
 }
 
 func (f hookFixture) ack(t *testing.T, principal, group string, ids ...string) store.AckResult {
@@ -520,28 +544,28 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		e1 := f.ingest(t, post{body: "one"}).EventID
 		e2 := f.ingest(t, post{body: "two"}).EventID
 
-		// Consumer a takes both and never acks.
-		vis := 30 * time.Millisecond
-		b := f.read(t, readOpts{consumer: "a", visibility: vis})
+		// While a consumer holds them nobody else gets them; the read says
+		// when they come back (here in a group of its own, as they never do).
+		b := f.read(t, readOpts{group: "held", consumer: "a", visibility: time.Hour})
 		if got := delivered(b); len(got) != 2 || got[0] != e1+"@1" || got[1] != e2+"@1" || b.Pending != 2 {
 			t.Fatalf("first read: %v pending %d", got, b.Pending)
 		}
 		if b.Entries[0].Body != "one" {
 			t.Errorf("entry: %+v", b.Entries[0])
 		}
-		// Before the visibility runs out nobody gets them; the read says
-		// when they come back.
-		b = f.read(t, readOpts{consumer: "b", visibility: time.Hour})
-		if len(b.Entries) != 0 || b.NextVisible <= 0 || b.NextVisible > time.Hour {
+		b = f.read(t, readOpts{group: "held", consumer: "b", visibility: 30 * time.Millisecond})
+		if len(b.Entries) != 0 || b.NextVisible <= 55*time.Minute || b.NextVisible > time.Hour {
 			t.Fatalf("read while invisible: %v next %v", delivered(b), b.NextVisible)
 		}
+
+		// Consumer a takes both and never acks.
+		vis := 30 * time.Millisecond
+		b = f.read(t, readOpts{consumer: "a", visibility: vis})
+		if got := delivered(b); len(got) != 2 || got[0] != e1+"@1" || got[1] != e2+"@1" || b.Pending != 2 {
+			t.Fatalf("first read: %v pending %d", got, b.Pending)
+		}
 		// After it, consumer b gets them from a, delivered a second time.
-		var got []string
-		storetest.WaitFor(t, "redelivery to b", func() bool {
-			b = f.read(t, readOpts{consumer: "b", visibility: vis})
-			got = append(got, delivered(b)...)
-			return len(got) >= 2
-		})
+		b, got := f.readUntil(t, "redelivery to b", 2, readOpts{consumer: "b", visibility: vis})
 		if len(got) != 2 || got[0] != e1+"@2" || got[1] != e2+"@2" {
 			t.Fatalf("b got %v, want both at delivery 2", got)
 		}
@@ -551,12 +575,7 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		if res := f.ack(t, "alice", "g", e1, e1); res.Outcome != store.OK || res.Acked != 1 {
 			t.Fatalf("ack: %+v", res)
 		}
-		got = nil
-		storetest.WaitFor(t, "own redelivery", func() bool {
-			b = f.read(t, readOpts{consumer: "b", visibility: vis, max: 3})
-			got = append(got, delivered(b)...)
-			return len(got) > 0
-		})
+		b, got = f.readUntil(t, "own redelivery", 1, readOpts{consumer: "b", visibility: vis, max: 3})
 		if len(got) != 1 || got[0] != e2+"@3" || b.Redelivered != 1 {
 			t.Fatalf("own redelivery: %v (redelivered %d)", got, b.Redelivered)
 		}
@@ -584,6 +603,87 @@ func TestHookReadRedeliversAndDeadLetters(t *testing.T) {
 		// Acked and dead-lettered events never come back to the group.
 		if b := f.read(t, readOpts{consumer: "d", visibility: time.Millisecond}); len(b.Entries) != 0 || b.Pending != 0 {
 			t.Errorf("after ack and dead letter: %v pending %d", delivered(b), b.Pending)
+		}
+	})
+}
+
+// An event is visible again when the visibility of the read that delivered
+// it runs out, whatever visibility a later read asks for: a short one does
+// not take back events delivered for long, and a long one does not hold back
+// events delivered for a short time. A hook made by an earlier version (no
+// ceiling kept) is read as before, by the visibility of the read that asks.
+func TestHookVisibilityIsEachDeliverys(t *testing.T) {
+	eachHook(t, false, func(t *testing.T, s *store.Store, f hookFixture) {
+		ctx := context.Background()
+		e1 := f.ingest(t, post{body: "one"}).EventID
+		e2 := f.ingest(t, post{body: "two"}).EventID
+		if got := delivered(f.read(t, readOpts{consumer: "a", visibility: time.Hour})); len(got) != 2 {
+			t.Fatalf("a's read: %v", got)
+		}
+		// Both have been idle longer than the next reads' visibility asks.
+		idleAtLeast := func(min time.Duration) bool {
+			p, err := s.RDB.XPendingExt(ctx, &redis.XPendingExtArgs{
+				Stream: s.Keys.HookQueue(f.part, f.hook), Group: "g", Start: "-", End: "+", Count: 10,
+			}).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range p {
+				if e.Idle < min {
+					return false
+				}
+			}
+			return len(p) > 0
+		}
+		storetest.WaitFor(t, "a's events idle for 2 ms", func() bool { return idleAtLeast(2 * time.Millisecond) })
+		for _, c := range []string{"b", "a"} {
+			b := f.read(t, readOpts{consumer: c, visibility: time.Millisecond})
+			if len(b.Entries) != 0 || b.Pending != 2 || b.NextVisible <= 55*time.Minute || b.NextVisible > time.Hour {
+				t.Fatalf("%s's short read took back events delivered for an hour: %v pending %d next %v",
+					c, delivered(b), b.Pending, b.NextVisible)
+			}
+		}
+		// An event delivered for 20 ms comes back to a reader asking for an
+		// hour, and then stays with it for that hour.
+		e3 := f.ingest(t, post{body: "three"}).EventID
+		if got := delivered(f.read(t, readOpts{consumer: "c", visibility: 20 * time.Millisecond})); len(got) != 1 || got[0] != e3+"@1" {
+			t.Fatalf("c's read: %v", got)
+		}
+		_, got := f.readUntil(t, "the 20 ms delivery back to b", 1, readOpts{consumer: "b", visibility: time.Hour})
+		if len(got) != 1 || got[0] != e3+"@2" {
+			t.Fatalf("b got %v, want only %s at delivery 2 (not %s, %s)", got, e3, e1, e2)
+		}
+		// The same between a consumer's own deliveries.
+		e4 := f.ingest(t, post{body: "four"}).EventID
+		if got := delivered(f.read(t, readOpts{consumer: "d", visibility: 20 * time.Millisecond})); len(got) != 1 || got[0] != e4+"@1" {
+			t.Fatalf("d's read: %v", got)
+		}
+		_, got = f.readUntil(t, "the 20 ms delivery back to d", 1, readOpts{consumer: "d", visibility: time.Hour})
+		if len(got) != 1 || got[0] != e4+"@2" {
+			t.Fatalf("d got %v, want only %s at delivery 2", got, e4)
+		}
+		storetest.WaitFor(t, "every event idle for 25 ms", func() bool { return idleAtLeast(25 * time.Millisecond) })
+		for _, c := range []string{"c", "d"} {
+			if b := f.read(t, readOpts{consumer: c, visibility: 20 * time.Millisecond}); len(b.Entries) != 0 {
+				t.Fatalf("hour-long deliveries taken back after 20 ms by %s: %v", c, delivered(b))
+			}
+		}
+
+		// A hook of an earlier version: the short read takes back what a
+		// long one delivered.
+		f.oldHook = true
+		res, id := f.createHook(t, "alice", f.now.Add(time.Hour), idem.Key{})
+		if res.Outcome != store.OK {
+			t.Fatalf("old hook: %+v", res)
+		}
+		f.hook = id
+		old := f.ingest(t, post{body: "old"}).EventID
+		if got := delivered(f.read(t, readOpts{consumer: "a", visibility: time.Hour})); len(got) != 1 {
+			t.Fatalf("old hook's first read: %v", got)
+		}
+		_, got = f.readUntil(t, "the old hook's event back to a short read", 1, readOpts{consumer: "b", visibility: time.Millisecond})
+		if len(got) != 1 || got[0] != old+"@2" {
+			t.Fatalf("old hook's short read got %v", got)
 		}
 	})
 }

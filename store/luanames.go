@@ -32,7 +32,7 @@ func luaNames() map[string]string {
 		"dead_event_id", deadFieldEventID, "dead_group", deadFieldGroup,
 		"dead_deliveries", deadFieldDeliveries, "dead_at", deadFieldAt,
 	})
-	luaTable(b, "HOOK_HASH", []string{"config", hookFieldConfig})
+	luaTable(b, "HOOK_HASH", []string{"config", hookFieldConfig, "ceiling", hookFieldCeiling})
 	luaTable(b, "RECORD_FIELD", []string{
 		"endpoints", recordFieldEndpoints, "secret", recordFieldSecret, "commands", taskFieldCommands,
 		"undo", taskFieldUndo, "undos", taskFieldUndos, "log", taskFieldLog,

@@ -43,6 +43,7 @@ func TestInlineNamesFromWire(t *testing.T) {
 		"ENDPOINT_STATUS.dead":     wire.EndpointDead,
 		"RECORD_FIELD.endpoints":   recordFieldEndpoints,
 		"HOOK_HASH.config":         hookFieldConfig,
+		"HOOK_HASH.ceiling":        hookFieldCeiling,
 		"IDEM.command":             commandHash,
 		"IDEM.task_record":         taskCommandHash,
 		"RECORD_FIELD.commands":    taskFieldCommands,

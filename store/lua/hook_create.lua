@@ -11,6 +11,9 @@
 -- ARGV[8] ingest config json (holds the verify secret; never returned)
 -- ARGV[9] now ms   ARGV[10] stops accepting at (ms)   ARGV[11] keys expire at (ms)
 -- ARGV[12] replay body (the create response without the token)
+-- ARGV[13] visibility ceiling ms: the longest visibility a read may ask for,
+--          kept with the hook so hook_read keeps each delivery's visibility
+--          (0: none kept, and reads go by the visibility of the read)
 -- Returns {'ok'} | {'replay', body} | {'idem_conflict'}
 --       | {'session_not_found'} | {'session_not_active'}
 --       | {'task_not_found'} | {'task_terminal'} | {'exists'}
@@ -31,8 +34,13 @@ end
 if s[2] ~= SESSION_STATUS.active then return {'session_not_active'} end
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
 
-redis.call('HSET', KEYS[1], 'json', ARGV[7], 'owner', ARGV[3], 'status', HOOK_STATUS.open,
-  'exp', ARGV[10], 'kexp', ARGV[11], HOOK_HASH.config, ARGV[8], 'seq', 0)
+local fields = {'json', ARGV[7], 'owner', ARGV[3], 'status', HOOK_STATUS.open,
+  'exp', ARGV[10], 'kexp', ARGV[11], HOOK_HASH.config, ARGV[8], 'seq', 0}
+if tonumber(ARGV[13]) > 0 then
+  fields[#fields + 1] = HOOK_HASH.ceiling
+  fields[#fields + 1] = ARGV[13]
+end
+redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('PEXPIREAT', KEYS[1], ARGV[11])
 redis.call('SET', KEYS[2], ARGV[5], 'PXAT', ARGV[11])
 redis.call('ZADD', KEYS[5], ARGV[9], ARGV[5])

@@ -1,7 +1,14 @@
 -- hook_read: the next batch of a hook's events for one consumer of a group,
 -- at-least-once. In order: the consumer's own events whose visibility ran out,
--- then events idle as long claimed from other consumers of the group, then
--- new events. An event about to be delivered more than max deliveries times
+-- then events whose visibility ran out claimed from other consumers of the
+-- group, then new events.
+--
+-- An event's visibility is the one asked by the read that delivered it, not
+-- by the read that looks at it later: a delivery gives its event an idle
+-- time of ceiling - visibility (XCLAIM IDLE), so every read takes back what
+-- has been idle for the ceiling, the hook's HOOK_HASH.ceiling. A hook made
+-- without one (by an earlier version) is read as it was written: an event is
+-- taken back once idle for the visibility of the read that asks. An event about to be delivered more than max deliveries times
 -- moves to the dead-letter stream instead and is acknowledged. Never blocks:
 -- the caller waits on its replica's wake-ups and calls again. It also says
 -- whether the hook still takes posts, decided as hook_ingest decides it, so
@@ -18,7 +25,7 @@
 --          hook status (HOOK_STATUS.open or .closed), close reason ('' when
 --          open, else one of CLOSED)}
 --       | {'not_found'} | {'too_many_groups'}
-local h = redis.call('HMGET', KEYS[1], 'owner', 'kexp', 'status', 'exp')
+local h = redis.call('HMGET', KEYS[1], 'owner', 'kexp', 'status', 'exp', HOOK_HASH.ceiling)
 if not owned(h[1], ARGV[1], ARGV[2]) then return {'not_found'} end
 local task = nil
 if ARGV[10] == '1' then task = KEYS[4] end
@@ -27,6 +34,14 @@ local hook_status = HOOK_STATUS.open
 if reason then hook_status = HOOK_STATUS.closed else reason = '' end
 local q, dead, group, consumer = KEYS[2], KEYS[3], ARGV[3], ARGV[4]
 local count, vis, max = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+-- reclaim: how long an event must have been idle to be delivered again.
+-- stamp: the idle time a delivery gives its event (nil: Redis's own, 0).
+local reclaim, stamp = vis, nil
+local ceiling = tonumber(h[5])
+if ceiling then
+  if vis > ceiling then vis = ceiling end
+  reclaim, stamp = ceiling, ceiling - vis
+end
 
 local has_group = false
 local groups = 0
@@ -73,30 +88,38 @@ end
 
 -- 1. This consumer's own events whose visibility ran out.
 if count > 0 then
-  for _, p in ipairs(redis.call('XPENDING', q, group, 'IDLE', vis, '-', '+', count, consumer)) do
+  for _, p in ipairs(redis.call('XPENDING', q, group, 'IDLE', reclaim, '-', '+', count, consumer)) do
     if #out >= count then break end
     local id, deliveries = p[1], tonumber(p[4])
     if deliveries >= max then
       bury(id, deliveries)
     else
-      local c = redis.call('XCLAIM', q, group, consumer, vis, id)
+      local c
+      if stamp then
+        c = redis.call('XCLAIM', q, group, consumer, reclaim, id, 'IDLE', stamp, 'RETRYCOUNT', deliveries + 1)
+      else
+        c = redis.call('XCLAIM', q, group, consumer, reclaim, id)
+      end
       if c[1] then deliver(id, deliveries + 1, c[1][2]) end
     end
   end
 end
 
--- 2. Events as idle, claimed from the group's other consumers.
+-- 2. Events whose visibility ran out, claimed from the group's other consumers.
 local cursor = '0-0'
 for _ = 1, 8 do
   local want = count - #out
   if want <= 0 then break end
-  local r = redis.call('XAUTOCLAIM', q, group, consumer, vis, cursor, 'COUNT', want)
+  local r = redis.call('XAUTOCLAIM', q, group, consumer, reclaim, cursor, 'COUNT', want)
   for _, e in ipairs(r[2]) do
     local p = redis.call('XPENDING', q, group, e[1], e[1], 1)
     local deliveries = p[1] and tonumber(p[1][4]) or 1
     if deliveries > max then
       bury(e[1], deliveries - 1)
     else
+      if stamp then
+        redis.call('XCLAIM', q, group, consumer, 0, e[1], 'IDLE', stamp, 'RETRYCOUNT', deliveries, 'JUSTID')
+      end
       deliver(e[1], deliveries, e[2])
     end
   end
@@ -109,7 +132,15 @@ local want = count - #out
 if want > 0 then
   local r = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', want, 'STREAMS', q, '>')
   if r and r[1] then
-    for _, e in ipairs(r[1][2]) do deliver(e[1], 1, e[2]) end
+    local ids = {}
+    for _, e in ipairs(r[1][2]) do
+      deliver(e[1], 1, e[2])
+      ids[#ids + 1] = e[1]
+    end
+    if stamp and stamp > 0 and #ids > 0 then
+      for _, v in ipairs({'IDLE', stamp, 'RETRYCOUNT', 1, 'JUSTID'}) do ids[#ids + 1] = v end
+      redis.call('XCLAIM', q, group, consumer, 0, unpack(ids))
+    end
   end
 end
 
@@ -121,7 +152,7 @@ local pending = tonumber(summary[1])
 local next_visible = -1
 if #out == 0 and pending > 0 then
   for _, p in ipairs(redis.call('XPENDING', q, group, '-', '+', 100)) do
-    local left = vis - tonumber(p[3])
+    local left = reclaim - tonumber(p[3])
     if left < 0 then left = 0 end
     if next_visible < 0 or left < next_visible then next_visible = left end
   end
