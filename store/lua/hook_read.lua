@@ -8,9 +8,11 @@
 -- time of ceiling - visibility (XCLAIM IDLE), so every read takes back what
 -- has been idle for the ceiling, the hook's HOOK_HASH.ceiling. A hook made
 -- without one (by an earlier version) is read as it was written: an event is
--- taken back once idle for the visibility of the read that asks. An event about to be delivered more than max deliveries times
--- moves to the dead-letter stream instead and is acknowledged. Never blocks:
--- the caller waits on its replica's wake-ups and calls again. It also says
+-- taken back once idle for the visibility of the read that asks.
+--
+-- An event about to be delivered more than max deliveries times moves to
+-- the dead-letter stream instead and is acknowledged. Never blocks: the
+-- caller waits on its replica's wake-ups and calls again. It also says
 -- whether the hook still takes posts, decided as hook_ingest decides it, so
 -- a reader learns in the same step that nothing more will arrive.
 -- KEYS[1] hook hash   KEYS[2] hook queue   KEYS[3] dead-letter stream
@@ -40,7 +42,26 @@ local reclaim, stamp = vis, nil
 local ceiling = tonumber(h[5])
 if ceiling then
   if vis > ceiling then vis = ceiling end
-  reclaim, stamp = ceiling, ceiling - vis
+  reclaim = ceiling
+  if vis < ceiling then stamp = ceiling - vis end
+end
+
+-- stamp_opts are XCLAIM's options that give a delivery its stamp, with the
+-- event's delivery count as it is to be (none without a stamp).
+local function stamp_opts(deliveries)
+  if not stamp then return {} end
+  return {'IDLE', stamp, 'RETRYCOUNT', deliveries}
+end
+
+-- restamp stamps events another command just delivered (ids), whose
+-- delivery count is deliveries.
+local function restamp(ids, deliveries)
+  if not stamp or #ids == 0 then return end
+  local args = {'XCLAIM', q, group, consumer, 0}
+  for _, v in ipairs(ids) do args[#args + 1] = v end
+  for _, v in ipairs(stamp_opts(deliveries)) do args[#args + 1] = v end
+  args[#args + 1] = 'JUSTID'
+  redis.call(unpack(args))
 end
 
 local has_group = false
@@ -94,12 +115,7 @@ if count > 0 then
     if deliveries >= max then
       bury(id, deliveries)
     else
-      local c
-      if stamp then
-        c = redis.call('XCLAIM', q, group, consumer, reclaim, id, 'IDLE', stamp, 'RETRYCOUNT', deliveries + 1)
-      else
-        c = redis.call('XCLAIM', q, group, consumer, reclaim, id)
-      end
+      local c = redis.call('XCLAIM', q, group, consumer, reclaim, id, unpack(stamp_opts(deliveries + 1)))
       if c[1] then deliver(id, deliveries + 1, c[1][2]) end
     end
   end
@@ -117,9 +133,7 @@ for _ = 1, 8 do
     if deliveries > max then
       bury(e[1], deliveries - 1)
     else
-      if stamp then
-        redis.call('XCLAIM', q, group, consumer, 0, e[1], 'IDLE', stamp, 'RETRYCOUNT', deliveries, 'JUSTID')
-      end
+      restamp({e[1]}, deliveries)
       deliver(e[1], deliveries, e[2])
     end
   end
@@ -137,10 +151,7 @@ if want > 0 then
       deliver(e[1], 1, e[2])
       ids[#ids + 1] = e[1]
     end
-    if stamp and stamp > 0 and #ids > 0 then
-      for _, v in ipairs({'IDLE', stamp, 'RETRYCOUNT', 1, 'JUSTID'}) do ids[#ids + 1] = v end
-      redis.call('XCLAIM', q, group, consumer, 0, unpack(ids))
-    end
+    restamp(ids, 1)
   end
 end
 
